@@ -1,0 +1,1 @@
+"""rageval's Streamlit dashboard (pages under app_pages/, caching in state.py)."""

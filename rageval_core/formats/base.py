@@ -1,0 +1,163 @@
+"""What every reader module provides, and the run facts (header record / sidecar) they share.
+
+A reader module (formats/<name>.py) exposes:
+
+    FORMAT: str                      # its name, as given to --format
+    PRIMARY: str                     # role of the file that holds the retrieval output
+    COMPANION: str | None            # role of an optional/required second file (qrels, gold set)
+    COMPANION_REQUIRED: bool
+    def sniff(path: Path, head: bytes) -> str | None
+        # head = the file's first HEAD_BYTES bytes; return PRIMARY, COMPANION or None (not mine)
+    def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun
+
+detect.py sniffs every file, groups each primary file with its format's companion, and calls read.
+Readers report problems to the log as file:line: field: problem and never raise on bad data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rageval_core.errors import ProblemLog
+from rageval_core.model import RunInfo
+
+HEAD_BYTES = 64 * 1024
+#: The key of the header record that may open a native JSONL file (or a sidecar's only key).
+HEADER_KEY = "rageval_run"
+SIDECAR_SUFFIX = ".run.json"
+
+_INFO_KEYS = {"name", "created_at", "description", "settings", "price_per_1k", "prices_per_1k"}
+
+
+def display_path(path: Path) -> str:
+    """The path as problems print it: relative to the working directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def parse_run_info(obj: Any, file: str, line: int, log: ProblemLog) -> RunInfo:
+    """Validate the run facts object ({"name", "created_at", "settings", "prices_per_1k", ...})."""
+    if not isinstance(obj, Mapping):
+        log.error(file, line, HEADER_KEY, f"expected an object, got {type_name(obj)}")
+        return RunInfo()
+    for key in obj:
+        if key not in _INFO_KEYS:
+            log.warn(file, line, f"{HEADER_KEY}.{key}", "unknown key, ignored")
+
+    def text(key: str) -> str | None:
+        value = obj.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        log.error(file, line, f"{HEADER_KEY}.{key}", f"expected a string, got {type_name(value)}")
+        return None
+
+    settings = obj.get("settings") or {}
+    if not isinstance(settings, Mapping):
+        log.error(file, line, f"{HEADER_KEY}.settings", f"expected an object, got {type_name(settings)}")
+        settings = {}
+    prompt = completion = None
+    if "price_per_1k" in obj:
+        prompt = completion = price(obj["price_per_1k"], file, line, f"{HEADER_KEY}.price_per_1k", log)
+    prices = obj.get("prices_per_1k")
+    if prices is not None:
+        if not isinstance(prices, Mapping):
+            log.error(file, line, f"{HEADER_KEY}.prices_per_1k", "expected {\"prompt\": .., \"completion\": ..}")
+        else:
+            for key in prices:
+                if key not in ("prompt", "completion"):
+                    log.error(file, line, f"{HEADER_KEY}.prices_per_1k.{key}", "expected prompt or completion")
+            if "prompt" in prices:
+                prompt = price(prices["prompt"], file, line, f"{HEADER_KEY}.prices_per_1k.prompt", log)
+            if "completion" in prices:
+                completion = price(
+                    prices["completion"], file, line, f"{HEADER_KEY}.prices_per_1k.completion", log
+                )
+    return RunInfo(
+        name=text("name"),
+        created_at=text("created_at"),
+        description=text("description"),
+        settings=dict(settings),
+        price_prompt_per_1k=prompt,
+        price_completion_per_1k=completion,
+    )
+
+
+def price(value: Any, file: str, line: int, field: str, log: ProblemLog) -> float | None:
+    number = finite_number(value)
+    if number is None or number < 0:
+        log.error(file, line, field, f"expected a non-negative number, got {value!r}")
+        return None
+    return number
+
+
+def finite_number(value: Any) -> float | None:
+    """value as a finite float, or None when it is not a finite number (bools are not numbers)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def type_name(value: Any) -> str:
+    return {
+        type(None): "null", bool: "a boolean", int: "a number", float: "a number",
+        str: "a string", list: "an array", dict: "an object",
+    }.get(type(value), type(value).__name__)
+
+
+def info_to_json(info: RunInfo) -> dict[str, Any]:
+    """The header record's object for info (inverse of parse_run_info; None fields omitted)."""
+    out: dict[str, Any] = {}
+    for key in ("name", "created_at", "description"):
+        if getattr(info, key) is not None:
+            out[key] = getattr(info, key)
+    if info.settings:
+        out["settings"] = dict(info.settings)
+    prices = {}
+    if info.price_prompt_per_1k is not None:
+        prices["prompt"] = info.price_prompt_per_1k
+    if info.price_completion_per_1k is not None:
+        prices["completion"] = info.price_completion_per_1k
+    if prices:
+        out["prices_per_1k"] = prices
+    return out
+
+
+def read_sidecar(path: Path, log: ProblemLog) -> RunInfo | None:
+    """Run facts from PATH.run.json beside a run file (any format), when that file exists."""
+    sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
+    if not sidecar.is_file():
+        return None
+    shown = display_path(sidecar)
+    try:
+        obj = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        log.error(shown, getattr(e, "lineno", 0), HEADER_KEY, f"not valid JSON: {e}")
+        return None
+    if isinstance(obj, Mapping) and HEADER_KEY in obj:
+        obj = obj[HEADER_KEY]
+    return parse_run_info(obj, shown, 1, log)
+
+
+def merge_info(primary: RunInfo, sidecar: RunInfo | None) -> RunInfo:
+    """Sidecar facts win over facts found in the file itself, field by field."""
+    if sidecar is None:
+        return primary
+    return RunInfo(
+        name=sidecar.name or primary.name,
+        created_at=sidecar.created_at or primary.created_at,
+        description=sidecar.description or primary.description,
+        settings={**primary.settings, **sidecar.settings},
+        price_prompt_per_1k=sidecar.price_prompt_per_1k
+        if sidecar.price_prompt_per_1k is not None
+        else primary.price_prompt_per_1k,
+        price_completion_per_1k=sidecar.price_completion_per_1k
+        if sidecar.price_completion_per_1k is not None
+        else primary.price_completion_per_1k,
+    )

@@ -1,0 +1,522 @@
+"""The native format: JSONL, one query per line (or one JSON array), optional header record.
+
+The writer half (query_to_json / write_native) is what export and the demo generator use.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from rageval_core.errors import ProblemLog
+from rageval_core.formats.base import (
+    HEADER_KEY,
+    display_path,
+    finite_number,
+    info_to_json,
+    merge_info,
+    parse_run_info,
+    read_sidecar,
+    type_name,
+)
+from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+
+FORMAT = "native"
+
+
+def query_to_json(q: Query) -> dict[str, Any]:
+    """The native JSON object for q; empty optional fields are omitted (reading it back gives q)."""
+    out: dict[str, Any] = {"query_id": q.query_id}
+    if q.query is not None:
+        out["query"] = q.query
+    if q.retrieved is None:
+        out["retrieved"] = None
+    else:
+        chunks = []
+        for c in q.retrieved:
+            chunk: dict[str, Any] = {"doc_id": c.doc_id}
+            if c.text is not None:
+                chunk["text"] = c.text
+            if c.score is not None:
+                chunk["score"] = c.score
+            if c.metadata:
+                chunk["metadata"] = dict(c.metadata)
+            chunks.append(chunk)
+        out["retrieved"] = chunks
+    if q.relevance is not None:
+        out["relevance"] = dict(q.relevance)
+    if q.evidence:
+        out["evidence"] = list(q.evidence)
+    for key in ("answer", "reference_answer"):
+        if getattr(q, key) is not None:
+            out[key] = getattr(q, key)
+    for key in ("latency_ms", "tokens", "tags", "judge"):
+        if getattr(q, key):
+            out[key] = dict(getattr(q, key))
+    return out
+
+
+def write_native(info: RunInfo, queries: Iterable[Query], out: Path | IO[str]) -> int:
+    """Write a native JSONL run (header record first when info has facts); returns queries written."""
+    if isinstance(out, Path):
+        with out.open("w", encoding="utf-8") as fh:
+            return write_native(info, queries, fh)
+    header = info_to_json(info)
+    if header:
+        out.write(json.dumps({HEADER_KEY: header}, ensure_ascii=False) + "\n")
+    n = 0
+    for q in queries:
+        out.write(json.dumps(query_to_json(q), ensure_ascii=False, allow_nan=False) + "\n")
+        n += 1
+    return n
+
+
+# --- the reader --------------------------------------------------------------------------------
+
+PRIMARY = "run"
+COMPANION: str | None = None
+COMPANION_REQUIRED = False
+
+_BOM = b"\xef\xbb\xbf"
+_QUERY_KEYS = frozenset(
+    {
+        "query_id", "query", "retrieved", "relevant_ids", "relevance", "evidence", "answer",
+        "reference_answer", "latency_ms", "tokens", "tags", "judge",
+    }
+)
+_CHUNK_KEYS = frozenset({"doc_id", "text", "score", "metadata"})
+_WS = re.compile(r"[ \t\n\r]*")
+#: stands in for a record that could not be decoded (already reported), so it still counts as one
+_UNREADABLE = object()
+
+
+def sniff(path: Path, head: bytes) -> str | None:
+    """PRIMARY when head starts a native run (JSONL or a JSON array of query objects), else None."""
+    text = head.removeprefix(_BOM).decode("utf-8", errors="replace").lstrip(" \t\r\n")
+    if text.startswith("["):
+        first = text[1:].lstrip(" \t\r\n")
+        if not first.startswith("{"):
+            return None
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(first)
+        except json.JSONDecodeError:
+            # cut by the head limit, or broken: fall back to the key names
+            return PRIMARY if _names_native_keys(first.split("}", 1)[0]) else None
+        return PRIMARY if _is_native_record(obj) else None
+    if text.startswith("{"):
+        line = text.split("\n", 1)[0]
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            return PRIMARY if _names_native_keys(line) else None
+        return PRIMARY if _is_native_record(obj) else None
+    return None
+
+
+def _is_native_record(obj: Any) -> bool:
+    return isinstance(obj, dict) and (HEADER_KEY in obj or {"query_id", "retrieved"} <= obj.keys())
+
+
+def _names_native_keys(text: str) -> bool:
+    return f'"{HEADER_KEY}"' in text or ('"query_id"' in text and '"retrieved"' in text)
+
+
+def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
+    """Read a native run: the header record eagerly, the queries as a lazy stream."""
+    shown = display_path(primary)
+    with primary.open("rb") as fh:
+        first_byte, first_line = _first_content(fh)
+    if first_byte is None:
+        log.error(shown, 0, "file", "empty file")
+        return ParsedRun(RunInfo(), iter(()), FORMAT, (shown,))
+    if first_byte == b"[":
+        records: Iterator[tuple[int, Any]] = _array_records(primary, shown, log)
+        info, first = _take_header(records, shown, log)
+        queries = _queries(itertools.chain(first, records), shown, log)
+    else:
+        header = _jsonl_header(primary, first_line, shown, log)
+        info = header if header is not None else RunInfo()
+        skip = first_line if header is not None else first_line - 1
+        queries = _queries(_jsonl_records(primary, shown, log, skip), shown, log)
+    info = merge_info(info, read_sidecar(primary, log))
+    return ParsedRun(info, queries, FORMAT, (shown,))
+
+
+def _first_content(fh: IO[bytes]) -> tuple[bytes | None, int]:
+    """The first non-blank byte of the file and its 1-based line (None, 0 for a blank file)."""
+    for lineno, raw in enumerate(fh, 1):
+        stripped = (raw.removeprefix(_BOM) if lineno == 1 else raw).lstrip(b" \t\r\n")
+        if stripped:
+            return stripped[:1], lineno
+    return None, 0
+
+
+def _jsonl_header(path: Path, lineno: int, shown: str, log: ProblemLog) -> RunInfo | None:
+    """Run facts from the record on line lineno when it is a header record, else None."""
+    with path.open("rb") as fh:
+        raw = next(itertools.islice(fh, lineno - 1, None))
+    try:
+        obj = json.loads(raw.removeprefix(_BOM).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None  # reported when the stream reaches this line
+    return _header_info(obj, shown, lineno, log)
+
+
+def _header_info(obj: Any, shown: str, line: int, log: ProblemLog) -> RunInfo | None:
+    if not (isinstance(obj, dict) and HEADER_KEY in obj):
+        return None
+    for key in obj:
+        if key != HEADER_KEY:
+            log.error(shown, line, key, f"a header record holds only {HEADER_KEY!r}")
+    return parse_run_info(obj[HEADER_KEY], shown, line, log)
+
+
+def _take_header(
+    records: Iterator[tuple[int, Any]], shown: str, log: ProblemLog
+) -> tuple[RunInfo, list[tuple[int, Any]]]:
+    """Consume the array's first element: its run facts if it is a header, else put it back."""
+    first = next(records, None)
+    if first is None:
+        return RunInfo(), []
+    info = _header_info(first[1], shown, first[0], log)
+    return (info, []) if info is not None else (RunInfo(), [first])
+
+
+def _jsonl_records(path: Path, shown: str, log: ProblemLog, skip: int) -> Iterator[tuple[int, Any]]:
+    """(line, decoded JSON) for each non-blank line after the first skip lines."""
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if lineno <= skip:
+                continue
+            if lineno == 1:
+                raw = raw.removeprefix(_BOM)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                log.error(shown, lineno, "file", f"invalid UTF-8 at byte {e.start + 1} of the line")
+                yield lineno, _UNREADABLE
+                continue
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as e:
+                log.error(shown, lineno, "json", f"{e.msg} (column {e.colno})")
+                obj = _UNREADABLE
+            yield lineno, obj
+
+
+def _array_records(path: Path, shown: str, log: ProblemLog) -> Iterator[tuple[int, Any]]:
+    """(line where the element starts, element) for each element of a top-level JSON array."""
+    data = path.read_bytes().removeprefix(_BOM)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        log.error(shown, data.count(b"\n", 0, e.start) + 1, "file", "invalid UTF-8")
+        return
+    decoder = json.JSONDecoder()
+    i = _skip_ws(text, text.index("[") + 1)
+    line, counted = 1, 0
+
+    def line_at(pos: int) -> int:
+        nonlocal line, counted
+        line += text.count("\n", counted, pos)
+        counted = pos
+        return line
+
+    if text.startswith("]", i):
+        end = _skip_ws(text, i + 1)
+        if end < len(text):
+            log.error(shown, line_at(end), "json", "Extra data after the array")
+        return
+    while True:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as e:
+            log.error(shown, e.lineno, "json", f"{e.msg} (column {e.colno})")
+            yield e.lineno, _UNREADABLE
+            return
+        yield line_at(i), obj
+        i = _skip_ws(text, end)
+        if text.startswith(",", i):
+            i = _skip_ws(text, i + 1)
+            continue
+        if text.startswith("]", i):
+            end = _skip_ws(text, i + 1)
+            if end < len(text):
+                log.error(shown, line_at(end), "json", "Extra data after the array")
+            return
+        problem = "Expecting ',' delimiter" if i < len(text) else "unterminated array: expected ']'"
+        log.error(shown, line_at(min(i, len(text))), "json", problem)
+        return
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    match = _WS.match(text, pos)
+    return match.end() if match else pos
+
+
+def _queries(records: Iterable[tuple[int, Any]], shown: str, log: ProblemLog) -> Iterator[Query]:
+    """Validate each record into a Query; stops yielding (but keeps checking) once the log is full."""
+    seen: dict[str, int] = {}
+    warned: set[str] = set()
+    n_records = 0
+    for lineno, obj in records:
+        n_records += 1
+        if obj is _UNREADABLE:
+            continue
+        check = Check(shown, lineno, log)
+        if isinstance(obj, dict) and HEADER_KEY in obj:
+            check.error(HEADER_KEY, "the header record must be the first record of the file")
+            continue
+        q = parse_query(obj, check, warned)
+        if q is None:
+            continue
+        first = seen.setdefault(q.query_id, lineno)
+        if first != lineno:
+            check.error("query_id", f"duplicate {q.query_id!r} (first on line {first})")
+            continue
+        if check.ok and not (log.full and log.errors):
+            yield q
+    if n_records == 0:
+        log.error(shown, 0, "file", "no queries")
+
+
+class Check:
+    """Reports problems at one place (file, line) and remembers whether any was an error."""
+
+    __slots__ = ("file", "line", "log", "ok")
+
+    def __init__(self, file: str, line: int, log: ProblemLog) -> None:
+        self.file, self.line, self.log, self.ok = file, line, log, True
+
+    def error(self, field: str, problem: str) -> None:
+        self.log.error(self.file, self.line, field, problem)
+        self.ok = False
+
+    def warn_once(self, field: str, problem: str, warned: set[str]) -> None:
+        # one warning per key per file: a misnamed key on every line would fill the log
+        if field not in warned:
+            warned.add(field)
+            self.log.warn(self.file, self.line, field, problem)  # noqa: G010
+
+
+def parse_query(obj: Any, check: Check, warned: set[str]) -> Query | None:
+    """The Query a native record describes, or None when it has errors (reported to check)."""
+    if not isinstance(obj, dict):
+        check.error("record", f"expected an object, got {type_name(obj)}")
+        return None
+    for key in obj:
+        if key not in _QUERY_KEYS:
+            check.warn_once(key, "unknown key, ignored", warned)
+    query_id = obj.get("query_id")
+    if "query_id" not in obj:
+        check.error("query_id", "missing")
+    elif not isinstance(query_id, str):
+        check.error("query_id", f"expected a string, got {type_name(query_id)}")
+    elif not query_id:
+        check.error("query_id", "empty string")
+    retrieved: tuple[Chunk, ...] | None = None
+    if "retrieved" not in obj:
+        check.error("retrieved", "missing (use [] for no results, null for a query not in the run)")
+    elif obj["retrieved"] is not None:
+        retrieved = parse_chunks(obj["retrieved"], check, warned)
+    relevance = parse_relevance(obj.get("relevant_ids"), obj.get("relevance"), check)
+    q = Query(
+        query_id=query_id if isinstance(query_id, str) else "",
+        retrieved=retrieved,
+        query=optional_text(obj.get("query"), "query", check),
+        relevance=relevance,
+        evidence=parse_evidence(obj.get("evidence"), "evidence", check),
+        answer=optional_text(obj.get("answer"), "answer", check),
+        reference_answer=optional_text(obj.get("reference_answer"), "reference_answer", check),
+        latency_ms=parse_numbers(obj.get("latency_ms"), "latency_ms", check, non_negative=True),
+        tokens=parse_counts(obj.get("tokens"), "tokens", check),
+        tags=parse_tags(obj.get("tags"), "tags", check),
+        judge=parse_numbers(obj.get("judge"), "judge", check, non_negative=False),
+        line=check.line,
+    )
+    return q if check.ok else None
+
+
+def parse_chunks(value: Any, check: Check, warned: set[str]) -> tuple[Chunk, ...]:
+    if not isinstance(value, list):
+        check.error("retrieved", f"expected an array or null, got {type_name(value)}")
+        return ()
+    chunks = []
+    for i, item in enumerate(value):
+        where = f"retrieved[{i}]"
+        if not isinstance(item, dict):
+            check.error(where, f"expected an object, got {type_name(item)}")
+            continue
+        for key in item:
+            if key not in _CHUNK_KEYS:
+                check.warn_once(f"retrieved[].{key}", "unknown key, ignored", warned)
+        doc_id = item.get("doc_id")
+        if "doc_id" not in item:
+            check.error(f"{where}.doc_id", "missing")
+        elif not isinstance(doc_id, str):
+            check.error(f"{where}.doc_id", f"expected a string, got {type_name(doc_id)}")
+        elif not doc_id:
+            check.error(f"{where}.doc_id", "empty string")
+        score = item.get("score")
+        if score is not None:
+            number = finite_number(score)
+            if number is None:
+                check.error(f"{where}.score", f"expected a finite number, got {_shown(score)}")
+            score = number
+        metadata = item.get("metadata")
+        if metadata is None:
+            metadata = {}
+        elif not isinstance(metadata, dict):
+            check.error(f"{where}.metadata", f"expected an object, got {type_name(metadata)}")
+            metadata = {}
+        else:
+            bad = _non_finite_path(metadata, f"{where}.metadata")
+            if bad is not None:
+                check.error(bad, "expected a finite number, got NaN or infinity")
+        chunks.append(
+            Chunk(
+                doc_id=doc_id if isinstance(doc_id, str) else "",
+                text=optional_text(item.get("text"), f"{where}.text", check),
+                score=score,
+                metadata=metadata,
+            )
+        )
+    return tuple(chunks)
+
+
+# --- field validators, shared with table.py ----------------------------------------------------
+
+
+def optional_text(value: Any, field: str, check: Check) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    check.error(field, f"expected a string, got {type_name(value)}")
+    return None
+
+
+def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, int] | None:
+    """relevant_ids (label 1 each) merged with relevance (which wins); None when neither given."""
+    if ids is None and labels is None:
+        return None
+    out: dict[str, int] = {}
+    if ids is not None:
+        if not isinstance(ids, list):
+            check.error("relevant_ids", f"expected an array of strings, got {type_name(ids)}")
+        else:
+            for i, doc_id in enumerate(ids):
+                if not isinstance(doc_id, str) or not doc_id:
+                    check.error(f"relevant_ids[{i}]", f"expected a non-empty string, got {_shown(doc_id)}")
+                else:
+                    out[doc_id] = 1
+    if labels is not None:
+        if not isinstance(labels, dict):
+            check.error("relevance", f"expected an object doc_id -> label, got {type_name(labels)}")
+        else:
+            for doc_id, label in labels.items():
+                if not doc_id:
+                    check.error("relevance", "empty doc_id")
+                elif isinstance(label, bool) or not isinstance(label, int):
+                    check.error(f"relevance.{doc_id}", f"expected an integer label, got {_shown(label)}")
+                else:
+                    out[doc_id] = label
+    return out
+
+
+def parse_evidence(value: Any, field: str, check: Check) -> tuple[str, ...]:
+    """A list of non-empty strings; a plain string is one span."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        check.error(field, f"expected an array of strings, got {type_name(value)}")
+        return ()
+    spans = []
+    for i, span in enumerate(value):
+        if not isinstance(span, str):
+            check.error(f"{field}[{i}]", f"expected a string, got {type_name(span)}")
+        elif not span.strip():
+            check.error(f"{field}[{i}]", "empty string")
+        else:
+            spans.append(span)
+    return tuple(spans)
+
+
+def parse_numbers(value: Any, field: str, check: Check, *, non_negative: bool) -> dict[str, float]:
+    """An object name -> finite number (>= 0 when non_negative)."""
+    out: dict[str, float] = {}
+    for key, item in _entries(value, field, check):
+        number = finite_number(item)
+        if number is None or (non_negative and number < 0):
+            kind = "a finite number >= 0" if non_negative else "a finite number"
+            check.error(f"{field}.{key}", f"expected {kind}, got {_shown(item)}")
+        else:
+            out[key] = number
+    return out
+
+
+def parse_counts(value: Any, field: str, check: Check) -> dict[str, int]:
+    """An object name -> integer >= 0."""
+    out: dict[str, int] = {}
+    for key, item in _entries(value, field, check):
+        if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+            check.error(f"{field}.{key}", f"expected an integer >= 0, got {_shown(item)}")
+        else:
+            out[key] = item
+    return out
+
+
+def parse_tags(value: Any, field: str, check: Check) -> dict[str, str]:
+    """An object key -> string; numbers and booleans become their JSON spelling."""
+    out: dict[str, str] = {}
+    for key, item in _entries(value, field, check):
+        if isinstance(item, str):
+            out[key] = item
+        elif isinstance(item, (bool, int)) or finite_number(item) is not None:
+            out[key] = json.dumps(item)
+        else:
+            check.error(f"{field}.{key}", f"expected a string, got {_shown(item)}")
+    return out
+
+
+def _entries(value: Any, field: str, check: Check) -> Iterable[tuple[str, Any]]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        check.error(field, f"expected an object, got {type_name(value)}")
+        return ()
+    return value.items()
+
+
+def _non_finite_path(value: Any, path: str) -> str | None:
+    """The path of the first NaN/infinite number inside a JSON value, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, dict):
+        items: Iterable[tuple[str, Any]] = ((f"{path}.{k}", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub, item in items:
+        bad = _non_finite_path(item, sub)
+        if bad is not None:
+            return bad
+    return None
+
+
+def _shown(value: Any) -> str:
+    """A value as a problem message quotes it: short, and JSON-spelled for non-finite numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, (dict, list)) or value is None:
+        return type_name(value)
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,69 @@
+"""The run model every reader produces and every later step consumes (frozen dataclasses)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One retrieved chunk; its rank is its 1-based position in Query.retrieved."""
+
+    doc_id: str
+    text: str | None = None
+    score: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One query of a run with what the retriever returned and whatever gold is known.
+
+    retrieved is None for a query that is judged (in the qrels) but absent from the run:
+    trec_eval skips such queries unless -c (rageval's --complete). An empty tuple is a query the
+    retriever answered with nothing, which scores 0.
+    relevance is None when the query has no qrels; {} when it is judged with nothing relevant.
+    """
+
+    query_id: str
+    retrieved: tuple[Chunk, ...] | None = ()
+    query: str | None = None
+    relevance: Mapping[str, int] | None = None
+    evidence: tuple[str, ...] = ()
+    answer: str | None = None
+    reference_answer: str | None = None
+    latency_ms: Mapping[str, float] = field(default_factory=dict)
+    tokens: Mapping[str, int] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)
+    judge: Mapping[str, float] = field(default_factory=dict)
+    #: 1-based line (or row/element) of the source file; not part of the content.
+    line: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """Run-level facts: from a native header record or a sidecar FILE.run.json (docs/formats.md)."""
+
+    name: str | None = None
+    created_at: str | None = None  # ISO 8601, as given
+    description: str | None = None
+    #: retriever settings: top_k, score_threshold, prefetch_limit, rerank_top_n, model, ... (any JSON)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    price_prompt_per_1k: float | None = None  # USD per 1,000 prompt tokens
+    price_completion_per_1k: float | None = None  # USD per 1,000 completion tokens
+
+
+@dataclass(slots=True)
+class ParsedRun:
+    """What a reader returns: run facts plus the queries, possibly a lazy stream.
+
+    Problems met while the stream is consumed go to the ProblemLog the reader was given; the
+    consumer (the store) checks it once the stream is exhausted, before it commits.
+    """
+
+    info: RunInfo
+    queries: Iterable[Query]
+    format: str
+    sources: tuple[str, ...]
