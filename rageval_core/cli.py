@@ -14,10 +14,6 @@ from typing import Any
 from rageval_core.errors import InputError, ProblemLog, RagevalError, UsageError
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on bad arguments already; keep its message short and traceback-free."""
-
-
 def _store(args: argparse.Namespace) -> Any:
     from rageval_core.store import Store
 
@@ -172,9 +168,12 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from rageval_core.formats.detect import FORMATS
 
+    db_help = "the DuckDB store (default: $RAGEVAL_DB or .rageval/rageval.duckdb)"
+    parser = argparse.ArgumentParser(prog="rageval", description="Evaluate the retrieval step of RAG systems.")
+    parser.add_argument("--db", help=db_help)
+    # --db may come before or after the command; SUPPRESS keeps a subcommand from resetting it
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", help="the DuckDB store (default: $RAGEVAL_DB or .rageval/rageval.duckdb)")
-    parser = _Parser(prog="rageval", description="Evaluate the retrieval step of RAG systems.", parents=[common])
+    common.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("import", parents=[common], help="validate run files and store them")

@@ -85,8 +85,18 @@ COMPANION_REQUIRED = False
 _BOM = b"\xef\xbb\xbf"
 _QUERY_KEYS = frozenset(
     {
-        "query_id", "query", "retrieved", "relevant_ids", "relevance", "evidence", "answer",
-        "reference_answer", "latency_ms", "tokens", "tags", "judge",
+        "query_id",
+        "query",
+        "retrieved",
+        "relevant_ids",
+        "relevance",
+        "evidence",
+        "answer",
+        "reference_answer",
+        "latency_ms",
+        "tokens",
+        "tags",
+        "judge",
     }
 )
 _CHUNK_KEYS = frozenset({"doc_id", "text", "score", "metadata"})
@@ -204,7 +214,8 @@ def _jsonl_records(path: Path, shown: str, log: ProblemLog, skip: int) -> Iterat
             if not text.strip():
                 continue
             try:
-                obj = json.loads(text)
+                # without the line break, a column in the message is a column of this line
+                obj = json.loads(text.rstrip("\r\n"))
             except json.JSONDecodeError as e:
                 log.error(shown, lineno, "json", f"{e.msg} (column {e.colno})")
                 obj = _UNREADABLE
@@ -217,43 +228,55 @@ def _array_records(path: Path, shown: str, log: ProblemLog) -> Iterator[tuple[in
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        log.error(shown, data.count(b"\n", 0, e.start) + 1, "file", "invalid UTF-8")
+        line = data.count(b"\n", 0, e.start) + 1
+        log.error(shown, line, "file", "invalid UTF-8")
+        yield line, _UNREADABLE
         return
     decoder = json.JSONDecoder()
-    i = _skip_ws(text, text.index("[") + 1)
     line, counted = 1, 0
 
     def line_at(pos: int) -> int:
+        # lines are counted incrementally: the walk only moves forward
         nonlocal line, counted
         line += text.count("\n", counted, pos)
         counted = pos
         return line
 
+    def syntax(pos: int, problem: str) -> tuple[int, Any]:
+        column = pos - text.rfind("\n", 0, pos)
+        log.error(shown, line_at(pos), "json", f"{problem} (column {column})")
+        return line, _UNREADABLE
+
+    i = _skip_ws(text, text.index("[") + 1)
     if text.startswith("]", i):
-        end = _skip_ws(text, i + 1)
-        if end < len(text):
-            log.error(shown, line_at(end), "json", "Extra data after the array")
+        i = _skip_ws(text, i + 1)
+        if i < len(text):
+            yield syntax(i, "Extra data after the array")
         return
     while True:
+        if i >= len(text):
+            yield syntax(len(text), "unterminated array: expected ']'")
+            return
         try:
             obj, end = decoder.raw_decode(text, i)
         except json.JSONDecodeError as e:
-            log.error(shown, e.lineno, "json", f"{e.msg} (column {e.colno})")
-            yield e.lineno, _UNREADABLE
+            yield syntax(e.pos, e.msg)
             return
         yield line_at(i), obj
         i = _skip_ws(text, end)
         if text.startswith(",", i):
             i = _skip_ws(text, i + 1)
-            continue
-        if text.startswith("]", i):
-            end = _skip_ws(text, i + 1)
-            if end < len(text):
-                log.error(shown, line_at(end), "json", "Extra data after the array")
+        elif text.startswith("]", i):
+            i = _skip_ws(text, i + 1)
+            if i < len(text):
+                yield syntax(i, "Extra data after the array")
             return
-        problem = "Expecting ',' delimiter" if i < len(text) else "unterminated array: expected ']'"
-        log.error(shown, line_at(min(i, len(text))), "json", problem)
-        return
+        elif i >= len(text):
+            yield syntax(i, "unterminated array: expected ']'")
+            return
+        else:
+            yield syntax(i, "Expecting ',' delimiter")
+            return
 
 
 def _skip_ws(text: str, pos: int) -> int:
@@ -279,7 +302,7 @@ def _queries(records: Iterable[tuple[int, Any]], shown: str, log: ProblemLog) ->
             continue
         first = seen.setdefault(q.query_id, lineno)
         if first != lineno:
-            check.error("query_id", f"duplicate {q.query_id!r} (first on line {first})")
+            check.error("query_id", f"duplicate {quoted(q.query_id)} (first on line {first})")
             continue
         if check.ok and not (log.full and log.errors):
             yield q
@@ -350,6 +373,10 @@ def parse_chunks(value: Any, check: Check, warned: set[str]) -> tuple[Chunk, ...
         return ()
     chunks = []
     for i, item in enumerate(value):
+        fast = _plain_chunk(item)
+        if fast is not None:
+            chunks.append(fast)
+            continue
         where = f"retrieved[{i}]"
         if not isinstance(item, dict):
             check.error(where, f"expected an object, got {type_name(item)}")
@@ -391,6 +418,21 @@ def parse_chunks(value: Any, check: Check, warned: set[str]) -> tuple[Chunk, ...
     return tuple(chunks)
 
 
+def _plain_chunk(item: Any) -> Chunk | None:
+    """The Chunk for an item that is plainly valid (the common case, checked fast), else None."""
+    # a million-query run has tens of millions of chunks: this path skips the per-field messages
+    if type(item) is not dict or not item.keys() <= _CHUNK_KEYS or "metadata" in item:
+        return None
+    doc_id, text, score = item.get("doc_id"), item.get("text"), item.get("score")
+    if type(doc_id) is not str or not doc_id or not (text is None or type(text) is str):
+        return None
+    if score is None:
+        return Chunk(doc_id, text)
+    if (type(score) is float or type(score) is int) and score - score == 0:  # NaN/inf fail this
+        return Chunk(doc_id, text, float(score))
+    return None
+
+
 # --- field validators, shared with table.py ----------------------------------------------------
 
 
@@ -412,7 +454,9 @@ def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, int] | Non
         else:
             for i, doc_id in enumerate(ids):
                 if not isinstance(doc_id, str) or not doc_id:
-                    check.error(f"relevant_ids[{i}]", f"expected a non-empty string, got {_shown(doc_id)}")
+                    check.error(
+                        f"relevant_ids[{i}]", f"expected a non-empty string, got {_shown(doc_id)}"
+                    )
                 else:
                     out[doc_id] = 1
     if labels is not None:
@@ -423,7 +467,9 @@ def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, int] | Non
                 if not doc_id:
                     check.error("relevance", "empty doc_id")
                 elif isinstance(label, bool) or not isinstance(label, int):
-                    check.error(f"relevance.{doc_id}", f"expected an integer label, got {_shown(label)}")
+                    check.error(
+                        f"relevance.{doc_id}", f"expected an integer label, got {_shown(label)}"
+                    )
                 else:
                     out[doc_id] = label
     return out
@@ -510,6 +556,11 @@ def _non_finite_path(value: Any, path: str) -> str | None:
         if bad is not None:
             return bad
     return None
+
+
+def quoted(text: str) -> str:
+    """text in double quotes, as JSON spells it."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _shown(value: Any) -> str:

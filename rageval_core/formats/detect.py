@@ -1,0 +1,185 @@
+"""Pick a reader for each input file, group primaries with their companions, and start reading.
+
+Formats are tried in the fixed order of FORMATS; the first whose sniff() claims a file wins. The
+grouping rules (docs/formats.md, "Detection and grouping"): every primary file is one run; a
+companion (qrels, gold set) is attached to every primary of its format; two companions of one
+format, a companion without a primary, and a missing required companion are errors.
+"""
+
+from __future__ import annotations
+
+import codecs
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from rageval_core.errors import ProblemLog, UsageError
+from rageval_core.formats.base import HEAD_BYTES, SIDECAR_SUFFIX, display_path
+from rageval_core.model import ParsedRun
+
+#: every reader module, in the order they are tried (the specific JSON shapes before trec and csv)
+FORMATS: tuple[str, ...] = ("native", "tatrag", "qa_pairs", "ragas", "trec", "table")
+
+_PARQUET_MAGIC = b"PAR1"
+_EXPECTED = f"expected one of: {', '.join(FORMATS)}; see docs/formats.md"
+
+
+def module_for(name: str) -> ModuleType:
+    """The reader module of a format name (as given to --format); UsageError for an unknown name."""
+    if name not in FORMATS:
+        raise UsageError(f"unknown format {name!r} (expected one of: {', '.join(FORMATS)})")
+    return importlib.import_module(f"rageval_core.formats.{name}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Detected:
+    path: Path
+    shown: str
+    format: str
+    role: str
+
+
+def read_inputs(paths: Sequence[Path], fmt: str | None, log: ProblemLog) -> list[ParsedRun]:
+    """One ParsedRun per primary input file, in the order given (queries still to be streamed).
+
+    Problems with detection or grouping (missing, empty, binary, unknown files, companions that
+    fit no primary ...) are all collected first, then raised together as one InputError before
+    anything is read. Problems inside the files go to log as their queries are consumed.
+    """
+    if fmt is not None:
+        module_for(fmt)  # an unknown name is a usage error before any file is looked at
+    if not paths:
+        raise UsageError("no input files given")
+    unique: dict[Path, Path] = {}
+    for path in paths:
+        unique.setdefault(path.resolve(), path)  # the same file given twice is read once
+    detected: list[_Detected] = []
+    for resolved, path in unique.items():
+        if _is_given_sidecar(resolved, unique, log):
+            continue
+        found = _detect(path, fmt, log)
+        if found is not None:
+            detected.append(found)
+    groups = _group(detected, log)
+    log.raise_if_errors()
+    runs = []
+    for item in detected:
+        module = module_for(item.format)
+        if item.role == module.PRIMARY:
+            runs.append(module.read(item.path, groups.get(item.format), log))
+    return runs
+
+
+def _is_given_sidecar(resolved: Path, given: dict[Path, Path], log: ProblemLog) -> bool:
+    """True for a FILE.run.json whose FILE exists: skipped when FILE is given, an error otherwise."""
+    if not resolved.name.endswith(SIDECAR_SUFFIX):
+        return False
+    base = resolved.with_name(resolved.name.removesuffix(SIDECAR_SUFFIX))
+    if base in given:
+        return True
+    if base.is_file():
+        shown = display_path(given[resolved])
+        log.error(
+            shown,
+            0,
+            "file",
+            f"run facts of {display_path(base)}, not a run: give that file instead",
+        )
+        return True
+    return False  # no such FILE: a run that merely has a .run.json name
+
+
+def _detect(path: Path, forced: str | None, log: ProblemLog) -> _Detected | None:
+    """The format and role of one file, or None after logging why it has none."""
+    shown = display_path(path)
+    if not path.exists():
+        log.error(shown, 0, "file", "no such file")
+        return None
+    if not path.is_file():
+        log.error(shown, 0, "file", "not a file")
+        return None
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(HEAD_BYTES)
+            complete = not fh.read(1)
+    except OSError as e:
+        log.error(shown, 0, "file", f"cannot read: {e.strerror or e}")
+        return None
+    if not head.strip():
+        log.error(shown, 0, "file", "empty file")
+        return None
+    if not head.startswith(_PARQUET_MAGIC):
+        binary = _binary_problem(head, complete)
+        if binary is not None:
+            expected = f"expected a {forced} file" if forced is not None else _EXPECTED
+            log.error(shown, 0, "file", f"{binary}, not a run ({expected})")
+            return None
+    if forced is not None:
+        module = module_for(forced)
+        return _Detected(path, shown, forced, module.sniff(path, head) or module.PRIMARY)
+    for name in FORMATS:
+        module = module_for(name)
+        role = module.sniff(path, head)
+        if role is not None:
+            return _Detected(path, shown, name, role)
+    log.error(shown, 0, "file", f"unknown format ({_EXPECTED})")
+    return None
+
+
+def _binary_problem(head: bytes, complete: bool) -> str | None:
+    """Why head is not UTF-8 text, or None when it is (a multi-byte character cut at the end is fine)."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16 text (save it as UTF-8)"
+    if b"\x00" in head:
+        return "binary file"
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=complete)
+    except UnicodeDecodeError:
+        return "binary file"
+    return None
+
+
+def _group(detected: list[_Detected], log: ProblemLog) -> dict[str, Path]:
+    """Check the grouping rules; returns format -> its companion file."""
+    companions: dict[str, _Detected] = {}
+    primaries: dict[str, list[_Detected]] = {}
+    for item in detected:
+        module = module_for(item.format)
+        if item.role == module.PRIMARY:
+            primaries.setdefault(item.format, []).append(item)
+        elif item.format in companions:
+            first = companions[item.format]
+            log.error(
+                item.shown,
+                0,
+                "file",
+                (
+                    f"a second {item.format} {module.COMPANION} file (the first is {first.shown}); give one"
+                ),
+            )
+        else:
+            companions[item.format] = item
+    for name, item in companions.items():
+        if name not in primaries:
+            module = module_for(name)
+            log.error(
+                item.shown,
+                0,
+                "file",
+                (
+                    f"a {name} {module.COMPANION} file without a {name} {module.PRIMARY} file to go with it"
+                ),
+            )
+    for name, items in primaries.items():
+        module = module_for(name)
+        if module.COMPANION_REQUIRED and name not in companions:
+            for item in items:
+                log.error(
+                    item.shown,
+                    0,
+                    "file",
+                    (f"a {name} {module.PRIMARY} file needs a {module.COMPANION} file; none given"),
+                )
+    return {name: item.path for name, item in companions.items()}

@@ -1,0 +1,451 @@
+"""TAT-RAG: a golden set (query, answer, source, gold spans or files) joined with retrieval output.
+
+The golden set is the companion file: a JSON array (or JSON Lines) of
+{query, answer, source, gold: [{content, type: "TEXT" | "FILE"}]}; the real TAT-RAG
+golden_set.json omits type (TEXT is meant) and adds page / para_index, which are ignored.
+The retrieval output is the primary file, documents {id, content, score, metadata}, given as
+- an array (or JSON Lines) aligned with the golden set by index, each element a list of
+  documents or an object {query | question, documents | results | retrieved | retrieved_docs};
+- an object mapping query text -> list of documents;
+- TAT-RAG's own `evaluate_retrieval.py --save-details` output {"summary", "details": [...]},
+  whose documents carry content_preview (the first 200 characters) instead of content.
+Both files are loaded whole (the join needs all of the golden set and any retrieval order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rageval_core.errors import ProblemLog
+from rageval_core.formats.base import (
+    HEADER_KEY,
+    display_path,
+    merge_info,
+    read_sidecar,
+)
+from rageval_core.formats.jsonarray import (
+    EXTRA_KEYS,
+    TRUNCATED,
+    Extras,
+    KeyWarner,
+    describe,
+    id_text,
+    iter_array,
+    iter_object,
+    iter_records,
+    layout_of,
+    parse_chunk,
+    parse_extras,
+    peek_first,
+    read_text,
+    tag_text,
+)
+from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+
+FORMAT = "tatrag"
+PRIMARY = "retrieval"
+COMPANION = "gold"
+COMPANION_REQUIRED = True
+
+DOC_KEYS = ("documents", "results", "retrieved", "retrieved_docs")
+_QUERY_KEYS = ("query", "question")
+#: Where a document's text is: content; content_preview in --save-details output.
+_TEXT_KEYS = ("content", "content_preview", "text")
+_ID_KEYS = ("query_id", "id")
+#: Keys of a retrieval entry that TAT-RAG's scripts write and that add nothing to the model.
+_IGNORED_ENTRY_KEYS = {"metrics", "contexts", "model", "ground_truth", "reference"}
+#: Keys of a gold item in the real golden_set.json that have no place in the model.
+_IGNORED_GOLD_KEYS = {"page", "para_index"}
+
+
+# -- sniffing ----------------------------------------------------------------------------------
+
+
+def sniff(path: Path, head: bytes) -> str | None:
+    """PRIMARY for retrieval output, COMPANION for a golden set, None when the file is not TAT-RAG."""
+    top = peek_first(head)
+    if isinstance(top, list):
+        items = [x for x in top if x is not TRUNCATED]
+        if not items:
+            return None
+        if isinstance(items[0], Mapping):
+            return _sniff_record(items[0])
+        if all(isinstance(x, list) for x in items):
+            for docs in items:
+                if docs:
+                    return PRIMARY if _is_tatrag_doc(docs[0]) else None
+            return PRIMARY
+        return None
+    if isinstance(top, Mapping):
+        role = _sniff_record(top)
+        if role is not None:
+            return role
+        details = top.get("details")
+        if isinstance(details, list) and details and isinstance(details[0], Mapping):
+            return PRIMARY if _is_entry(details[0]) else None
+        values = [v for v in top.values() if v is not TRUNCATED]
+        if values and all(isinstance(v, list) for v in values):
+            for docs in values:
+                if docs:
+                    return PRIMARY if _is_tatrag_doc(docs[0]) else None
+    return None
+
+
+def _sniff_record(record: Mapping[str, Any]) -> str | None:
+    if HEADER_KEY in record or ("query_id" in record and "retrieved" in record):
+        return None  # native
+    if "query" in record and "gold" in record:
+        return COMPANION
+    return PRIMARY if _is_entry(record) else None
+
+
+def _is_entry(record: Mapping[str, Any]) -> bool:
+    """A retrieval entry of ours: query text plus documents with content (qa_pairs' have text)."""
+    if "qa_pair_id" in record or not any(k in record for k in _QUERY_KEYS):
+        return False
+    if "retrieved_docs" in record:
+        return True
+    for key in DOC_KEYS:
+        docs = record.get(key)
+        if isinstance(docs, list):
+            if docs:
+                return _is_tatrag_doc(docs[0])
+            return "query" in record
+    return False
+
+
+def _is_tatrag_doc(doc: Any) -> bool:
+    return isinstance(doc, Mapping) and ("content" in doc or "content_preview" in doc) and (
+        "text" not in doc
+    )
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Gold:
+    line: int
+    query_id: str
+    query: str
+    evidence: tuple[str, ...]
+    relevance: dict[str, int] | None
+    reference_answer: str | None
+    tags: dict[str, str]
+    #: False when the entry has errors: it keeps its index (the join by index must not shift)
+    #: and its text (so its retrieval is not reported a second time as matching nothing).
+    valid: bool = True
+
+
+@dataclass
+class _Hit:
+    line: int
+    chunks: tuple[Chunk, ...]
+    extras: Extras = field(default_factory=Extras)
+
+
+def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
+    """Join the retrieval output (primary) with its golden set (companion) into queries."""
+    pfile = display_path(primary)
+    info = merge_info(RunInfo(), read_sidecar(primary, log))
+    if companion is None:
+        log.error(pfile, 0, COMPANION, "TAT-RAG retrieval output needs its golden set file")
+        return ParsedRun(info, [], FORMAT, (pfile,))
+    gfile = display_path(companion)
+    golds = _read_gold(companion, gfile, log)
+    if golds is None:
+        return ParsedRun(info, [], FORMAT, (pfile, gfile))
+    hits = _Joiner(golds, pfile, gfile, log).read(primary)
+    queries = []
+    for index, gold in enumerate(golds):
+        if not gold.valid:
+            continue
+        hit = hits.get(index)
+        if hit is None:
+            log.warn(gfile, gold.line, "query",  # noqa: G010
+                     f"no retrieval output for {gold.query_id}; scored as an empty ranking")
+            hit = _Hit(0, ())
+        queries.append(Query(
+            query_id=gold.query_id,
+            retrieved=hit.chunks,
+            query=gold.query,
+            relevance=gold.relevance,
+            evidence=gold.evidence,
+            answer=hit.extras.answer,
+            reference_answer=gold.reference_answer,
+            latency_ms=hit.extras.latency_ms,
+            tokens=hit.extras.tokens,
+            tags=gold.tags,
+            line=hit.line,
+        ))
+    _check_file_ids(queries, gfile, log)
+    return ParsedRun(info, queries, FORMAT, (pfile, gfile))
+
+
+def _check_file_ids(queries: list[Query], gfile: str, log: ProblemLog) -> None:
+    """Warn when FILE gold can never count: no retrieved document id is any gold file name.
+
+    TAT-RAG's own evaluator matches a FILE by its base name inside metadata (table_path,
+    source); rageval scores ids exactly, so the retrieval output must use the file name as id.
+    """
+    wanted = {doc for q in queries for doc in (q.relevance or {})}
+    if not wanted:
+        return
+    got = {c.doc_id for q in queries for c in q.retrieved or ()}
+    if not wanted & got:
+        log.warn(gfile, 0, "gold", "no retrieved document id is a FILE gold name, so id "  # noqa: G010
+                 "metrics (recall, nDCG ...) will be 0; give documents the file name as id")
+
+
+def _read_gold(path: Path, file: str, log: ProblemLog) -> list[_Gold] | None:
+    """The golden set in file order (entries with errors included, marked invalid)."""
+    text = read_text(path, file, log)
+    if text is None:
+        return None
+    golds: list[_Gold] = []
+    seen: dict[str, int] = {}
+    keys = KeyWarner(file, log)
+    for index, (line, entry) in enumerate(iter_records(text, file, log)):
+        gold = _parse_gold(entry, index, line, file, log, keys)
+        if gold.valid and gold.query_id in seen:
+            log.error(file, line, "query_id",
+                      f'duplicate "{gold.query_id}" (first on line {seen[gold.query_id]})')
+            gold.valid = False
+        seen.setdefault(gold.query_id, line)
+        golds.append(gold)
+    return golds
+
+
+def _parse_gold(
+    entry: Any, index: int, line: int, file: str, log: ProblemLog, keys: KeyWarner
+) -> _Gold:
+    broken = _Gold(line, f"q{index + 1}", "", (), None, None, {}, valid=False)
+    if not isinstance(entry, Mapping):
+        log.error(file, line, "entry", f"expected an object, got {describe(entry)}")
+        return broken
+    ok = True
+    query = entry.get("query")
+    if query is None:
+        log.error(file, line, "query", "required")
+        ok = False
+    elif not isinstance(query, str) or not query.strip():
+        log.error(file, line, "query", f"expected a non-empty string, got {describe(query)}")
+        ok = False
+    query_id = f"q{index + 1}"
+    for key in _ID_KEYS:
+        if entry.get(key) is not None:
+            query_id = id_text(entry[key]) or ""
+            if not query_id:
+                log.error(file, line, key,
+                          f"expected a non-empty string or an integer, got {describe(entry[key])}")
+                ok = False
+            break
+    answer = entry.get("answer")
+    if answer is not None:
+        answer = tag_text(answer)
+        if answer is None:
+            log.error(file, line, "answer", f"expected a string, got {describe(entry['answer'])}")
+            ok = False
+    tags: dict[str, str] = {}
+    if entry.get("source") is not None:
+        source = tag_text(entry["source"])
+        if source is None:
+            log.error(file, line, "source", f"expected a string, got {describe(entry['source'])}")
+            ok = False
+        else:
+            tags["source"] = source
+    evidence: list[str] = []
+    files: dict[str, int] = {}
+    gold = entry.get("gold")
+    if gold is None:
+        log.error(file, line, "gold", "required")
+        ok = False
+    elif not isinstance(gold, list):
+        log.error(file, line, "gold", f"expected an array, got {describe(gold)}")
+        ok = False
+    else:
+        for i, item in enumerate(gold):
+            where = f"gold[{i}]"
+            if not isinstance(item, Mapping):
+                log.error(file, line, where, f"expected an object, got {describe(item)}")
+                ok = False
+                continue
+            content = item.get("content")
+            if not isinstance(content, str) or not content.strip():
+                problem = "required" if content is None else (
+                    f"expected a non-empty string, got {describe(content)}")
+                log.error(file, line, f"{where}.content", problem)
+                ok = False
+                continue
+            kind = item.get("type") or "TEXT"  # the real golden set leaves TEXT implicit
+            if not isinstance(kind, str) or kind.upper() not in ("TEXT", "FILE"):
+                log.error(file, line, f"{where}.type", f'expected "TEXT" or "FILE", got {kind!r}')
+                ok = False
+                continue
+            if kind.upper() == "TEXT":
+                evidence.append(content)
+            else:
+                files[content] = 1  # a file name is a document id
+            for key in item:
+                if key not in ("content", "type") and key not in _IGNORED_GOLD_KEYS:
+                    keys.unknown(line, f"gold[].{key}")
+    for key in entry:
+        if key not in ("query", "answer", "source", "gold", *_ID_KEYS):
+            keys.unknown(line, key)
+    if not ok:
+        broken.query = query if isinstance(query, str) else ""
+        return broken
+    return _Gold(line, query_id, query, tuple(evidence), files or None, answer, tags)
+
+
+class _Joiner:
+    """Reads the retrieval output and matches each entry to a gold query (by id, text or index)."""
+
+    def __init__(self, golds: list[_Gold], file: str, gfile: str, log: ProblemLog) -> None:
+        self.golds = golds
+        self.file = file
+        self.gfile = gfile
+        self.log = log
+        self.keys = KeyWarner(file, log)
+        self.by_id: dict[str, int] = {}
+        self.by_text: dict[str, list[int]] = {}
+        for i, g in enumerate(golds):
+            self.by_id.setdefault(g.query_id, i)
+            if g.query.strip():
+                self.by_text.setdefault(g.query.strip(), []).append(i)
+        self.hits: dict[int, _Hit] = {}
+
+    def read(self, path: Path) -> dict[int, _Hit]:
+        text = read_text(path, self.file, self.log)
+        if text is None:
+            return self.hits
+        if layout_of(text) != "object":
+            for index, (line, entry) in enumerate(iter_records(text, self.file, self.log)):
+                self._entry(entry, index, line)
+            return self.hits
+        members = list(iter_object(text, self.file, self.log))
+        record = {key: value for _, key, value, _ in members}
+        if any(k in record for k in DOC_KEYS) and any(k in record for k in (*_QUERY_KEYS, *_ID_KEYS)):
+            self._entry(record, 0, members[0][0])  # one entry alone (JSON Lines of one line)
+            return self.hits
+        details = [m for m in members if m[1] == "details" and isinstance(m[2], list)]
+        if details and all(isinstance(e, Mapping) for e in details[0][2]):
+            # evaluate_retrieval.py --save-details: {"summary": {...}, "details": [entries]}
+            elements = iter_array(text, self.file, self.log, start=details[0][3], nested=True)
+            for index, (line, entry) in enumerate(elements):
+                self._entry(entry, index, line)
+            return self.hits
+        for line, query, docs, _ in members:  # query text -> list of documents
+            matched = self._by_text(query, line, "query")
+            chunks = self._chunks(docs, "documents", line)
+            if matched is not None and chunks is not None:
+                self._add(matched, _Hit(line, chunks), line)
+        return self.hits
+
+    def _entry(self, entry: Any, index: int, line: int) -> None:
+        if isinstance(entry, list):  # documents only: aligned with the golden set by index
+            chunks = self._chunks(entry, "documents", line)
+            matched = self._by_index(index, line)
+            if matched is not None and chunks is not None:
+                self._add(matched, _Hit(line, chunks), line)
+            return
+        if not isinstance(entry, Mapping):
+            self.log.error(self.file, line, "entry",
+                           f"expected an object or an array of documents, got {describe(entry)}")
+            return
+        present = [k for k in DOC_KEYS if k in entry]
+        if not present:
+            self.log.error(self.file, line, "documents",
+                           f"required (one of {', '.join(DOC_KEYS)})")
+            return
+        if len(present) > 1:
+            self.log.error(self.file, line, present[1],
+                           f"more than one list of documents ({', '.join(present)})")
+            return
+        chunks = self._chunks(entry[present[0]], present[0], line)
+        extras = parse_extras(entry, line, self.file, self.log)
+        id_key = next((k for k in _ID_KEYS if entry.get(k) is not None), None)
+        query_key = next((k for k in _QUERY_KEYS if entry.get(k) is not None), None)
+        if id_key is not None:
+            matched = self._by_id(entry[id_key], id_key, line)
+        elif query_key is not None:
+            matched = self._by_text(entry[query_key], line, query_key)
+        else:
+            matched = self._by_index(index, line)
+        for key in entry:
+            known = (*DOC_KEYS, *_ID_KEYS, *_QUERY_KEYS, *EXTRA_KEYS, *_IGNORED_ENTRY_KEYS)
+            if key not in known:
+                self.keys.unknown(line, key)
+        if matched is not None and chunks is not None and extras is not None:
+            self._add(matched, _Hit(line, chunks, extras), line)
+
+    def _chunks(self, docs: Any, where: str, line: int) -> tuple[Chunk, ...] | None:
+        if not isinstance(docs, list):
+            self.log.error(self.file, line, where, f"expected an array, got {describe(docs)}")
+            return None
+        chunks = []
+        ok = True
+        for rank, doc in enumerate(docs):
+            chunk = parse_chunk(doc, f"{where}[{rank}]", line, self.file, self.log, _TEXT_KEYS)
+            if chunk is None:
+                ok = False
+            else:
+                chunks.append(chunk)
+        return tuple(chunks) if ok else None
+
+    def _by_id(self, value: Any, key: str, line: int) -> int | None:
+        query_id = id_text(value)
+        if query_id is None:
+            self.log.error(self.file, line, key,
+                           f"expected a non-empty string or an integer, got {describe(value)}")
+            return None
+        if query_id not in self.by_id:
+            self.log.error(self.file, line, key,
+                           f'"{query_id}" matches no query in the gold set {self.gfile}')
+            return None
+        return self.by_id[query_id]
+
+    def _by_text(self, value: Any, line: int, key: str) -> int | None:
+        if not isinstance(value, str):
+            self.log.error(self.file, line, key, f"expected a string, got {describe(value)}")
+            return None
+        found = self.by_text.get(value.strip(), [])
+        if not found:
+            self.log.error(self.file, line, key,
+                           f"{_short(value)} matches no query in the gold set {self.gfile}")
+            return None
+        if len(found) > 1:
+            lines = ", ".join(str(self.golds[i].line) for i in found)
+            self.log.error(self.file, line, key,
+                           f"{_short(value)} matches several gold queries (lines {lines} of "
+                           f"{self.gfile})")
+            return None
+        return found[0]
+
+    def _by_index(self, index: int, line: int) -> int | None:
+        if index >= len(self.golds):
+            self.log.error(self.file, line, "documents",
+                           f"entry {index + 1} has no gold query (the gold set has "
+                           f"{len(self.golds)})")
+            return None
+        return index
+
+    def _add(self, index: int, hit: _Hit, line: int) -> None:
+        if not self.golds[index].valid:
+            return  # its gold entry is already reported
+        if index in self.hits:
+            self.log.error(self.file, line, "query",
+                           f"second retrieval for gold query {self.golds[index].query_id} "
+                           f"(first on line {self.hits[index].line})")
+            return
+        self.hits[index] = hit
+
+
+def _short(text: str, limit: int = 60) -> str:
+    shown = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f'"{shown}"'
+
+

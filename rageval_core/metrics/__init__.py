@@ -1,0 +1,47 @@
+"""Metrics: a registry of measure names over per-query functions on numpy arrays.
+
+Importing this package registers the built-in families (ranking; others add their module to
+the imports below). Typical use::
+
+    arrays, selection = ranked_labels_from_queries(parsed.queries, rel_level=1, complete=False)
+    per_query = compute(["nDCG@10", "AP", "P@5"], arrays)
+"""
+
+from __future__ import annotations
+
+from rageval_core.metrics import ranking  # noqa: F401  (registers the ranking measures)
+from rageval_core.metrics.arrays import (
+    QuerySelection,
+    RankedLabels,
+    ranked_labels_from_queries,
+    ranked_labels_from_rows,
+)
+from rageval_core.metrics.registry import (
+    REGISTRY,
+    Measure,
+    MeasureSpec,
+    Param,
+    aggregate,
+    compute,
+    known_names,
+    parse,
+    parse_all,
+    register,
+)
+
+__all__ = [
+    "REGISTRY",
+    "Measure",
+    "MeasureSpec",
+    "Param",
+    "QuerySelection",
+    "RankedLabels",
+    "aggregate",
+    "compute",
+    "known_names",
+    "parse",
+    "parse_all",
+    "ranked_labels_from_queries",
+    "ranked_labels_from_rows",
+    "register",
+]

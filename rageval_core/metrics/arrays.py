@@ -1,0 +1,189 @@
+"""Dense (queries x ranks) relevance arrays that every ranking metric is computed from.
+
+Two builders fill the same RankedLabels: one from Query objects (readers, tests) and one from
+flat numpy rows (the store feeds it straight from DuckDB). Query selection follows trec_eval:
+run queries without qrels are skipped; judged queries absent from the run are skipped unless
+``complete`` (trec_eval -c), and then score 0 on every measure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rageval_core.errors import UsageError
+from rageval_core.model import Query
+
+
+@dataclass(frozen=True, eq=False)
+class RankedLabels:
+    """Relevance labels of every selected query's ranking, as dense numpy arrays.
+
+    labels[q, r] is the qrels label of the document at rank r+1 of query q: 0 when that document
+    is unjudged, when the list is shorter than r+1, and for negative labels (trec_eval reads a
+    negative label as "in the pool but not judged": never relevant, gain 0).
+    ideal[q, :] holds every judged label of query q (retrieved or not), sorted descending,
+    negatives clipped to 0 and padded with 0: the best possible ranking, for nDCG's ideal DCG.
+    n_rel counts the judged documents with label >= rel_level.
+    eq=False keeps identity hashing, so derived arrays can be cached per instance.
+    """
+
+    query_ids: tuple[str, ...]
+    labels: NDArray[np.int32] | NDArray[np.float64]  # (n_queries, depth)
+    n_ret: NDArray[np.int64]  # (n_queries,) length of each ranked list
+    n_rel: NDArray[np.int64]  # (n_queries,) judged docs with label >= rel_level
+    ideal: NDArray[np.int32] | NDArray[np.float64]  # (n_queries, max judged per query)
+    rel_level: int = 1
+
+    def __post_init__(self) -> None:
+        n = len(self.query_ids)
+        if self.labels.ndim != 2 or self.ideal.ndim != 2:
+            raise ValueError("labels and ideal must be 2-D (queries x ranks)")
+        if self.labels.shape[0] != n or self.ideal.shape[0] != n:
+            raise ValueError("labels and ideal need one row per query id")
+        if self.n_ret.shape != (n,) or self.n_rel.shape != (n,):
+            raise ValueError("n_ret and n_rel need one value per query id")
+        check_rel_level(self.rel_level)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def depth(self) -> int:
+        """The longest ranked list (the labels' width)."""
+        return int(self.labels.shape[1])
+
+
+@dataclass(frozen=True, slots=True)
+class QuerySelection:
+    """Which queries trec_eval's rules left out (or, with complete, scored as empty rankings)."""
+
+    n_skipped_no_qrels: int  # run queries without any qrels: never scored
+    n_missing_from_run: int  # judged queries absent from the run: scored 0 only when complete
+    complete: bool
+
+
+def check_rel_level(rel_level: int) -> None:
+    """Reject relevance levels below 1: unjudged documents carry label 0 in the arrays."""
+    if isinstance(rel_level, bool) or not isinstance(rel_level, (int, np.integer)) or rel_level < 1:
+        raise UsageError(f"relevance level must be an integer >= 1, got {rel_level!r}")
+
+
+def ranked_labels_from_queries(
+    queries: Iterable[Query], rel_level: int = 1, complete: bool = False
+) -> tuple[RankedLabels, QuerySelection]:
+    """Select queries as trec_eval does and build their RankedLabels (query order is kept).
+
+    Query.retrieved is already in rank order. A document repeated within one ranking counts
+    only at its first rank (later copies get label 0), so recall can never exceed 1; the TREC
+    reader rejects such runs outright, as trec_eval does.
+    """
+    check_rel_level(rel_level)
+    query_ids: list[str] = []
+    seen_ids: set[str] = set()
+    ret_query: list[int] = []
+    ret_label: list[int] = []
+    ret_rank: list[int] = []
+    judged_query: list[int] = []
+    judged_label: list[int] = []
+    skipped = missing = 0
+    for q in queries:
+        if q.relevance is None:
+            skipped += 1
+            continue
+        retrieved = q.retrieved
+        if retrieved is None:
+            missing += 1
+            if not complete:
+                continue
+            retrieved = ()
+        if q.query_id in seen_ids:
+            raise UsageError(f"query id {q.query_id!r} appears twice")
+        seen_ids.add(q.query_id)
+        index = len(query_ids)
+        query_ids.append(q.query_id)
+        relevance = q.relevance
+        docs_seen: set[str] = set()
+        for rank, chunk in enumerate(retrieved, start=1):
+            repeated = chunk.doc_id in docs_seen
+            docs_seen.add(chunk.doc_id)
+            ret_query.append(index)
+            ret_rank.append(rank)
+            ret_label.append(0 if repeated else relevance.get(chunk.doc_id, 0))
+        judged_query.extend([index] * len(relevance))
+        judged_label.extend(relevance.values())
+    arrays = ranked_labels_from_rows(
+        query_ids,
+        np.asarray(ret_query, dtype=np.int64),
+        np.asarray(ret_rank, dtype=np.int64),
+        np.asarray(ret_label, dtype=np.int32),
+        np.asarray(judged_query, dtype=np.int64),
+        np.asarray(judged_label, dtype=np.int32),
+        rel_level=rel_level,
+    )
+    return arrays, QuerySelection(skipped, missing, complete)
+
+
+def ranked_labels_from_rows(
+    query_ids: Sequence[str],
+    ret_query: ArrayLike,
+    ret_rank: ArrayLike,
+    ret_label: ArrayLike,
+    judged_query: ArrayLike,
+    judged_label: ArrayLike,
+    rel_level: int = 1,
+) -> RankedLabels:
+    """Build RankedLabels from flat rows, e.g. straight from a DuckDB result.
+
+    Retrieved rows: ret_query (index into query_ids), ret_rank (1-based, unique per query) and
+    ret_label (0 or any value for unjudged); rows may be given only for judged documents plus
+    the last rank of each list, since n_ret is the highest rank seen. Judged rows: judged_query
+    and judged_label, one per qrels line of the selected queries. Negative labels become 0.
+    """
+    check_rel_level(rel_level)
+    n = len(query_ids)
+    rq = np.asarray(ret_query, dtype=np.int64)
+    rr = np.asarray(ret_rank, dtype=np.int64)
+    rl = np.asarray(ret_label)
+    jq = np.asarray(judged_query, dtype=np.int64)
+    jl = np.asarray(judged_label)
+    if not (rq.shape == rr.shape == rl.shape) or rq.ndim != 1:
+        raise ValueError("ret_query, ret_rank and ret_label must be 1-D and equally long")
+    if jq.shape != jl.shape or jq.ndim != 1:
+        raise ValueError("judged_query and judged_label must be 1-D and equally long")
+    if rq.size and (rq.min() < 0 or rq.max() >= n):
+        raise ValueError("ret_query holds an index outside query_ids")
+    if jq.size and (jq.min() < 0 or jq.max() >= n):
+        raise ValueError("judged_query holds an index outside query_ids")
+    if rr.size and rr.min() < 1:
+        raise ValueError("ranks are 1-based")
+    dtype = np.float64 if np.issubdtype(np.result_type(rl, jl), np.floating) else np.int32
+
+    n_ret = np.zeros(n, dtype=np.int64)
+    np.maximum.at(n_ret, rq, rr)
+    depth = int(n_ret.max()) if n else 0
+    labels = np.zeros((n, depth), dtype=dtype)
+    labels[rq, rr - 1] = np.maximum(rl, 0)
+
+    counts = np.bincount(jq, minlength=n) if n else np.zeros(0, dtype=np.int64)
+    width = int(counts.max()) if counts.size else 0
+    ideal = np.zeros((n, width), dtype=dtype)
+    if jq.size:
+        gains = np.maximum(jl, 0)
+        order = np.lexsort((-gains, jq))  # by query, then label descending
+        starts = np.cumsum(counts) - counts
+        rows = jq[order]
+        ideal[rows, np.arange(order.size) - starts[rows]] = gains[order]
+    n_rel = np.bincount(jq, weights=(jl >= rel_level), minlength=n).astype(np.int64)
+    return RankedLabels(
+        query_ids=tuple(query_ids),
+        labels=labels,
+        n_ret=n_ret,
+        n_rel=n_rel,
+        ideal=ideal,
+        rel_level=int(rel_level),
+    )

@@ -1,0 +1,249 @@
+"""Measure names -> specs, in the style of ir_measures: ``parse("nDCG@10")``, ``compute(...)``.
+
+Grammar: ``Name``, ``Name@k`` or ``Name(param=value,...)@k`` (e.g. ``AQWV(beta=20)@10``,
+``P(rel=2)@5``). str(Measure) gives the canonical form: the registered name (aliases resolved),
+parameters sorted by name with defaults dropped, so ``str(parse("nDCG@10")) == "nDCG@10"``.
+
+Families register their measures from their own modules (metrics/ranking.py does it at import;
+evidence or generation metrics can do the same): ``register(MeasureSpec(...))``. Each spec names
+the input type its function reads (RankedLabels for ranking metrics); compute() hands every
+measure the input of that type.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rageval_core.errors import UsageError
+
+Aggregate = Literal["mean", "sum"]
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One measure parameter: its type (int or float) and default (None = decided by the input)."""
+
+    kind: type
+    default: int | float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MeasureSpec:
+    """What a measure name means: its function, its input type and how it is aggregated.
+
+    fn(input, cutoff, params) returns one float64 per query; params holds every declared
+    parameter (defaults filled in).
+    """
+
+    name: str
+    family: str
+    needs_cutoff: bool
+    allows_cutoff: bool
+    fn: Callable[[Any, int | None, Mapping[str, Any]], NDArray[np.float64]]
+    description: str
+    range: tuple[float | None, float | None]
+    input: type
+    params: Mapping[str, Param] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    aggregate: Aggregate = "mean"
+    #: the trec_eval measure it reproduces ("{k}" = the cut-off), None when it has none
+    trec_eval: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """A parsed measure: canonical name, optional cut-off and non-default parameters."""
+
+    name: str
+    cutoff: int | None = None
+    params: tuple[tuple[str, int | float], ...] = ()
+
+    def __str__(self) -> str:
+        text = self.name
+        if self.params:
+            text += "(" + ",".join(f"{k}={_format_value(v)}" for k, v in self.params) + ")"
+        if self.cutoff is not None:
+            text += f"@{self.cutoff}"
+        return text
+
+    @property
+    def spec(self) -> MeasureSpec:
+        return REGISTRY[self.name]
+
+    def param_values(self) -> dict[str, Any]:
+        """Every parameter of the spec, given values over defaults."""
+        values: dict[str, Any] = {key: p.default for key, p in self.spec.params.items()}
+        values.update(self.params)
+        return values
+
+
+#: canonical name -> spec; filled by register() from each family's module
+REGISTRY: dict[str, MeasureSpec] = {}
+#: alias -> canonical name
+ALIASES: dict[str, str] = {}
+
+_SYNTAX = re.compile(
+    r"^(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<params>[^()]*)\))?(?:@(?P<cutoff>[0-9]+))?$"
+)
+#: trec_eval spellings people type, for the error message's hint only
+_TREC_EVAL_HINTS = {
+    "map": "AP",
+    "recip_rank": "RR",
+    "ndcg": "nDCG",
+    "Rprec": "Rprec",
+    "P": "P@k",
+    "recall": "R@k",
+    "ndcg_cut": "nDCG@k",
+    "map_cut": "AP@k",
+    "success": "Hit@k",
+    "set_P": "SetP",
+    "set_recall": "SetR",
+    "set_F": "SetF",
+    "num_q": "NumQ",
+    "num_ret": "NumRet",
+    "num_rel": "NumRel",
+    "num_rel_ret": "NumRelRet",
+}
+
+
+def register(spec: MeasureSpec) -> MeasureSpec:
+    """Add a measure (and its aliases); a name taken twice is a programming error."""
+    for name in (spec.name, *spec.aliases):
+        if name in REGISTRY or name in ALIASES:
+            raise ValueError(f"measure name {name!r} is already registered")
+    if spec.needs_cutoff and not spec.allows_cutoff:
+        raise ValueError(f"{spec.name}: needs_cutoff implies allows_cutoff")
+    REGISTRY[spec.name] = spec
+    for alias in spec.aliases:
+        ALIASES[alias] = spec.name
+    return spec
+
+
+def known_names() -> list[str]:
+    """Every measure as it is written, e.g. ['AP', 'AP@k', 'Hit@k', ...] (aliases excluded)."""
+    out = []
+    for name, spec in sorted(REGISTRY.items(), key=lambda item: item[0].lower()):
+        if not spec.needs_cutoff:
+            out.append(name)
+        if spec.allows_cutoff:
+            out.append(f"{name}@k")
+    return out
+
+
+def parse(text: str | Measure) -> Measure:
+    """Parse one measure name (``nDCG@10``, ``MRR``, ``AQWV(beta=20)@10``) into a Measure."""
+    if isinstance(text, Measure):
+        return text
+    raw = text.strip()
+    match = _SYNTAX.match(raw)
+    if match is None:
+        raise UsageError(f"cannot read measure {text!r}: expected Name, Name@k or Name(p=v)@k")
+    name = ALIASES.get(match["name"], match["name"])
+    spec = REGISTRY.get(name)
+    if spec is None:
+        raise UsageError(_unknown(match["name"], text))
+    cutoff = None if match["cutoff"] is None else int(match["cutoff"])
+    if cutoff is not None and not spec.allows_cutoff:
+        raise UsageError(f"measure {name} takes no cut-off (got {text!r})")
+    if cutoff is None and spec.needs_cutoff:
+        raise UsageError(f"measure {name} needs a cut-off, e.g. {name}@10 (got {text!r})")
+    if cutoff == 0:
+        raise UsageError(f"cut-off must be >= 1 (got {text!r})")
+    params = _parse_params(spec, match["params"], text)
+    return Measure(name, cutoff, params)
+
+
+def parse_all(texts: Iterable[str | Measure]) -> list[Measure]:
+    """parse() each name; duplicates (after canonicalisation) are kept once, in first order."""
+    out: dict[Measure, None] = {}
+    for text in texts:
+        out.setdefault(parse(text), None)
+    return list(out)
+
+
+def compute(measures: Iterable[str | Measure], *inputs: Any) -> dict[str, NDArray[np.float64]]:
+    """Per-query values of each measure, keyed by its canonical name.
+
+    inputs: the data the measures read, one object per input type (e.g. a RankedLabels);
+    each measure gets the first input that is an instance of its spec's input type.
+    """
+    results: dict[str, NDArray[np.float64]] = {}
+    for measure in parse_all(measures):
+        spec = measure.spec
+        data = next((x for x in inputs if isinstance(x, spec.input)), None)
+        if data is None:
+            raise UsageError(f"measure {measure} needs {spec.input.__name__} data")
+        values = spec.fn(data, measure.cutoff, measure.param_values())
+        results[str(measure)] = np.asarray(values, dtype=np.float64)
+    return results
+
+
+def aggregate(measure: str | Measure, values: NDArray[np.float64]) -> float:
+    """The run-level value: the mean over queries (NaN when there are none), or the sum for counts."""
+    spec = parse(measure).spec
+    if spec.aggregate == "sum":
+        return float(np.sum(values))
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+def _parse_params(
+    spec: MeasureSpec, text: str | None, whole: str
+) -> tuple[tuple[str, int | float], ...]:
+    if text is None:
+        return ()
+    given: dict[str, int | float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = (s.strip() for s in item.partition("="))
+        param = spec.params.get(key)
+        if not sep or param is None:
+            known = ", ".join(sorted(spec.params)) or "none"
+            raise UsageError(
+                f"measure {spec.name}: unknown parameter {item!r} in {whole!r} "
+                f"(parameters: {known})"
+            )
+        if key in given:
+            raise UsageError(f"measure {spec.name}: parameter {key} given twice in {whole!r}")
+        given[key] = _convert(spec.name, key, value, param.kind)
+    return tuple(sorted((k, v) for k, v in given.items() if v != spec.params[k].default))
+
+
+def _convert(name: str, key: str, value: str, kind: type) -> int | float:
+    try:
+        if kind is int:
+            return int(value)
+        number = float(value)
+    except ValueError:
+        raise UsageError(
+            f"measure {name}: {key} must be {'an integer' if kind is int else 'a number'}, "
+            f"got {value!r}"
+        ) from None
+    if not math.isfinite(number):
+        raise UsageError(f"measure {name}: {key} must be finite, got {value!r}")
+    return number
+
+
+def _format_value(value: float) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value)
+
+
+def _unknown(name: str, text: str) -> str:
+    cut = re.search(r"_([0-9]+)$", name)
+    base = name[: cut.start()] if cut else name
+    hint = _TREC_EVAL_HINTS.get(name) or _TREC_EVAL_HINTS.get(base)
+    if hint and cut and hint.endswith("@k"):
+        hint = hint[:-1] + cut.group(1)
+    lowered = {n.lower(): n for n in (*REGISTRY, *ALIASES)}
+    suggestion = hint or lowered.get(name.lower())
+    message = f"unknown measure {text!r}"
+    if suggestion:
+        message += f" (did you mean {suggestion}?)"
+    return message + "; known measures: " + ", ".join(known_names())

@@ -1,0 +1,144 @@
+"""The store's tables as numbered migrations, applied in order and recorded in schema_version."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from rageval_core.errors import StoreError
+
+#: (version, statements). Append new migrations; never edit one that has shipped.
+MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
+    (
+        1,
+        (
+            "CREATE SEQUENCE run_id_seq START 1",
+            # Provenance (sources, imported_at) is kept apart from content: content_hash covers
+            # the queries plus the run facts except the name, so renaming never changes it.
+            """CREATE TABLE runs (
+                run_id BIGINT PRIMARY KEY,
+                name VARCHAR NOT NULL UNIQUE,
+                content_hash VARCHAR NOT NULL UNIQUE,
+                format VARCHAR NOT NULL,
+                sources VARCHAR NOT NULL,
+                created_at VARCHAR,
+                description VARCHAR,
+                imported_at VARCHAR NOT NULL,
+                settings VARCHAR NOT NULL,
+                price_prompt_per_1k DOUBLE,
+                price_completion_per_1k DOUBLE,
+                n_queries BIGINT NOT NULL,
+                n_chunks BIGINT NOT NULL,
+                max_depth INTEGER NOT NULL
+            )""",
+            # No keys or indexes on the per-query tables: rows arrive in (run_id, qidx) order, so
+            # DuckDB's zone maps already prune by run and qidx range, and indexes would slow bulk
+            # inserts of millions of chunks.
+            """CREATE TABLE queries (
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                query_id VARCHAR NOT NULL,
+                query VARCHAR,
+                in_run BOOLEAN NOT NULL,
+                has_qrels BOOLEAN NOT NULL,
+                answer VARCHAR,
+                reference_answer VARCHAR,
+                judge VARCHAR
+            )""",
+            """CREATE TABLE chunks (
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                rank INTEGER NOT NULL,
+                doc_id VARCHAR NOT NULL,
+                text VARCHAR,
+                score DOUBLE,
+                metadata VARCHAR
+            )""",
+            """CREATE TABLE evidence (
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                eidx INTEGER NOT NULL,
+                text VARCHAR NOT NULL
+            )""",
+            # pos keeps each mapping's key order so a loaded Query equals the imported one.
+            """CREATE TABLE qrels (
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                pos INTEGER NOT NULL,
+                doc_id VARCHAR NOT NULL,
+                rel INTEGER NOT NULL
+            )""",
+            """CREATE TABLE latency (
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                pos INTEGER NOT NULL,
+                stage VARCHAR NOT NULL,
+                ms DOUBLE NOT NULL
+            )""",
+            """CREATE TABLE tokens (
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                pos INTEGER NOT NULL,
+                kind VARCHAR NOT NULL,
+                n BIGINT NOT NULL
+            )""",
+            """CREATE TABLE tags (
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                pos INTEGER NOT NULL,
+                key VARCHAR NOT NULL,
+                value VARCHAR NOT NULL
+            )""",
+        ),
+    ),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+#: Tables holding one run's per-query rows, in the order a Query is rebuilt from them.
+QUERY_TABLES = ("queries", "chunks", "evidence", "qrels", "latency", "tokens", "tags")
+#: Every table the store owns (for counts and deletes).
+ALL_TABLES = ("schema_version", "runs", *QUERY_TABLES)
+
+
+def first_row(rows: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    """The first of rows fetched in full (DuckDB 2 keeps a half-read result open; fetchone would)."""
+    return rows[0] if rows else None
+
+
+def current_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The highest migration applied to this database (0 for a new one)."""
+    row = first_row(con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall())
+    return int(row[0]) if row else 0
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: str) -> int:
+    """Apply every pending migration, each in its own transaction; returns the schema version."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at VARCHAR NOT NULL)"
+    )
+    version = current_version(con)
+    if version > LATEST_VERSION:
+        raise StoreError(
+            f"the store {path} has schema version {version}, newer than this rageval knows "
+            f"({LATEST_VERSION}); upgrade rageval or use another store"
+        )
+    for number, statements in MIGRATIONS:
+        if number <= version:
+            continue
+        con.begin()
+        try:
+            for sql in statements:
+                con.execute(sql)
+            con.execute(
+                "INSERT INTO schema_version VALUES (?, ?)",
+                [number, datetime.now(UTC).isoformat(timespec="seconds")],
+            )
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise
+        version = number
+    return version

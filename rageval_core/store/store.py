@@ -1,0 +1,518 @@
+"""The Store: one DuckDB file holding every imported run, its queries, chunks and gold."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+import duckdb
+
+from rageval_core.errors import NotFoundError, Problem, ProblemLog, StoreError, UsageError
+from rageval_core.formats.native import write_native
+from rageval_core.model import ParsedRun, Query, RunInfo
+from rageval_core.store.rows import Batch, ContentHasher, build_queries
+from rageval_core.store.schema import ALL_TABLES, QUERY_TABLES, first_row, migrate
+
+DEFAULT_PATH = Path(".rageval") / "rageval.duckdb"
+ENV_VAR = "RAGEVAL_DB"
+#: Queries per insert batch, and a cap on rows per batch so long rankings do not blow memory.
+BATCH_QUERIES = 5_000
+MAX_BATCH_ROWS = 250_000
+
+_RUN_COLUMNS = (
+    "run_id, name, content_hash, format, sources, created_at, description, imported_at, settings, "
+    "price_prompt_per_1k, price_completion_per_1k, n_queries, n_chunks, max_depth"
+)
+#: The runs columns that describe content, not provenance (run_id, sources, imported_at differ
+#: between two stores holding the same run).
+_RUN_CONTENT_COLUMNS = (
+    "name, content_hash, format, created_at, description, settings, "
+    "price_prompt_per_1k, price_completion_per_1k, n_queries, n_chunks, max_depth"
+)
+#: Per batch of qidx, one SELECT per child table; each row starts with qidx (see build_queries).
+_CHILD_SELECTS = {
+    "chunks": "SELECT qidx, doc_id, text, score, metadata FROM chunks "
+    "WHERE run_id = ? AND qidx >= ? AND qidx < ? ORDER BY qidx, rank",
+    "evidence": "SELECT qidx, text FROM evidence "
+    "WHERE run_id = ? AND qidx >= ? AND qidx < ? ORDER BY qidx, eidx",
+    "qrels": "SELECT qidx, doc_id, rel FROM qrels "
+    "WHERE run_id = ? AND qidx >= ? AND qidx < ? ORDER BY qidx, pos",
+    "latency": "SELECT qidx, stage, ms FROM latency "
+    "WHERE run_id = ? AND qidx >= ? AND qidx < ? ORDER BY qidx, pos",
+    "tokens": "SELECT qidx, kind, n FROM tokens "
+    "WHERE run_id = ? AND qidx >= ? AND qidx < ? ORDER BY qidx, pos",
+    "tags": "SELECT qidx, key, value FROM tags "
+    "WHERE run_id = ? AND qidx >= ? AND qidx < ? ORDER BY qidx, pos",
+}
+_QUERY_SELECT = (
+    "SELECT qidx, query_id, query, in_run, has_qrels, answer, reference_answer, judge FROM queries "
+    "WHERE run_id = ? AND qidx >= ? AND qidx < ? ORDER BY qidx"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One stored run: its facts as imported plus flags computed from its rows when read."""
+
+    run_id: int
+    name: str
+    content_hash: str
+    format: str
+    sources: tuple[str, ...]
+    created_at: str | None
+    description: str | None
+    imported_at: str  # ISO 8601, UTC
+    settings: dict[str, Any]
+    price_prompt_per_1k: float | None
+    price_completion_per_1k: float | None
+    n_queries: int
+    n_chunks: int
+    max_depth: int
+    has_qrels: bool = False
+    has_evidence: bool = False
+    has_latency: bool = False
+    has_tokens: bool = False
+    has_answers: bool = False
+    tag_keys: tuple[str, ...] = field(default=())
+
+    @property
+    def info(self) -> RunInfo:
+        """The run facts as a RunInfo (what a native export's header record carries)."""
+        return RunInfo(
+            name=self.name,
+            created_at=self.created_at,
+            description=self.description,
+            settings=dict(self.settings),
+            price_prompt_per_1k=self.price_prompt_per_1k,
+            price_completion_per_1k=self.price_completion_per_1k,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """What import_run did: the run (new, or the identical one already stored) and any warnings."""
+
+    run: RunRecord
+    created: bool
+    warnings: list[Problem]
+
+
+RunRef = str | int | RunRecord
+
+
+def default_path() -> str:
+    """RAGEVAL_DB when set, else .rageval/rageval.duckdb under the working directory."""
+    return os.environ.get(ENV_VAR) or str(DEFAULT_PATH)
+
+
+class Store:
+    """Owns one DuckDB connection; every method works on its own cursor (safe across threads)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        target = str(path) if path is not None else default_path()
+        if target != ":memory:":
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+        self.path = target
+        try:
+            self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(target)
+        except duckdb.Error as e:
+            raise _open_error(target, e) from e
+        try:
+            migrate(self._con, target)
+        except duckdb.Error as e:
+            self.close()
+            raise StoreError(f"cannot update the schema of the store {target}: {e}") from e
+        except BaseException:
+            self.close()
+            raise
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r})"
+
+    def close(self) -> None:
+        """Close the connection (idempotent); the file's lock is released."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The underlying connection (for read-only SQL in later steps; prefer cursor())."""
+        if self._con is None:
+            raise StoreError(f"the store {self.path} is closed")
+        return self._con
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new cursor: DuckDB connections are not thread-safe, cursors are independent."""
+        try:
+            return self.connection.cursor()
+        except duckdb.Error as e:
+            raise StoreError(f"the store {self.path}: {e}") from e
+
+    @contextmanager
+    def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        cur = self.cursor()
+        try:
+            yield cur
+        except duckdb.Error as e:
+            raise StoreError(f"the store {self.path}: {e}") from e
+        finally:
+            cur.close()
+
+    # -- import -------------------------------------------------------------------------------
+
+    def import_run(
+        self,
+        parsed: ParsedRun,
+        log: ProblemLog,
+        name: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportResult:
+        """Store parsed in one transaction; identical content already stored is returned as is.
+
+        The query stream is consumed once, in batches; once it ends, errors in log raise
+        InputError and nothing is written. An explicit name must be free; otherwise the run's
+        own name (or its file's stem) gets "-2", "-3" ... when taken.
+        """
+        if name is not None and not name.strip():
+            raise UsageError("a run name must not be empty")
+        hasher = ContentHasher(parsed.info)
+        with self._cursor() as cur:
+            cur.begin()
+            open_txn = True
+            try:
+                # From a sequence, so an id is never reused after a delete (caches key on it).
+                run_id = int(cur.execute("SELECT nextval('run_id_seq')").fetchall()[0][0])
+                n_queries = n_chunks = max_depth = 0
+                batch = Batch()
+                for q in parsed.queries:
+                    hasher.add(q)
+                    batch.add(n_queries, q)
+                    n_queries += 1
+                    if batch.n_queries >= BATCH_QUERIES or batch.n_rows >= MAX_BATCH_ROWS:
+                        _insert_batch(cur, run_id, batch)
+                        n_chunks += batch.n_chunks
+                        max_depth = max(max_depth, batch.max_depth)
+                        batch = Batch()
+                        if progress is not None:
+                            progress(n_queries)
+                if batch.n_queries:
+                    _insert_batch(cur, run_id, batch)
+                    n_chunks += batch.n_chunks
+                    max_depth = max(max_depth, batch.max_depth)
+                    if progress is not None:
+                        progress(n_queries)
+                log.raise_if_errors()
+
+                digest = hasher.hexdigest()
+                same = first_row(
+                    cur.execute(
+                        "SELECT run_id FROM runs WHERE content_hash = ?", [digest]
+                    ).fetchall()
+                )
+                if same is not None:
+                    cur.rollback()
+                    open_txn = False
+                    return ImportResult(self._record(cur, int(same[0])), False, log.warnings)
+
+                taken = {r[0] for r in cur.execute("SELECT name FROM runs").fetchall()}
+                run_name = _choose_name(name, parsed, taken)
+                info = parsed.info
+                cur.execute(
+                    f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        run_id,
+                        run_name,
+                        digest,
+                        parsed.format,
+                        json.dumps(list(parsed.sources), ensure_ascii=False),
+                        info.created_at,
+                        info.description,
+                        datetime.now(UTC).isoformat(timespec="microseconds"),
+                        json.dumps(dict(info.settings), ensure_ascii=False),
+                        info.price_prompt_per_1k,
+                        info.price_completion_per_1k,
+                        n_queries,
+                        n_chunks,
+                        max_depth,
+                    ],
+                )
+                cur.commit()
+                open_txn = False
+            finally:
+                # Any failure, the reader's InputError included, leaves the store as it was.
+                if open_txn:
+                    _rollback_quietly(cur)
+            return ImportResult(self._record(cur, run_id), True, log.warnings)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def runs(self) -> list[RunRecord]:
+        """Every stored run, oldest import first."""
+        with self._cursor() as cur:
+            return _records(cur, None)
+
+    def run(self, ref: RunRef) -> RunRecord:
+        """One run by name or id (NotFoundError lists the known names)."""
+        with self._cursor() as cur:
+            return self._record(cur, self._resolve(cur, ref))
+
+    def iter_queries(self, ref: RunRef, batch_size: int = BATCH_QUERIES) -> Iterator[Query]:
+        """The run's queries as Query objects in file order, read in batches of batch_size."""
+        with self._cursor() as cur:
+            run_id = self._resolve(cur, ref)
+        return self._stream_queries(run_id, batch_size)
+
+    def _stream_queries(self, run_id: int, batch_size: int) -> Iterator[Query]:
+        with self._cursor() as cur:
+            # One read transaction: a concurrent delete cannot leave us with half a run.
+            cur.begin()
+            try:
+                row = first_row(
+                    cur.execute("SELECT n_queries FROM runs WHERE run_id = ?", [run_id]).fetchall()
+                )
+                n_queries = int(row[0]) if row else 0
+                for lo in range(0, n_queries, batch_size):
+                    params = [run_id, lo, lo + batch_size]
+                    query_rows = cur.execute(_QUERY_SELECT, params).fetchall()
+                    children = {
+                        table: cur.execute(sql, params).fetchall()
+                        for table, sql in _CHILD_SELECTS.items()
+                    }
+                    yield from build_queries(query_rows, children)
+            finally:
+                _rollback_quietly(cur)
+
+    def export_native(self, ref: RunRef, path: str | Path) -> int:
+        """Write the run as native JSONL (header record included); returns the queries written."""
+        record = self.run(ref)
+        target = Path(path)
+        # Write beside the target and rename, so a failed export never leaves half a file.
+        partial = target.with_name(target.name + ".partial")
+        try:
+            n = write_native(record.info, self.iter_queries(record.run_id), partial)
+            partial.replace(target)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        return n
+
+    def table_rows(self, ref: RunRef) -> dict[str, list[tuple[Any, ...]]]:
+        """Every table's rows for the run, without run_id, sorted; "runs" keeps content columns.
+
+        sources and imported_at are left out of "runs" so two stores holding the same content
+        compare equal.
+        """
+        with self._cursor() as cur:
+            run_id = self._resolve(cur, ref)
+            out = {
+                "runs": cur.execute(
+                    f"SELECT {_RUN_CONTENT_COLUMNS} FROM runs WHERE run_id = ?", [run_id]
+                ).fetchall()
+            }
+            for table in QUERY_TABLES:
+                out[table] = cur.execute(
+                    f"SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = ? ORDER BY ALL",
+                    [run_id],
+                ).fetchall()
+            return out
+
+    def table_counts(self) -> dict[str, int]:
+        """Row count of every table the store owns, all runs together."""
+        with self._cursor() as cur:
+            out = {}
+            for table in ALL_TABLES:
+                row = first_row(cur.execute(f"SELECT count(*) FROM {table}").fetchall())
+                out[table] = int(row[0]) if row else 0
+            return out
+
+    # -- changes ------------------------------------------------------------------------------
+
+    def rename(self, ref: RunRef, new_name: str) -> RunRecord:
+        """Give a run a new name (UsageError if another run has it); returns the updated run."""
+        if not new_name.strip():
+            raise UsageError("a run name must not be empty")
+        with self._cursor() as cur:
+            run_id = self._resolve(cur, ref)
+            other = first_row(
+                cur.execute(
+                    "SELECT run_id FROM runs WHERE name = ? AND run_id <> ?", [new_name, run_id]
+                ).fetchall()
+            )
+            if other is not None:
+                raise UsageError(f"a run named {new_name!r} already exists; pick another name")
+            cur.execute("UPDATE runs SET name = ? WHERE run_id = ?", [new_name, run_id])
+            return self._record(cur, run_id)
+
+    def delete(self, ref: RunRef) -> RunRecord:
+        """Remove a run and all its rows in one transaction; returns what was deleted."""
+        with self._cursor() as cur:
+            run_id = self._resolve(cur, ref)
+            record = self._record(cur, run_id)
+            cur.begin()
+            try:
+                for table in (*QUERY_TABLES, "runs"):
+                    cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+                cur.commit()
+            except BaseException:
+                _rollback_quietly(cur)
+                raise
+            return record
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _resolve(self, cur: duckdb.DuckDBPyConnection, ref: RunRef) -> int:
+        """The run_id for a name, an id, or a digit string that is not some run's name."""
+        if isinstance(ref, RunRecord):
+            ref = ref.run_id
+        row = None
+        if isinstance(ref, int):
+            row = first_row(
+                cur.execute("SELECT run_id FROM runs WHERE run_id = ?", [ref]).fetchall()
+            )
+        else:
+            row = first_row(cur.execute("SELECT run_id FROM runs WHERE name = ?", [ref]).fetchall())
+            if row is None and ref.strip().isdigit():
+                row = first_row(
+                    cur.execute(
+                        "SELECT run_id FROM runs WHERE run_id = ?", [int(ref.strip())]
+                    ).fetchall()
+                )
+        if row is not None:
+            return int(row[0])
+        names = [
+            r[0]
+            for r in cur.execute("SELECT name FROM runs ORDER BY imported_at, run_id").fetchall()
+        ]
+        if not names:
+            raise NotFoundError(f"no run {ref!r}: the store {self.path} has no runs yet")
+        shown = ", ".join(names[:20]) + (
+            f" ... and {len(names) - 20} more" if len(names) > 20 else ""
+        )
+        raise NotFoundError(f"no run {ref!r} in the store {self.path}; known runs: {shown}")
+
+    def _record(self, cur: duckdb.DuckDBPyConnection, run_id: int) -> RunRecord:
+        records = _records(cur, run_id)
+        if not records:
+            raise NotFoundError(f"no run with id {run_id} in the store {self.path}")
+        return records[0]
+
+
+def _insert_batch(cur: duckdb.DuckDBPyConnection, run_id: int, batch: Batch) -> None:
+    """Bulk insert through registered Arrow tables (executemany is ~1000x slower)."""
+    for table, arrow in batch.tables():
+        cur.register("rageval_batch", arrow)
+        try:
+            cur.execute(f"INSERT INTO {table} SELECT ?, * FROM rageval_batch", [run_id])
+        finally:
+            cur.unregister("rageval_batch")
+
+
+def _choose_name(name: str | None, parsed: ParsedRun, taken: set[str]) -> str:
+    if name is not None:
+        if name in taken:
+            raise UsageError(
+                f"a run named {name!r} already exists; pick another name, or rename or delete that run"
+            )
+        return name
+    base = parsed.info.name or (Path(parsed.sources[0]).stem if parsed.sources else "") or "run"
+    candidate, n = base, 2
+    while candidate in taken:
+        candidate, n = f"{base}-{n}", n + 1
+    return candidate
+
+
+def _records(cur: duckdb.DuckDBPyConnection, run_id: int | None) -> list[RunRecord]:
+    """RunRecords for one run (run_id) or all; the has_* flags are cheap aggregate queries."""
+    where = "WHERE run_id = ?" if run_id is not None else ""
+    params = [run_id] if run_id is not None else []
+    rows = cur.execute(
+        f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY imported_at, run_id", params
+    ).fetchall()
+    if not rows:
+        return []
+    flags: dict[int, tuple[bool, bool]] = {
+        r[0]: (bool(r[1]), bool(r[2]))
+        for r in cur.execute(
+            "SELECT run_id, bool_or(has_qrels), bool_or(answer IS NOT NULL) "
+            f"FROM queries {where} GROUP BY run_id",
+            params,
+        ).fetchall()
+    }
+    present = {
+        table: {
+            r[0]
+            for r in cur.execute(f"SELECT DISTINCT run_id FROM {table} {where}", params).fetchall()
+        }
+        for table in ("evidence", "latency", "tokens")
+    }
+    tag_keys: dict[int, list[str]] = {}
+    for rid, key in cur.execute(
+        f"SELECT DISTINCT run_id, key FROM tags {where} ORDER BY run_id, key", params
+    ).fetchall():
+        tag_keys.setdefault(rid, []).append(key)
+    out = []
+    for row in rows:
+        rid = int(row[0])
+        has_qrels, has_answers = flags.get(rid, (False, False))
+        out.append(
+            RunRecord(
+                run_id=rid,
+                name=row[1],
+                content_hash=row[2],
+                format=row[3],
+                sources=tuple(json.loads(row[4])),
+                created_at=row[5],
+                description=row[6],
+                imported_at=row[7],
+                settings=json.loads(row[8]),
+                price_prompt_per_1k=row[9],
+                price_completion_per_1k=row[10],
+                n_queries=int(row[11]),
+                n_chunks=int(row[12]),
+                max_depth=int(row[13]),
+                has_qrels=has_qrels,
+                has_evidence=rid in present["evidence"],
+                has_latency=rid in present["latency"],
+                has_tokens=rid in present["tokens"],
+                has_answers=has_answers,
+                tag_keys=tuple(tag_keys.get(rid, ())),
+            )
+        )
+    return out
+
+
+def _rollback_quietly(cur: duckdb.DuckDBPyConnection) -> None:
+    """Roll back if a transaction is open; a failing rollback must not hide the first error."""
+    try:
+        cur.rollback()
+    except duckdb.Error:
+        pass
+
+
+def _open_error(path: str, e: duckdb.Error) -> StoreError:
+    text = str(e)
+    if "lock" in text.lower():
+        pid = re.search(r"PID (\d+)", text)
+        who = f" (PID {pid.group(1)})" if pid else ""
+        return StoreError(
+            f"the store {path} is in use by another process{who}: DuckDB allows one writer at a "
+            f"time; close the other rageval (dashboard or CLI) or use another store "
+            f"(RAGEVAL_DB or --db)"
+        )
+    return StoreError(f"cannot open the store {path}: {e}")

@@ -1,0 +1,95 @@
+"""The `rageval` command end to end, in subprocesses: exit codes, messages, nothing lost."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def rageval(*args: str, db: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rageval_core.cli", "--db", str(db), *args],
+        capture_output=True, text=True, cwd=cwd or REPO,
+    )
+
+
+def write_run(path: Path, n: int, name: str | None = None, bad_line: int | None = None) -> Path:
+    lines = []
+    if name:
+        lines.append(json.dumps({"rageval_run": {"name": name, "settings": {"top_k": 2}}}))
+    for i in range(n):
+        q = {
+            "query_id": f"q{i}", "query": f"question {i}",
+            "retrieved": [{"doc_id": f"d{i}", "text": f"chunk {i}", "score": 0.5}],
+            "relevant_ids": [f"d{i}"],
+        }
+        lines.append("{not json" if bad_line == len(lines) + 1 else json.dumps(q))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_import_list_show_export(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    run = write_run(tmp_path / "a.jsonl", 5, name="alpha")
+    r = rageval("import", str(run), db=db)
+    assert r.returncode == 0, r.stderr
+    assert "imported: alpha (5 queries" in r.stdout
+    again = rageval("import", str(run), db=db)
+    assert again.returncode == 0 and "already stored: alpha" in again.stdout
+    listed = json.loads(rageval("runs", "--json", db=db).stdout)
+    assert [x["name"] for x in listed] == ["alpha"]
+    assert listed[0]["n_queries"] == 5 and listed[0]["settings"] == {"top_k": 2}
+    shown = rageval("show", "alpha", db=db)
+    assert shown.returncode == 0 and "n_queries" in shown.stdout
+    out = tmp_path / "back.jsonl"
+    assert rageval("export", "alpha", "--to", str(out), db=db).returncode == 0
+    exported = [json.loads(x) for x in out.read_text().splitlines()]
+    assert exported[0]["rageval_run"]["name"] == "alpha"
+    assert [q["query_id"] for q in exported[1:]] == [f"q{i}" for i in range(5)]
+
+
+def test_bad_file_exit_2_with_position_and_store_untouched(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    good = write_run(tmp_path / "good.jsonl", 3, name="keep")
+    assert rageval("import", str(good), db=db).returncode == 0
+    bad = write_run(tmp_path / "bad.jsonl", 4, name="broken", bad_line=3)
+    r = rageval("import", str(bad), db=db)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert "bad.jsonl:3: " in r.stderr
+    listed = json.loads(rageval("runs", "--json", db=db).stdout)
+    assert [(x["name"], x["n_queries"]) for x in listed] == [("keep", 3)]
+
+
+def test_unknown_run_and_bad_arguments_exit_2(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    r = rageval("show", "nope", db=db)
+    assert r.returncode == 2 and "nope" in r.stderr and "Traceback" not in r.stderr
+    r = rageval("import", str(tmp_path / "missing.jsonl"), db=db)
+    assert r.returncode == 2 and "missing.jsonl" in r.stderr and "Traceback" not in r.stderr
+    r = rageval("import", "--format", "nosuch", "x", db=db)
+    assert r.returncode == 2
+
+
+def test_rename_and_delete(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    assert rageval("import", str(write_run(tmp_path / "a.jsonl", 2, name="a")), db=db).returncode == 0
+    assert rageval("import", str(write_run(tmp_path / "b.jsonl", 3, name="b")), db=db).returncode == 0
+    r = rageval("rename", "a", "b", db=db)
+    assert r.returncode == 2 and "b" in r.stderr
+    assert rageval("rename", "a", "c", db=db).returncode == 0
+    assert rageval("delete", "b", db=db).returncode == 0
+    listed = json.loads(rageval("runs", "--json", db=db).stdout)
+    assert [x["name"] for x in listed] == ["c"]
+
+
+@pytest.mark.parametrize("command", ["import", "runs", "show", "rename", "delete", "export", "demo", "dashboard"])
+def test_every_command_has_help(command: str, tmp_path: Path) -> None:
+    r = rageval(command, "--help", db=tmp_path / "s.duckdb")
+    assert r.returncode == 0 and "usage: rageval" in r.stdout
