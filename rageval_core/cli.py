@@ -53,21 +53,17 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise UsageError(f"--name needs exactly one run, but the files hold {len(parsed_runs)}")
     status = 0
     with _store(args) as store:
-        for parsed in parsed_runs:
-            # the readers' lazy streams report into `log`: one run at a time, so start it clean
-            # (keeping the warnings found while the files were opened)
-            log.problems[:] = log.warnings
+        for i, parsed in enumerate(parsed_runs):
+            # the readers' lazy streams all report into `log`: import one run at a time, each
+            # with a clean log (the first keeps the warnings found while the files were opened)
+            if i:
+                log.clear()
             source = ", ".join(parsed.sources)
             bar = _progress(f"importing {source}")
-            last = 0
-
-            def advance(n: int) -> None:
-                nonlocal last
-                bar.update(n - last)
-                last = n
-
             try:
-                result = store.import_run(parsed, log, name=args.name, progress=advance)
+                result = store.import_run(
+                    parsed, log, name=args.name, progress=lambda n, bar=bar: bar.update(n - bar.n)
+                )
             except InputError as e:
                 bar.close()
                 _print_problems(e.problems, e.truncated)

@@ -67,6 +67,7 @@ class ProblemLog:
         self.cap = cap
         self.problems: list[Problem] = []
         self.dropped = 0
+        self.dropped_errors = 0
 
     def error(self, file: str, line: int, field: str, problem: str) -> None:
         self._add(Problem(file, line, field, problem, "error"))
@@ -74,11 +75,17 @@ class ProblemLog:
     def warn(self, file: str, line: int, field: str, problem: str) -> None:
         self._add(Problem(file, line, field, problem, "warning"))
 
+    def clear(self) -> None:
+        """Forget every problem (between the runs of one import, which share a log)."""
+        self.problems.clear()
+        self.dropped = self.dropped_errors = 0
+
     def _add(self, p: Problem) -> None:
         if len(self.problems) < self.cap:
             self.problems.append(p)
         else:
             self.dropped += 1
+            self.dropped_errors += p.severity == "error"
 
     @property
     def errors(self) -> list[Problem]:
@@ -94,5 +101,5 @@ class ProblemLog:
         return len(self.problems) >= self.cap
 
     def raise_if_errors(self) -> None:
-        if self.errors:
+        if self.errors or self.dropped_errors:
             raise InputError(self.problems, self.dropped)

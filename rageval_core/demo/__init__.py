@@ -1,0 +1,40 @@
+"""`rageval demo`: three sample runs over a synthetic policy and 10-K collection, built here.
+
+corpus.py writes the documents from templates and chunks them; questions.py derives questions
+with known evidence and graded relevance from the facts placed in them; retrievers.py holds the
+real BM25, character TF-IDF and hybrid + rerank retrievers; runs.py runs them and writes the
+native JSONL files (generation is simulated, see runs.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from rageval_core.demo.corpus import Corpus, build_corpus
+from rageval_core.demo.questions import GoldQuery, build_questions
+from rageval_core.demo.runs import SPECS, write_runs
+from rageval_core.errors import UsageError
+
+__all__ = ["Corpus", "GoldQuery", "SPECS", "build_corpus", "build_questions", "generate"]
+
+
+def generate(
+    out_dir: Path,
+    n_queries: int = 360,
+    seed: int = 7,
+    progress: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """Write bm25.jsonl, tfidf_char.jsonl and hybrid_rerank.jsonl to out_dir; returns their paths.
+
+    Everything is deterministic for a seed except the measured retrieval and rerank latencies.
+    A very large n_queries may yield fewer questions than asked when the candidates run out.
+    """
+    if n_queries < 1:
+        raise UsageError(f"--queries must be at least 1, got {n_queries}")
+    say = progress or (lambda _msg: None)
+    corpus = build_corpus(seed)
+    say(f"corpus: {len(corpus.documents)} documents, {len(corpus.chunks)} chunks")
+    questions = build_questions(corpus, n_queries, seed)
+    say(f"questions: {len(questions)}")
+    return write_runs(corpus, questions, Path(out_dir), seed, progress)

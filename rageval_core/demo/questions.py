@@ -60,6 +60,8 @@ class GoldQuery:
     correct_answers: tuple[str, ...]
     wrong_answers: tuple[str, ...]
     needs: list[Need] = field(default_factory=list)
+    #: "literal" when the question reuses the document's words, "paraphrased" otherwise
+    wording: str | None = None
 
     @property
     def answerable(self) -> bool:
@@ -540,7 +542,8 @@ class _Builder:
         if spec is None:
             return None
         doc = self.corpus.doc(f.doc)
-        text = self.fill(self.rng.choice(spec[1]), doc, f)
+        k = self.rng.randrange(len(spec[1]))
+        text = self.fill(spec[1][k], doc, f)
         span = _span_text(self.corpus, f)
         need = self.need(f)
         if not need.full:
@@ -559,6 +562,7 @@ class _Builder:
             evidence=(evidence,), relevance=self.relevance([f]),
             reference_answer=f.statement.replace("{v}", f.value),
             correct_answers=good, wrong_answers=bad, needs=[need],
+            wording="literal" if k == 0 else "paraphrased",
         )
 
     # --- comparisons ----------------------------------------------------------------------

@@ -93,14 +93,42 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             )""",
         ),
     ),
+    (
+        2,
+        (
+            # Evidence x chunk scores, computed once per (run, scorer, normalisation) and reused
+            # for every k, threshold and score cut-off (rageval_core.store.scores).
+            """CREATE TABLE scorings (
+                run_id BIGINT NOT NULL,
+                scorer VARCHAR NOT NULL,
+                norm VARCHAR NOT NULL,
+                n_pairs BIGINT NOT NULL,
+                seconds DOUBLE NOT NULL,
+                scored_at VARCHAR NOT NULL
+            )""",
+            """CREATE TABLE pair_scores (
+                run_id BIGINT NOT NULL,
+                scorer VARCHAR NOT NULL,
+                norm VARCHAR NOT NULL,
+                qidx INTEGER NOT NULL,
+                rank INTEGER NOT NULL,
+                eidx INTEGER NOT NULL,
+                score FLOAT NOT NULL,
+                span_start INTEGER NOT NULL,
+                span_end INTEGER NOT NULL
+            )""",
+        ),
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 #: Tables holding one run's per-query rows, in the order a Query is rebuilt from them.
 QUERY_TABLES = ("queries", "chunks", "evidence", "qrels", "latency", "tokens", "tags")
+#: Tables derived from a run's rows (recomputable, deleted with the run).
+DERIVED_TABLES = ("scorings", "pair_scores")
 #: Every table the store owns (for counts and deletes).
-ALL_TABLES = ("schema_version", "runs", *QUERY_TABLES)
+ALL_TABLES = ("schema_version", "runs", *QUERY_TABLES, *DERIVED_TABLES)
 
 
 def first_row(rows: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:

@@ -18,7 +18,13 @@ from rageval_core.errors import NotFoundError, Problem, ProblemLog, StoreError, 
 from rageval_core.formats.native import write_native
 from rageval_core.model import ParsedRun, Query, RunInfo
 from rageval_core.store.rows import Batch, ContentHasher, build_queries
-from rageval_core.store.schema import ALL_TABLES, QUERY_TABLES, first_row, migrate
+from rageval_core.store.schema import (
+    ALL_TABLES,
+    DERIVED_TABLES,
+    QUERY_TABLES,
+    first_row,
+    migrate,
+)
 
 DEFAULT_PATH = Path(".rageval") / "rageval.duckdb"
 ENV_VAR = "RAGEVAL_DB"
@@ -366,7 +372,7 @@ class Store:
             record = self._record(cur, run_id)
             cur.begin()
             try:
-                for table in (*QUERY_TABLES, "runs"):
+                for table in (*QUERY_TABLES, *DERIVED_TABLES, "runs"):
                     cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
                 cur.commit()
             except BaseException:
