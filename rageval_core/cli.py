@@ -161,6 +161,77 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     return subprocess.call(cmd, env=env)
 
 
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from rageval_core.evaluate import Settings, evaluate, open_file_in_scratch_store
+    from rageval_core.matching import Normalisation
+    from rageval_core.rundata import load_run_data
+
+    settings = Settings(
+        k=args.k, threshold=args.threshold, scorer=args.scorer,
+        norm=Normalisation(strip_punct=args.strip_punct, strip_articles=args.strip_articles),
+        relevance=args.relevance, score_threshold=args.score_threshold,
+        rel_level=args.rel_level, complete=args.complete,
+    )
+    metrics = args.metrics.replace(",", " ").split() if args.metrics else None
+    path = Path(args.run)
+    if path.is_file():
+        files = [path] + ([Path(args.qrels)] if args.qrels else [])
+        store = open_file_in_scratch_store(files, args.format)
+    else:
+        if args.qrels or args.format:
+            raise UsageError(f"{args.run} is not a file: --qrels and --format apply to run files only")
+        store = _store(args)
+    with store:
+        data = load_run_data(store, store.runs()[0].run_id if path.is_file() else args.run)
+        report = evaluate(data, metrics, store=store, settings=settings, by=args.by)
+    if args.json:
+        print(json.dumps(report.to_json(per_query=args.per_query), indent=2, ensure_ascii=False))
+    else:
+        print(format_report(report, per_query=args.per_query))
+    return 0
+
+
+def _num(value: Any) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def format_report(report: Any, per_query: bool = False) -> str:
+    """The human-readable report: settings, counts, metrics, ops, breakdown."""
+    s = report.settings
+    out = [
+        f"run {report.run}: {report.n_queries} queries; relevance={s['relevance']} k={s['k']} "
+        f"threshold={s['threshold']} scorer={s['scorer']} norm={s['normalisation']}"
+        + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else ""),
+        "counts: " + ", ".join(f"{k}={v}" for k, v in report.counts.items()),
+        "",
+        _table(["metric", "value"], [[name, _num(v)] for name, v in report.metrics.items()]),
+    ]
+    latency = report.ops.get("latency_ms") or {}
+    if latency:
+        rows = [[stage, st["count"], *(_num(st[p]) for p in ("mean", "p50", "p90", "p95", "p99"))]
+                for stage, st in latency.items()]
+        out += ["", "latency (ms)", _table(["stage", "n", "mean", "p50", "p90", "p95", "p99"], rows)]
+    cost = report.ops.get("cost_usd") or {}
+    if cost.get("n_queries_with_tokens"):
+        total, mean = cost.get("total"), cost.get("per_query")
+        line = f"cost: total ${total:.4f}, per query ${mean:.6f}" if total is not None else (
+            "cost: unknown (missing price for " + ", ".join(cost.get("price_missing", [])) + ")")
+        out += ["", line]
+    if report.by:
+        names = list(report.metrics)
+        rows = [[g, d["n"], *(_num(d["metrics"].get(n)) for n in names)]
+                for g, d in report.by["groups"].items()]
+        out += ["", f"by {report.by['tag']}", _table([report.by["tag"], "n", *names], rows)]
+    if per_query:
+        names = list(report.per_query)
+        rows = [[qid, *(_num(float(report.per_query[n][i])) for n in names)]
+                for i, qid in enumerate(report.query_ids)]
+        out += ["", _table(["query_id", *names], rows)]
+    return "\n".join(out)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from rageval_core.formats.detect import FORMATS
 
@@ -206,6 +277,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", type=int, default=360, help="queries per run (default: 360)")
     p.add_argument("--seed", type=int, default=7)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("evaluate", parents=[common], help="compute metrics for a run (file or stored name)")
+    p.add_argument("run", metavar="RUN_FILE_OR_NAME")
+    p.add_argument("--qrels", metavar="FILE", help="qrels for a TREC run file")
+    p.add_argument("--format", choices=FORMATS, help="force the run file's format")
+    p.add_argument("--metrics", help='e.g. "P@5 nDCG@10 RR" (default: a set covering what the run has)')
+    p.add_argument("--relevance", choices=("ids", "evidence"),
+                   help="ids (qrels) or evidence (fuzzy coverage); default ids when the run has qrels")
+    p.add_argument("--k", type=int, default=10, help="cut-off of the default metrics (default 10)")
+    p.add_argument("--scorer", default="partial",
+                   help="partial (default), ratio, token_set, levenshtein, difflib")
+    p.add_argument("--threshold", type=float, default=0.7, help="fuzzy coverage threshold (default 0.7)")
+    p.add_argument("--strip-punct", action="store_true", help="strip punctuation before matching")
+    p.add_argument("--strip-articles", action="store_true", help="strip a/an/the before matching")
+    p.add_argument("--score-threshold", type=float, metavar="X",
+                   help="drop chunks whose retriever score is below X before evaluating")
+    p.add_argument("--rel-level", type=int, default=1, help="labels >= this are relevant (trec_eval -l)")
+    p.add_argument("--complete", action="store_true",
+                   help="score judged queries missing from the run as 0 (trec_eval -c)")
+    p.add_argument("--by", metavar="TAG", help="break every summary down by this tag")
+    p.add_argument("--per-query", action="store_true", help="include per-query values")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("dashboard", parents=[common], help="start the dashboard")
     p.add_argument("--port", type=int, default=8501)

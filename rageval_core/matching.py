@@ -296,8 +296,10 @@ def get_scorer(name: str) -> Scorer:
 class PairScores:
     """Scores of (evidence, chunk) pairs with the best window in the original chunk text.
 
-    start/end index the ORIGINAL chunk text ([start, end)); -1 when there is no window (the
-    scorer does not align, the score is 0, or alignment was skipped by min_align_score).
+    start/end index the ORIGINAL chunk text ([start, end)): from the first to the last original
+    character behind the aligned window (a space at the window's edges left out), so removed
+    whitespace or punctuation inside it is included. -1 when there is no window (the scorer
+    does not align, the score is 0, or min_align_score skipped the alignment).
     """
 
     score: NDArray[np.float32]  # (n_pairs,)
@@ -486,6 +488,7 @@ def score_pairs(
             ch_norm = [text for text, _ in normalised]
             lens = np.fromiter((m.size for _, m in normalised), dtype=np.int64, count=len(used))
             flat_map = np.concatenate([m for _, m in normalised] + [np.zeros(1, np.int32)])
+            flat_space = np.append(_codepoints("".join(ch_norm)) == 32, False)
             base = np.cumsum(lens) - lens
 
             rows = np.arange(p_lo, p_hi)
@@ -509,10 +512,14 @@ def score_pairs(
                     [ch_norm[c_list[i]] for i in fuzzy],
                     float(min_align_score), n_workers, pool)
                 sc[fuzzy], ns[fuzzy], ne[fuzzy] = s, a, b
-            # Normalised window -> original window (nothing to show for a zero score).
+            # Normalised window -> original window, without the (single, collapsed) space a
+            # window may start or end with; nothing to show for a zero score.
             ok = (ns >= 0) & (ne > ns) & (sc > 0.0)
             first = np.where(ok, base[cj] + ns, 0)
             last = np.where(ok, base[cj] + ne - 1, 0)
+            first += flat_space[first] & ok
+            last -= flat_space[last] & ok
+            ok &= last >= first
             score[rows] = sc
             start[rows] = np.where(ok, flat_map[first], -1)
             end[rows] = np.where(ok, flat_map[last] + 1, -1)

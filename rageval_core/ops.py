@@ -317,8 +317,9 @@ def _key_order(present: Iterable[str], first: tuple[str, ...]) -> list[str]:
 
 
 def _group_order(present: Iterable[Any]) -> list[str]:
-    names = sorted({str(g) for g in present} - {NO_TAG})
-    return names + [NO_TAG] if NO_TAG in {str(g) for g in present} else names
+    seen = {str(g) for g in present}
+    names = sorted(seen - {NO_TAG})
+    return [*names, NO_TAG] if NO_TAG in seen else names
 
 
 def _num(x: Any) -> float | None:

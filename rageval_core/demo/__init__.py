@@ -16,7 +16,7 @@ from rageval_core.demo.questions import GoldQuery, build_questions
 from rageval_core.demo.runs import SPECS, write_runs
 from rageval_core.errors import UsageError
 
-__all__ = ["Corpus", "GoldQuery", "SPECS", "build_corpus", "build_questions", "generate"]
+__all__ = ["SPECS", "Corpus", "GoldQuery", "build_corpus", "build_questions", "generate"]
 
 
 def generate(

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 #: Chunker settings: pack whole sentences up to MAX_CHUNK_CHARS; each chunk after the first
 #: opens with up to OVERLAP_CHARS of the previous one (cut at a word start).
@@ -134,9 +137,7 @@ def chunk_document(
             lead = _overlap_start(text, start, end, overlap_chars)
             if text[units[i][0]] == "#":
                 lead = -1  # no overlap into a new section
-    return [
-        DemoChunk(f"{name}#{k}", name, s, e, text[s:e]) for k, (s, e) in enumerate(spans)
-    ]
+    return [DemoChunk(f"{name}#{k}", name, s, e, text[s:e]) for k, (s, e) in enumerate(spans)]
 
 
 def _overlap_start(text: str, start: int, end: int, overlap_chars: int) -> int:
@@ -200,7 +201,7 @@ class _Builder:
         assert self._para is not None
         self._para.append((text, None))
 
-    def pick(self, options: list[str]) -> str:
+    def pick(self, options: list[_T]) -> _T:
         return self.style.choice(options)
 
     def filler(self, options: list[str], k: int = 1) -> None:
@@ -210,7 +211,7 @@ class _Builder:
     def f(
         self,
         kind: str,
-        sentences: str | list[str],
+        sentences: str | Sequence[str],
         value: str,
         statement: str,
         number: float | None = None,
@@ -218,7 +219,7 @@ class _Builder:
     ) -> None:
         """Add a fact stated by one or two consecutive sentences."""
         assert self._para is not None
-        parts = [sentences] if isinstance(sentences, str) else sentences
+        parts = [sentences] if isinstance(sentences, str) else list(sentences)
         meta = {
             "kind": kind,
             "value": value,
@@ -258,8 +259,15 @@ class _Builder:
                     m, s, _ = open_fact
                     facts.append(
                         Fact(
-                            self.name, m["kind"], s, pos, m["value"], m["statement"],
-                            m["number"], dict(m["extra"]), m["n"],
+                            self.name,
+                            m["kind"],
+                            s,
+                            pos,
+                            m["value"],
+                            m["statement"],
+                            m["number"],
+                            dict(m["extra"]),
+                            m["n"],
                         )
                     )
                     open_fact = None
@@ -270,43 +278,157 @@ class _Builder:
 # Names
 
 _INSURER_A = [
-    "Harbor", "Summit", "Northwind", "Bluegate", "Cedarline", "Ironwood", "Lakeshore", "Pinecrest",
-    "Redstone", "Silverline", "Westbrook", "Granite State", "Meadowlark", "Oakridge", "Brightwater",
-    "Falconer", "Kingsbridge", "Amberfield",
+    "Harbor",
+    "Summit",
+    "Northwind",
+    "Bluegate",
+    "Cedarline",
+    "Ironwood",
+    "Lakeshore",
+    "Pinecrest",
+    "Redstone",
+    "Silverline",
+    "Westbrook",
+    "Granite State",
+    "Meadowlark",
+    "Oakridge",
+    "Brightwater",
+    "Falconer",
+    "Kingsbridge",
+    "Amberfield",
 ]
 _INSURER_B = ["Mutual", "Assurance", "Insurance Company", "Life & Casualty", "Indemnity", "General"]
 _PLAN_A = [
-    "Evergreen", "Keystone", "Meridian", "Lighthouse", "Cornerstone", "Horizon", "Legacy",
-    "Sentinel", "Anchor", "Beacon", "Heritage", "Compass", "Bedrock", "Summerset", "Tidewater",
-    "Highland", "Juniper", "Northstar", "Riverbend", "Sterling", "Copperleaf", "Willow",
-    "Foxglove", "Arbor", "Halcyon", "Bastion", "Clearwater", "Wayfarer", "Ridgeline", "Parkside",
-    "Lodestar", "Harvest", "Trillium", "Kestrel", "Mariner", "Sequoia",
+    "Evergreen",
+    "Keystone",
+    "Meridian",
+    "Lighthouse",
+    "Cornerstone",
+    "Horizon",
+    "Legacy",
+    "Sentinel",
+    "Anchor",
+    "Beacon",
+    "Heritage",
+    "Compass",
+    "Bedrock",
+    "Summerset",
+    "Tidewater",
+    "Highland",
+    "Juniper",
+    "Northstar",
+    "Riverbend",
+    "Sterling",
+    "Copperleaf",
+    "Willow",
+    "Foxglove",
+    "Arbor",
+    "Halcyon",
+    "Bastion",
+    "Clearwater",
+    "Wayfarer",
+    "Ridgeline",
+    "Parkside",
+    "Lodestar",
+    "Harvest",
+    "Trillium",
+    "Kestrel",
+    "Mariner",
+    "Sequoia",
 ]
 _PLAN_B = {
-    "life": ["Term Life {t}", "Term Protect {t}", "Level Term {t}", "Whole Life", "Whole Life Plus"],
+    "life": [
+        "Term Life {t}",
+        "Term Protect {t}",
+        "Level Term {t}",
+        "Whole Life",
+        "Whole Life Plus",
+    ],
     "home": ["Homeowners", "Home Plus", "HomeShield", "Dwelling Select", "Home Premier"],
     "auto": ["Auto", "Auto Select", "DriveWise", "Motor Plus", "Road Cover"],
 }
 _COMPANY_A = [
-    "Corvantis", "Pellucid", "Altamira", "Brennerman", "Quillon", "Vantora", "Halvorsen", "Trellis",
-    "Norland", "Kestrova", "Orison", "Caldera", "Mirabel", "Tessaro", "Zephyra", "Lumina",
-    "Aldergrove", "Brightline", "Castellan", "Dunmore", "Everlake", "Fenwick", "Galloway",
-    "Hollister", "Invera", "Jarrow", "Kelvion", "Larkspur", "Monterra", "Nexora", "Ostrander",
-    "Pemberton", "Quarry Hill", "Rosemont", "Stanwick", "Tamarind", "Ulster", "Valemont",
-    "Whitcombe", "Yardley", "Ashgrove", "Belmonte", "Cresswell", "Delacroix", "Elmstead",
-    "Farrowdale", "Glenhaven", "Hartwell", "Ivybridge", "Kingsmere", "Lowther", "Marchetti",
-    "Northam", "Oakhurst", "Prescott", "Ravensworth", "Sablewood", "Thornbury",
+    "Corvantis",
+    "Pellucid",
+    "Altamira",
+    "Brennerman",
+    "Quillon",
+    "Vantora",
+    "Halvorsen",
+    "Trellis",
+    "Norland",
+    "Kestrova",
+    "Orison",
+    "Caldera",
+    "Mirabel",
+    "Tessaro",
+    "Zephyra",
+    "Lumina",
+    "Aldergrove",
+    "Brightline",
+    "Castellan",
+    "Dunmore",
+    "Everlake",
+    "Fenwick",
+    "Galloway",
+    "Hollister",
+    "Invera",
+    "Jarrow",
+    "Kelvion",
+    "Larkspur",
+    "Monterra",
+    "Nexora",
+    "Ostrander",
+    "Pemberton",
+    "Quarry Hill",
+    "Rosemont",
+    "Stanwick",
+    "Tamarind",
+    "Ulster",
+    "Valemont",
+    "Whitcombe",
+    "Yardley",
+    "Ashgrove",
+    "Belmonte",
+    "Cresswell",
+    "Delacroix",
+    "Elmstead",
+    "Farrowdale",
+    "Glenhaven",
+    "Hartwell",
+    "Ivybridge",
+    "Kingsmere",
+    "Lowther",
+    "Marchetti",
+    "Northam",
+    "Oakhurst",
+    "Prescott",
+    "Ravensworth",
+    "Sablewood",
+    "Thornbury",
 ]
 _COMPANY_B = ["Holdings", "Systems", "Industries", "Group", "Technologies", "Corporation", "Brands"]
 _SECTORS = {
     "industrial": (
         "diversified industrial manufacturer",
-        ["Flow Control", "Industrial Automation", "Aerospace Components", "Power Systems", "Precision Tools"],
+        [
+            "Flow Control",
+            "Industrial Automation",
+            "Aerospace Components",
+            "Power Systems",
+            "Precision Tools",
+        ],
         ["specialty steel castings", "servo motors", "titanium forgings"],
     ),
     "software": (
         "provider of enterprise software and cloud services",
-        ["Cloud Platform", "Security Solutions", "Data Analytics", "Professional Services", "Collaboration Tools"],
+        [
+            "Cloud Platform",
+            "Security Solutions",
+            "Data Analytics",
+            "Professional Services",
+            "Collaboration Tools",
+        ],
         ["data-centre capacity", "semiconductor accelerators", "network hardware"],
     ),
     "consumer": (
@@ -316,20 +438,40 @@ _SECTORS = {
     ),
     "healthcare": (
         "medical technology company",
-        ["Surgical Devices", "Diagnostics", "Patient Monitoring", "Orthopaedics", "Respiratory Care"],
+        [
+            "Surgical Devices",
+            "Diagnostics",
+            "Patient Monitoring",
+            "Orthopaedics",
+            "Respiratory Care",
+        ],
         ["sterilisation services", "sensor chips", "medical-grade polymers"],
     ),
 }
 _CITIES = [
-    "Columbus, Ohio", "Denver, Colorado", "Charlotte, North Carolina", "Austin, Texas",
-    "Minneapolis, Minnesota", "Portland, Oregon", "Pittsburgh, Pennsylvania", "Raleigh, North Carolina",
-    "Milwaukee, Wisconsin", "Tampa, Florida", "Hartford, Connecticut", "Salt Lake City, Utah",
+    "Columbus, Ohio",
+    "Denver, Colorado",
+    "Charlotte, North Carolina",
+    "Austin, Texas",
+    "Minneapolis, Minnesota",
+    "Portland, Oregon",
+    "Pittsburgh, Pennsylvania",
+    "Raleigh, North Carolina",
+    "Milwaukee, Wisconsin",
+    "Tampa, Florida",
+    "Hartford, Connecticut",
+    "Salt Lake City, Utah",
 ]
 _MONTHS = ["January", "March", "April", "June", "August", "September", "October", "December"]
 
 _HAZARDS = [
-    "skydiving", "hang gliding", "scuba diving below 40 metres", "motor racing",
-    "mountaineering above 5,000 metres", "private aviation as a pilot", "base jumping",
+    "skydiving",
+    "hang gliding",
+    "scuba diving below 40 metres",
+    "motor racing",
+    "mountaineering above 5,000 metres",
+    "private aviation as a pilot",
+    "base jumping",
     "bull riding",
 ]
 
@@ -406,12 +548,25 @@ def _life_values(r: random.Random) -> dict[str, Any]:
         "hazards": r.sample(_HAZARDS, 3),
         "disability_months": r.choice([3, 6, 12]),
         "disability_scope": r.choice(
-            ["their own occupation", "any occupation for which they are reasonably suited by education, training or experience"]
+            [
+                "their own occupation",
+                "any occupation for which they are reasonably suited by education, training or experience",
+            ]
         ),
     }
 
 
-_LIFE_CHANGEABLE = ["benefit", "premium", "grace", "adb", "waiver", "terminal", "contest", "conversion", "free_look"]
+_LIFE_CHANGEABLE = [
+    "benefit",
+    "premium",
+    "grace",
+    "adb",
+    "waiver",
+    "terminal",
+    "contest",
+    "conversion",
+    "free_look",
+]
 
 
 def _life_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
@@ -435,25 +590,39 @@ def _life_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     if term:
         b.f(
             "term_length",
-            b.pick([
-                f"{plan} provides level term coverage for {v['term']} years from the effective date.",
-                f"Coverage under this policy lasts for a term of {v['term']} years, after which it ends unless converted or renewed.",
-            ]),
-            f"{v['term']} years", "The coverage term is {v}.", v["term"],
+            b.pick(
+                [
+                    f"{plan} provides level term coverage for {v['term']} years from the effective date.",
+                    f"Coverage under this policy lasts for a term of {v['term']} years, after which it ends unless converted or renewed.",
+                ]
+            ),
+            f"{v['term']} years",
+            "The coverage term is {v}.",
+            v["term"],
         )
     else:
         b.s("Coverage lasts for the whole of the insured's life as long as premiums are paid.")
     benefit = money(v["benefit"])
     b.f(
         "death_benefit",
-        b.pick([
-            [f"The death benefit is {benefit}, payable in a lump sum to the named beneficiary.",
-             "The benefit is reduced by any outstanding policy loans and unpaid premiums."],
-            [f"On the death of the insured, {ins} pays the beneficiary a death benefit of {benefit}."],
-            [f"The face amount of the policy, and therefore the death benefit, is {benefit}.",
-             "Any policy loan outstanding at the date of death is deducted from this amount."],
-        ]),
-        benefit, "The death benefit is {v}.", v["benefit"],
+        b.pick(
+            [
+                [
+                    f"The death benefit is {benefit}, payable in a lump sum to the named beneficiary.",
+                    "The benefit is reduced by any outstanding policy loans and unpaid premiums.",
+                ],
+                [
+                    f"On the death of the insured, {ins} pays the beneficiary a death benefit of {benefit}."
+                ],
+                [
+                    f"The face amount of the policy, and therefore the death benefit, is {benefit}.",
+                    "Any policy loan outstanding at the date of death is deducted from this amount.",
+                ],
+            ]
+        ),
+        benefit,
+        "The death benefit is {v}.",
+        v["benefit"],
     )
     b.filler(_FILL_POLICY_GENERAL, 1)
 
@@ -462,30 +631,50 @@ def _life_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     prem = money(v["premium"], cents=True)
     b.f(
         "monthly_premium",
-        b.pick([
-            [f"The monthly premium is {prem} and stays level for the whole {'term' if term else 'life of the policy'}.",
-             "Paying once a year instead of monthly reduces the total cost by about 5%."],
-            [f"Premiums of {prem} are due each month; the rate is guaranteed while the policy is in force."],
-        ]),
-        prem, "The monthly premium is {v}.", v["premium"],
+        b.pick(
+            [
+                [
+                    f"The monthly premium is {prem} and stays level for the whole {'term' if term else 'life of the policy'}.",
+                    "Paying once a year instead of monthly reduces the total cost by about 5%.",
+                ],
+                [
+                    f"Premiums of {prem} are due each month; the rate is guaranteed while the policy is in force."
+                ],
+            ]
+        ),
+        prem,
+        "The monthly premium is {v}.",
+        v["premium"],
     )
     b.f(
         "grace_period",
-        b.pick([
-            [f"A grace period of {days(v['grace'])} applies to every premium after the first.",
-             "Coverage stays in force during the grace period, and an unpaid premium is deducted from any claim."],
-            [f"If a premium is not paid on its due date, the policy stays in force for a grace period of {days(v['grace'])}."],
-        ]),
-        days(v["grace"]), "The grace period is {v}.", v["grace"],
+        b.pick(
+            [
+                [
+                    f"A grace period of {days(v['grace'])} applies to every premium after the first.",
+                    "Coverage stays in force during the grace period, and an unpaid premium is deducted from any claim.",
+                ],
+                [
+                    f"If a premium is not paid on its due date, the policy stays in force for a grace period of {days(v['grace'])}."
+                ],
+            ]
+        ),
+        days(v["grace"]),
+        "The grace period is {v}.",
+        v["grace"],
     )
     b.p()
     b.f(
         "free_look",
-        b.pick([
-            f"You may return the policy within {days(v['free_look'])} of delivery for a full refund of the premiums paid.",
-            f"There is a free-look period of {days(v['free_look'])}, during which you can cancel and get every premium back.",
-        ]),
-        days(v["free_look"]), "The free-look period is {v}.", v["free_look"],
+        b.pick(
+            [
+                f"You may return the policy within {days(v['free_look'])} of delivery for a full refund of the premiums paid.",
+                f"There is a free-look period of {days(v['free_look'])}, during which you can cancel and get every premium back.",
+            ]
+        ),
+        days(v["free_look"]),
+        "The free-look period is {v}.",
+        v["free_look"],
     )
     b.filler(_FILL_POLICY_GENERAL, 1)
 
@@ -493,20 +682,33 @@ def _life_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.p()
     b.f(
         "adb_rider",
-        [b.pick([
-            f"The Accelerated Death Benefit rider lets the insured receive up to {pct(v['adb'])} of the death benefit after a diagnosis of terminal illness.",
-            f"With the Accelerated Death Benefit rider, up to {pct(v['adb'])} of the face amount can be paid early if the insured is terminally ill.",
-        ]), "Any amount advanced is deducted from the death benefit that is paid later."],
-        pct(v["adb"]), "The Accelerated Death Benefit rider advances up to {v} of the death benefit.", v["adb"],
+        [
+            b.pick(
+                [
+                    f"The Accelerated Death Benefit rider lets the insured receive up to {pct(v['adb'])} of the death benefit after a diagnosis of terminal illness.",
+                    f"With the Accelerated Death Benefit rider, up to {pct(v['adb'])} of the face amount can be paid early if the insured is terminally ill.",
+                ]
+            ),
+            "Any amount advanced is deducted from the death benefit that is paid later.",
+        ],
+        pct(v["adb"]),
+        "The Accelerated Death Benefit rider advances up to {v} of the death benefit.",
+        v["adb"],
     )
     b.f(
         "waiver_rider",
-        b.pick([
-            [f"Under the Waiver of Premium rider, premiums are waived once the insured has been totally disabled for {months(v['waiver'])}.",
-             "Premiums that are waived never have to be repaid, even if the insured recovers."],
-            f"The Waiver of Premium rider stops premiums from falling due after {months(v['waiver'])} of continuous total disability.",
-        ]),
-        months(v["waiver"]), "Premiums are waived after {v} of total disability.", v["waiver"],
+        b.pick(
+            [
+                [
+                    f"Under the Waiver of Premium rider, premiums are waived once the insured has been totally disabled for {months(v['waiver'])}.",
+                    "Premiums that are waived never have to be repaid, even if the insured recovers.",
+                ],
+                f"The Waiver of Premium rider stops premiums from falling due after {months(v['waiver'])} of continuous total disability.",
+            ]
+        ),
+        months(v["waiver"]),
+        "Premiums are waived after {v} of total disability.",
+        v["waiver"],
     )
     if v["child"] is not None or v["adr"] is not None:
         b.p()
@@ -514,44 +716,60 @@ def _life_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
         b.f(
             "child_rider",
             f"The Children's Term rider covers each eligible child for {money(v['child'])} until the child turns 25.",
-            money(v["child"]), "The Children's Term rider covers each child for {v}.", v["child"],
+            money(v["child"]),
+            "The Children's Term rider covers each child for {v}.",
+            v["child"],
         )
     if v["adr"] is not None:
         b.f(
             "adr_rider",
-            b.pick([
-                f"The Accidental Death rider pays an additional {money(v['adr'])} if death results from an accident within 90 days of the injury.",
-                f"If the insured dies in an accident, the Accidental Death rider adds {money(v['adr'])} to the death benefit.",
-            ]),
-            money(v["adr"]), "The Accidental Death rider pays an additional {v}.", v["adr"],
+            b.pick(
+                [
+                    f"The Accidental Death rider pays an additional {money(v['adr'])} if death results from an accident within 90 days of the injury.",
+                    f"If the insured dies in an accident, the Accidental Death rider adds {money(v['adr'])} to the death benefit.",
+                ]
+            ),
+            money(v["adr"]),
+            "The Accidental Death rider pays an additional {v}.",
+            v["adr"],
         )
     if v["ci_wait"] is not None:
         b.p()
         b.f(
             "ci_waiting",
-            [f"Benefits under the Critical Illness rider are subject to a waiting period of {days(v['ci_wait'])} from the rider's effective date.",
-             "A diagnosis made during the waiting period does not give rise to any benefit."],
-            days(v["ci_wait"]), "The Critical Illness rider has a waiting period of {v}.", v["ci_wait"],
+            [
+                f"Benefits under the Critical Illness rider are subject to a waiting period of {days(v['ci_wait'])} from the rider's effective date.",
+                "A diagnosis made during the waiting period does not give rise to any benefit.",
+            ],
+            days(v["ci_wait"]),
+            "The Critical Illness rider has a waiting period of {v}.",
+            v["ci_wait"],
         )
 
     b.h("Definitions")
     b.p()
     b.f(
         "def_terminal_illness",
-        b.pick([
-            f"In the {plan} policy, terminal illness means a condition that a licensed physician certifies is expected to result in death within {months(v['terminal'])}.",
-            f"Terminal illness, for the purposes of this policy, is an illness or injury that is expected to cause death within {months(v['terminal'])}, as certified by a physician.",
-        ]),
+        b.pick(
+            [
+                f"In the {plan} policy, terminal illness means a condition that a licensed physician certifies is expected to result in death within {months(v['terminal'])}.",
+                f"Terminal illness, for the purposes of this policy, is an illness or injury that is expected to cause death within {months(v['terminal'])}, as certified by a physician.",
+            ]
+        ),
         months(v["terminal"]),
         "Terminal illness means a condition expected to result in death within {v}, as certified by a physician.",
-        v["terminal"], term="terminal illness",
+        v["terminal"],
+        term="terminal illness",
     )
     b.f(
         "def_total_disability",
         f"Total disability means that the insured cannot perform the material duties of {v['disability_scope']} for at least {months(v['disability_months'])}.",
         months(v["disability_months"]),
-        "Total disability means being unable to perform the material duties of " + v["disability_scope"] + " for at least {v}.",
-        v["disability_months"], term="total disability",
+        "Total disability means being unable to perform the material duties of "
+        + v["disability_scope"]
+        + " for at least {v}.",
+        v["disability_months"],
+        term="total disability",
     )
     b.filler(_FILL_POLICY_INTRO[2:3] + _FILL_POLICY_GENERAL[:2], 1)
 
@@ -559,33 +777,50 @@ def _life_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.p()
     b.f(
         "suicide_exclusion",
-        b.pick([
-            [f"Suicide within {months(v['suicide'])} of the effective date is excluded.",
-             "In that case the insurer refunds the premiums paid, without interest."],
-            [f"No death benefit is paid for suicide within the first {months(v['suicide'])} of coverage; premiums are refunded instead."],
-        ]),
-        months(v["suicide"]), "Suicide within {v} of the effective date is excluded.", v["suicide"],
+        b.pick(
+            [
+                [
+                    f"Suicide within {months(v['suicide'])} of the effective date is excluded.",
+                    "In that case the insurer refunds the premiums paid, without interest.",
+                ],
+                [
+                    f"No death benefit is paid for suicide within the first {months(v['suicide'])} of coverage; premiums are refunded instead."
+                ],
+            ]
+        ),
+        months(v["suicide"]),
+        "Suicide within {v} of the effective date is excluded.",
+        v["suicide"],
     )
     hazards = ", ".join(v["hazards"][:-1]) + " or " + v["hazards"][-1]
     b.f(
         "hazard_exclusion",
-        b.pick([
-            f"Death resulting from {hazards} is not covered.",
-            f"The policy does not pay if death is caused by {hazards}.",
-        ]),
-        hazards, "Death resulting from {v} is excluded.", None, term="hazardous activities",
+        b.pick(
+            [
+                f"Death resulting from {hazards} is not covered.",
+                f"The policy does not pay if death is caused by {hazards}.",
+            ]
+        ),
+        hazards,
+        "Death resulting from {v} is excluded.",
+        None,
+        term="hazardous activities",
     )
     b.f(
         "contestability",
         f"The policy is contestable for {months(v['contest'])} after issue, during which a material misstatement in the application may void coverage.",
-        months(v["contest"]), "The contestability period is {v}.", v["contest"],
+        months(v["contest"]),
+        "The contestability period is {v}.",
+        v["contest"],
     )
     if term:
         b.p()
         b.f(
             "conversion_age",
             f"The term coverage may be converted to a permanent plan before age {v['conversion']} without new evidence of insurability.",
-            f"age {v['conversion']}", "Conversion to a permanent plan is allowed before {v}.", v["conversion"],
+            f"age {v['conversion']}",
+            "Conversion to a permanent plan is allowed before {v}.",
+            v["conversion"],
         )
     b.h("Claims")
     b.p()
@@ -612,15 +847,27 @@ def _home_values(r: random.Random) -> dict[str, Any]:
         "flood_wait": r.choice([10, 15, 30]) if r.random() < 0.5 else None,
         "roof_age": r.choice([10, 12, 15, 20]),
         "vacancy": r.choice([30, 45, 60, 90]),
-        "acv": r.choice([
-            "the cost to repair or replace the property at the time of loss, less physical depreciation",
-            "replacement cost less depreciation and obsolescence, determined at the date of loss",
-            "the market value of the damaged property immediately before the loss",
-        ]),
+        "acv": r.choice(
+            [
+                "the cost to repair or replace the property at the time of loss, less physical depreciation",
+                "replacement cost less depreciation and obsolescence, determined at the date of loss",
+                "the market value of the damaged property immediately before the loss",
+            ]
+        ),
     }
 
 
-_HOME_CHANGEABLE = ["dwelling", "pp_pct", "liability", "aop", "wind_pct", "water_backup", "jewelry", "roof_age", "vacancy"]
+_HOME_CHANGEABLE = [
+    "dwelling",
+    "pp_pct",
+    "liability",
+    "aop",
+    "wind_pct",
+    "water_backup",
+    "jewelry",
+    "roof_age",
+    "vacancy",
+]
 
 
 def _home_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
@@ -630,10 +877,14 @@ def _home_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.f(
         "issuer",
         f"Issued by {ins}. Policy form {ident['code']}, {ident['edition']} edition.",
-        ins, "Policy form {v} is issued by " + ins + ".", code=ident["code"],
+        ins,
+        "Policy form {v} is issued by " + ins + ".",
+        code=ident["code"],
     )
     b.p()
-    b.s(f"This summary sets out the coverages, limits and deductibles of the {plan} homeowners policy.")
+    b.s(
+        f"This summary sets out the coverages, limits and deductibles of the {plan} homeowners policy."
+    )
     b.filler(_FILL_POLICY_INTRO, 2)
 
     b.h("Property coverages")
@@ -641,53 +892,79 @@ def _home_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     dwelling = money(v["dwelling"])
     b.f(
         "dwelling_limit",
-        b.pick([
-            [f"Coverage A (Dwelling) has a limit of {dwelling}.",
-             "The limit is adjusted at each renewal to reflect construction cost inflation in your area."],
-            [f"The dwelling is insured up to {dwelling} under Coverage A."],
-            f"Under the {plan} policy the house itself is covered for up to {dwelling} (Coverage A).",
-        ]),
-        dwelling, "The dwelling limit (Coverage A) is {v}.", v["dwelling"],
+        b.pick(
+            [
+                [
+                    f"Coverage A (Dwelling) has a limit of {dwelling}.",
+                    "The limit is adjusted at each renewal to reflect construction cost inflation in your area.",
+                ],
+                [f"The dwelling is insured up to {dwelling} under Coverage A."],
+                f"Under the {plan} policy the house itself is covered for up to {dwelling} (Coverage A).",
+            ]
+        ),
+        dwelling,
+        "The dwelling limit (Coverage A) is {v}.",
+        v["dwelling"],
     )
     other = money(v["dwelling"] * v["other_pct"] / 100)
     b.f(
         "other_structures",
         f"Coverage B (Other Structures) is limited to {pct(v['other_pct'])} of the dwelling limit, or {other}.",
-        other, "Other structures (Coverage B) are covered up to {v}.", v["dwelling"] * v["other_pct"] / 100,
+        other,
+        "Other structures (Coverage B) are covered up to {v}.",
+        v["dwelling"] * v["other_pct"] / 100,
     )
     pp = money(v["dwelling"] * v["pp_pct"] / 100)
     b.f(
         "personal_property",
-        b.pick([
-            f"Coverage C (Personal Property) is limited to {pp}, which is {pct(v['pp_pct'])} of the dwelling limit.",
-            [f"Personal belongings are covered up to {pp} under Coverage C.",
-             "Property kept in storage away from the home is covered up to 10% of this amount."],
-        ]),
-        pp, "Personal property (Coverage C) is covered up to {v}.", v["dwelling"] * v["pp_pct"] / 100,
+        b.pick(
+            [
+                f"Coverage C (Personal Property) is limited to {pp}, which is {pct(v['pp_pct'])} of the dwelling limit.",
+                [
+                    f"Personal belongings are covered up to {pp} under Coverage C.",
+                    "Property kept in storage away from the home is covered up to 10% of this amount.",
+                ],
+            ]
+        ),
+        pp,
+        "Personal property (Coverage C) is covered up to {v}.",
+        v["dwelling"] * v["pp_pct"] / 100,
     )
     b.p()
     b.f(
         "loss_of_use",
-        [f"Coverage D (Loss of Use) pays additional living expenses for up to {months(v['loss_of_use'])} while the home cannot be lived in.",
-         "This includes hotel bills, meals above your normal costs and the cost of moving."],
-        months(v["loss_of_use"]), "Additional living expenses are paid for up to {v}.", v["loss_of_use"],
+        [
+            f"Coverage D (Loss of Use) pays additional living expenses for up to {months(v['loss_of_use'])} while the home cannot be lived in.",
+            "This includes hotel bills, meals above your normal costs and the cost of moving.",
+        ],
+        months(v["loss_of_use"]),
+        "Additional living expenses are paid for up to {v}.",
+        v["loss_of_use"],
     )
 
     b.h("Liability coverages")
     b.p()
     b.f(
         "liability_limit",
-        b.pick([
-            [f"Coverage E (Personal Liability) pays up to {money(v['liability'])} per occurrence.",
-             "Legal defence costs are paid in addition to this limit."],
-            f"If you are legally responsible for injury to others or damage to their property, the policy pays up to {money(v['liability'])} for each occurrence.",
-        ]),
-        money(v["liability"]), "Personal liability is covered up to {v} per occurrence.", v["liability"],
+        b.pick(
+            [
+                [
+                    f"Coverage E (Personal Liability) pays up to {money(v['liability'])} per occurrence.",
+                    "Legal defence costs are paid in addition to this limit.",
+                ],
+                f"If you are legally responsible for injury to others or damage to their property, the policy pays up to {money(v['liability'])} for each occurrence.",
+            ]
+        ),
+        money(v["liability"]),
+        "Personal liability is covered up to {v} per occurrence.",
+        v["liability"],
     )
     b.f(
         "med_pay",
         f"Coverage F (Medical Payments to Others) is limited to {money(v['med_pay'])} per person, regardless of fault.",
-        money(v["med_pay"]), "Medical payments to others are limited to {v} per person.", v["med_pay"],
+        money(v["med_pay"]),
+        "Medical payments to others are limited to {v} per person.",
+        v["med_pay"],
     )
     b.filler(_FILL_POLICY_GENERAL, 1)
 
@@ -695,18 +972,28 @@ def _home_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.p()
     b.f(
         "aop_deductible",
-        b.pick([
-            [f"An all-peril deductible of {money(v['aop'])} applies to each property claim.",
-             "The deductible does not apply to liability or medical payments claims."],
-            [f"Each property loss is subject to a deductible of {money(v['aop'])}, which is subtracted from the amount we pay."],
-        ]),
-        money(v["aop"]), "The all-peril deductible is {v}.", v["aop"],
+        b.pick(
+            [
+                [
+                    f"An all-peril deductible of {money(v['aop'])} applies to each property claim.",
+                    "The deductible does not apply to liability or medical payments claims.",
+                ],
+                [
+                    f"Each property loss is subject to a deductible of {money(v['aop'])}, which is subtracted from the amount we pay."
+                ],
+            ]
+        ),
+        money(v["aop"]),
+        "The all-peril deductible is {v}.",
+        v["aop"],
     )
     wind = money(v["dwelling"] * v["wind_pct"] / 100)
     b.f(
         "wind_deductible",
         f"Windstorm and hail losses carry a separate deductible of {pct(v['wind_pct'])} of the Coverage A limit, which is {wind}.",
-        wind, "The windstorm and hail deductible is {v}.", v["dwelling"] * v["wind_pct"] / 100,
+        wind,
+        "The windstorm and hail deductible is {v}.",
+        v["dwelling"] * v["wind_pct"] / 100,
         pct=pct(v["wind_pct"]),
     )
 
@@ -714,23 +1001,33 @@ def _home_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.p()
     b.f(
         "water_backup",
-        b.pick([
-            f"The Water Backup endorsement covers damage caused by water backing up through sewers or drains, up to {money(v['water_backup'])}.",
-            f"Sewer and drain backup is covered by endorsement up to {money(v['water_backup'])}.",
-        ]),
-        money(v["water_backup"]), "Water backup damage is covered up to {v}.", v["water_backup"],
+        b.pick(
+            [
+                f"The Water Backup endorsement covers damage caused by water backing up through sewers or drains, up to {money(v['water_backup'])}.",
+                f"Sewer and drain backup is covered by endorsement up to {money(v['water_backup'])}.",
+            ]
+        ),
+        money(v["water_backup"]),
+        "Water backup damage is covered up to {v}.",
+        v["water_backup"],
     )
     b.f(
         "jewelry_sublimit",
         f"Theft of jewelry, watches and furs is limited to {money(v['jewelry'])} in total unless the items are scheduled.",
-        money(v["jewelry"]), "Theft of jewelry is limited to {v}.", v["jewelry"],
+        money(v["jewelry"]),
+        "Theft of jewelry is limited to {v}.",
+        v["jewelry"],
     )
     if v["flood_wait"] is not None:
         b.f(
             "flood_waiting",
-            [f"Flood coverage bought as an endorsement takes effect only after a waiting period of {days(v['flood_wait'])}.",
-             "Losses from a flood that begins during the waiting period are not covered."],
-            days(v["flood_wait"]), "The flood endorsement has a waiting period of {v}.", v["flood_wait"],
+            [
+                f"Flood coverage bought as an endorsement takes effect only after a waiting period of {days(v['flood_wait'])}.",
+                "Losses from a flood that begins during the waiting period are not covered.",
+            ],
+            days(v["flood_wait"]),
+            "The flood endorsement has a waiting period of {v}.",
+            v["flood_wait"],
         )
 
     b.h("Definitions")
@@ -738,13 +1035,18 @@ def _home_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.f(
         "def_acv",
         f"In the {plan} policy, actual cash value means {v['acv']}.",
-        v["acv"], "Actual cash value means {v}.", None, term="actual cash value",
+        v["acv"],
+        "Actual cash value means {v}.",
+        None,
+        term="actual cash value",
     )
     b.f(
         "def_vacancy",
         f"A dwelling is vacant when it has had no occupants and no furnishings for more than {days(v['vacancy'])} in a row; vandalism and glass breakage are not covered while it is vacant.",
         days(v["vacancy"]),
-        "A dwelling is vacant when it has been empty for more than {v} in a row.", v["vacancy"], term="vacant",
+        "A dwelling is vacant when it has been empty for more than {v} in a row.",
+        v["vacancy"],
+        term="vacant",
     )
 
     b.h("Exclusions")
@@ -753,7 +1055,9 @@ def _home_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.f(
         "roof_age",
         f"Roofs older than {v['roof_age']} years are settled at actual cash value rather than replacement cost.",
-        f"{v['roof_age']} years", "Roofs older than {v} are settled at actual cash value.", v["roof_age"],
+        f"{v['roof_age']} years",
+        "Roofs older than {v} are settled at actual cash value.",
+        v["roof_age"],
     )
     b.filler(_FILL_POLICY_CLAIMS, 2)
 
@@ -781,7 +1085,17 @@ def _auto_values(r: random.Random) -> dict[str, Any]:
     }
 
 
-_AUTO_CHANGEABLE = ["pd", "um", "collision", "comprehensive", "total_loss", "rental_day", "tow", "gap", "permissive"]
+_AUTO_CHANGEABLE = [
+    "pd",
+    "um",
+    "collision",
+    "comprehensive",
+    "total_loss",
+    "rental_day",
+    "tow",
+    "gap",
+    "permissive",
+]
 
 
 def _auto_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
@@ -791,10 +1105,14 @@ def _auto_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.f(
         "issuer",
         f"Issued by {ins}. Policy form {ident['code']}, {ident['edition']} edition.",
-        ins, "Policy form {v} is issued by " + ins + ".", code=ident["code"],
+        ins,
+        "Policy form {v} is issued by " + ins + ".",
+        code=ident["code"],
     )
     b.p()
-    b.s(f"This summary explains what the {plan} policy covers for each vehicle listed on the declarations page.")
+    b.s(
+        f"This summary explains what the {plan} policy covers for each vehicle listed on the declarations page."
+    )
     b.filler(_FILL_POLICY_INTRO, 2)
 
     b.h("Liability")
@@ -802,59 +1120,88 @@ def _auto_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     per_person, per_accident = money(v["bi"][0] * 1000), money(v["bi"][1] * 1000)
     b.f(
         "bi_limits",
-        b.pick([
-            [f"Bodily injury liability is limited to {per_person} per person and {per_accident} per accident.",
-             "These limits meet or exceed the minimum required by state law."],
-            f"For injuries you cause to others, the policy pays up to {per_person} for each person and {per_accident} for each accident.",
-        ]),
+        b.pick(
+            [
+                [
+                    f"Bodily injury liability is limited to {per_person} per person and {per_accident} per accident.",
+                    "These limits meet or exceed the minimum required by state law.",
+                ],
+                f"For injuries you cause to others, the policy pays up to {per_person} per person and {per_accident} per accident.",
+            ]
+        ),
         f"{per_person} per person and {per_accident} per accident",
-        "Bodily injury liability limits are {v}.", v["bi"][0] * 1000,
+        "Bodily injury liability limits are {v}.",
+        v["bi"][0] * 1000,
     )
     b.f(
         "pd_limit",
-        [f"Property damage liability pays up to {money(v['pd'])} per accident for damage to other people's property.",
-         "This includes damage to parked cars, fences and buildings."],
-        money(v["pd"]), "Property damage liability is limited to {v} per accident.", v["pd"],
+        [
+            f"Property damage liability pays up to {money(v['pd'])} per accident for damage to other people's property.",
+            "This includes damage to parked cars, fences and buildings.",
+        ],
+        money(v["pd"]),
+        "Property damage liability is limited to {v} per accident.",
+        v["pd"],
     )
     b.f(
         "um_limit",
         f"Uninsured and underinsured motorist coverage pays up to {money(v['um'])} per person for injuries caused by a driver without adequate insurance.",
-        money(v["um"]), "Uninsured motorist coverage pays up to {v} per person.", v["um"],
+        money(v["um"]),
+        "Uninsured motorist coverage pays up to {v} per person.",
+        v["um"],
     )
 
     b.h("Physical damage")
     b.p()
     b.f(
         "collision_deductible",
-        b.pick([
-            [f"Collision coverage pays for damage to your car from a crash after a deductible of {money(v['collision'])}.",
-             "The deductible applies to each collision separately."],
-            [f"The collision deductible is {money(v['collision'])} per claim."],
-            [f"For collision claims you pay the first {money(v['collision'])} of each loss."],
-        ]),
-        money(v["collision"]), "The collision deductible is {v}.", v["collision"],
+        b.pick(
+            [
+                [
+                    f"Collision coverage pays for damage to your car from a crash after a deductible of {money(v['collision'])}.",
+                    "The deductible applies to each collision separately.",
+                ],
+                [f"The collision deductible is {money(v['collision'])} per claim."],
+                [f"For collision claims you pay the first {money(v['collision'])} of each loss."],
+            ]
+        ),
+        money(v["collision"]),
+        "The collision deductible is {v}.",
+        v["collision"],
     )
     b.f(
         "comprehensive_deductible",
-        b.pick([
-            [f"Comprehensive losses such as theft, fire, hail and animal strikes are subject to a {money(v['comprehensive'])} deductible.",
-             "A windscreen that can be repaired rather than replaced is fixed without any deductible."],
-            f"The comprehensive (other than collision) deductible is {money(v['comprehensive'])}.",
-        ]),
-        money(v["comprehensive"]), "The comprehensive deductible is {v}.", v["comprehensive"],
+        b.pick(
+            [
+                [
+                    f"Comprehensive losses such as theft, fire, hail and animal strikes are subject to a {money(v['comprehensive'])} deductible.",
+                    "A windscreen that can be repaired rather than replaced is fixed without any deductible.",
+                ],
+                f"The comprehensive (other than collision) deductible is {money(v['comprehensive'])}.",
+            ]
+        ),
+        money(v["comprehensive"]),
+        "The comprehensive deductible is {v}.",
+        v["comprehensive"],
     )
     b.p()
     b.f(
         "new_car",
         f"If a new vehicle is totalled within {months(v['new_car'])} of purchase, {ins} replaces it with a new car of the same make and model.",
-        months(v["new_car"]), "New car replacement applies within {v} of purchase.", v["new_car"],
+        months(v["new_car"]),
+        "New car replacement applies within {v} of purchase.",
+        v["new_car"],
     )
     if v["glass_wait"] is not None:
         b.f(
             "glass_waiting",
-            [f"Glass claims under comprehensive coverage are not payable during the first {days(v['glass_wait'])} after the coverage start date.",
-             "The waiting period does not apply when the policy replaces continuous prior coverage."],
-            days(v["glass_wait"]), "Glass claims have a waiting period of {v}.", v["glass_wait"],
+            [
+                f"Glass claims under comprehensive coverage are not payable during the first {days(v['glass_wait'])} after the coverage start date.",
+                "The waiting period does not apply when the policy replaces continuous prior coverage.",
+            ],
+            days(v["glass_wait"]),
+            "Glass claims have a waiting period of {v}.",
+            v["glass_wait"],
         )
 
     b.h("Optional coverages")
@@ -862,21 +1209,29 @@ def _auto_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.f(
         "rental",
         f"Rental reimbursement pays up to {money(v['rental_day'])} per day, for at most {v['rental_days']} days, while the covered vehicle is being repaired.",
-        f"{money(v['rental_day'])} per day", "Rental reimbursement pays up to {v}.", v["rental_day"],
+        f"{money(v['rental_day'])} per day",
+        "Rental reimbursement pays up to {v}.",
+        v["rental_day"],
         max_days=v["rental_days"],
     )
     b.f(
         "roadside",
-        b.pick([
-            f"The Roadside Assistance rider covers towing up to {v['tow']} miles to the nearest qualified repair shop.",
-            f"With Roadside Assistance, a tow of up to {v['tow']} miles is included, as are jump starts and lockout service.",
-        ]),
-        f"{v['tow']} miles", "Roadside Assistance covers towing up to {v}.", v["tow"],
+        b.pick(
+            [
+                f"The Roadside Assistance rider covers towing up to {v['tow']} miles to the nearest qualified repair shop.",
+                f"With Roadside Assistance, a tow of up to {v['tow']} miles is included, as are jump starts and lockout service.",
+            ]
+        ),
+        f"{v['tow']} miles",
+        "Roadside Assistance covers towing up to {v}.",
+        v["tow"],
     )
     b.f(
         "gap",
         f"Loan and lease gap coverage pays the difference between the actual cash value and the loan balance, up to {pct(v['gap'])} of the actual cash value.",
-        pct(v["gap"]), "Gap coverage pays up to {v} of the actual cash value.", v["gap"],
+        pct(v["gap"]),
+        "Gap coverage pays up to {v} of the actual cash value.",
+        v["gap"],
     )
 
     b.h("Definitions")
@@ -886,19 +1241,23 @@ def _auto_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
         f"Under the {plan} policy, a vehicle is a total loss when the cost to repair it exceeds {pct(v['total_loss'])} of its actual cash value.",
         pct(v["total_loss"]),
         "A vehicle is a total loss when repairs would cost more than {v} of its actual cash value.",
-        v["total_loss"], term="total loss",
+        v["total_loss"],
+        term="total loss",
     )
     b.f(
         "def_permissive",
         f"A permissive driver is anyone who drives a covered vehicle with your consent and holds a valid licence; liability coverage for a permissive driver is limited to {money(v['permissive'])}.",
         money(v["permissive"]),
         "A permissive driver drives with your consent and a valid licence; their liability cover is limited to {v}.",
-        v["permissive"], term="permissive driver",
+        v["permissive"],
+        term="permissive driver",
     )
 
     b.h("Exclusions")
     b.p()
-    b.s("No coverage applies while a covered vehicle carries passengers or goods for a fee, including ride-sharing, unless the Rideshare endorsement is attached.")
+    b.s(
+        "No coverage applies while a covered vehicle carries passengers or goods for a fee, including ride-sharing, unless the Rideshare endorsement is attached."
+    )
     b.s("Racing, speed contests and use on a track are excluded.")
     b.filler(_FILL_POLICY_CLAIMS, 2)
 
@@ -938,17 +1297,21 @@ def _company_values(r: random.Random, sector: str) -> dict[str, Any]:
         "rate_sens": round(r.uniform(1.0, 40.0), 1),
         "component": r.choice(_SECTORS[sector][2]),
         "supplier_share": r.randrange(3, 25),
-        "ebitda_items": r.choice([
-            "interest, income taxes, depreciation and amortisation, adjusted for restructuring charges and stock-based compensation",
-            "interest, taxes, depreciation, amortisation and impairment charges, excluding gains and losses on divestitures",
-            "interest expense, income tax expense, depreciation, amortisation of acquired intangibles and acquisition-related costs",
-        ]),
+        "ebitda_items": r.choice(
+            [
+                "interest, income taxes, depreciation and amortisation, adjusted for restructuring charges and stock-based compensation",
+                "interest, taxes, depreciation, amortisation and impairment charges, excluding gains and losses on divestitures",
+                "interest expense, income tax expense, depreciation, amortisation of acquired intangibles and acquisition-related costs",
+            ]
+        ),
         "ebitda_margin_add": r.uniform(4.0, 9.0),
-        "fcf": r.choice([
-            "net cash provided by operating activities less capital expenditures",
-            "operating cash flow minus purchases of property, plant and equipment, plus proceeds from asset sales",
-            "cash from operations less capital expenditures and capitalised software development costs",
-        ]),
+        "fcf": r.choice(
+            [
+                "net cash provided by operating activities less capital expenditures",
+                "operating cash flow minus purchases of property, plant and equipment, plus proceeds from asset sales",
+                "cash from operations less capital expenditures and capitalised software development costs",
+            ]
+        ),
     }
 
 
@@ -976,8 +1339,12 @@ def _annual_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     sector_desc = _SECTORS[ident["sector"]][0]
     b.h(f"{co}: Annual Report on Form 10-K, Fiscal {year}", 1)
     b.p()
-    b.s(f"This document summarises the annual report of {co} for the fiscal year ended December 31, {year}.")
-    b.s("Forward-looking statements in this report involve risks and uncertainties, and actual results may differ materially.")
+    b.s(
+        f"This document summarises the annual report of {co} for the fiscal year ended December 31, {year}."
+    )
+    b.s(
+        "Forward-looking statements in this report involve risks and uncertainties, and actual results may differ materially."
+    )
 
     b.h("Item 1. Business")
     b.p()
@@ -986,15 +1353,21 @@ def _annual_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.f(
         "segments",
         f"{co} is a {sector_desc} headquartered in {ident['city']}, and it reports {len(segs)} segments: {seg_list}.",
-        seg_list, f"{co} reports the segments {{v}}.", len(segs),
+        seg_list,
+        f"{co} reports the segments {{v}}.",
+        len(segs),
     )
     b.f(
         "employees",
-        b.pick([
-            f"As of December 31, {year}, {short} employed approximately {v['employees']:,} people, most of them in manufacturing, engineering and sales roles.",
-            f"At the end of fiscal {year} the Company had about {v['employees']:,} full-time employees.",
-        ]),
-        f"{v['employees']:,}", "The company had about {v} employees.", v["employees"],
+        b.pick(
+            [
+                f"As of December 31, {year}, {short} employed approximately {v['employees']:,} people, most of them in manufacturing, engineering and sales roles.",
+                f"At the end of fiscal {year} the Company had about {v['employees']:,} full-time employees.",
+            ]
+        ),
+        f"{v['employees']:,}",
+        "The company had about {v} employees.",
+        v["employees"],
     )
     b.filler(_FILL_10K["business"], 2)
 
@@ -1002,25 +1375,34 @@ def _annual_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.p()
     b.f(
         "largest_customer",
-        [f"Our largest customer accounted for {pct(v['customer'])} of total revenue in fiscal {year}.",
-         "The loss of this customer, or a significant reduction in its orders, could materially reduce our results."],
-        pct(v["customer"]), "The largest customer accounted for {v} of total revenue.", v["customer"],
+        [
+            f"Our largest customer accounted for {pct(v['customer'])} of total revenue in fiscal {year}.",
+            "The loss of this customer, or a significant reduction in its orders, could materially reduce our results.",
+        ],
+        pct(v["customer"]),
+        "The largest customer accounted for {v} of total revenue.",
+        v["customer"],
     )
     b.f(
         "intl_revenue",
         f"Approximately {pct(v['intl'])} of our revenue is generated outside the United States, which exposes us to foreign currency fluctuations.",
-        pct(v["intl"]), "About {v} of revenue is generated outside the United States.", v["intl"],
+        pct(v["intl"]),
+        "About {v} of revenue is generated outside the United States.",
+        v["intl"],
     )
     b.p()
     b.f(
         "supplier",
         f"We rely on a single supplier for {v['component']}, which represented about {pct(v['supplier_share'])} of cost of sales.",
-        v["component"], f"{short} relies on a single supplier for {{v}}.", v["supplier_share"],
+        v["component"],
+        f"{short} relies on a single supplier for {{v}}.",
+        v["supplier_share"],
     )
     b.f(
         "rate_sensitivity",
         f"A 100 basis point increase in interest rates would raise our annual interest expense by approximately {money_m(v['rate_sens'])}.",
-        money_m(v["rate_sens"]), "A 100 basis point rate increase would raise interest expense by about {v}.",
+        money_m(v["rate_sens"]),
+        "A 100 basis point rate increase would raise interest expense by about {v}.",
         v["rate_sens"],
     )
     b.filler(_FILL_10K["risk"], 2)
@@ -1037,18 +1419,30 @@ def _annual_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     )
     b.f(
         "revenue",
-        b.pick([
-            [f"Total revenue for fiscal {year} was {money_b(v['revenue'])}, {direction} of {pct(abs(v['growth']), 1)} from {money_b(prior)} in fiscal {year - 1}.", driver],
-            [f"{short} reported total revenue of {money_b(v['revenue'])} in fiscal {year}, compared with {money_b(prior)} in fiscal {year - 1}, {direction} of {pct(abs(v['growth']), 1)}."],
-        ]),
-        money_b(v["revenue"]), f"Total revenue for fiscal {year} was {{v}}.", v["revenue"],
-        prior=money_b(prior), prior_number=round(prior, 2),
+        b.pick(
+            [
+                [
+                    f"Total revenue for fiscal {year} was {money_b(v['revenue'])}, {direction} of {pct(abs(v['growth']), 1)} from {money_b(prior)} in fiscal {year - 1}.",
+                    driver,
+                ],
+                [
+                    f"{short} reported total revenue of {money_b(v['revenue'])} in fiscal {year}, compared with {money_b(prior)} in fiscal {year - 1}, {direction} of {pct(abs(v['growth']), 1)}."
+                ],
+            ]
+        ),
+        money_b(v["revenue"]),
+        f"Total revenue for fiscal {year} was {{v}}.",
+        v["revenue"],
+        prior=money_b(prior),
+        prior_number=round(prior, 2),
     )
     op_income = v["revenue"] * v["margin"] / 100 * 1000
     b.f(
         "operating_margin",
         f"Operating income was {money_m(op_income)}, and the operating margin was {pct(v['margin'], 1)}, compared with {pct(v['margin_prior'], 1)} a year earlier.",
-        pct(v["margin"], 1), f"The operating margin for fiscal {year} was {{v}}.", v["margin"],
+        pct(v["margin"], 1),
+        f"The operating margin for fiscal {year} was {{v}}.",
+        v["margin"],
         prior=pct(v["margin_prior"], 1),
     )
     ni = op_income * (0.55 + v["ni_ratio"])
@@ -1056,20 +1450,28 @@ def _annual_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.f(
         "net_income",
         f"Net income was {money_m(ni)}, or {eps} per diluted share.",
-        money_m(ni), f"Net income for fiscal {year} was {{v}}.", ni, eps=eps,
+        money_m(ni),
+        f"Net income for fiscal {year} was {{v}}.",
+        ni,
+        eps=eps,
     )
     b.filler(_FILL_10K["mdna"], 1)
     b.h("Segment results", 3)
     b.p()
-    for seg, share in zip(segs, v["seg_share"]):
+    for seg, share in zip(segs, v["seg_share"], strict=True):
         amount = v["revenue"] * share * 1000
         b.f(
             "segment_revenue",
-            b.pick([
-                f"The {seg} segment generated revenue of {money_m(amount)}, or {pct(share * 100)} of the total.",
-                f"Revenue in {seg} was {money_m(amount)} ({pct(share * 100)} of total revenue).",
-            ]),
-            money_m(amount), f"{seg} segment revenue was {{v}}.", amount, segment=seg,
+            b.pick(
+                [
+                    f"The {seg} segment generated revenue of {money_m(amount)}, or {pct(share * 100)} of the total.",
+                    f"Revenue in {seg} was {money_m(amount)} ({pct(share * 100)} of total revenue).",
+                ]
+            ),
+            money_m(amount),
+            f"{seg} segment revenue was {{v}}.",
+            amount,
+            segment=seg,
         )
     b.filler(_FILL_10K["mdna"], 1)
 
@@ -1077,23 +1479,33 @@ def _annual_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.p()
     b.f(
         "cash",
-        [f"At fiscal year end, cash and cash equivalents were {money_m(v['cash'])}.",
-         f"About {v['intl'] // 2 + 10}% of this cash was held by subsidiaries outside the United States."],
-        money_m(v["cash"]), "Cash and cash equivalents were {v} at year end.", v["cash"],
+        [
+            f"At fiscal year end, cash and cash equivalents were {money_m(v['cash'])}.",
+            f"About {v['intl'] // 2 + 10}% of this cash was held by subsidiaries outside the United States.",
+        ],
+        money_m(v["cash"]),
+        "Cash and cash equivalents were {v} at year end.",
+        v["cash"],
     )
     notes_rate = f"{v['notes_rate']:.2f}%"
     b.f(
         "notes_maturity",
-        [f"{money_m(v['notes_amt'])} of {notes_rate} senior notes mature in {v['notes_month']} {v['notes_year']}.",
-         "We expect to repay or refinance these notes with cash from operations and new borrowings."],
+        [
+            f"{money_m(v['notes_amt'])} of {notes_rate} senior notes mature in {v['notes_month']} {v['notes_year']}.",
+            "We expect to repay or refinance these notes with cash from operations and new borrowings.",
+        ],
         f"{v['notes_month']} {v['notes_year']}",
-        f"The {notes_rate} senior notes ({money_m(v['notes_amt'])}) mature in {{v}}.", v["notes_year"],
-        rate=notes_rate, amount=money_m(v["notes_amt"]),
+        f"The {notes_rate} senior notes ({money_m(v['notes_amt'])}) mature in {{v}}.",
+        v["notes_year"],
+        rate=notes_rate,
+        amount=money_m(v["notes_amt"]),
     )
     b.f(
         "revolver",
         f"The Company also has a {money_b(v['revolver'])} revolving credit facility, undrawn at year end, that expires in {v['revolver_year']}.",
-        money_b(v["revolver"]), "The revolving credit facility is {v}.", v["revolver"],
+        money_b(v["revolver"]),
+        "The revolving credit facility is {v}.",
+        v["revolver"],
     )
     b.filler(_FILL_10K["liquidity"], 1)
 
@@ -1101,16 +1513,24 @@ def _annual_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.p()
     b.f(
         "buyback",
-        [f"During fiscal {year}, {short} repurchased {v['buyback_shares']} million shares of common stock for {money_m(v['buyback_usd'])}.",
-         f"As of year end, {money_m(v['buyback_left'])} remained available under the repurchase authorisation."],
-        money_m(v["buyback_usd"]), f"In fiscal {year} {short} spent {{v}} on share repurchases.",
-        v["buyback_usd"], shares=f"{v['buyback_shares']} million",
+        [
+            f"During fiscal {year}, {short} repurchased {v['buyback_shares']} million shares of common stock for {money_m(v['buyback_usd'])}.",
+            f"As of year end, {money_m(v['buyback_left'])} remained available under the repurchase authorisation.",
+        ],
+        money_m(v["buyback_usd"]),
+        f"In fiscal {year} {short} spent {{v}} on share repurchases.",
+        v["buyback_usd"],
+        shares=f"{v['buyback_shares']} million",
     )
     b.f(
         "dividend",
-        [f"The Board declared quarterly dividends of {money(v['dividend'], cents=True)} per share.",
-         "Dividends were paid in March, June, September and December."],
-        money(v["dividend"], cents=True), "The quarterly dividend was {v} per share.", v["dividend"],
+        [
+            f"The Board declared quarterly dividends of {money(v['dividend'], cents=True)} per share.",
+            "Dividends were paid in March, June, September and December.",
+        ],
+        money(v["dividend"], cents=True),
+        "The quarterly dividend was {v} per share.",
+        v["dividend"],
     )
 
     b.h("Non-GAAP financial measures", 3)
@@ -1119,18 +1539,26 @@ def _annual_doc(b: _Builder, ident: dict[str, Any], v: dict[str, Any]) -> None:
     b.f(
         "def_adj_ebitda",
         f"{short} defines Adjusted EBITDA as net income before {v['ebitda_items']}.",
-        v["ebitda_items"], "Adjusted EBITDA is net income before {v}.", None, term="Adjusted EBITDA",
+        v["ebitda_items"],
+        "Adjusted EBITDA is net income before {v}.",
+        None,
+        term="Adjusted EBITDA",
     )
     b.f(
         "adj_ebitda",
         f"Adjusted EBITDA for fiscal {year} was {money_m(ebitda)}.",
-        money_m(ebitda), f"Adjusted EBITDA for fiscal {year} was {{v}}.", ebitda,
+        money_m(ebitda),
+        f"Adjusted EBITDA for fiscal {year} was {{v}}.",
+        ebitda,
     )
     b.p()
     b.f(
         "def_fcf",
         f"Free cash flow at {short} is defined as {v['fcf']}.",
-        v["fcf"], "Free cash flow is {v}.", None, term="free cash flow",
+        v["fcf"],
+        "Free cash flow is {v}.",
+        None,
+        term="free cash flow",
     )
 
 
@@ -1186,7 +1614,9 @@ def build_corpus(seed: int = 7) -> Corpus:
         if f < _COMPANY_COUNTS[1]:
             years.append((year + 1, _next_year_values(r, values)))
         for y, v in years:
-            planned.append(("annual_report", "10-K", f"10-K:{company}", {**ident0, "year": y}, v, style))
+            planned.append(
+                ("annual_report", "10-K", f"10-K:{company}", {**ident0, "year": y}, v, style)
+            )
 
     # numbering is shuffled per product so that near-duplicates are not neighbours
     order = list(range(len(planned)))

@@ -66,13 +66,20 @@ def lcs_length(a: str, b: str) -> int:
     return len(a) - bin(v).count("1")
 
 
+def _swap(old: str, new: str) -> Callable[[str], str]:
+    pattern = re.compile(rf"\b{re.escape(old)}\b")
+    return lambda s: pattern.sub(new, s, count=1)
+
+
 def _transforms(text: str) -> list[Callable[[str], str]]:
     out: list[Callable[[str], str]] = []
     for old, new in _SWAPS:
         if re.search(rf"\b{re.escape(old)}\b", text):
-            out.append(lambda s, o=old, n=new: re.sub(rf"\b{re.escape(o)}\b", n, s, count=1))
+            out.append(_swap(old, new))
     if _MONEY.search(text):
-        out.append(lambda s: _MONEY.sub(lambda m: f"{m.group(1)}{m.group(2) or ''} dollars", s, count=1))
+        out.append(
+            lambda s: _MONEY.sub(lambda m: f"{m.group(1)}{m.group(2) or ''} dollars", s, count=1)
+        )
     if text.count(". ") >= 1:
         # two sentences: the annotator kept only the first
         out.append(lambda s: s.split(". ", 1)[0] + ".")

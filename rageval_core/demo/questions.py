@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from rageval_core.demo.corpus import Corpus, DemoChunk, Document, Fact
 from rageval_core.demo.paraphrase import paraphrase
@@ -62,6 +63,9 @@ class GoldQuery:
     needs: list[Need] = field(default_factory=list)
     #: "literal" when the question reuses the document's words, "paraphrased" otherwise
     wording: str | None = None
+    #: the document text each evidence span was made from (for absent evidence: the sentence of
+    #: the near-duplicate that is in the collection)
+    source_spans: tuple[str, ...] = ()
 
     @property
     def answerable(self) -> bool:
@@ -73,278 +77,465 @@ class GoldQuery:
 
 _POLICY_Q: dict[str, tuple[str, list[str]]] = {
     # kind: (noun phrase, templates with {ref})
-    "term_length": ("coverage term", [
-        "What is the term length of {ref}?",
-        "How long does the coverage of {ref} last?",
-        "For how many years does {ref} provide cover?",
-    ]),
-    "death_benefit": ("death benefit", [
-        "What is the death benefit of {ref}?",
-        "How much is paid to the beneficiary when the insured dies under {ref}?",
-        "What sum does {ref} pay out on death?",
-        "face amount payable on death, {ref}",
-    ]),
-    "monthly_premium": ("monthly premium", [
-        "What is the monthly premium for {ref}?",
-        "How much does {ref} cost per month?",
-        "Monthly price of cover under {ref}?",
-    ]),
-    "grace_period": ("grace period", [
-        "How long is the grace period of {ref}?",
-        "How many days after a missed payment does {ref} stay in force?",
-        "If I pay a premium late, how much time do I have under {ref}?",
-    ]),
-    "free_look": ("free-look period", [
-        "What is the free-look period for {ref}?",
-        "How long do I have to cancel {ref} and get a full refund?",
-        "Within how many days can {ref} be returned for my money back?",
-    ]),
-    "adb_rider": ("accelerated death benefit limit", [
-        "What share of the death benefit can be advanced under the Accelerated Death Benefit rider of {ref}?",
-        "If the insured is terminally ill, how much of the benefit can be paid early under {ref}?",
-        "Maximum early payout percentage for a terminal diagnosis, {ref}?",
-    ]),
-    "waiver_rider": ("waiver of premium qualifying period", [
-        "After how long a disability are premiums waived under {ref}?",
-        "When does the Waiver of Premium rider of {ref} start to apply?",
-        "How many months of being unable to work before {ref} stops charging premiums?",
-    ]),
-    "child_rider": ("children's term benefit", [
-        "How much cover does the Children's Term rider of {ref} give per child?",
-        "What is the benefit for each child under {ref}?",
-    ]),
-    "adr_rider": ("accidental death benefit", [
-        "What additional amount is paid under the Accidental Death rider of {ref}?",
-        "How much extra does {ref} pay if the insured dies in an accident?",
-    ]),
-    "ci_waiting": ("critical illness waiting period", [
-        "What is the waiting period of the Critical Illness rider in {ref}?",
-        "How soon after buying {ref} can a critical illness claim be made?",
-    ]),
-    "suicide_exclusion": ("suicide exclusion period", [
-        "How long is the suicide exclusion period in {ref}?",
-        "For how many months after the start date is suicide excluded by {ref}?",
-        "Does {ref} pay for suicide in the early years, and when does that exclusion end?",
-    ]),
-    "contestability": ("contestability period", [
-        "What is the contestability period of {ref}?",
-        "How long after issue can {ref} be contested?",
-        "For how long can the insurer challenge errors in the application for {ref}?",
-    ]),
-    "conversion_age": ("conversion age limit", [
-        "Until what age can {ref} be converted to a permanent plan?",
-        "What is the latest age for switching {ref} to permanent coverage?",
-    ]),
-    "def_terminal_illness": ("definition of terminal illness", [
-        "How does {ref} define terminal illness?",
-        "What counts as a terminal illness under {ref}?",
-        "Meaning of 'terminally ill' in {ref}?",
-    ]),
-    "def_total_disability": ("definition of total disability", [
-        "How is total disability defined in {ref}?",
-        "When is the insured considered totally disabled under {ref}?",
-    ]),
-    "hazard_exclusion": ("excluded hazardous activities", [
-        "Which hazardous activities are excluded by {ref}?",
-        "What dangerous pastimes are not covered by {ref}?",
-        "Does {ref} pay if death is caused by extreme sports, and which ones are excluded?",
-    ]),
-    "dwelling_limit": ("dwelling limit", [
-        "What is the Coverage A dwelling limit of {ref}?",
-        "Up to what amount is the house itself insured under {ref}?",
-        "How much would {ref} pay to rebuild the home?",
-    ]),
-    "other_structures": ("other structures limit", [
-        "What is the limit for other structures under {ref}?",
-        "How much cover does {ref} give for detached garages and sheds?",
-    ]),
-    "personal_property": ("personal property limit", [
-        "What is the personal property limit of {ref}?",
-        "How much are my belongings covered for under {ref}?",
-        "Contents cover amount in {ref}?",
-    ]),
-    "loss_of_use": ("loss of use period", [
-        "How long does {ref} pay additional living expenses?",
-        "For how many months will {ref} cover hotel costs if the house is unlivable?",
-    ]),
-    "liability_limit": ("personal liability limit", [
-        "What is the personal liability limit of {ref}?",
-        "How much does {ref} pay if I am sued for injuring someone?",
-        "Per-occurrence liability cover in {ref}?",
-    ]),
-    "med_pay": ("medical payments limit", [
-        "What is the medical payments to others limit of {ref}?",
-        "How much does {ref} pay for a guest's medical bills?",
-    ]),
-    "aop_deductible": ("all-peril deductible", [
-        "What is the all-peril deductible of {ref}?",
-        "How much do I pay myself on each property claim under {ref}?",
-        "Standard deductible for {ref}?",
-    ]),
-    "wind_deductible": ("windstorm deductible", [
-        "What is the windstorm and hail deductible in dollars for {ref}?",
-        "How much is the storm deductible of {ref}?",
-        "What do I pay first on a hail damage claim under {ref}?",
-    ]),
-    "water_backup": ("water backup limit", [
-        "What is the water backup endorsement limit of {ref}?",
-        "How much does {ref} cover for sewer backup?",
-    ]),
-    "jewelry_sublimit": ("jewelry theft limit", [
-        "What is the theft limit for jewelry under {ref}?",
-        "How much will {ref} pay if my watches and rings are stolen?",
-    ]),
-    "flood_waiting": ("flood waiting period", [
-        "What is the waiting period for flood coverage in {ref}?",
-        "How soon does the flood endorsement of {ref} take effect?",
-    ]),
-    "roof_age": ("roof age limit", [
-        "At what roof age does {ref} settle at actual cash value?",
-        "How old can a roof be before {ref} stops paying replacement cost?",
-    ]),
-    "def_acv": ("definition of actual cash value", [
-        "How does {ref} define actual cash value?",
-        "What does ACV mean in {ref}?",
-    ]),
-    "def_vacancy": ("definition of vacancy", [
-        "When is a dwelling considered vacant under {ref}?",
-        "How long can my house stay empty before {ref} treats it as unoccupied?",
-    ]),
-    "bi_limits": ("bodily injury limits", [
-        "What are the bodily injury liability limits of {ref}?",
-        "How much does {ref} pay for injuries I cause to other people?",
-    ]),
-    "pd_limit": ("property damage limit", [
-        "What is the property damage liability limit of {ref}?",
-        "How much does {ref} pay for damage to someone else's property?",
-    ]),
-    "um_limit": ("uninsured motorist limit", [
-        "How much uninsured motorist coverage does {ref} include?",
-        "If an uninsured driver injures me, what does {ref} pay per person?",
-    ]),
-    "collision_deductible": ("collision deductible", [
-        "What is the collision deductible of {ref}?",
-        "How much do I pay out of pocket after a crash under {ref}?",
-        "Crash repair excess for {ref}?",
-    ]),
-    "comprehensive_deductible": ("comprehensive deductible", [
-        "What is the comprehensive deductible of {ref}?",
-        "What deductible applies to theft or hail damage under {ref}?",
-    ]),
-    "new_car": ("new car replacement window", [
-        "How long after purchase does new car replacement apply under {ref}?",
-        "If my new car is written off, within what time does {ref} replace it with a new one?",
-    ]),
-    "glass_waiting": ("glass claim waiting period", [
-        "What is the waiting period for glass claims under {ref}?",
-        "How long after the start date can I claim for a broken windscreen under {ref}?",
-    ]),
-    "rental": ("rental reimbursement limit", [
-        "How much rental reimbursement per day does {ref} pay?",
-        "What is the daily limit for a hire car while mine is repaired under {ref}?",
-    ]),
-    "roadside": ("towing distance", [
-        "How many miles of towing are covered by {ref}?",
-        "How far will {ref} tow my car?",
-    ]),
-    "gap": ("gap coverage limit", [
-        "How much does the gap coverage of {ref} pay?",
-        "What is the limit of loan/lease gap cover in {ref}?",
-    ]),
-    "def_total_loss": ("definition of total loss", [
-        "When is a vehicle a total loss under {ref}?",
-        "At what repair cost is my car written off under {ref}?",
-        "How does {ref} define a total loss?",
-    ]),
-    "def_permissive": ("definition of permissive driver", [
-        "Who is a permissive driver under {ref}?",
-        "If I lend my car to a friend, how does {ref} treat them and what is their liability cover?",
-    ]),
+    "term_length": (
+        "coverage term",
+        [
+            "What is the term length of {ref}?",
+            "How long does the coverage of {ref} last?",
+            "For how many years does {ref} provide cover?",
+        ],
+    ),
+    "death_benefit": (
+        "death benefit",
+        [
+            "What is the death benefit of {ref}?",
+            "How much is paid to the beneficiary when the insured dies under {ref}?",
+            "What sum does {ref} pay out on death?",
+            "face amount payable on death, {ref}",
+        ],
+    ),
+    "monthly_premium": (
+        "monthly premium",
+        [
+            "What is the monthly premium for {ref}?",
+            "How much does {ref} cost per month?",
+            "Monthly price of cover under {ref}?",
+        ],
+    ),
+    "grace_period": (
+        "grace period",
+        [
+            "How long is the grace period of {ref}?",
+            "How many days after a missed payment does {ref} stay in force?",
+            "If I pay a premium late, how much time do I have under {ref}?",
+        ],
+    ),
+    "free_look": (
+        "free-look period",
+        [
+            "What is the free-look period for {ref}?",
+            "How long do I have to cancel {ref} and get a full refund?",
+            "Within how many days can {ref} be returned for my money back?",
+        ],
+    ),
+    "adb_rider": (
+        "accelerated death benefit limit",
+        [
+            "What share of the death benefit can be advanced under the Accelerated Death Benefit rider of {ref}?",
+            "If the insured is terminally ill, how much of the benefit can be paid early under {ref}?",
+            "Maximum early payout percentage for a terminal diagnosis, {ref}?",
+        ],
+    ),
+    "waiver_rider": (
+        "waiver of premium qualifying period",
+        [
+            "After how long a disability are premiums waived under {ref}?",
+            "When does the Waiver of Premium rider of {ref} start to apply?",
+            "How many months of being unable to work before {ref} stops charging premiums?",
+        ],
+    ),
+    "child_rider": (
+        "children's term benefit",
+        [
+            "How much cover does the Children's Term rider of {ref} give per child?",
+            "What is the benefit for each child under {ref}?",
+        ],
+    ),
+    "adr_rider": (
+        "accidental death benefit",
+        [
+            "What additional amount is paid under the Accidental Death rider of {ref}?",
+            "How much extra does {ref} pay if the insured dies in an accident?",
+        ],
+    ),
+    "ci_waiting": (
+        "critical illness waiting period",
+        [
+            "What is the waiting period of the Critical Illness rider in {ref}?",
+            "How soon after buying {ref} can a critical illness claim be made?",
+        ],
+    ),
+    "suicide_exclusion": (
+        "suicide exclusion period",
+        [
+            "How long is the suicide exclusion period in {ref}?",
+            "For how many months after the start date is suicide excluded by {ref}?",
+            "Does {ref} pay for suicide in the early years, and when does that exclusion end?",
+        ],
+    ),
+    "contestability": (
+        "contestability period",
+        [
+            "What is the contestability period of {ref}?",
+            "How long after issue can {ref} be contested?",
+            "For how long can the insurer challenge errors in the application for {ref}?",
+        ],
+    ),
+    "conversion_age": (
+        "conversion age limit",
+        [
+            "Until what age can {ref} be converted to a permanent plan?",
+            "What is the latest age for switching {ref} to permanent coverage?",
+        ],
+    ),
+    "def_terminal_illness": (
+        "definition of terminal illness",
+        [
+            "How does {ref} define terminal illness?",
+            "What counts as a terminal illness under {ref}?",
+            "Meaning of 'terminally ill' in {ref}?",
+        ],
+    ),
+    "def_total_disability": (
+        "definition of total disability",
+        [
+            "How is total disability defined in {ref}?",
+            "When is the insured considered totally disabled under {ref}?",
+        ],
+    ),
+    "hazard_exclusion": (
+        "excluded hazardous activities",
+        [
+            "Which hazardous activities are excluded by {ref}?",
+            "What dangerous pastimes are not covered by {ref}?",
+            "Does {ref} pay if death is caused by extreme sports, and which ones are excluded?",
+        ],
+    ),
+    "dwelling_limit": (
+        "dwelling limit",
+        [
+            "What is the Coverage A dwelling limit of {ref}?",
+            "Up to what amount is the house itself insured under {ref}?",
+            "How much would {ref} pay to rebuild the home?",
+        ],
+    ),
+    "other_structures": (
+        "other structures limit",
+        [
+            "What is the limit for other structures under {ref}?",
+            "How much cover does {ref} give for detached garages and sheds?",
+        ],
+    ),
+    "personal_property": (
+        "personal property limit",
+        [
+            "What is the personal property limit of {ref}?",
+            "How much are my belongings covered for under {ref}?",
+            "Contents cover amount in {ref}?",
+        ],
+    ),
+    "loss_of_use": (
+        "loss of use period",
+        [
+            "How long does {ref} pay additional living expenses?",
+            "For how many months will {ref} cover hotel costs if the house is unlivable?",
+        ],
+    ),
+    "liability_limit": (
+        "personal liability limit",
+        [
+            "What is the personal liability limit of {ref}?",
+            "How much does {ref} pay if I am sued for injuring someone?",
+            "Per-occurrence liability cover in {ref}?",
+        ],
+    ),
+    "med_pay": (
+        "medical payments limit",
+        [
+            "What is the medical payments to others limit of {ref}?",
+            "How much does {ref} pay for a guest's medical bills?",
+        ],
+    ),
+    "aop_deductible": (
+        "all-peril deductible",
+        [
+            "What is the all-peril deductible of {ref}?",
+            "How much do I pay myself on each property claim under {ref}?",
+            "Standard deductible for {ref}?",
+        ],
+    ),
+    "wind_deductible": (
+        "windstorm deductible",
+        [
+            "What is the windstorm and hail deductible in dollars for {ref}?",
+            "How much is the storm deductible of {ref}?",
+            "What do I pay first on a hail damage claim under {ref}?",
+        ],
+    ),
+    "water_backup": (
+        "water backup limit",
+        [
+            "What is the water backup endorsement limit of {ref}?",
+            "How much does {ref} cover for sewer backup?",
+        ],
+    ),
+    "jewelry_sublimit": (
+        "jewelry theft limit",
+        [
+            "What is the theft limit for jewelry under {ref}?",
+            "How much will {ref} pay if my watches and rings are stolen?",
+        ],
+    ),
+    "flood_waiting": (
+        "flood waiting period",
+        [
+            "What is the waiting period for flood coverage in {ref}?",
+            "How soon does the flood endorsement of {ref} take effect?",
+        ],
+    ),
+    "roof_age": (
+        "roof age limit",
+        [
+            "At what roof age does {ref} settle at actual cash value?",
+            "How old can a roof be before {ref} stops paying replacement cost?",
+        ],
+    ),
+    "def_acv": (
+        "definition of actual cash value",
+        [
+            "How does {ref} define actual cash value?",
+            "What does ACV mean in {ref}?",
+        ],
+    ),
+    "def_vacancy": (
+        "definition of vacancy",
+        [
+            "When is a dwelling considered vacant under {ref}?",
+            "How long can my house stay empty before {ref} treats it as unoccupied?",
+        ],
+    ),
+    "bi_limits": (
+        "bodily injury limits",
+        [
+            "What are the bodily injury liability limits of {ref}?",
+            "How much does {ref} pay for injuries I cause to other people?",
+        ],
+    ),
+    "pd_limit": (
+        "property damage limit",
+        [
+            "What is the property damage liability limit of {ref}?",
+            "How much does {ref} pay for damage to someone else's property?",
+        ],
+    ),
+    "um_limit": (
+        "uninsured motorist limit",
+        [
+            "How much uninsured motorist coverage does {ref} include?",
+            "If an uninsured driver injures me, what does {ref} pay per person?",
+        ],
+    ),
+    "collision_deductible": (
+        "collision deductible",
+        [
+            "What is the collision deductible of {ref}?",
+            "How much do I pay out of pocket after a crash under {ref}?",
+            "Crash repair excess for {ref}?",
+        ],
+    ),
+    "comprehensive_deductible": (
+        "comprehensive deductible",
+        [
+            "What is the comprehensive deductible of {ref}?",
+            "What deductible applies to theft or hail damage under {ref}?",
+        ],
+    ),
+    "new_car": (
+        "new car replacement window",
+        [
+            "How long after purchase does new car replacement apply under {ref}?",
+            "If my new car is written off, within what time does {ref} replace it with a new one?",
+        ],
+    ),
+    "glass_waiting": (
+        "glass claim waiting period",
+        [
+            "What is the waiting period for glass claims under {ref}?",
+            "How long after the start date can I claim for a broken windscreen under {ref}?",
+        ],
+    ),
+    "rental": (
+        "rental reimbursement limit",
+        [
+            "How much rental reimbursement per day does {ref} pay?",
+            "What is the daily limit for a hire car while mine is repaired under {ref}?",
+        ],
+    ),
+    "roadside": (
+        "towing distance",
+        [
+            "How many miles of towing are covered by {ref}?",
+            "How far will {ref} tow my car?",
+        ],
+    ),
+    "gap": (
+        "gap coverage limit",
+        [
+            "How much does the gap coverage of {ref} pay?",
+            "What is the limit of loan/lease gap cover in {ref}?",
+        ],
+    ),
+    "def_total_loss": (
+        "definition of total loss",
+        [
+            "When is a vehicle a total loss under {ref}?",
+            "At what repair cost is my car written off under {ref}?",
+            "How does {ref} define a total loss?",
+        ],
+    ),
+    "def_permissive": (
+        "definition of permissive driver",
+        [
+            "Who is a permissive driver under {ref}?",
+            "If I lend my car to a friend, how does {ref} treat them and what is their liability cover?",
+        ],
+    ),
 }
 
 _COMPANY_Q: dict[str, tuple[str, list[str]]] = {
     # kind: (noun phrase, templates with {co}, {fy}, and fact extras)
-    "employees": ("headcount", [
-        "How many people did {co} employ at the end of fiscal {fy}?",
-        "What was {co}'s headcount in {fy}?",
-        "Number of staff at {short} ({fy})?",
-    ]),
-    "largest_customer": ("share of revenue from the largest customer", [
-        "What share of {co}'s fiscal {fy} revenue came from its largest customer?",
-        "How dependent is {short} on its top client: what percent of {fy} sales did that client make up?",
-    ]),
-    "intl_revenue": ("share of revenue outside the United States", [
-        "What portion of {co}'s revenue is generated outside the United States (fiscal {fy})?",
-        "How much of {short}'s sales are international, according to its {fy} 10-K?",
-    ]),
-    "rate_sensitivity": ("interest rate sensitivity", [
-        "How much would a 100 basis point increase in interest rates add to {co}'s annual interest expense (fiscal {fy})?",
-        "If rates rose by one percentage point, how much more interest would {short} pay per year ({fy} report)?",
-    ]),
-    "revenue": ("total revenue", [
-        "What was {co}'s total revenue in fiscal {fy}?",
-        "How much did {short} sell in {fy}?",
-        "{short} top line for the {fy} financial year?",
-        "What were the overall sales of {co} for {fy}?",
-    ]),
-    "operating_margin": ("operating margin", [
-        "What was {co}'s operating margin in fiscal {fy}?",
-        "How profitable was {short} at the operating level in {fy}, as a percentage of sales?",
-    ]),
-    "net_income": ("net income", [
-        "What was {co}'s net income for fiscal {fy}?",
-        "How much profit after tax did {short} make in {fy}?",
-    ]),
-    "segment_revenue": ("segment revenue", [
-        "How much revenue did {co}'s {segment} segment generate in fiscal {fy}?",
-        "What were {segment} sales at {short} in {fy}?",
-    ]),
-    "cash": ("cash balance", [
-        "How much cash and cash equivalents did {co} hold at the end of fiscal {fy}?",
-        "What was {short}'s cash pile at year end {fy}?",
-    ]),
-    "notes_maturity": ("maturity of the senior notes", [
-        "When do {co}'s {rate} senior notes mature?",
-        "In what year is {short}'s {amount} bond due ({fy} report)?",
-        "Maturity date of the {rate} notes issued by {short}?",
-    ]),
-    "revolver": ("revolving credit facility", [
-        "How large is {co}'s revolving credit facility (fiscal {fy})?",
-        "What is the size of the credit line available to {short} in {fy}?",
-    ]),
-    "buyback": ("share repurchase spending", [
-        "How much did {co} spend on share repurchases in fiscal {fy}?",
-        "What was the dollar amount of {short}'s stock buybacks in {fy}?",
-        "{short} buyback spend {fy}?",
-    ]),
-    "dividend": ("quarterly dividend", [
-        "What quarterly dividend per share did {co} declare in fiscal {fy}?",
-        "How much did {short} pay shareholders per share each quarter in {fy}?",
-    ]),
-    "adj_ebitda": ("Adjusted EBITDA", [
-        "What was {co}'s Adjusted EBITDA for fiscal {fy}?",
-        "How much Adjusted EBITDA did {short} report for {fy}?",
-    ]),
-    "def_adj_ebitda": ("definition of Adjusted EBITDA", [
-        "How does {co} define Adjusted EBITDA?",
-        "What does {short} exclude from net income to arrive at its adjusted earnings measure?",
-    ]),
-    "def_fcf": ("definition of free cash flow", [
-        "How does {co} define free cash flow?",
-        "What is {short}'s formula for FCF?",
-    ]),
+    "employees": (
+        "headcount",
+        [
+            "How many people did {co} employ at the end of fiscal {fy}?",
+            "What was {co}'s headcount in {fy}?",
+            "Number of staff at {short} ({fy})?",
+        ],
+    ),
+    "largest_customer": (
+        "share of revenue from the largest customer",
+        [
+            "What share of {co}'s fiscal {fy} revenue came from its largest customer?",
+            "How dependent is {short} on its top client: what percent of {fy} sales did that client make up?",
+        ],
+    ),
+    "intl_revenue": (
+        "share of revenue outside the United States",
+        [
+            "What portion of {co}'s revenue is generated outside the United States (fiscal {fy})?",
+            "How much of {short}'s sales are international, according to its {fy} 10-K?",
+        ],
+    ),
+    "rate_sensitivity": (
+        "interest rate sensitivity",
+        [
+            "How much would a 100 basis point increase in interest rates add to {co}'s annual interest expense (fiscal {fy})?",
+            "If rates rose by one percentage point, how much more interest would {short} pay per year ({fy} report)?",
+        ],
+    ),
+    "revenue": (
+        "total revenue",
+        [
+            "What was {co}'s total revenue in fiscal {fy}?",
+            "How much did {short} sell in {fy}?",
+            "{short} top line for the {fy} financial year?",
+            "What were the overall sales of {co} for {fy}?",
+        ],
+    ),
+    "operating_margin": (
+        "operating margin",
+        [
+            "What was {co}'s operating margin in fiscal {fy}?",
+            "How profitable was {short} at the operating level in {fy}, as a percentage of sales?",
+        ],
+    ),
+    "net_income": (
+        "net income",
+        [
+            "What was {co}'s net income for fiscal {fy}?",
+            "How much profit after tax did {short} make in {fy}?",
+        ],
+    ),
+    "segment_revenue": (
+        "segment revenue",
+        [
+            "How much revenue did {co}'s {segment} segment generate in fiscal {fy}?",
+            "What were {segment} sales at {short} in {fy}?",
+        ],
+    ),
+    "cash": (
+        "cash balance",
+        [
+            "How much cash and cash equivalents did {co} hold at the end of fiscal {fy}?",
+            "What was {short}'s cash pile at year end {fy}?",
+        ],
+    ),
+    "notes_maturity": (
+        "maturity of the senior notes",
+        [
+            "When do {co}'s {rate} senior notes mature?",
+            "In what year is {short}'s {amount} bond due ({fy} report)?",
+            "Maturity date of the {rate} notes issued by {short}?",
+        ],
+    ),
+    "revolver": (
+        "revolving credit facility",
+        [
+            "How large is {co}'s revolving credit facility (fiscal {fy})?",
+            "What is the size of the credit line available to {short} in {fy}?",
+        ],
+    ),
+    "buyback": (
+        "share repurchase spending",
+        [
+            "How much did {co} spend on share repurchases in fiscal {fy}?",
+            "What was the dollar amount of {short}'s stock buybacks in {fy}?",
+            "{short} buyback spend {fy}?",
+        ],
+    ),
+    "dividend": (
+        "quarterly dividend",
+        [
+            "What quarterly dividend per share did {co} declare in fiscal {fy}?",
+            "How much did {short} pay shareholders per share each quarter in {fy}?",
+        ],
+    ),
+    "adj_ebitda": (
+        "Adjusted EBITDA",
+        [
+            "What was {co}'s Adjusted EBITDA for fiscal {fy}?",
+            "How much Adjusted EBITDA did {short} report for {fy}?",
+        ],
+    ),
+    "def_adj_ebitda": (
+        "definition of Adjusted EBITDA",
+        [
+            "How does {co} define Adjusted EBITDA?",
+            "What does {short} exclude from net income to arrive at its adjusted earnings measure?",
+        ],
+    ),
+    "def_fcf": (
+        "definition of free cash flow",
+        [
+            "How does {co} define free cash flow?",
+            "What is {short}'s formula for FCF?",
+        ],
+    ),
 }
 
 _DEFINITION_KINDS = {
-    "def_terminal_illness", "def_total_disability", "hazard_exclusion", "def_acv", "def_vacancy",
-    "def_total_loss", "def_permissive", "def_adj_ebitda", "def_fcf",
+    "def_terminal_illness",
+    "def_total_disability",
+    "hazard_exclusion",
+    "def_acv",
+    "def_vacancy",
+    "def_total_loss",
+    "def_permissive",
+    "def_adj_ebitda",
+    "def_fcf",
 }
 
 #: within-document pairs to compare: (kind a, kind b, adjective)
 _PAIRS = {
     "auto": [("collision_deductible", "comprehensive_deductible", "higher")],
-    "home": [("aop_deductible", "wind_deductible", "higher"), ("water_backup", "jewelry_sublimit", "higher")],
-    "life": [("grace_period", "free_look", "longer"), ("suicide_exclusion", "contestability", "longer")],
+    "home": [
+        ("aop_deductible", "wind_deductible", "higher"),
+        ("water_backup", "jewelry_sublimit", "higher"),
+    ],
+    "life": [
+        ("grace_period", "free_look", "longer"),
+        ("suicide_exclusion", "contestability", "longer"),
+    ],
 }
 
 #: questions no document answers: (template, product); {ref}/{co}/{fy} as above
@@ -393,7 +584,7 @@ _YEAR = re.compile(r"\b20[1-3]\d\b")
 
 
 def _span_text(corpus: Corpus, f: Fact) -> str:
-    return corpus.doc(f.doc).text[f.start:f.end]
+    return corpus.doc(f.doc).text[f.start : f.end]
 
 
 def locate(chunks: list[DemoChunk], start: int, end: int) -> Need:
@@ -422,14 +613,46 @@ def perturb(value: str, rng: random.Random) -> str:
         y = x + 1
     sep = "," if "," in raw or y >= 10_000 else ""
     new = f"{y:{sep}.{decimals}f}"
-    return value[: m.start()] + new + value[m.end():]
+    return value[: m.start()] + new + value[m.end() :]
 
 
 _COMMON_FIRST = {
-    "The", "Total", "Personal", "Rental", "New", "Premiums", "Suicide", "Death", "Terminal",
-    "Adjusted", "Free", "Cash", "Net", "Other", "Medical", "Water", "Theft", "Flood", "Roofs",
-    "Glass", "Gap", "Roadside", "Uninsured", "Property", "Bodily", "Conversion", "Additional",
-    "About", "Actual", "A", "Coverage", "Policy", "Windstorm", "In", "They", "Total", "Legal",
+    "The",
+    "Total",
+    "Personal",
+    "Rental",
+    "New",
+    "Premiums",
+    "Suicide",
+    "Death",
+    "Terminal",
+    "Adjusted",
+    "Free",
+    "Cash",
+    "Net",
+    "Other",
+    "Medical",
+    "Water",
+    "Theft",
+    "Flood",
+    "Roofs",
+    "Glass",
+    "Gap",
+    "Roadside",
+    "Uninsured",
+    "Property",
+    "Bodily",
+    "Conversion",
+    "Additional",
+    "About",
+    "Actual",
+    "A",
+    "Coverage",
+    "Policy",
+    "Windstorm",
+    "In",
+    "They",
+    "Legal",
 }
 
 
@@ -442,7 +665,9 @@ def _rephrase(statement: str, rng: random.Random) -> str:
     return lead + statement + tail
 
 
-def _answers(statement: str, value: str, rng: random.Random) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _answers(
+    statement: str, value: str, rng: random.Random
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(correct rewordings, wrong ones) of statement with value in place of {v}."""
     good = statement.replace("{v}", value)
     wrongs = []
@@ -518,7 +743,9 @@ class _Builder:
     def need(self, f: Fact) -> Need:
         return locate(self.corpus.doc_chunks(f.doc), f.start, f.end)
 
-    def relevance(self, answer: list[Fact], bridge: tuple[Fact, ...] | list[Fact] = ()) -> dict[str, int]:
+    def relevance(
+        self, answer: list[Fact], bridge: tuple[Fact, ...] | list[Fact] = ()
+    ) -> dict[str, int]:
         rel: dict[str, int] = {}
         for f in bridge:
             n = self.need(f)
@@ -550,36 +777,54 @@ class _Builder:
             form, evidence = "split", span
         elif self.rng.random() < PARAPHRASED_SHARE:
             evidence, _sim = paraphrase(span, self.rng.uniform(0.5, 0.95), self.rng)
-            form = "paraphrased" if evidence != span else "exact"
+            # dropping a trailing sentence or clause alone leaves an exact (shorter) span
+            form = "exact" if evidence in doc.text else "paraphrased"
         else:
             form, evidence = "exact", span
         good, bad = _answers(f.statement, f.value, self.rng)
         return self.query(
             text=text,
             query_type="definition" if f.kind in _DEFINITION_KINDS else "numeric",
-            source=doc.source, product=doc.product, evidence_form=form,
+            source=doc.source,
+            product=doc.product,
+            evidence_form=form,
             near_duplicate=self.family_size[doc.family] > 1,
-            evidence=(evidence,), relevance=self.relevance([f]),
+            evidence=(evidence,),
+            relevance=self.relevance([f]),
             reference_answer=f.statement.replace("{v}", f.value),
-            correct_answers=good, wrong_answers=bad, needs=[need],
+            correct_answers=good,
+            wrong_answers=bad,
+            needs=[need],
             wording="literal" if k == 0 else "paraphrased",
+            source_spans=(span,),
         )
 
     # --- comparisons ----------------------------------------------------------------------
 
-    def compare(self, fa: Fact, fb: Fact, adjective: str, question: str, name_a: str, name_b: str) -> GoldQuery:
+    def compare(
+        self, fa: Fact, fb: Fact, adjective: str, question: str, name_a: str, name_b: str
+    ) -> GoldQuery:
         doc = self.corpus.doc(fa.doc)
         assert fa.number is not None and fb.number is not None
         if fa.number == fb.number:
             ref_answer = f"They are the same: {name_a} {fa.value} and {name_b} {fb.value}."
             wrong = f"{_cap(name_a)} ({fa.value}) is {adjective} than {name_b} ({perturb(fb.value, self.rng)})."
         else:
-            hi, lo = ((name_a, fa), (name_b, fb)) if fa.number > fb.number else ((name_b, fb), (name_a, fa))
-            ref_answer = f"{_cap(hi[0])} ({hi[1].value}) is {adjective} than {lo[0]} ({lo[1].value})."
+            hi, lo = (
+                ((name_a, fa), (name_b, fb))
+                if fa.number > fb.number
+                else ((name_b, fb), (name_a, fa))
+            )
+            ref_answer = (
+                f"{_cap(hi[0])} ({hi[1].value}) is {adjective} than {lo[0]} ({lo[1].value})."
+            )
             wrong = f"{_cap(lo[0])} ({lo[1].value}) is {adjective} than {hi[0]} ({hi[1].value})."
         spans = [_span_text(self.corpus, fa), _span_text(self.corpus, fb)]
         return self.query(
-            text=question, query_type="comparison", source=doc.source, product=doc.product,
+            text=question,
+            query_type="comparison",
+            source=doc.source,
+            product=doc.product,
             evidence_form="exact" if all(self.need(f).full for f in (fa, fb)) else "split",
             near_duplicate=any(
                 self.family_size[self.corpus.doc(d).family] > 1 for d in (fa.doc, fb.doc)
@@ -590,6 +835,7 @@ class _Builder:
             correct_answers=(_rephrase(ref_answer, self.rng), _rephrase(ref_answer, self.rng)),
             wrong_answers=(_rephrase(wrong, self.rng),),
             needs=[self.need(fa), self.need(fb)],
+            source_spans=tuple(spans) if spans[0] != spans[1] else (spans[0],),
         )
 
     def comparisons(self) -> list[Callable[[], GoldQuery | None]]:
@@ -605,50 +851,54 @@ class _Builder:
                 fb = by_doc_kind.get((d.name, b), [None])[0]
                 if fa is None or fb is None or id(fa) not in unique_ids or id(fb) not in unique_ids:
                     continue
-                out.append(lambda d=d, fa=fa, fb=fb, adj=adj: self._within(d, fa, fb, adj))
+                out.append(partial(self._within, d, fa, fb, adj))
             if d.product == "annual_report":
                 segs = by_doc_kind.get((d.name, "segment_revenue"), [])
                 if len(segs) >= 2 and all(id(f) in unique_ids for f in segs[:2]):
-                    out.append(lambda d=d, fa=segs[0], fb=segs[1]: self._segments(d, fa, fb))
+                    out.append(partial(self._segments, d, segs[0], segs[1]))
         # across documents: the same figure of two companies, two editions or two years
         reports = [d for d in self.corpus.documents if d.product == "annual_report"]
         for kind in ("revenue", "employees", "cash", "operating_margin"):
-            for da, db in zip(reports[0::2], reports[1::2]):
+            for da, db in zip(reports[0::2], reports[1::2], strict=False):
                 if da.family == db.family or da.ident["year"] != db.ident["year"]:
                     continue
                 fa, fb = by_doc_kind[(da.name, kind)][0], by_doc_kind[(db.name, kind)][0]
-                out.append(lambda fa=fa, fb=fb, kind=kind: self._two_companies(fa, fb, kind))
+                out.append(partial(self._two_companies, fa, fb, kind))
         for docs in self.families.values():
             if len(docs) < 2:
                 continue
-            da, db = sorted(docs, key=lambda d: d.ident.get("edition", d.ident.get("year")))
+            da, db = sorted(docs, key=lambda d: int(d.ident.get("edition") or d.ident["year"]))
             for (doc_name, kind), facts in by_doc_kind.items():
                 if doc_name != da.name or self.templates(kind) is None or kind in _DEFINITION_KINDS:
                     continue
                 other = by_doc_kind.get((db.name, kind))
                 if not other or other[0].value == facts[0].value or facts[0].number is None:
                     continue
-                out.append(lambda fa=facts[0], fb=other[0]: self._two_editions(fa, fb))
+                out.append(partial(self._two_editions, facts[0], other[0]))
         return out
 
     def _within(self, d: Document, fa: Fact, fb: Fact, adj: str) -> GoldQuery:
         adj = _adjective(fa, adj)
         na, nb = self.templates(fa.kind)[0], self.templates(fb.kind)[0]  # type: ignore[index]
         ref = self.ref(d)
-        q = self.rng.choice([
-            f"Under {ref}, which is {adj}: the {na} or the {nb}?",
-            f"Is the {na} of {ref} {adj} than its {nb}?",
-            f"Compare the {na} and the {nb} of {ref}.",
-        ])
+        q = self.rng.choice(
+            [
+                f"Under {ref}, which is {adj}: the {na} or the {nb}?",
+                f"Is the {na} of {ref} {adj} than its {nb}?",
+                f"Compare the {na} and the {nb} of {ref}.",
+            ]
+        )
         return self.compare(fa, fb, adj, q[0].upper() + q[1:], f"the {na}", f"the {nb}")
 
     def _segments(self, d: Document, fa: Fact, fb: Fact) -> GoldQuery:
         co, fy = d.ident["company"], d.ident["year"]
         sa, sb = fa.extra["segment"], fb.extra["segment"]
-        q = self.rng.choice([
-            f"Which segment of {co} had more revenue in fiscal {fy}: {sa} or {sb}?",
-            f"Was {sa} bigger than {sb} at {d.ident['short']} in {fy}?",
-        ])
+        q = self.rng.choice(
+            [
+                f"Which segment of {co} had more revenue in fiscal {fy}: {sa} or {sb}?",
+                f"Was {sa} bigger than {sb} at {d.ident['short']} in {fy}?",
+            ]
+        )
         return self.compare(fa, fb, "larger", q, f"the {sa} segment", f"the {sb} segment")
 
     def _two_companies(self, fa: Fact, fb: Fact, kind: str) -> GoldQuery:
@@ -656,11 +906,13 @@ class _Builder:
         noun = _COMPANY_Q[kind][0]
         fy = da.ident["year"]
         ca, cb = da.ident["company"], db.ident["company"]
-        q = self.rng.choice([
-            f"Which company had the higher {noun} in fiscal {fy}: {ca} or {cb}?",
-            f"Compare the {noun} of {ca} and {cb} for {fy}.",
-            f"Did {da.ident['short']} or {db.ident['short']} report more {noun} in {fy}?",
-        ])
+        q = self.rng.choice(
+            [
+                f"Which company had the higher {noun} in fiscal {fy}: {ca} or {cb}?",
+                f"Compare the {noun} of {ca} and {cb} for {fy}.",
+                f"Did {da.ident['short']} or {db.ident['short']} report more {noun} in {fy}?",
+            ]
+        )
         return self.compare(fa, fb, "higher", q, f"{ca}'s {noun}", f"{cb}'s {noun}")
 
     def _two_editions(self, fa: Fact, fb: Fact) -> GoldQuery:
@@ -668,17 +920,21 @@ class _Builder:
         noun = self.templates(fa.kind)[0]  # type: ignore[index]
         if da.source == "policy":
             plan, ea, eb = da.ident["plan"], da.ident["edition"], db.ident["edition"]
-            q = self.rng.choice([
-                f"How did the {noun} of {plan} change between the {ea} and {eb} editions?",
-                f"Is the {noun} of the {eb} edition of {plan} {_adjective(fa, 'higher')} than in the {ea} edition?",
-            ])
+            q = self.rng.choice(
+                [
+                    f"How did the {noun} of {plan} change between the {ea} and {eb} editions?",
+                    f"Is the {noun} of the {eb} edition of {plan} {_adjective(fa, 'higher')} than in the {ea} edition?",
+                ]
+            )
             na, nb = f"the {ea} edition's {noun}", f"the {eb} edition's {noun}"
         else:
             co, ya, yb = da.ident["company"], da.ident["year"], db.ident["year"]
-            q = self.rng.choice([
-                f"How did {co}'s {noun} change from fiscal {ya} to fiscal {yb}?",
-                f"Was {da.ident['short']}'s {noun} {_adjective(fa, 'higher')} in {yb} than in {ya}?",
-            ])
+            q = self.rng.choice(
+                [
+                    f"How did {co}'s {noun} change from fiscal {ya} to fiscal {yb}?",
+                    f"Was {da.ident['short']}'s {noun} {_adjective(fa, 'higher')} in {yb} than in {ya}?",
+                ]
+            )
             na, nb = f"the fiscal {ya} {noun}", f"the fiscal {yb} {noun}"
         return self.compare(fa, fb, _adjective(fa, "higher"), q, na, nb)
 
@@ -686,18 +942,20 @@ class _Builder:
 
     def multi_hops(self) -> list[Callable[[], GoldQuery | None]]:
         out: list[Callable[[], GoldQuery | None]] = []
-        answerable = [f for f in self.unique if self.templates(f.kind) and f.kind not in _DEFINITION_KINDS]
+        answerable = [
+            f for f in self.unique if self.templates(f.kind) and f.kind not in _DEFINITION_KINDS
+        ]
         by_doc: dict[str, list[Fact]] = {}
         for f in answerable:
             by_doc.setdefault(f.doc, []).append(f)
         for f in self.facts:
             if f.kind == "issuer":
                 for target in by_doc.get(f.doc, []):
-                    out.append(lambda b=f, t=target: self._via_code(b, t))
+                    out.append(partial(self._via_code, f, target))
             elif id(f) in self.identifying and f.kind in _BRIDGES:
                 for target in by_doc.get(f.doc, []):
                     if target.kind != f.kind:
-                        out.append(lambda b=f, t=target: self._via_value(b, t))
+                        out.append(partial(self._via_value, f, target))
         return out
 
     def _hop(self, question: str, bridge: Fact, target: Fact, prefix: str) -> GoldQuery:
@@ -706,7 +964,10 @@ class _Builder:
         ref_answer = prefix + target.statement.replace("{v}", target.value)
         needs = [self.need(bridge), self.need(target)]
         return self.query(
-            text=question, query_type="multi_hop", source=doc.source, product=doc.product,
+            text=question,
+            query_type="multi_hop",
+            source=doc.source,
+            product=doc.product,
             evidence_form="exact" if all(n.full for n in needs) else "split",
             near_duplicate=self.family_size[doc.family] > 1,
             evidence=(_span_text(self.corpus, bridge), _span_text(self.corpus, target)),
@@ -715,15 +976,18 @@ class _Builder:
             correct_answers=tuple(prefix + g for g in good),
             wrong_answers=tuple(prefix + w for w in bad),
             needs=needs,
+            source_spans=(_span_text(self.corpus, bridge), _span_text(self.corpus, target)),
         )
 
     def _via_code(self, bridge: Fact, target: Fact) -> GoldQuery:
         noun = self.templates(target.kind)[0]  # type: ignore[index]
         code = bridge.extra["code"]
-        q = self.rng.choice([
-            f"Which insurer issues policy form {code}, and what is the {noun} of that policy?",
-            f"Policy form {code}: who is the insurer and what {noun} does it have?",
-        ])
+        q = self.rng.choice(
+            [
+                f"Which insurer issues policy form {code}, and what is the {noun} of that policy?",
+                f"Policy form {code}: who is the insurer and what {noun} does it have?",
+            ]
+        )
         return self._hop(q, bridge, target, f"Policy form {code} is issued by {bridge.value}. ")
 
     def _via_value(self, bridge: Fact, target: Fact) -> GoldQuery:
@@ -732,15 +996,19 @@ class _Builder:
         phrase = self.bridge_phrase(bridge).split(": ", 1)[1]
         if doc.source == "policy":
             thing = f"the {_PRODUCT_NOUN[doc.product]}"
-            q = self.rng.choice([
-                f"What is the {noun} of {thing} {phrase}?",
-                f"For {thing} {phrase}, what is the {noun}?",
-            ])
+            q = self.rng.choice(
+                [
+                    f"What is the {noun} of {thing} {phrase}?",
+                    f"For {thing} {phrase}, what is the {noun}?",
+                ]
+            )
         else:
-            q = self.rng.choice([
-                f"What was the {noun} of the company that {phrase}?",
-                f"The company that {phrase}: what was its {noun}?",
-            ])
+            q = self.rng.choice(
+                [
+                    f"What was the {noun} of the company that {phrase}?",
+                    f"The company that {phrase}: what was its {noun}?",
+                ]
+            )
         return self._hop(q[0].upper() + q[1:], bridge, target, "")
 
     # --- unanswerable ---------------------------------------------------------------------
@@ -749,7 +1017,9 @@ class _Builder:
         q = self.fill(self.rng.choice(_MISSING[doc.product]), doc)
         made_up = self.rng.choice(_MADE_UP[doc.product])
         who = doc.ident.get("short", "The policy")
-        wrong = self.rng.choice([f"{who} reports {made_up}.", f"It is {made_up}.", f"The documents suggest {made_up}."])
+        wrong = self.rng.choice(
+            [f"{who} reports {made_up}.", f"It is {made_up}.", f"The documents suggest {made_up}."]
+        )
         return self._unanswerable(q, doc, "none", (), wrong)
 
     def absent(self, f: Fact) -> GoldQuery | None:
@@ -770,31 +1040,44 @@ class _Builder:
         new_value = perturb(f.value, self.rng)
         evidence = _YEAR.sub(lambda m: str(int(m.group(0)) + missing_year - doc.ident[key]), span)
         evidence = evidence.replace(f.value, new_value, 1)
-        if evidence == span:
-            return None
+        if evidence == span or any(evidence in d.text for d in self.corpus.documents):
+            return None  # generic sentences may exist, by chance, in another company's report
         # the tempting wrong answer: the value of the edition or year that is in the collection
         wrong = f.statement.replace("{v}", f.value)
         template = self.rng.choice(spec[1])
         if doc.source == "policy":
-            ref = self.rng.choice([
-                f"the {missing_year} edition of the {doc.ident['plan']} policy",
-                f"{doc.ident['insurer']}'s {doc.ident['plan']} ({missing_year} edition)",
-            ])
+            ref = self.rng.choice(
+                [
+                    f"the {missing_year} edition of the {doc.ident['plan']} policy",
+                    f"{doc.ident['insurer']}'s {doc.ident['plan']} ({missing_year} edition)",
+                ]
+            )
             q = template.format(ref=ref)
         else:
-            q = template.format(co=doc.ident["company"], short=doc.ident["short"], fy=missing_year, **f.extra)
-        return self._unanswerable(q[0].upper() + q[1:], doc, "absent", (evidence,), wrong)
+            q = template.format(
+                co=doc.ident["company"], short=doc.ident["short"], fy=missing_year, **f.extra
+            )
+        made = self._unanswerable(q[0].upper() + q[1:], doc, "absent", (evidence,), wrong)
+        made.source_spans = (span,)
+        return made
 
     def _unanswerable(
         self, q: str, doc: Document, form: str, evidence: tuple[str, ...], wrong: str
     ) -> GoldQuery:
         hallucinated = _rephrase(wrong, self.rng)
         return self.query(
-            text=q, query_type="unanswerable", source=doc.source, product=doc.product,
-            evidence_form=form, near_duplicate=self.family_size[doc.family] > 1,
-            evidence=evidence, relevance={},
-            reference_answer=ABSTAIN, correct_answers=(ABSTAIN, "I could not find this in the documents."),
-            wrong_answers=(hallucinated,), needs=[],
+            text=q,
+            query_type="unanswerable",
+            source=doc.source,
+            product=doc.product,
+            evidence_form=form,
+            near_duplicate=self.family_size[doc.family] > 1,
+            evidence=evidence,
+            relevance={},
+            reference_answer=ABSTAIN,
+            correct_answers=(ABSTAIN, "I could not find this in the documents."),
+            wrong_answers=(hallucinated,),
+            needs=[],
         )
 
 
@@ -817,7 +1100,7 @@ def build_questions(corpus: Corpus, n: int, seed: int = 7) -> list[GoldQuery]:
     """n questions over corpus (ids q0001...), mixed by TYPE_SHARES, deterministic for seed."""
     rng = random.Random(f"demo-questions:{seed}")
     b = _Builder(corpus, rng)
-    counts = {t: int(round(share * n)) for t, share in TYPE_SHARES.items()}
+    counts = {t: round(share * n) for t, share in TYPE_SHARES.items()}
     counts["numeric"] += n - sum(counts.values())
 
     singles = [f for f in b.unique if b.templates(f.kind)]
@@ -826,7 +1109,7 @@ def build_questions(corpus: Corpus, n: int, seed: int = 7) -> list[GoldQuery]:
     # spans that cross a chunk boundary are rare by nature; draw a fixed share of them
     split = [f for f in numeric if not b.need(f).full]
     numeric = [f for f in numeric if b.need(f).full]
-    k_split = min(len(split), int(round(SPLIT_SHARE * counts["numeric"])))
+    k_split = min(len(split), round(SPLIT_SHARE * counts["numeric"]))
     definitions = [f for f in singles if f.kind in _DEFINITION_KINDS]
     comparisons = b.comparisons()
     hops = b.multi_hops()
@@ -849,17 +1132,17 @@ def build_questions(corpus: Corpus, n: int, seed: int = 7) -> list[GoldQuery]:
             got += 1
 
     # cycle through products so every product appears even in a small set
-    take(_interleave(split, lambda f: lambda f=f: b.single(f)), k_split)
-    take(_interleave(numeric, lambda f: lambda f=f: b.single(f)), counts["numeric"] - k_split)
-    take(_interleave(definitions, lambda f: lambda f=f: b.single(f)), counts["definition"])
+    take([partial(b.single, f) for f in _interleave(split)], k_split)
+    take([partial(b.single, f) for f in _interleave(numeric)], counts["numeric"] - k_split)
+    take([partial(b.single, f) for f in _interleave(definitions)], counts["definition"])
     take(comparisons, counts["comparison"])
     take(hops, counts["multi_hop"])
     k_absent = counts["unanswerable"] // 2
     docs = list(corpus.documents)
     rng.shuffle(docs)
     # the absent-evidence questions reuse facts from the far end of the shuffled list
-    take([lambda f=f: b.absent(f) for f in numeric[::-1]], k_absent)
-    take([lambda d=d: b.missing(d) for d in docs], counts["unanswerable"] - k_absent)
+    take([partial(b.absent, f) for f in numeric[::-1]], k_absent)
+    take([partial(b.missing, d) for d in docs], counts["unanswerable"] - k_absent)
 
     rng.shuffle(out)
     for i, q in enumerate(out, 1):
@@ -867,16 +1150,16 @@ def build_questions(corpus: Corpus, n: int, seed: int = 7) -> list[GoldQuery]:
     return out
 
 
-def _interleave(facts: list[Fact], make: Callable[[Fact], Callable[[], GoldQuery | None]]) -> list[Callable[[], GoldQuery | None]]:
-    """Thunks for facts, alternating between documents' products (life, home, auto, 10-K ...)."""
+def _interleave(facts: list[Fact]) -> list[Fact]:
+    """facts reordered to alternate between document kinds (life, home, auto, 10-K ...)."""
     groups: dict[str, list[Fact]] = {}
     for f in facts:
         groups.setdefault(f.doc.split("_")[0], []).append(f)
-    ordered: list[Fact] = []
     lists = [groups[k] for k in sorted(groups)]
+    ordered: list[Fact] = []
     for i in range(max((len(x) for x in lists), default=0)):
         ordered.extend(x[i] for x in lists if i < len(x))
-    return [make(f) for f in ordered]
+    return ordered
 
 
 def _adjective(f: Fact, default: str) -> str:

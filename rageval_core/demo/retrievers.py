@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from itertools import pairwise
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,9 +17,68 @@ from numpy.typing import NDArray
 
 _WORD = re.compile(r"\d+(?:[.,]\d+)*|[a-z]+")
 STOPWORDS = frozenset(
-    "a an and any are as at be been by can do does did for from had has have how i if in is it "
-    "its me my of on or our per so than that the their them there these this to under up us was "
-    "we were what when where which who whose will with would you your".split()
+    {
+        "a",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "by",
+        "can",
+        "do",
+        "does",
+        "did",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "per",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "there",
+        "these",
+        "this",
+        "to",
+        "under",
+        "up",
+        "us",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whose",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    }
 )
 
 Hit = tuple[int, float]
@@ -78,9 +138,10 @@ class _Postings:
             lo, hi = self.indptr[term], self.indptr[term + 1]
             parts_d.append(self.docs[lo:hi])
             parts_w.append(self.weights[lo:hi] * qw)
-        return np.bincount(
+        summed = np.bincount(
             np.concatenate(parts_d), weights=np.concatenate(parts_w), minlength=self.n_docs
         )
+        return summed.astype(np.float64, copy=False)
 
 
 class BM25:
@@ -91,7 +152,9 @@ class BM25:
         self.vocab: dict[str, int] = {}
         rows: list[dict[int, float]] = []
         for counts in docs:
-            rows.append({self.vocab.setdefault(w, len(self.vocab)): float(c) for w, c in counts.items()})
+            rows.append(
+                {self.vocab.setdefault(w, len(self.vocab)): float(c) for w, c in counts.items()}
+            )
         n = len(texts)
         lengths = np.array([sum(c.values()) for c in docs], dtype=np.float64)
         avgdl = float(lengths.mean()) if n else 0.0
@@ -138,7 +201,12 @@ class CharTfidf:
         rows: list[dict[int, float]] = []
         for t in texts:
             grams = char_ngrams(t, low, high)
-            rows.append({self.vocab.setdefault(g, len(self.vocab)): 1.0 + math.log(c) for g, c in grams.items()})
+            rows.append(
+                {
+                    self.vocab.setdefault(g, len(self.vocab)): 1.0 + math.log(c)
+                    for g, c in grams.items()
+                }
+            )
         n = len(texts)
         raw = _Postings(rows, len(self.vocab), n)
         self.idf = np.log((1.0 + n) / (1.0 + raw.df())) + 1.0
@@ -155,7 +223,11 @@ class CharTfidf:
             if i is not None:
                 q[i] = (1.0 + math.log(c)) * float(self.idf[i])
         norm = math.sqrt(sum(v * v for v in q.values()))
-        return self.postings.dot({i: v / norm for i, v in q.items()}) if norm else np.zeros(self.postings.n_docs)
+        return (
+            self.postings.dot({i: v / norm for i, v in q.items()})
+            if norm
+            else np.zeros(self.postings.n_docs)
+        )
 
     def search(self, query: str, k: int) -> list[Hit]:
         return top_k(self.scores(query), k)
@@ -181,12 +253,19 @@ class Reranker:
     The fused first-stage score is a tie-breaker.
     """
 
-    WEIGHTS = {"coverage": 0.30, "numbers": 0.15, "bigrams": 0.10, "proximity": 0.10, "title": 0.25, "fused": 0.10}
+    WEIGHTS = {
+        "coverage": 0.30,
+        "numbers": 0.15,
+        "bigrams": 0.10,
+        "proximity": 0.10,
+        "title": 0.25,
+        "fused": 0.10,
+    }
 
     def __init__(self, texts: Sequence[str], titles: Sequence[str]) -> None:
         self.chunk_stems = [[stem(t) for t in tokenize(x)] for x in texts]
         self.chunk_sets = [set(s) for s in self.chunk_stems]
-        self.chunk_bigrams = [set(zip(s, s[1:])) for s in self.chunk_stems]
+        self.chunk_bigrams = [set(pairwise(s)) for s in self.chunk_stems]
         self.chunk_numbers = [{t for t in tokenize(x) if t[0].isdigit()} for x in texts]
         self.title_sets = [{stem(t) for t in tokenize(x)} for x in titles]
         df: Counter[str] = Counter()
@@ -204,7 +283,7 @@ class Reranker:
         q_stems = [stem(t) for t in tokens]
         q_set = set(q_stems)
         q_numbers = {t for t in tokens if t[0].isdigit()}
-        q_bigrams = set(zip(q_stems, q_stems[1:]))
+        q_bigrams = set(pairwise(q_stems))
         weight = {t: self.idf.get(t, self.default_idf) for t in q_set}
         total = sum(weight.values()) or 1.0
         q_title = {t for t in q_set if t in self.title_vocab}
@@ -214,16 +293,24 @@ class Reranker:
         fused_norm = (fused - fused.min()) / span if span > 0 else np.ones_like(fused)
         w = self.WEIGHTS
         scored: list[Hit] = []
-        for (i, _s), f in zip(candidates, fused_norm):
+        for (i, _s), f in zip(candidates, fused_norm, strict=True):
             matched = q_set & self.chunk_sets[i]
             coverage = sum(weight[t] for t in matched) / total
             numbers = len(q_numbers & self.chunk_numbers[i]) / len(q_numbers) if q_numbers else 0.0
             bigrams = len(q_bigrams & self.chunk_bigrams[i]) / len(q_bigrams) if q_bigrams else 0.0
             proximity = _proximity(self.chunk_stems[i], matched)
-            title = sum(weight[t] for t in q_title & self.title_sets[i]) / title_total if title_total else 0.0
+            title = (
+                sum(weight[t] for t in q_title & self.title_sets[i]) / title_total
+                if title_total
+                else 0.0
+            )
             score = (
-                w["coverage"] * coverage + w["numbers"] * numbers + w["bigrams"] * bigrams
-                + w["proximity"] * proximity + w["title"] * title + w["fused"] * float(f)
+                w["coverage"] * coverage
+                + w["numbers"] * numbers
+                + w["bigrams"] * bigrams
+                + w["proximity"] * proximity
+                + w["title"] * title
+                + w["fused"] * float(f)
             )
             scored.append((i, score))
         scored.sort(key=lambda t: (-t[1], t[0]))

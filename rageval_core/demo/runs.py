@@ -43,24 +43,47 @@ class RunSpec:
 
 SPECS = (
     RunSpec(
-        "bm25", "2024-05-06T09:12:00Z",
+        "bm25",
+        "2024-05-06T09:12:00Z",
         "BM25 (k1=1.2, b=0.75) over lower-cased word and number tokens, stopwords removed.",
-        {"retriever": "bm25", "k1": 1.2, "b": 0.75, "top_k": TOP_K, "score_threshold": 0.0,
-         "prefetch_limit": None, "rerank_top_n": None},
+        {
+            "retriever": "bm25",
+            "k1": 1.2,
+            "b": 0.75,
+            "top_k": TOP_K,
+            "score_threshold": 0.0,
+            "prefetch_limit": None,
+            "rerank_top_n": None,
+        },
     ),
     RunSpec(
-        "tfidf_char", "2024-05-09T14:30:00Z",
+        "tfidf_char",
+        "2024-05-09T14:30:00Z",
         "Cosine similarity of character 3-5-gram TF-IDF vectors (sublinear tf, smoothed idf).",
-        {"retriever": "tfidf_char", "ngram_range": [3, 5], "top_k": TOP_K, "score_threshold": 0.0,
-         "prefetch_limit": None, "rerank_top_n": None},
+        {
+            "retriever": "tfidf_char",
+            "ngram_range": [3, 5],
+            "top_k": TOP_K,
+            "score_threshold": 0.0,
+            "prefetch_limit": None,
+            "rerank_top_n": None,
+        },
     ),
     RunSpec(
-        "hybrid_rerank", "2024-05-13T10:05:00Z",
+        "hybrid_rerank",
+        "2024-05-13T10:05:00Z",
         "BM25 + char TF-IDF, top 30 of each fused by reciprocal rank fusion (k=60), then a "
         "feature reranker (term coverage, numbers, bigrams, proximity, document title) keeps 10.",
-        {"retriever": "hybrid_rrf_rerank", "fusion": "rrf", "rrf_k": RRF_K, "top_k": TOP_K,
-         "score_threshold": 0.0, "prefetch_limit": PREFETCH, "rerank_top_n": TOP_K,
-         "reranker": "cross-features-v1"},
+        {
+            "retriever": "hybrid_rrf_rerank",
+            "fusion": "rrf",
+            "rrf_k": RRF_K,
+            "top_k": TOP_K,
+            "score_threshold": 0.0,
+            "prefetch_limit": PREFETCH,
+            "rerank_top_n": TOP_K,
+            "reranker": "cross-features-v1",
+        },
     ),
 )
 
@@ -92,7 +115,9 @@ class Pipelines:
         if name == "tfidf_char":
             hits = self.tfidf.search(query, TOP_K)
             return hits, {"retrieval": _ms(t0)}
-        fused = rrf([self.bm25.search(query, PREFETCH), self.tfidf.search(query, PREFETCH)], RRF_K, PREFETCH)
+        fused = rrf(
+            [self.bm25.search(query, PREFETCH), self.tfidf.search(query, PREFETCH)], RRF_K, PREFETCH
+        )
         retrieval = _ms(t0)
         t1 = time.perf_counter()
         hits = self.reranker.rerank(query, fused, TOP_K)
@@ -126,7 +151,10 @@ def simulate_generation_ms(prompt_tokens: int, completion_tokens: int, rng: rand
 
 
 def build_queries(
-    name: str, pipes: Pipelines, questions: list[GoldQuery], seed: int,
+    name: str,
+    pipes: Pipelines,
+    questions: list[GoldQuery],
+    seed: int,
     progress: Callable[[str], None] | None = None,
 ) -> Iterator[Query]:
     """The run's query records, one per question, computed as they are written."""
@@ -139,7 +167,8 @@ def build_queries(
         rng = random.Random(f"demo-answer:{seed}:{name}:{q.query_id}")
         answer = simulate_answer(q, {c.doc_id for c in chunks}, rng)
         prompt = (
-            PROMPT_OVERHEAD_TOKENS + math.ceil(len(q.text) / 4)
+            PROMPT_OVERHEAD_TOKENS
+            + math.ceil(len(q.text) / 4)
             + sum(math.ceil(len(c.text or "") / 4) for c in chunks)
         )
         completion = math.ceil(len(answer) / 4) + rng.randint(0, 6)
@@ -171,7 +200,10 @@ def build_queries(
 
 
 def write_runs(
-    corpus: Corpus, questions: list[GoldQuery], out_dir: Path, seed: int,
+    corpus: Corpus,
+    questions: list[GoldQuery],
+    out_dir: Path,
+    seed: int,
     progress: Callable[[str], None] | None = None,
 ) -> list[Path]:
     """Index the corpus, run the three pipelines and write out_dir/<name>.jsonl for each."""

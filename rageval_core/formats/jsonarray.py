@@ -178,7 +178,7 @@ def iter_object(text: str, file: str, log: ProblemLog) -> Iterator[tuple[int, st
 
 
 def iter_lines(lines: Iterable[str], file: str, log: ProblemLog) -> Iterator[tuple[int, Any]]:
-    """Yield (line, value) for each non-blank line of JSON Lines; a bad line is logged and skipped."""
+    """Yield (line, value) for each non-blank line of JSON Lines; bad lines are logged, skipped."""
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -277,7 +277,7 @@ class KeyWarner:
     def unknown(self, line: int, field: str) -> None:
         if field not in self.seen:
             self.seen.add(field)
-            self.log.warn(self.file, line, field, "unknown key, ignored")  # noqa: G010
+            self.log.warn(self.file, line, field, "unknown key, ignored")
 
 
 # -- sniffing ----------------------------------------------------------------------------------
@@ -401,7 +401,9 @@ def _partial_container(s: str, i: int, out: Any) -> tuple[Any, int, bool]:
 
 # -- documents and per-query extras shared by tatrag and qa_pairs ------------------------------
 
-_TOKEN_NAMES = {"prompt_tokens": "prompt", "completion_tokens": "completion", "total_tokens": "total"}
+_TOKEN_NAMES = {
+    "prompt_tokens": "prompt", "completion_tokens": "completion", "total_tokens": "total",
+}
 
 
 def parse_chunk(
@@ -489,6 +491,7 @@ def parse_extras(entry: Mapping[str, Any], line: int, file: str, log: ProblemLog
                           f"expected an integer >= 0, got {describe(value)}")
                 ok = False
             else:
+                name = str(name)
                 out.tokens[_TOKEN_NAMES.get(name, name) if key == "usage" else name] = value
     latency = entry.get("latency_ms")
     if latency is not None:
@@ -497,7 +500,8 @@ def parse_extras(entry: Mapping[str, Any], line: int, file: str, log: ProblemLog
             number = finite_number(value)
             if number is None or number < 0:
                 where = f"latency_ms.{stage}" if isinstance(latency, Mapping) else "latency_ms"
-                log.error(file, line, where, f"expected a finite number >= 0, got {describe(value)}")
+                log.error(file, line, where,
+                          f"expected a finite number >= 0, got {describe(value)}")
                 ok = False
             else:
                 out.latency_ms[stage] = number

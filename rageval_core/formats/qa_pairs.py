@@ -1,4 +1,4 @@
-"""QA-pair test sets ({qa_pair_id, question, answer, context, source_document}) joined with retrieval.
+"""QA-pair test sets {qa_pair_id, question, answer, context, source_document} joined with results.
 
 The pairs file is the companion: a JSON array or JSON Lines. The retrieval results are the
 primary file: an array (or JSON Lines) of {qa_pair_id | question, results | documents |
@@ -76,7 +76,10 @@ def _sniff_record(record: Mapping[str, Any]) -> str | None:
     for key in DOC_KEYS:
         docs = record.get(key)
         if isinstance(docs, list):
-            return PRIMARY if not docs or _is_qa_doc(docs[0]) else None
+            if not docs or _is_qa_doc(docs[0]):
+                return PRIMARY
+            # tatrag never claims an entry keyed by qa_pair_id, whatever its documents hold
+            return PRIMARY if "qa_pair_id" in record and isinstance(docs[0], Mapping) else None
     if "question" in record and ("qa_pair_id" in record or "context" in record):
         return COMPANION
     return None
@@ -125,7 +128,7 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
             continue
         hit = hits.get(pair.query_id)
         if hit is None:
-            log.warn(cfile, pair.line, "qa_pair_id",  # noqa: G010
+            log.warn(cfile, pair.line, "qa_pair_id",
                      f"no retrieval results for {pair.query_id}; scored as an empty ranking")
             hit = _Hit(0, (), Extras())
         queries.append(Query(
@@ -156,8 +159,8 @@ def _read_pairs(path: Path, file: str, log: ProblemLog) -> list[_Pair] | None:
             log.error(file, line, "qa_pair_id",
                       f'duplicate "{pair.query_id}" (first on line {seen[pair.query_id]})')
             pair.valid = False
-        if pair.query_id:
-            seen.setdefault(pair.query_id, line)
+        if pair.valid:
+            seen[pair.query_id] = line
         pairs.append(pair)
     return pairs
 
@@ -203,10 +206,11 @@ def _parse_pair(entry: Any, line: int, file: str, log: ProblemLog, keys: KeyWarn
     for key in entry:
         if key not in _PAIR_KEYS:
             keys.unknown(line, key)
-    if not ok:
+    if not ok:  # keep what is known, so a result list for it is not reported again
         broken.query_id = query_id or ""
         broken.question = question if isinstance(question, str) else ""
         return broken
+    assert isinstance(question, str)  # ok is False otherwise
     return _Pair(line, query_id or "", question, tuple(spans), answer, tags)
 
 
@@ -232,7 +236,8 @@ class _Joiner:
         if layout_of(text) == "object":  # qa_pair_id -> documents
             members = list(iter_object(text, self.file, self.log))
             record = {key: value for _, key, value, _ in members}
-            if any(k in record for k in DOC_KEYS) and ("qa_pair_id" in record or "question" in record):
+            keyed = "qa_pair_id" in record or "question" in record
+            if keyed and any(k in record for k in DOC_KEYS):
                 self._entry(record, members[0][0])  # one entry alone (JSON Lines of one line)
                 return self.hits
             for line, key, docs, _ in members:

@@ -202,7 +202,8 @@ class _RowParser:
         ids = self._list(record, "retrieved_context_ids", ids=True)
         chunks: tuple[Chunk, ...] = ()
         if contexts is None and ids is None:
-            if record.get("retrieved_contexts") is None and record.get("retrieved_context_ids") is None:
+            given = (record.get(k) for k in ("retrieved_contexts", "retrieved_context_ids"))
+            if all(v is None for v in given):
                 self._error("retrieved_contexts", "required (or retrieved_context_ids)")
         elif contexts is not None and ids is not None and len(contexts) != len(ids):
             self._error("retrieved_context_ids",
@@ -231,7 +232,7 @@ class _RowParser:
                 judge[name] = score
             elif name not in self.bad_judge:  # a RAGAS metric that failed is written as NaN
                 self.bad_judge.add(name)
-                self.log.warn(self.file, line, name,  # noqa: G010
+                self.log.warn(self.file, line, name,
                               f"{describe(score)} score ignored (and in any later row)")
         if not self.ok:
             return None

@@ -65,7 +65,7 @@ _IGNORED_GOLD_KEYS = {"page", "para_index"}
 
 
 def sniff(path: Path, head: bytes) -> str | None:
-    """PRIMARY for retrieval output, COMPANION for a golden set, None when the file is not TAT-RAG."""
+    """PRIMARY for retrieval output, COMPANION for a golden set, None when not TAT-RAG."""
     top = peek_first(head)
     if isinstance(top, list):
         items = [x for x in top if x is not TRUNCATED]
@@ -165,7 +165,7 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
             continue
         hit = hits.get(index)
         if hit is None:
-            log.warn(gfile, gold.line, "query",  # noqa: G010
+            log.warn(gfile, gold.line, "query",
                      f"no retrieval output for {gold.query_id}; scored as an empty ranking")
             hit = _Hit(0, ())
         queries.append(Query(
@@ -196,8 +196,9 @@ def _check_file_ids(queries: list[Query], gfile: str, log: ProblemLog) -> None:
         return
     got = {c.doc_id for q in queries for c in q.retrieved or ()}
     if not wanted & got:
-        log.warn(gfile, 0, "gold", "no retrieved document id is a FILE gold name, so id "  # noqa: G010
-                 "metrics (recall, nDCG ...) will be 0; give documents the file name as id")
+        log.warn(gfile, 0, "gold",
+                 "no retrieved document id is a FILE gold name, so id metrics (recall, "
+                 "nDCG ...) will be 0; give documents the file name as id")
 
 
 def _read_gold(path: Path, file: str, log: ProblemLog) -> list[_Gold] | None:
@@ -214,7 +215,8 @@ def _read_gold(path: Path, file: str, log: ProblemLog) -> list[_Gold] | None:
             log.error(file, line, "query_id",
                       f'duplicate "{gold.query_id}" (first on line {seen[gold.query_id]})')
             gold.valid = False
-        seen.setdefault(gold.query_id, line)
+        if gold.valid:
+            seen[gold.query_id] = line
         golds.append(gold)
     return golds
 
@@ -295,9 +297,11 @@ def _parse_gold(
     for key in entry:
         if key not in ("query", "answer", "source", "gold", *_ID_KEYS):
             keys.unknown(line, key)
-    if not ok:
+    if not ok:  # keep what is known, so a retrieval entry for it is not reported again
+        broken.query_id = query_id or broken.query_id
         broken.query = query if isinstance(query, str) else ""
         return broken
+    assert isinstance(query, str)  # ok is False otherwise
     return _Gold(line, query_id, query, tuple(evidence), files or None, answer, tags)
 
 
@@ -328,7 +332,8 @@ class _Joiner:
             return self.hits
         members = list(iter_object(text, self.file, self.log))
         record = {key: value for _, key, value, _ in members}
-        if any(k in record for k in DOC_KEYS) and any(k in record for k in (*_QUERY_KEYS, *_ID_KEYS)):
+        keyed = any(k in record for k in (*_QUERY_KEYS, *_ID_KEYS))
+        if keyed and any(k in record for k in DOC_KEYS):
             self._entry(record, 0, members[0][0])  # one entry alone (JSON Lines of one line)
             return self.hits
         details = [m for m in members if m[1] == "details" and isinstance(m[2], list)]

@@ -69,7 +69,7 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
         if missing:
             named = ", ".join(repr(q) for q in missing[:_NAMED_MAX])
             more = f" and {len(missing) - _NAMED_MAX} more" if len(missing) > _NAMED_MAX else ""
-            log.warn(  # noqa: G010
+            log.warn(
                 qrels.file,
                 qrels.first_line[missing[0]],
                 "qid",
@@ -156,7 +156,7 @@ def _read_run(path: Path, log: ProblemLog) -> _Run:
             run.tag, tag_line = tag, number
         elif tag_agrees and tag != run.tag:
             tag_agrees = False
-            log.warn(  # noqa: G010
+            log.warn(
                 run.file,
                 number,
                 "tag",

@@ -1,7 +1,7 @@
 """Metrics: a registry of measure names over per-query functions on numpy arrays.
 
-Importing this package registers the built-in families (ranking; others add their module to
-the imports below). Typical use::
+Importing this package registers the built-in families (ranking, evidence, generation; a new
+family adds its module to the imports below). Typical use::
 
     arrays, selection = ranked_labels_from_queries(parsed.queries, rel_level=1, complete=False)
     per_query = compute(["nDCG@10", "AP", "P@5"], arrays)
@@ -9,7 +9,8 @@ the imports below). Typical use::
 
 from __future__ import annotations
 
-from rageval_core.metrics import ranking  # noqa: F401  (registers the ranking measures)
+# each family module registers its measures when imported
+from rageval_core.metrics import evidence, generation, ranking  # noqa: F401
 from rageval_core.metrics.arrays import (
     QuerySelection,
     RankedLabels,

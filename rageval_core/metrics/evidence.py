@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -36,23 +37,27 @@ DEFAULT_THRESHOLD = 0.7
 class Coverage:
     """Cached running maxima of one run's evidence scores, for queries with gold spans.
 
-    best[q, r, s]: best score of span s among ranks 1..r+1 (-inf: no chunk yet; NaN: the span
-    does not exist). chunk_max[q, r]: best score of the chunk at rank r+1 over the spans (-inf:
-    no chunk). lead[q, r]: best score of any span among ranks 1..r+1 (-inf: none), and
-    lead_rank[q, r] the 1-based rank of the chunk holding it (the higher-ranked one on ties;
-    0 when none). rows[q] is the query's row in the arrays given to prepare_coverage, and
-    order[q, r] (after a score cut) the 0-based original rank of the chunk now at rank r+1.
-    eq=False keeps identity hashing, so callers can cache per instance.
+    The cached arrays are rank-major (queries last): a cut-off selects contiguous rows, and
+    per-span planes are compared and added without strided reductions.
+    best[s, r, q]: best score of span s among ranks 1..r+1 (-inf: no chunk yet; NaN: the span
+    does not exist). context[r, q]: ContextCoverage at k = r+1 (threshold-free, computed once).
+    chunk_max[r, q]: the chunk at rank r+1's best score over the spans (-inf: no chunk).
+    lead[r, q]: best score of any span among ranks 1..r+1 (-inf: none) and lead_rank[r, q] the
+    1-based rank of the chunk holding it (the higher-ranked one on ties; 0 when none).
+    rows[q] is the query's row in the arrays given to prepare_coverage; order[q, r] (after a
+    score cut) the 0-based original rank of the chunk now at rank r+1.
+    eq=False keeps identity hashing, so results can be cached per instance.
     """
 
     rows: NDArray[np.int64]  # (n,)
     n_excluded: int
     n_spans: NDArray[np.int64]  # (n,)
     n_ret: NDArray[np.int64]  # (n,) after the score cut
-    best: NDArray[np.float32]  # (n, depth, max spans)
-    chunk_max: NDArray[np.float32]  # (n, depth)
-    lead: NDArray[np.float32]  # (n, depth)
-    lead_rank: NDArray[np.int32]  # (n, depth)
+    best: NDArray[np.float32]  # (max spans, depth, n)
+    context: NDArray[np.float64]  # (depth, n)
+    chunk_max: NDArray[np.float32]  # (depth, n)
+    lead: NDArray[np.float32]  # (depth, n)
+    lead_rank: NDArray[np.int32]  # (depth, n)
     threshold: float = DEFAULT_THRESHOLD
     order: NDArray[np.int64] | None = None  # (n, depth), only with a score cut
 
@@ -166,21 +171,28 @@ def prepare_coverage(
     s[~chunk_exists] = np.nan
     s[~np.broadcast_to(span_exists[:, None, :], s.shape)] = np.nan
 
-    best = np.fmax.accumulate(s, axis=1)  # NaN until the first scored chunk
-    best[np.isnan(best) & span_exists[:, None, :]] = -np.inf
-    chunk_max = np.fmax.reduce(s, axis=2) if width else np.full(s.shape[:2], np.nan, np.float32)
+    planes = np.ascontiguousarray(s.transpose(2, 1, 0))  # (S, depth, n)
+    best = np.fmax.accumulate(planes, axis=1)  # NaN until the first scored chunk
+    best[np.isnan(best) & span_exists.T[:, None, :]] = -np.inf
+    context = np.zeros(best.shape[1:], dtype=np.float64)
+    for plane in best:  # uncovered (-inf) and missing (NaN) spans add 0
+        context += np.where(plane > 0, plane, np.float32(0.0))
+    context /= np.maximum(spans, 1)[None, :]
+    chunk_max = (np.fmax.reduce(planes, axis=0) if width else
+                 np.full(planes.shape[1:], np.nan, dtype=np.float32))
     chunk_max = np.where(np.isnan(chunk_max), np.float32(-np.inf), chunk_max)
-    lead = np.maximum.accumulate(chunk_max, axis=1)
+    lead = np.maximum.accumulate(chunk_max, axis=0)
     previous = np.concatenate(
-        (np.full((lead.shape[0], 1), -np.inf, dtype=np.float32), lead[:, :-1]), axis=1)
-    rank = np.arange(1, s.shape[1] + 1, dtype=np.int32)
-    lead_rank = np.maximum.accumulate(np.where(chunk_max > previous, rank, 0), axis=1)
+        (np.full((1, lead.shape[1]), -np.inf, dtype=np.float32), lead[:-1]), axis=0)
+    rank = np.arange(1, lead.shape[0] + 1, dtype=np.int32)[:, None]
+    lead_rank = np.maximum.accumulate(np.where(chunk_max > previous, rank, 0), axis=0)
     return Coverage(
         rows=rows,
         n_excluded=int(nq - rows.size),
         n_spans=spans,
         n_ret=ret,
         best=best.astype(np.float32, copy=False),
+        context=context,
         chunk_max=chunk_max.astype(np.float32, copy=False),
         lead=lead.astype(np.float32, copy=False),
         lead_rank=lead_rank.astype(np.int32, copy=False),
@@ -209,8 +221,12 @@ def evidence_recall(
     Run value: pool_recall(covered, total) = sum(covered) / sum(total) (micro).
     """
     t = _t32(cov, threshold)
-    covered = np.count_nonzero(cov.best[:, _columns(cov, ks), :] >= t, axis=2)
-    return covered.astype(np.int64), cov.n_spans
+    cols = _columns(cov, ks)
+    n_cols = cov.depth if isinstance(cols, slice) else cols.size
+    covered = np.zeros((n_cols, cov.n_queries), dtype=np.int64)
+    for plane in cov.best:  # one contiguous (depth, n) plane per span slot
+        covered += plane[cols] >= t
+    return covered.T, cov.n_spans
 
 
 def pool_recall(covered: NDArray[np.int64], total: NDArray[np.int64]) -> Floats:
@@ -242,9 +258,7 @@ def context_coverage(cov: Coverage, ks: Sequence[int] | None = None) -> Floats:
 
     Threshold-free. Run value: the mean of the query means (every query weighs the same).
     """
-    best = cov.best[:, _columns(cov, ks), :]
-    best = np.where(np.isneginf(best), np.float32(0.0), best)
-    return np.nansum(best, axis=2, dtype=np.float64) / cov.n_spans[:, None]
+    return cov.context[_columns(cov, ks)].T
 
 
 def best_rank(
@@ -258,8 +272,8 @@ def best_rank(
     """
     cols = _columns(cov, ks)
     t = _t32(cov, threshold)
-    found = cov.lead[:, cols] >= t
-    return np.where(found, cov.lead_rank[:, cols].astype(np.float64), np.nan)
+    found = cov.lead[cols] >= t
+    return np.where(found, cov.lead_rank[cols].astype(np.float64), np.nan).T
 
 
 def mean_found(values: Floats) -> Floats:
@@ -281,7 +295,7 @@ def covers(
     k are False. threshold None: the Coverage's threshold, or DEFAULT_THRESHOLD.
     """
     if isinstance(scores, Coverage):
-        labels = scores.chunk_max >= _t32(scores, threshold)
+        labels = (scores.chunk_max >= _t32(scores, threshold)).T
     else:
         s = np.asarray(scores, dtype=np.float32)
         if s.ndim != 3:
@@ -297,47 +311,73 @@ def covers(
     return labels
 
 
+@dataclass(frozen=True, slots=True)
+class _Sorted:
+    """Sorted per-cut-off values a threshold sweep binary-searches (cached per Coverage, k)."""
+
+    by_width: tuple[tuple[int, NDArray[np.float32]], ...]  # (n_spans, sorted span bests)
+    worst: NDArray[np.float32]  # sorted per-query minimum over its spans
+    lead: NDArray[np.float32]  # sorted best chunk score
+    rank_tail: Floats  # rank_tail[i]: sum of the lead ranks of sorted entries i..end
+
+
+_SWEEP_CACHE: WeakKeyDictionary[Coverage, dict[int, _Sorted]] = WeakKeyDictionary()
+
+
+def _sorted_at(cov: Coverage, col: int) -> _Sorted:
+    cache = _SWEEP_CACHE.setdefault(cov, {})
+    if col not in cache:
+        span_best = cov.best[:, col]  # (S, n)
+        groups = []
+        for width in np.unique(cov.n_spans).tolist():
+            rows = cov.n_spans == width
+            groups.append((int(width), np.sort(span_best[:width, rows], axis=None)))
+        worst = np.sort(np.fmin.reduce(span_best, axis=0)) if span_best.size else \
+            np.zeros(cov.n_queries, np.float32)
+        lead = cov.lead[col]
+        order = np.argsort(lead, kind="stable")
+        ranks = cov.lead_rank[col, order].astype(np.float64)
+        tail = np.concatenate((np.cumsum(ranks[::-1])[::-1], [0.0]))
+        cache[col] = _Sorted(tuple(groups), worst, lead[order], tail)
+    return cache[col]
+
+
 def threshold_sweep(
     cov: Coverage, thresholds: ArrayLike, k: int | None = None
 ) -> dict[str, Floats]:
     """Every threshold-dependent run value at cut-off k for many thresholds at once.
 
-    Sorts each span's best score once, then answers every threshold with a binary search:
-    {"EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "BestRank"} -> (n_thresholds,).
+    Sorts the best score of every span once (cached per Coverage and k), then answers each
+    threshold with binary searches: {"EvidenceRecall", "PerQueryCoverage", "FullCoverageRate",
+    "BestRank"} -> one value per threshold, as summarise() would give at that threshold.
     """
     ts = np.asarray(thresholds, dtype=np.float64)
     if ts.ndim != 1 or not np.all(np.isfinite(ts)):
         raise UsageError("thresholds must be a 1-D list of finite numbers")
     t32 = ts.astype(np.float32)
-    col = int(_columns(cov, [k])[0]) if k is not None else cov.depth - 1  # type: ignore[index]
+    col = cov.depth - 1 if k is None else int(_columns(cov, [k])[0])  # type: ignore[index]
     n = cov.n_queries
-    span_best = cov.best[:, col, :]
-    exists = ~np.isnan(span_best)
-    values = span_best[exists]
-    order = np.argsort(values, kind="stable")
-    values = values[order]
-    weights = np.broadcast_to((1.0 / np.maximum(cov.n_spans, 1))[:, None], exists.shape)[exists]
-    tail_weight = np.concatenate((np.cumsum(weights[order][::-1])[::-1], [0.0]))
-    at = np.searchsorted(values, t32, side="left")  # spans below each threshold
-
-    worst = np.sort(np.fmin.reduce(np.where(exists, span_best, np.nan), axis=1)) if n else \
-        np.zeros(0, np.float32)
-    lead = cov.lead[:, col]
-    lead_order = np.argsort(lead, kind="stable")
-    lead_sorted = lead[lead_order]
-    rank_tail = np.concatenate(
-        (np.cumsum(cov.lead_rank[lead_order, col][::-1].astype(np.float64))[::-1], [0.0]))
-    lead_at = np.searchsorted(lead_sorted, t32, side="left")
-    found = n - lead_at
+    if n == 0:
+        nothing = np.full(ts.shape, np.nan)
+        return {name: nothing.copy() for name in
+                ("EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "BestRank")}
+    cached = _sorted_at(cov, col)
+    spans_hit = np.zeros(ts.shape, dtype=np.float64)
+    share_hit = np.zeros(ts.shape, dtype=np.float64)
+    for width, values in cached.by_width:  # a span of an m-span query weighs 1/m (macro)
+        hit = values.size - np.searchsorted(values, t32, side="left")
+        spans_hit += hit
+        share_hit += hit / width
+    below = np.searchsorted(cached.lead, t32, side="left")
+    found = n - below
     with np.errstate(invalid="ignore", divide="ignore"):
-        return {
-            "EvidenceRecall": (values.size - at) / values.size if values.size else
-            np.full(ts.shape, np.nan),
-            "PerQueryCoverage": tail_weight[at] / n if n else np.full(ts.shape, np.nan),
-            "FullCoverageRate": (n - np.searchsorted(worst, t32, side="left")) / n if n else
-            np.full(ts.shape, np.nan),
-            "BestRank": np.where(found > 0, rank_tail[lead_at] / np.maximum(found, 1), np.nan),
-        }
+        best_rank_mean = np.where(found > 0, cached.rank_tail[below] / np.maximum(found, 1), np.nan)
+    return {
+        "EvidenceRecall": spans_hit / int(cov.n_spans.sum()),
+        "PerQueryCoverage": share_hit / n,
+        "FullCoverageRate": (n - np.searchsorted(cached.worst, t32, side="left")) / n,
+        "BestRank": best_rank_mean,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,18 +397,21 @@ def summarise(
     t = cov.threshold if threshold is None else _check_threshold(threshold)
     cut = [int(k) for k in ks]
     covered, total = evidence_recall(cov, t, cut)
+    whole = [*cut, cov.depth]  # the threshold-free and rank metrics also over the whole list
+    context = _mean(context_coverage(cov, whole))
+    ranks = mean_found(best_rank(cov, t, whole))
     columns: dict[str, Floats] = {
         "EvidenceRecall": pool_recall(covered, total),
         "PerQueryCoverage": _mean(covered / total[:, None]),
         "FullCoverageRate": _mean((covered == total[:, None]).astype(np.float64)),
-        "ContextCoverage": _mean(context_coverage(cov, cut)),
-        "BestRank": mean_found(best_rank(cov, t, cut)),
+        "ContextCoverage": context[:-1],
+        "BestRank": ranks[:-1],
     }
     values: dict[str, float] = {}
     for name, column in columns.items():
         values.update({f"{name}@{k}": float(v) for k, v in zip(cut, column, strict=True)})
-    values["ContextCoverage"] = float(_mean(context_coverage(cov, [cov.depth]))[0])
-    values["BestRank"] = float(mean_found(best_rank(cov, t, [cov.depth]))[0])
+    values["ContextCoverage"] = float(context[-1])
+    values["BestRank"] = float(ranks[-1])
     return EvidenceSummary(values, t, cov.n_queries, cov.n_excluded)
 
 

@@ -7,8 +7,8 @@ scored" (no answer, no reference, no chunk text ...) and is left out of every me
 cases are in docs/metrics.md ("Answer metrics") and in each function's docstring.
 
 The metrics are registered in metrics.registry at import (family "generation", input
-AnswerInputs), so ``compute(["EM", "ROUGE_L"], AnswerInputs(...))`` works like ranking measures.
-ROUGE-L is written ROUGE_L: the registry's measure names allow no hyphen.
+AnswerInputs), so ``compute(["EM", "ROUGE-L"], AnswerInputs(...))`` works like ranking measures.
+ROUGE-L is also accepted as ROUGE_L or RougeL.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ class GenerationMetric:
     score: Callable[..., float]
 
 
-#: Answer metrics by name, in display order (the registry, when present, lists these too).
+#: Answer metrics by name, in display order; each is also registered in metrics.registry below.
 GENERATION_METRICS: dict[str, GenerationMetric] = {
     m.name: m
     for m in (
@@ -236,7 +236,7 @@ GENERATION_METRICS: dict[str, GenerationMetric] = {
         ),
         GenerationMetric("TokenF1", "SQuAD token F1 vs the reference", "reference", True, token_f1),
         GenerationMetric(
-            "ROUGE_L", "LCS F1 (beta = 1) vs the reference", "reference", True, rouge_l
+            "ROUGE-L", "LCS F1 (beta = 1) vs the reference", "reference", True, rouge_l
         ),
         GenerationMetric(
             "AnswerRelevance", "token F1 of answer vs query", "query", True, answer_relevance
@@ -294,7 +294,7 @@ def generation_scores(
             norm = " ".join(pred)
             out["EM"][i] = float(any(norm == " ".join(g) for g in gold))
             out["TokenF1"][i] = max(_f1(pred, g) for g in gold)
-            out["ROUGE_L"][i] = max(_rouge_l(pred, g) for g in gold)
+            out["ROUGE-L"][i] = max(_rouge_l(pred, g) for g in gold)
         query = queries[i]
         if query is not None:
             out["AnswerRelevance"][i] = _f1(pred, tokens(query))
@@ -329,7 +329,7 @@ class AnswerInputs:
 
 
 def answer_inputs_from_queries(queries: Iterable[Query]) -> AnswerInputs:
-    """AnswerInputs from model Queries: a query absent from the run (retrieved None) has no chunks."""
+    """AnswerInputs from model Queries; a query absent from the run has chunk_texts None."""
     qs = list(queries)
     return AnswerInputs(
         answers=[q.answer for q in qs],
@@ -361,6 +361,6 @@ for _metric in GENERATION_METRICS.values():
             description=_metric.description,
             range=(0.0, 1.0),
             input=AnswerInputs,
-            aliases=("RougeL",) if _metric.name == "ROUGE_L" else (),
+            aliases=("ROUGE_L", "RougeL") if _metric.name == "ROUGE-L" else (),
         )
     )

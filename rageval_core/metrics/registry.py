@@ -55,6 +55,8 @@ class MeasureSpec:
     aggregate: Aggregate = "mean"
     #: the trec_eval measure it reproduces ("{k}" = the cut-off), None when it has none
     trec_eval: str | None = None
+    #: per-query weights of a weighted mean (a micro average), read from the same input
+    weight: Callable[[Any], NDArray[Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +92,7 @@ REGISTRY: dict[str, MeasureSpec] = {}
 ALIASES: dict[str, str] = {}
 
 _SYNTAX = re.compile(
-    r"^(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<params>[^()]*)\))?(?:@(?P<cutoff>[0-9]+))?$"
+    r"^(?P<name>[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)(?:\((?P<params>[^()]*)\))?(?:@(?P<cutoff>[0-9]+))?$"
 )
 #: trec_eval spellings people type, for the error message's hint only
 _TREC_EVAL_HINTS = {
@@ -185,12 +187,22 @@ def compute(measures: Iterable[str | Measure], *inputs: Any) -> dict[str, NDArra
     return results
 
 
-def aggregate(measure: str | Measure, values: NDArray[np.float64]) -> float:
-    """The run-level value: the mean over queries (NaN when there are none), or the sum for counts."""
+def aggregate(
+    measure: str | Measure, values: NDArray[np.float64], weights: NDArray[Any] | None = None
+) -> float:
+    """The run-level value over the scored (non-NaN) queries: the mean, weighted when the
+    measure has weights (EvidenceRecall pools spans: weight = the query's span count), or the
+    sum for counts; NaN when no query is scored."""
     spec = parse(measure).spec
+    values = np.asarray(values, dtype=np.float64)
+    scored = ~np.isnan(values)  # NaN = the query is not scored on this measure: left out
     if spec.aggregate == "sum":
-        return float(np.sum(values))
-    return float(np.mean(values)) if len(values) else math.nan
+        return float(np.sum(values[scored]))
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.float64)[scored]
+        total = float(w.sum())
+        return float(np.dot(values[scored], w) / total) if total > 0 else math.nan
+    return float(np.mean(values[scored])) if scored.any() else math.nan
 
 
 def _parse_params(

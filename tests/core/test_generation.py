@@ -254,7 +254,7 @@ def test_generation_scores_matches_single_functions() -> None:
         col = out[name]
         assert col.dtype == np.float64 and col.shape == (5,)
         other = {"reference": refs, "query": queries, "chunks": chunks}[metric.needs]
-        expected = [metric.score(a, o) for a, o in zip(answers, other)]
+        expected = [metric.score(a, o) for a, o in zip(answers, other, strict=True)]
         np.testing.assert_array_equal(col, np.array(expected, dtype=float), err_msg=name)
     assert np.isnan([out[n][1] for n in out]).all()  # no answer: nothing scored
     assert out["EM"][0] == 1.0 and out["EM"][3] == 1.0 and out["EM"][4] == 1.0
@@ -278,7 +278,7 @@ def test_scores_are_in_unit_interval(answer: str, reference: str, chunks: list[s
     if not math.isnan(out["SupportDensity"][0]):
         assert out["HallucinationRate"][0] == pytest.approx(1 - out["SupportDensity"][0])
     # ROUGE-L >= ... LCS <= multiset overlap, so ROUGE-L never exceeds token F1
-    assert out["ROUGE_L"][0] <= out["TokenF1"][0] + 1e-12
+    assert out["ROUGE-L"][0] <= out["TokenF1"][0] + 1e-12
 
 
 # --- registry -------------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ def test_registered_in_the_measure_registry() -> None:
         spec = registry.parse(name).spec
         assert spec.family == "generation" and spec.input is g.AnswerInputs
         assert str(registry.parse(name)) == name
-    assert str(registry.parse("RougeL")) == "ROUGE_L"
+    assert str(registry.parse("RougeL")) == "ROUGE-L"
     qs = [
         Query(
             "q1",

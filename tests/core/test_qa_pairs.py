@@ -188,3 +188,12 @@ def test_sniff_rejects_native_trec_and_the_other_formats(tmp_path: Path) -> None
     others += [DATA / "ragas" / name for name in ("rows.jsonl", "rows_ids.json", "rows.csv")]
     for path in [native, native_plain, trec, qrels, *others]:
         assert qa_pairs.sniff(path, head(path)) is None, path.name
+
+
+def test_sniff_claims_results_keyed_by_id_whose_documents_have_content(tmp_path: Path) -> None:
+    results = tmp_path / "r.json"
+    results.write_text('[{"qa_pair_id": 1, "results": [{"id": "d", "content": "t"}]}]',
+                       encoding="utf-8")
+    assert qa_pairs.sniff(results, head(results)) == "retrieval"
+    queries = list(qa_pairs.read(results, PAIRS, ProblemLog()).queries)
+    assert queries[0].retrieved == (Chunk("d", "t"),)

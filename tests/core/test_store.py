@@ -13,6 +13,7 @@ import pytest
 
 from rageval_core.errors import InputError, NotFoundError, ProblemLog, StoreError, UsageError
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+from rageval_core.store.schema import MIGRATIONS
 from rageval_core.store import ImportResult, Store
 from rageval_core.store import store as store_module
 
@@ -68,7 +69,9 @@ def test_migrations_are_idempotent_and_data_survives_reopen(tmp_path: Path) -> N
     assert db.is_file()
     with Store(db) as s:
         with s.cursor() as cur:
-            assert cur.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+            versions = cur.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
+            # every migration applied exactly once, in order
+            assert versions == [(number,) for number, _ in MIGRATIONS]
         assert [r.name for r in s.runs()] == ["run-a"]
         assert list(s.iter_queries("run-a")) == make_queries()
 

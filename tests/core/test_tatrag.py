@@ -1,4 +1,4 @@
-"""The TAT-RAG reader (golden set + retrieval output), and the JSON helpers in formats/jsonarray.py."""
+"""The TAT-RAG reader (golden set + retrieval output), and the JSON helpers of jsonarray.py."""
 
 from __future__ import annotations
 
