@@ -1,29 +1,163 @@
-"""Every st.cache_* and session-state key of the dashboard lives here."""
+"""Every st.cache_* and session-state key of the dashboard lives here; pages only call these.
+
+Shareable state (run, k, threshold, scorer, normalisation, score cut-off, relevance) lives in
+the sidebar widgets, which are bound to the URL's query parameters (bind="query-params"), so a
+view is a link. Heavy objects (the Store, each run's arrays, reports) are cache_resource: they
+are shared read-only and never pickled.
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 
+from rageval_core.errors import RagevalError
+from rageval_core.evaluate import Report, Settings, evaluate
+from rageval_core.matching import SCORERS, Normalisation
+from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store
+
+# widget keys = query parameter names (short, stable: they appear in shared links)
+RUN, K, THRESHOLD, SCORER, PUNCT, ARTICLES, CUT_ON, CUT, RELEVANCE = (
+    "run", "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance",
+)
+#: session keys, namespaced by page
+VIEW = "app.view"
+SELECTED_QUERY = "queries.selected"
+
+SCORER_NAMES = tuple(SCORERS)
+
+
+@dataclass(frozen=True)
+class View:
+    """What the sidebar selected: a run and the settings every page evaluates it with."""
+
+    run: RunRecord
+    settings: Settings
 
 
 @st.cache_resource(show_spinner=False)
-def store(path: str | None = None) -> Store:
-    """One Store (one DuckDB connection) per store path for the whole server process."""
-    return Store(path or os.environ.get("RAGEVAL_DB") or None)
+def _store(path: str | None) -> Store:
+    return Store(path)
+
+
+def store() -> Store:
+    """One Store (one DuckDB connection) per store path ($RAGEVAL_DB) for the server process."""
+    return _store(os.environ.get("RAGEVAL_DB") or None)
 
 
 def runs() -> list[RunRecord]:
     return store().runs()
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def run_data(run_id: int, content_hash: str, db: str | None = None) -> RunData:
+    """A run's arrays, loaded once (content_hash in the key: a re-imported run reloads)."""
+    return load_run_data(store(), run_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _report(run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...],
+            metrics: tuple[str, ...] | None, by: str | None) -> Report:
+    settings = settings_from_key(settings_key)
+    return evaluate(run_data(run_id, content_hash, db), list(metrics) if metrics else None,
+                    store=store(), settings=settings, by=by)
+
+
+def report(view: View, metrics: tuple[str, ...] | None = None, by: str | None = None) -> Report:
+    """The core's report for the current view (cached per run, settings, metrics and tag)."""
+    return _report(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings),
+                   metrics, by)
+
+
+def data(view: View) -> RunData:
+    """The current run's arrays (cached)."""
+    return run_data(view.run.run_id, view.run.content_hash, _db())
+
+
+def _db() -> str | None:
+    # part of every cache key: tests (and a user) may point the same server at another store
+    return os.environ.get("RAGEVAL_DB") or None
+
+
+def view() -> View | None:
+    """The sidebar's current selection (set by app.py before the page runs)."""
+    return st.session_state.get(VIEW)
+
+
+def require_view() -> View:
+    """The current view, or a clear message and a stop when there is no run to show."""
+    current = view()
+    if current is None:
+        st.info("No runs yet. Import one on the **Runs** page or with `rageval import FILE` "
+                "(`make run` imports the sample runs).")
+        st.stop()
+    return current
+
+
+def settings_key(s: Settings) -> tuple[Any, ...]:
+    return (s.k, s.threshold, s.scorer, s.norm.strip_punct, s.norm.strip_articles, s.relevance,
+            s.score_threshold, s.rel_level, s.complete)
+
+
+def settings_from_key(key: tuple[Any, ...]) -> Settings:
+    k, threshold, scorer, punct, articles, relevance, cut, rel_level, complete = key
+    return Settings(k=k, threshold=threshold, scorer=scorer,
+                    norm=Normalisation(strip_punct=punct, strip_articles=articles),
+                    relevance=relevance, score_threshold=cut, rel_level=rel_level, complete=complete)
+
+
 def clear_caches() -> None:
     """After an import, rename or delete: derived results must be recomputed."""
     st.cache_data.clear()
+    _report.clear()
+    run_data.clear()
 
 
-def get(key: str, default: Any = None) -> Any:
-    return st.session_state.get(key, default)
+def sidebar() -> View | None:
+    """The shared controls; None (with a message on the page) when there is no run yet."""
+    try:
+        all_runs = runs()
+    except RagevalError as e:
+        st.error(f"The store cannot be read: {e}")
+        return None
+    if not all_runs:
+        return None
+    by_name = {r.name: r for r in all_runs}
+    sb = st.sidebar
+    if st.session_state.get(RUN) not in by_name:
+        st.session_state[RUN] = all_runs[0].name
+    name = sb.selectbox("Run", list(by_name), key=RUN, bind="query-params")
+    run = by_name[name]
+    depth = max(run.max_depth, 1)
+    if st.session_state.get(K, 0) > depth:  # another run may be shallower than the last
+        st.session_state[K] = depth
+    k = sb.slider("k (cut-off)", 1, depth, min(10, depth), key=K, bind="query-params")
+    threshold = sb.slider("Fuzzy threshold", 0.0, 1.0, 0.7, 0.01, key=THRESHOLD,
+                          bind="query-params",
+                          help="a chunk covers a gold span when their match score is at least this")
+    modes = [m for m, ok in (("ids", run.has_qrels), ("evidence", run.has_evidence)) if ok]
+    relevance = None
+    if modes:
+        relevance = sb.radio("Relevance", modes, key=RELEVANCE, bind="query-params",
+                             horizontal=True,
+                             help="ids: the run's qrels; evidence: a chunk is relevant when it "
+                                  "covers a gold span at the threshold")
+    with sb.expander("Matching and cut-off"):
+        scorer = st.selectbox("Scorer", SCORER_NAMES, key=SCORER, bind="query-params")
+        punct = st.checkbox("Strip punctuation", key=PUNCT, bind="query-params")
+        articles = st.checkbox("Strip articles (a, an, the)", key=ARTICLES, bind="query-params")
+        cut_on = st.checkbox("Drop chunks below a retriever score", key=CUT_ON, bind="query-params")
+        cut = None
+        if cut_on:
+            cut = st.number_input("Retriever score cut-off", value=0.0, step=0.05, key=CUT,
+                                  bind="query-params")
+    settings = Settings(
+        k=int(k), threshold=round(float(threshold), 2), scorer=scorer,
+        norm=Normalisation(strip_punct=punct, strip_articles=articles),
+        relevance=relevance, score_threshold=None if cut is None else float(cut),
+    )
+    return View(run=run, settings=settings)

@@ -41,9 +41,10 @@ from rageval_core.errors import UsageError
 #: rules are never reused.
 NORMALISATION_VERSION = 1
 
-#: Below this many pairs needing Python-level scoring, a process pool costs more than it saves
-#: (spawning a worker and importing numpy + rapidfuzz takes ~0.3-0.5 s).
-POOL_MIN_PAIRS = 20_000
+#: Below this many pairs needing Python-level scoring (alignment, difflib) everything runs
+#: in-process: a pool's start (~0.3 s the first time, see _context) would cost more than it
+#: saves (~30 us per pair on two cores).
+POOL_MIN_PAIRS = 10_000
 
 #: Distinct chunk text handled per block (characters): bounds the offset maps held in memory.
 BLOCK_CHARS = 16_000_000
@@ -364,8 +365,23 @@ def _run_packed(args: tuple[str, list[str], list[str]]) -> tuple[
     return _run_batch(*args)
 
 
+@functools.cache
+def _context() -> multiprocessing.context.BaseContext:
+    """forkserver where it exists (POSIX), else spawn; never plain fork.
+
+    Forking a process that runs threads (DuckDB, Streamlit) can deadlock the child. The fork
+    server starts once per process (~0.3 s) with this module preloaded, after which a pool
+    of workers starts in ~20 ms; spawn pays the interpreter start and imports every time.
+    """
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
 class _Pool:
-    """A process pool started on first need (spawn: safe next to DuckDB/Streamlit threads)."""
+    """A process pool started on first need and closed by the caller."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -378,8 +394,7 @@ class _Pool:
         if self.workers <= 1 or n < POOL_MIN_PAIRS:
             return _run_batch(kind, evidence, chunks)
         if self._executor is None:
-            context = multiprocessing.get_context("spawn")
-            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context())
         size = max(500, math.ceil(n / (self.workers * 8)))  # small batches balance the load
         batches = ((kind, evidence[i : i + size], chunks[i : i + size]) for i in range(0, n, size))
         parts = list(self._executor.map(_run_packed, batches))

@@ -1,0 +1,10 @@
+"""latency page (placeholder until its issue lands)."""
+
+import streamlit as st
+
+from dashboard import state
+
+view = state.require_view()
+st.title("latency")
+report = state.report(view)
+st.write({k: v for k, v in report.metrics.items()})
