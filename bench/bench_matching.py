@@ -162,8 +162,9 @@ def bench_matching(args: argparse.Namespace) -> None:
         d = difflib_per_pair(ev_all, ch_all, sample, args.repeats)
         sub_pe, sub_pc = pe[subset], pc[subset]
 
-        def partial(workers: int, min_align: float = 0.0) -> Callable[[], Any]:
-            return lambda: score_pairs(evidence, chunks, sub_pe, sub_pc, scorer="partial",
+        def partial(workers: int, min_align: float = 0.0, pe_: Any = sub_pe,
+                    pc_: Any = sub_pc) -> Callable[[], Any]:
+            return lambda: score_pairs(evidence, chunks, pe_, pc_, scorer="partial",
                                        workers=workers, min_align_score=min_align)
 
         score_pairs(evidence[:5], chunks[:5], [0], [0])  # warm the character tables
@@ -181,8 +182,8 @@ def bench_matching(args: argparse.Namespace) -> None:
         rows.append((label, d / p_all))
         if label.startswith("retrieval"):
             for scorer in ("ratio", "token_set", "levenshtein"):
-                t = median_time(lambda s=scorer: score_pairs(  # type: ignore[misc]
-                    evidence, chunks, sub_pe, sub_pc, scorer=s), args.repeats) / subset.size
+                t = median_time(lambda s=scorer, a=sub_pe, b=sub_pc: score_pairs(  # type: ignore[misc]
+                    evidence, chunks, a, b, scorer=s), args.repeats) / subset.size
                 print(f"  {scorer:<12} workers=all            {t * 1e6:9.1f} us/pair"
                       f"   {d / t:5.1f}x")
     print("\nratio difflib / partial (workers=all): "

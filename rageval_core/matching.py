@@ -350,6 +350,9 @@ def _run_batch(kind: str, evidence: list[str], chunks: list[str]) -> tuple[
         align = fuzz.partial_ratio_alignment
         for i, (e, c) in enumerate(zip(evidence, chunks, strict=True)):
             a = align(e, c)
+            if a is None:  # only with a score_cutoff, which is not given: typing's sake
+                scores[i] = 0.0
+                continue
             scores[i] = a.score / 100.0
             starts[i], ends[i] = a.dest_start, a.dest_end
     else:

@@ -39,7 +39,7 @@ _RUN_COLUMNS = (
 #: The runs columns that describe content, not provenance (run_id, sources, imported_at differ
 #: between two stores holding the same run).
 _RUN_CONTENT_COLUMNS = (
-    "name, content_hash, format, created_at, description, settings, "
+    "name, content_hash, created_at, description, settings, "
     "price_prompt_per_1k, price_completion_per_1k, n_queries, n_chunks, max_depth"
 )
 #: Per batch of qidx, one SELECT per child table; each row starts with qidx (see build_queries).
@@ -321,8 +321,8 @@ class Store:
     def table_rows(self, ref: RunRef) -> dict[str, list[tuple[Any, ...]]]:
         """Every table's rows for the run, without run_id, sorted; "runs" keeps content columns.
 
-        sources and imported_at are left out of "runs" so two stores holding the same content
-        compare equal.
+        Provenance (format, sources, imported_at) is left out of "runs", so two stores holding
+        the same content compare equal, whatever format it first came in.
         """
         with self._cursor() as cur:
             run_id = self._resolve(cur, ref)

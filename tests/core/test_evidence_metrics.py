@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -284,7 +285,7 @@ def test_recall_monotone_in_k_and_threshold(run, thresholds: list[float]) -> Non
             assert np.all(np.diff(recall) >= 0)
             assert np.all((recall >= 0) & (recall <= 1))
         by_t.append(covered)
-    for low, high in zip(by_t, by_t[1:], strict=False):
+    for low, high in itertools.pairwise(by_t):
         assert np.all(high <= low)  # non-increasing in the threshold
     sweep = ev.threshold_sweep(cov, thresholds)
     for name in ("EvidenceRecall", "PerQueryCoverage", "FullCoverageRate"):

@@ -1,0 +1,48 @@
+"""AppTest fixtures: a store with the three sample runs, and the app pointed at it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "dashboard" / "app.py"
+
+
+@pytest.fixture(scope="session")
+def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store file holding the three sample runs (imported with the real CLI)."""
+    db = tmp_path_factory.mktemp("dash") / "rageval.duckdb"
+    samples = sorted(str(p) for p in (REPO / "sample_runs").glob("*.jsonl"))
+    assert len(samples) == 3, "sample_runs/ must hold the three sample runs"
+    subprocess.run(
+        [sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import", *samples],
+        check=True, capture_output=True,
+    )
+    return db
+
+
+@pytest.fixture()
+def make_app(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., AppTest]]:
+    """make_app(page=None, db=None, **query_params) -> an AppTest that has run once.
+
+    page: a file under dashboard/app_pages (e.g. "queries.py"); query params preset the sidebar.
+    """
+
+    def make(page: str | None = None, db: Path | None = None, **params: str) -> AppTest:
+        monkeypatch.setenv("RAGEVAL_DB", str(db or app_db))
+        at = AppTest.from_file(str(APP), default_timeout=120)
+        for key, value in params.items():
+            at.query_params[key] = value
+        at.run()
+        if page is not None:
+            at.switch_page(f"app_pages/{page}")
+            at.run()
+        return at
+
+    yield make

@@ -1,0 +1,25 @@
+"""Every page renders on every sample run without an exception."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGES = ["overview.py", "queries.py", "threshold.py", "latency.py", "runs.py"]
+RUNS = ["bm25", "tfidf_char", "hybrid_rerank"]
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders(make_app: Callable[..., AppTest], page: str, run: str) -> None:
+    at = make_app(page, run=run)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.selectbox(key="run").value == run
+
+
+def test_empty_store_shows_a_message(make_app: Callable[..., AppTest], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    at = make_app(db=tmp_path / "empty.duckdb")
+    assert not at.exception
+    assert any("No runs yet" in i.value for i in at.info)
