@@ -161,3 +161,100 @@ def sidebar() -> View | None:
         relevance=relevance, score_threshold=None if cut is None else float(cut),
     )
     return View(run=run, settings=settings)
+
+
+# --- latency ---
+from rageval_core.opsview import QueryOps  # noqa: E402
+from rageval_core.opsview import query_ops as _make_query_ops  # noqa: E402
+
+LATENCY_METRIC, LATENCY_TAG, LATENCY_BY = "latency.metric", "latency.tag", "latency.by"
+LATENCY_LOG_X, LATENCY_DIST = "latency.log_x", "latency.dist"
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _query_ops(run_id: int, content_hash: str, db: str | None) -> QueryOps:
+    return _make_query_ops(run_data(run_id, content_hash, db))
+
+
+def query_ops(view: View) -> QueryOps:
+    """Per-query latency, tokens and cost of the current run, aligned with report(view)."""
+    return _query_ops(view.run.run_id, view.run.content_hash, _db())
+
+
+# --- queries ---
+from rageval_core import drilldown as _drilldown  # noqa: E402
+
+QUERIES_FAILING, QUERIES_TAG, QUERIES_TAG_VALUES = "queries.failing", "queries.tag", "queries.tag_values"
+QUERIES_SEARCH, QUERIES_SORT, QUERIES_TABLE = "queries.search", "queries.sort", "queries.table"
+#: the table selection last acted on (a new one opens its query) and the "q" last mirrored to the URL
+QUERIES_SEEN_ROWS, QUERIES_MIRRORED = "queries.seen_rows", "queries.mirrored"
+QUERY_PARAM = "q"
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _query_texts(run_id: int, content_hash: str, db: str | None) -> Any:
+    return _drilldown.query_texts(store(), run_data(run_id, content_hash, db))
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _query_table(run_id: int, content_hash: str, db: str | None,
+                 settings_key: tuple[Any, ...]) -> _drilldown.QueryTable:
+    current = View(run=store().run(run_id), settings=settings_from_key(settings_key))
+    return _drilldown.query_table(report(current), run_data(run_id, content_hash, db),
+                                  _query_texts(run_id, content_hash, db))
+
+
+def query_table(view: View) -> _drilldown.QueryTable:
+    """The per-query table of the current view (cached per run and settings)."""
+    return _query_table(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings))
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def _query_detail(run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...],
+                  qidx: int) -> _drilldown.QueryDetail:
+    return _drilldown.query_detail(store(), run_data(run_id, content_hash, db), qidx,
+                                   settings_from_key(settings_key))
+
+
+def query_detail(view: View, qidx: int) -> _drilldown.QueryDetail:
+    """One query's drilldown at the current settings (cached)."""
+    return _query_detail(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings),
+                         qidx)
+
+
+# --- threshold ---
+from rageval_core import tuning  # noqa: E402
+
+TUNING_BAND, TUNING_PAGE, TUNING_HIDE = "threshold.band", "threshold.page", "threshold.hide_labelled"
+#: borderline pairs fetched per setting (the page shows them a few at a time)
+TUNING_LIMIT = 200
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _borderline(run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...],
+                band: float, limit: int) -> list[tuning.BorderlinePair]:
+    return tuning.borderline_pairs(store(), run_data(run_id, content_hash, db),
+                                   settings_from_key(settings_key), band=band, limit=limit)
+
+
+def borderline(view: View, band: float, limit: int = TUNING_LIMIT) -> list[tuning.BorderlinePair]:
+    """The pairs near the view's threshold (cached per run, settings and band; labels are not)."""
+    return _borderline(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings),
+                       round(float(band), 4), limit)
+
+
+def pair_labels(view: View) -> tuning.Labels:
+    """The run's labels for the view's scorer and normalisation (read fresh: they change here)."""
+    return tuning.labels(store(), view.run.run_id, view.settings.scorer, view.settings.norm)
+
+
+def label_pair(view: View, key: tuple[int, int, int], label: bool | None) -> None:
+    """on_click of a pair's "match" / "no match" button: store the person's verdict."""
+    qidx, rank, eidx = key
+    tuning.set_label(store(), view.run.run_id, qidx, rank, eidx, view.settings.scorer,
+                     view.settings.norm, label)
+
+
+def use_threshold(value: float) -> None:
+    """on_click of "use it": callbacks run before the rerun, so the sidebar slider shows value."""
+    st.session_state[THRESHOLD] = round(float(value), 2)

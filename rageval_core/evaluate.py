@@ -343,8 +343,9 @@ def _evaluate(store: Store, data: RunData, metrics: Sequence[str] | None, s: Set
         data_in, rows = inputs[family]
         values = registry.compute([m], data_in)[str(m)]
         per_query[str(m)] = scatter(values, rows)
-        if m.spec.weight is not None:
-            weights[str(m)] = scatter(np.asarray(m.spec.weight(data_in), dtype=np.float64), rows)
+        w = registry.weights_of(m, data_in)
+        if w is not None:
+            weights[str(m)] = scatter(w, rows)
 
     run_values = {name: _aggregate(name, col, weights.get(name)) for name, col in per_query.items()}
     report_ops = ops_summary(data)

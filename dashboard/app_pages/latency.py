@@ -1,10 +1,157 @@
-"""latency page (placeholder until its issue lands)."""
+"""Latency & cost: per-stage percentiles and distributions, tokens, cost, latency against quality."""
 
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from dashboard import state
+from dashboard.components import figures_ops as fo
+from rageval_core import ops
+from rageval_core.errors import RagevalError
+from rageval_core.opsview import scatter_points
 
+MS = st.column_config.NumberColumn(format="%.1f")
+NO_TAG_CHOICE = "(no colour)"
+
+
+def download_csv(frame: pd.DataFrame, name: str, key: str) -> None:
+    st.download_button("Download CSV", frame.to_csv(index=False).encode("utf-8"),
+                       file_name=f"{name}.csv", mime="text/csv", key=key,
+                       icon=":material/download:")
+
+
+def keep_choice(key: str, options: list[str], default: str) -> None:
+    # a choice from another run or k (nDCG@10 -> nDCG@5) would make the widget raise
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default
+
+
+st.title("Latency & cost")
 view = state.require_view()
-st.title("latency")
-report = state.report(view)
-st.write({k: v for k, v in report.metrics.items()})
+run = view.run
+qops = state.query_ops(view)
+try:
+    report = state.report(view)
+except RagevalError as e:
+    st.error(f"This run cannot be evaluated at these settings: {e}")
+    st.stop()
+file_stem = f"run{run.run_id}"  # never the run name in a file name: it is user text
+
+# --- latency per stage ---
+st.header("Latency per stage", divider="gray")
+latency = report.ops["latency_ms"]
+if not qops.has_latency:
+    st.info("This run has no latency: its queries carry no `latency_ms` "
+            "(e.g. `{\"retrieval\": 12.5, \"total\": 480.0}`), so there are no percentiles to show.")
+else:
+    table = fo.percentile_frame(latency)
+    # stages differ by orders of magnitude (retrieval ms, generation s): log by default
+    log_scale = st.toggle("Log scale", value=True, key=state.LATENCY_LOG_X,
+                          help="the bars' ms axis and the distribution's ms axis")
+    st.plotly_chart(fo.percentile_bars(table, log_y=log_scale), width="stretch",
+                    key="latency.bars")
+    st.caption("Milliseconds, over the queries that recorded each stage; percentiles are "
+               "numpy.percentile's (linear).")
+    st.dataframe(table, hide_index=True, width="stretch", key="latency.table",
+                 column_config={c: MS for c in fo.STAT_COLUMNS})
+    download_csv(table, f"{file_stem}_latency_percentiles", "latency.table.csv")
+
+    st.subheader("Distribution")
+    kind = st.radio("Show as", ["ECDF", "Histogram"], key=state.LATENCY_DIST, horizontal=True)
+    st.plotly_chart(fo.stage_distribution(qops.stages, log_x=log_scale, kind=kind.lower()),
+                    width="stretch", key="latency.dist.chart")
+
+# --- tokens and cost ---
+st.header("Tokens and cost", divider="gray")
+if not qops.has_tokens:
+    st.info("This run has no token counts: its queries carry no `tokens` "
+            "(e.g. `{\"prompt\": 1600, \"completion\": 40}`), so cost cannot be computed.")
+else:
+    tokens = report.ops["tokens"]
+    cost = report.ops["cost_usd"]
+    cols = st.columns(4)
+    cols[0].metric("Total cost", "—" if cost["total"] is None else f"${cost['total']:,.4f}")
+    cols[1].metric("Cost per query (mean)",
+                   "—" if cost["per_query"] is None else f"${cost['per_query']:,.6f}")
+    for col, kind_name in zip(cols[2:], ("prompt", "completion"), strict=True):
+        t = tokens.get(kind_name)
+        col.metric(f"{kind_name.capitalize()} tokens (mean)",
+                   "—" if t is None or t["mean"] is None else f"{t['mean']:,.1f}",
+                   help=None if t is None else f"total {t['total']:,.0f} over {t['count']} queries")
+    if cost["price_missing"]:
+        kinds = " and ".join(cost["price_missing"])
+        st.info(f"No price for {kinds} tokens: the run header has no `prices_per_1k` for them, "
+                "so cost is not computed (token counts are still shown).")
+    elif not np.isfinite(qops.cost_usd).any():
+        st.info("No query has a known cost.")
+    else:
+        st.plotly_chart(fo.cost_histogram(qops.cost_usd), width="stretch", key="latency.cost")
+        st.caption(f"{cost['n_queries_with_tokens']} queries with token counts; prices per 1K "
+                   f"tokens: prompt ${run.price_prompt_per_1k}, completion "
+                   f"${run.price_completion_per_1k}.")
+    token_table = fo.token_frame(tokens)
+    st.dataframe(token_table, hide_index=True, width="stretch", key="latency.tokens",
+                 column_config={"mean": MS})
+    download_csv(token_table, f"{file_stem}_tokens", "latency.tokens.csv")
+
+if qops.has_latency or qops.has_tokens:
+    with st.expander("Per-query latency, tokens and cost"):
+        per_query = fo.per_query_frame(qops.query_ids, qops.total_ms, qops.stages, qops.tokens,
+                                       qops.cost_usd)
+        st.dataframe(per_query, hide_index=True, width="stretch", key="latency.per_query")
+        c1, c2 = st.columns(2)
+        with c1:
+            download_csv(per_query, f"{file_stem}_per_query_ops", "latency.per_query.csv")
+        with c2:
+            records = ops.to_json_value(per_query.to_dict(orient="records"))
+            st.download_button("Download JSON", json.dumps(records, ensure_ascii=False).encode(),
+                               file_name=f"{file_stem}_per_query_ops.json",
+                               mime="application/json", key="latency.per_query.json",
+                               icon=":material/download:")
+
+# --- latency against quality ---
+st.header("Latency against quality", divider="gray")
+metric_names = list(report.per_query)
+tag_keys = sorted(run.tag_keys)
+if not qops.has_latency:
+    st.info("No latency recorded: there is nothing to plot against quality.")
+elif not metric_names:
+    st.info("No per-query metric: the run has no qrels, gold evidence or answers to score.")
+else:
+    preferred = next((m for m in metric_names if m.startswith("nDCG@")), metric_names[0])
+    keep_choice(state.LATENCY_METRIC, metric_names, preferred)
+    colour_options = [NO_TAG_CHOICE, *tag_keys]
+    keep_choice(state.LATENCY_TAG, colour_options, tag_keys[0] if tag_keys else NO_TAG_CHOICE)
+    c1, c2 = st.columns(2)
+    metric = c1.selectbox("Metric (y)", metric_names, key=state.LATENCY_METRIC)
+    colour = c2.selectbox("Colour by tag", colour_options, key=state.LATENCY_TAG)
+    tag = None if colour == NO_TAG_CHOICE else colour
+    points = scatter_points(qops.total_ms, report.per_query[metric],
+                            None if tag is None else state.data(view).tags.get(tag),
+                            report.query_ids)
+    st.plotly_chart(fo.latency_quality_scatter(points, metric, tag), width="stretch",
+                    key="latency.scatter")
+    notes = [f"{points.x_ms.size} queries at k = {view.settings.k}"]
+    if points.n_dropped:
+        notes.append(f"{points.n_dropped} left out (no latency, or not scored on {metric})")
+    if qops.n_total_summed:
+        notes.append(f"{qops.n_total_summed} without a `total` stage: their stages are summed")
+    st.caption("; ".join(notes) + ".")
+
+# --- percentiles by tag ---
+st.header("Latency by tag", divider="gray")
+if not qops.has_latency:
+    st.info("No latency recorded: there are no percentiles to break down.")
+elif not tag_keys:
+    st.info("This run's queries have no tags to break the latency down by.")
+else:
+    keep_choice(state.LATENCY_BY, tag_keys, tag_keys[0])
+    by_tag = st.selectbox("Tag", tag_keys, key=state.LATENCY_BY)
+    by_frame = fo.percentile_by_tag_frame(state.report(view, by=by_tag).by)
+    st.dataframe(by_frame, hide_index=True, width="stretch", key="latency.by_tag",
+                 column_config={c: MS for c in fo.STAT_COLUMNS})
+    download_csv(by_frame, f"{file_stem}_latency_by_tag", "latency.by_tag.csv")

@@ -1,10 +1,176 @@
-"""queries page (placeholder until its issue lands)."""
+"""Queries: the per-query table with filters and downloads, and one query's drilldown below it."""
+
+from __future__ import annotations
 
 import streamlit as st
 
 from dashboard import state
+from dashboard.components import figures_queries as fq
+from dashboard.components.highlight import chunk_card, text_block
+from rageval_core import drilldown as dd
+from rageval_core.errors import RagevalError
+
+ANY_TAG = "(any tag)"
 
 view = state.require_view()
-st.title("queries")
-report = state.report(view)
-st.write({k: v for k, v in report.metrics.items()})
+st.title("Queries")
+try:
+    table = state.query_table(view)
+except RagevalError as e:
+    st.info(f"The per-query table cannot be computed for this run and settings: {e}")
+    st.stop()
+data = state.data(view)
+k = view.settings.k
+
+# --- filters -------------------------------------------------------------------------------
+ss = st.session_state
+tag_keys = sorted(table.tags)
+if ss.get(state.QUERIES_TAG) not in [ANY_TAG, *tag_keys]:
+    ss[state.QUERIES_TAG] = ANY_TAG
+sorts = dd.sort_options(table)
+if ss.get(state.QUERIES_SORT) not in sorts:  # k moved: the metric names changed with it
+    ss[state.QUERIES_SORT] = dd.WORST_FIRST
+
+c1, c2, c3, c4, c5 = st.columns([1.1, 1.2, 2, 2, 1.6], vertical_alignment="bottom")
+failing_only = c1.toggle("Failing only", key=state.QUERIES_FAILING,
+                         help=f"not every gold span covered in the top {k}, or (ids mode) nothing "
+                              f"relevant in the top {k}")
+tag = c2.selectbox("Tag", [ANY_TAG, *tag_keys], key=state.QUERIES_TAG,
+                   on_change=lambda: ss.pop(state.QUERIES_TAG_VALUES, None))
+values: list[str] = []
+if tag != ANY_TAG:
+    options = dd.tag_values(table, tag)
+    ss[state.QUERIES_TAG_VALUES] = [v for v in ss.get(state.QUERIES_TAG_VALUES, []) if v in options]
+    values = c3.multiselect("Values", options, key=state.QUERIES_TAG_VALUES, placeholder="all values")
+else:
+    c3.multiselect("Values", [], disabled=True, placeholder="pick a tag first")
+search = c4.text_input("Search id or query text", key=state.QUERIES_SEARCH,
+                       placeholder="plain text, case-insensitive")
+sort_by = c5.selectbox("Sort by", sorts, key=state.QUERIES_SORT)
+
+mask = dd.filter_rows(table, failing_only=failing_only, tag=None if tag == ANY_TAG else tag,
+                      tag_values=values, text=search or "")
+order = dd.sort_rows(table, mask, sort_by)
+frame = fq.table_frame(table, order)
+st.caption(f"{order.size} of {table.n_queries} queries shown · {int(table.failing.sum())} failing "
+           f"at k = {k} · click a row to open it below")
+
+# --- the table -------------------------------------------------------------------------------
+metric_cols = {name: st.column_config.NumberColumn(name, format="%.3f") for name in table.metrics}
+event = st.dataframe(
+    frame, key=state.QUERIES_TABLE, on_select="rerun", selection_mode="single-row",
+    hide_index=True, width="stretch", height=360,
+    column_config={
+        **metric_cols,
+        dd.QUERY: st.column_config.TextColumn("query", width="large"),
+        dd.LATENCY: st.column_config.NumberColumn("total ms", format="%.1f"),
+        dd.FAILING: st.column_config.CheckboxColumn("failing"),
+    },
+)
+rows = list(event.selection.rows) if event is not None else []
+if rows != ss.get(state.QUERIES_SEEN_ROWS, []):  # a new click (not a selection left from before)
+    ss[state.QUERIES_SEEN_ROWS] = rows
+    if rows and rows[0] < order.size:
+        ss[state.SELECTED_QUERY] = str(table.query_ids[order[rows[0]]])
+
+d1, d2, _ = st.columns([1, 1, 4])
+meta = {"run": view.run.name, "settings": table_settings} if (
+    table_settings := state.report(view).settings) else {"run": view.run.name}
+d1.download_button("Download CSV", fq.table_csv(frame), file_name=f"{view.run.name}_queries.csv",
+                   mime="text/csv", on_click="ignore", key="queries.csv")
+d2.download_button("Download JSON", fq.table_json(table, order, meta),
+                   file_name=f"{view.run.name}_queries.json", mime="application/json",
+                   on_click="ignore", key="queries.json")
+
+# --- which query is open: a table click, prev/next, or a link with ?q=<query_id> -------------
+link = st.query_params.get(state.QUERY_PARAM)
+if link is not None and link != ss.get(state.QUERIES_MIRRORED):
+    ss[state.SELECTED_QUERY] = link
+selected = ss.get(state.SELECTED_QUERY)
+ss[state.QUERIES_MIRRORED] = selected
+if selected is None:
+    st.query_params.pop(state.QUERY_PARAM, None)
+    st.info("Select a row of the table to open that query: its gold spans, its ranked chunks "
+            "with the matched text highlighted, and the evidence × chunk scores.")
+    st.stop()
+st.query_params[state.QUERY_PARAM] = selected
+qidx = dd.qidx_of(data, selected)
+st.divider()
+if qidx is None:
+    st.info("The selected query is not in this run. Pick another row.")
+    st.stop()
+
+
+def _open(query_id: str) -> None:
+    ss[state.SELECTED_QUERY] = query_id
+
+
+# --- the drilldown ---------------------------------------------------------------------------
+detail = state.query_detail(view, qidx)
+prev, nxt = dd.neighbours(table.failing, qidx)
+h1, h2, h3 = st.columns([4, 1, 1], vertical_alignment="bottom")
+h1.subheader("Drilldown")
+h2.button("◀ Previous failing", key="queries.prev", disabled=prev is None, width="stretch",
+          on_click=_open, args=(str(table.query_ids[prev]) if prev is not None else "",))
+h3.button("Next failing ▶", key="queries.next", disabled=nxt is None, width="stretch",
+          on_click=_open, args=(str(table.query_ids[nxt]) if nxt is not None else "",))
+st.markdown(text_block(f"Query {detail.query_id}", detail.query), unsafe_allow_html=True)
+
+status = []
+if table.fail_coverage[qidx]:
+    status.append(f"not every gold span is covered in the top {k}")
+if table.fail_hit[qidx]:
+    status.append(f"nothing relevant in the top {k}")
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Status", "failing" if status else "ok", help="; ".join(status) or None)
+m2.metric(f"Spans covered in top {k}",
+          f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—")
+m3.metric("Chunks retrieved", len(detail.chunks),
+          help=f"{detail.n_dropped} dropped by the score cut-off" if detail.n_dropped else None)
+m4.metric("Total latency (ms)", "—" if table.total_ms[qidx] != table.total_ms[qidx]
+          else f"{table.total_ms[qidx]:.1f}")
+if detail.answer is not None or detail.reference_answer is not None:
+    with st.expander("Answer and reference answer"):
+        st.markdown(text_block("Answer", detail.answer) + text_block("Reference answer",
+                    detail.reference_answer), unsafe_allow_html=True)
+
+st.markdown("**Gold evidence spans**")
+if not data.run.has_evidence:
+    st.info("This run has no gold evidence spans: coverage and highlights need them.")
+elif not detail.spans:
+    st.info("This query has no gold evidence spans.")
+else:
+    st.dataframe(fq.spans_frame(detail), hide_index=True, width="stretch",
+                 column_config={"best_score@k": st.column_config.NumberColumn(format="%.3f"),
+                                "evidence": st.column_config.TextColumn(width="large")})
+if detail.has_qrels and detail.missed_relevant:
+    st.caption(f"{len(detail.missed_relevant)} relevant document(s) by the qrels are not in the "
+               f"top {k}:")
+    st.dataframe({"doc_id": list(detail.missed_relevant),
+                  "qrels": [detail.relevance[d] for d in detail.missed_relevant]}, hide_index=True)
+
+st.markdown(f"**Retrieved chunks** (top {k}, rank order; matched span highlighted)")
+if not detail.in_run:
+    st.info("This query is judged in the qrels but absent from the run: nothing was retrieved.")
+elif not detail.chunks:
+    st.info("Nothing was retrieved for this query"
+            + (" (every chunk is below the score cut-off)." if detail.n_dropped else "."))
+else:
+    def _card(c: dd.ChunkDetail) -> str:
+        header = fq.chunk_header(c.rank, c.original_rank, c.doc_id, c.score, c.label, c.relevant,
+                                 c.match_eidx, c.match_score, detail.threshold)
+        return chunk_card(header, c.text, c.match_start, c.match_end, c.covers,
+                          dimmed=not c.in_top_k)
+
+    top = [c for c in detail.chunks if c.in_top_k]
+    rest = [c for c in detail.chunks if not c.in_top_k]
+    st.markdown("".join(_card(c) for c in top), unsafe_allow_html=True)
+    if rest:
+        with st.expander(f"{len(rest)} more chunk(s) below k = {k}"):
+            st.markdown("".join(_card(c) for c in rest), unsafe_allow_html=True)
+    if detail.spans:
+        st.markdown("**Evidence × chunk scores** (dimmed: below the threshold "
+                    f"{detail.threshold:.2f})")
+        st.plotly_chart(fq.evidence_heatmap(detail.scores, detail.threshold, k,
+                                            [c.rank for c in detail.chunks]),
+                        width="stretch", key="queries.heatmap")

@@ -430,29 +430,26 @@ def _k(cov: Coverage, cutoff: int | None) -> list[int]:
     return [cov.depth if cutoff is None else cutoff]
 
 
-def _recall_share(cov: Coverage, cutoff: int | None, params: Mapping[str, Any]) -> Floats:
-    covered, total = evidence_recall(cov, params["threshold"], _k(cov, cutoff))
-    denominator = int(total.sum())
-    return covered[:, 0] / denominator if denominator else np.zeros(cov.n_queries)
-
-
 def _register(
-    name: str, fn: Any, description: str, aggregate: str = "mean", threshold: bool = True
+    name: str, fn: Any, description: str, threshold: bool = True,
+    value_range: tuple[float | None, float | None] = (0.0, 1.0), weight: Any = None,
 ) -> None:
     register(
         MeasureSpec(
             name=name, family="evidence", needs_cutoff=False, allows_cutoff=True, fn=fn,
-            description=description, range=(0.0, 1.0), input=Coverage, params=dict(_PARAMS) if threshold else {},
-            aggregate=aggregate,  # type: ignore[arg-type]
+            description=description, range=value_range, input=Coverage,
+            params=dict(_PARAMS) if threshold else {}, weight=weight,
         )
     )
 
 
 _register(
-    "EvidenceRecall", _recall_share,
-    "gold spans covered in the top k / all gold spans of the run (pooled, micro); the "
-    "per-query value is the query's share of that total, so the run value is their sum",
-    aggregate="sum")
+    "EvidenceRecall",
+    lambda c, k, p: per_query_coverage(c, p["threshold"], _k(c, k))[:, 0],
+    "gold spans covered in the top k / all gold spans, pooled over queries (micro): the "
+    "per-query value is the query's covered share, and the run value weighs each query by its "
+    "number of gold spans (so any subset, e.g. one tag value, pools its own spans)",
+    weight=lambda c: c.n_spans)
 _register(
     "PerQueryCoverage",
     lambda c, k, p: per_query_coverage(c, p["threshold"], _k(c, k))[:, 0],
@@ -466,3 +463,9 @@ _register(
     lambda c, k, p: context_coverage(c, _k(c, k))[:, 0],
     "mean over gold spans of the best match score in the top k (threshold-free)",
     threshold=False)
+_register(
+    "BestRank",
+    lambda c, k, p: best_rank(c, p["threshold"], _k(c, k))[:, 0],
+    "rank of the best-matching chunk when it reaches the threshold; the run value is the mean "
+    "over the queries where one is found (NaN = not found, left out)",
+    value_range=(1.0, None))

@@ -205,6 +205,12 @@ def aggregate(
     return float(np.mean(values[scored])) if scored.any() else math.nan
 
 
+def weights_of(measure: str | Measure, data: Any) -> NDArray[np.float64] | None:
+    """Per-query weights of the measure's run value for this input (None: a plain mean)."""
+    spec = parse(measure).spec
+    return None if spec.weight is None else np.asarray(spec.weight(data), dtype=np.float64)
+
+
 def _parse_params(
     spec: MeasureSpec, text: str | None, whole: str
 ) -> tuple[tuple[str, int | float], ...]:

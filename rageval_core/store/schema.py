@@ -119,14 +119,33 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             )""",
         ),
     ),
+    (
+        3,
+        (
+            # A person's verdict on one (gold span, chunk) pair: does the chunk contain the span?
+            # Keyed like pair_scores, so each label meets the score it was given against
+            # (rageval_core.tuning). Not recomputable, but deleted with its run.
+            """CREATE TABLE pair_labels (
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                rank INTEGER NOT NULL,
+                eidx INTEGER NOT NULL,
+                scorer VARCHAR NOT NULL,
+                norm VARCHAR NOT NULL,
+                label BOOLEAN NOT NULL,
+                labelled_at VARCHAR NOT NULL
+            )""",
+        ),
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 #: Tables holding one run's per-query rows, in the order a Query is rebuilt from them.
 QUERY_TABLES = ("queries", "chunks", "evidence", "qrels", "latency", "tokens", "tags")
-#: Tables derived from a run's rows (recomputable, deleted with the run).
-DERIVED_TABLES = ("scorings", "pair_scores")
+#: Tables derived from a run's rows (recomputable, deleted with the run), and the labels a
+#: person gave its pairs (not recomputable, but meaningless without the run).
+DERIVED_TABLES = ("scorings", "pair_scores", "pair_labels")
 #: Every table the store owns (for counts and deletes).
 ALL_TABLES = ("schema_version", "runs", *QUERY_TABLES, *DERIVED_TABLES)
 

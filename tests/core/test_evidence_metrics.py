@@ -14,6 +14,7 @@ from hypothesis.extra.numpy import arrays
 from rageval_core.errors import UsageError
 from rageval_core.metrics import aggregate, compute, parse
 from rageval_core.metrics import evidence as ev
+from rageval_core.metrics.registry import weights_of
 
 NAN = np.nan
 
@@ -179,19 +180,23 @@ def test_bad_input_is_a_usage_error() -> None:
 def test_registered_measures_agree_with_the_summary() -> None:
     cov = ev.prepare_coverage(*tiny())
     names = ["EvidenceRecall@2", "PerQueryCoverage@1", "FullCoverageRate@2", "ContextCoverage",
-             "PerQueryCoverage(threshold=0.65)@2"]
+             "BestRank", "BestRank@1", "PerQueryCoverage(threshold=0.65)@2"]
     per_query = compute(names, cov)
     summary = ev.summarise(cov, ks=(1, 2)).values
-    assert aggregate("EvidenceRecall@2", per_query["EvidenceRecall@2"]) == pytest.approx(
-        summary["EvidenceRecall@2"])
-    assert aggregate("PerQueryCoverage@1", per_query["PerQueryCoverage@1"]) == pytest.approx(
-        summary["PerQueryCoverage@1"])
-    assert aggregate("FullCoverageRate@2", per_query["FullCoverageRate@2"]) == pytest.approx(
-        summary["FullCoverageRate@2"])
-    assert aggregate("ContextCoverage", per_query["ContextCoverage"]) == pytest.approx(
-        summary["ContextCoverage"])
-    assert per_query["PerQueryCoverage(threshold=0.65)@2"].tolist() == pytest.approx(
-        [1, 0, 1])
+
+    def run_value(name: str, rows: slice | list[int] = slice(None)) -> float:
+        weights = weights_of(name, cov)
+        return aggregate(name, per_query[name][rows], None if weights is None else weights[rows])
+
+    for name in names[:-1]:
+        assert run_value(name) == pytest.approx(summary[name]), name
+    assert per_query["PerQueryCoverage(threshold=0.65)@2"].tolist() == pytest.approx([1, 0, 1])
+    assert np.isnan(per_query["BestRank"][1])  # nothing retrieved: left out of the mean
+    # EvidenceRecall pools spans within any subset of queries (weights = span counts).
+    covered, total = ev.evidence_recall(cov, ks=[2])
+    subset = [0, 2]
+    assert run_value("EvidenceRecall@2", subset) == pytest.approx(
+        ev.pool_recall(covered[subset], total[subset])[0])
     assert str(parse("EvidenceRecall(threshold=0.5)@10")) == "EvidenceRecall(threshold=0.5)@10"
     with pytest.raises(UsageError):
         parse("ContextCoverage(threshold=0.5)")  # threshold-free

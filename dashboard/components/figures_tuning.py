@@ -1,0 +1,170 @@
+"""Threshold tuning: figures (data -> plotly Figure), pair HTML and tables; no Streamlit calls.
+
+The pair cards are HTML built here from html.escape'd pieces only (the page renders them with
+unsafe_allow_html=True): chunk and gold-span texts are user text and must never become markup.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from numpy.typing import ArrayLike
+
+from rageval_core.tuning import Agreement, BorderlinePair, Labels
+
+COVERED, UNCOVERED = "#2171b5", "#bdbdbd"
+MATCH, NO_MATCH = "#2ca02c", "#d62728"
+CURVE_COLOURS = {"F1": "#08306b", "accuracy": "#f28e2b", "precision": "#6baed6", "recall": "#9467bd"}
+_LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "height": 360,
+                           "legend": {"orientation": "h", "y": -0.2}}
+
+
+# --- figures -------------------------------------------------------------------------------
+
+
+def span_histogram(
+    best: ArrayLike, threshold: float, delta: float = 0.05, bin_width: float = 0.02
+) -> go.Figure:
+    """Each gold span's best score, stacked covered / not covered, the threshold as a line.
+
+    Binned with numpy (bars, not a raw-value histogram: the browser gets ~50 numbers, not one
+    per span). Spans with no chunk in the top k (-inf) are counted in the title.
+    """
+    values = np.asarray(best, dtype=np.float32)
+    finite = values[np.isfinite(values)]
+    edges = np.linspace(0.0, 1.0, int(round(1.0 / bin_width)) + 1)
+    covered = finite >= np.float32(threshold)
+    centres = (edges[:-1] + edges[1:]) / 2
+    fig = go.Figure()
+    for mask, name, colour in ((~covered, "not covered", UNCOVERED), (covered, "covered", COVERED)):
+        counts, _ = np.histogram(np.clip(finite[mask], 0.0, 1.0), bins=edges)
+        fig.add_bar(x=centres, y=counts, width=bin_width, name=name, marker_color=colour,
+                    customdata=np.stack([edges[:-1], edges[1:]], axis=1),
+                    hovertemplate="best score %{customdata[0]:.2f}–%{customdata[1]:.2f}: "
+                                  "%{y} spans<extra>" + name + "</extra>")
+    lo, hi = max(threshold - delta, 0.0), min(threshold + delta, 1.0)
+    fig.add_vrect(x0=lo, x1=hi, fillcolor="#fdd0a2", opacity=0.35, line_width=0, layer="below")
+    fig.add_vline(x=threshold, line_color="#e6550d", line_width=2,
+                  annotation_text=f"threshold {threshold:.2f}", annotation_position="top left")
+    missing = int(values.size - finite.size)
+    title = f"Best score of each gold span ({finite.size:,} spans"
+    title += f"; {missing:,} with no chunk in the top k)" if missing else ")"
+    fig.update_layout(**_LAYOUT, barmode="stack", bargap=0.05, title=title,
+                      xaxis={"title": "best match score in the top k", "range": [0, 1.0]},
+                      yaxis={"title": "gold spans"})
+    return fig
+
+
+def agreement_figure(
+    curve: Agreement,
+    current: float,
+    suggested: float | None,
+    label_scores: ArrayLike = (),
+    label_values: ArrayLike = (),
+) -> go.Figure:
+    """F1, accuracy, precision and recall of each threshold against the labels, as lines.
+
+    The labelled pairs sit as ticks along the top (match) and bottom (no match) edges.
+    """
+    fig = go.Figure()
+    series = {"F1": curve.f1, "accuracy": curve.accuracy, "precision": curve.precision,
+              "recall": curve.recall}
+    for name, values in series.items():
+        fig.add_scatter(x=curve.thresholds, y=values, mode="lines", name=name,
+                        line={"color": CURVE_COLOURS[name], "width": 3 if name == "F1" else 1.5},
+                        hovertemplate="threshold %{x:.2f}: %{y:.3f}<extra>" + name + "</extra>")
+    scores = np.asarray(label_scores, dtype=np.float64)
+    values = np.asarray(label_values, dtype=bool)
+    for sel, y, name, colour in ((values, 1.06, "labelled match", MATCH),
+                                 (~values, -0.06, "labelled no match", NO_MATCH)):
+        if np.any(sel):
+            fig.add_scatter(x=scores[sel], y=np.full(int(sel.sum()), y), mode="markers", name=name,
+                            marker={"symbol": "line-ns-open", "size": 12, "color": colour},
+                            hovertemplate="score %{x:.3f}<extra>" + name + "</extra>")
+    fig.add_vline(x=current, line_color="#e6550d", line_dash="dash",
+                  annotation_text=f"current {current:.2f}", annotation_position="bottom left")
+    if suggested is not None:
+        fig.add_vline(x=suggested, line_color=MATCH, line_width=2,
+                      annotation_text=f"suggested {suggested:.2f}",
+                      annotation_position="top right")
+    fig.update_layout(**_LAYOUT, title="Agreement of each threshold with your labels",
+                      xaxis={"title": "threshold", "range": [0, 1.0]},
+                      yaxis={"range": [-0.12, 1.12]})
+    return fig
+
+
+# --- pair cards ----------------------------------------------------------------------------
+
+_BOX = ("border:1px solid rgba(128,128,128,0.35);border-radius:0.4rem;padding:0.5rem 0.7rem;"
+        "white-space:pre-wrap;word-break:break-word;font-size:0.9rem;line-height:1.45")
+_MARK = "background:#ffe08a;color:inherit;padding:0 1px;border-radius:2px"
+
+
+def pair_header_html(pair: BorderlinePair, label: bool | None) -> str:
+    """One line naming the pair: query id, rank, document, score, current label (escaped)."""
+    rank = f"rank {pair.rank}"
+    if pair.cut_rank != pair.rank:
+        rank += f" (rank {pair.cut_rank} after the score cut)"
+    verdict = {True: f'<b style="color:{MATCH}">labelled: match</b>',
+               False: f'<b style="color:{NO_MATCH}">labelled: no match</b>',
+               None: '<span style="opacity:0.6">not labelled</span>'}[label]
+    parts = [f"<b>{html.escape(pair.query_id)}</b>", html.escape(rank),
+             f"<code>{html.escape(pair.doc_id)}</code>", f"span {pair.eidx + 1}",
+             f"score <b>{pair.score:.3f}</b>", verdict]
+    query = f'<div style="opacity:0.75">{html.escape(pair.query)}</div>' if pair.query else ""
+    return f'<div>{" · ".join(parts)}</div>{query}'
+
+
+def evidence_html(pair: BorderlinePair) -> str:
+    """The gold span in a box (escaped)."""
+    return (f'<div style="font-size:0.8rem;opacity:0.7">gold span</div>'
+            f'<div style="{_BOX}">{html.escape(pair.evidence)}</div>')
+
+
+def window_html(pair: BorderlinePair) -> str:
+    """The chunk's matched window, <mark>ed, with its context (each piece escaped first)."""
+    before = ("…" if pair.clipped_before else "") + html.escape(pair.before)
+    after = html.escape(pair.after) + ("…" if pair.clipped_after else "")
+    mark = f'<mark style="{_MARK}">{html.escape(pair.window)}</mark>' if pair.window else ""
+    caption = "matched window in the chunk" if pair.window else "chunk (no window located)"
+    return (f'<div style="font-size:0.8rem;opacity:0.7">{caption}</div>'
+            f'<div style="{_BOX}">{before}{mark}{after}</div>')
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+def _verdict(label: bool | None) -> str:
+    return "" if label is None else ("match" if label else "no match")
+
+
+def borderline_frame(
+    pairs: Sequence[BorderlinePair], lookup: Mapping[tuple[int, int, int], bool]
+) -> pd.DataFrame:
+    """One row per borderline pair, closest to the threshold first, with its label if any."""
+    columns = ["query_id", "rank", "doc_id", "span", "score", "distance", "label", "evidence",
+               "window"]
+    rows = [{"query_id": p.query_id, "rank": p.rank, "doc_id": p.doc_id, "span": p.eidx + 1,
+             "score": p.score, "distance": p.distance, "label": _verdict(lookup.get(p.key)),
+             "evidence": p.evidence, "window": p.window} for p in pairs]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def labels_frame(labels: Labels) -> pd.DataFrame:
+    """One row per labelled pair: where it is, its score and the person's verdict."""
+    return pd.DataFrame({
+        "query_id": labels.query_id,
+        "qidx": labels.qidx,
+        "rank": labels.rank,
+        "doc_id": labels.doc_id,
+        "span": labels.eidx + 1,
+        "score": labels.score.astype(np.float64),
+        "label": [_verdict(bool(v)) for v in labels.label],
+        "evidence": labels.evidence,
+        "labelled_at": labels.labelled_at,
+    })

@@ -1,0 +1,62 @@
+"""Escaped HTML for chunk texts with the matched gold-span window marked (pure; no Streamlit calls).
+
+Every piece of user text goes through html.escape before it is joined with markup, so the
+result is safe for st.markdown(..., unsafe_allow_html=True). Newlines become <br> and the
+whole block stays on one line: Markdown ends an HTML block at a blank line and would then
+parse the rest of the chunk as Markdown.
+"""
+
+from __future__ import annotations
+
+import html
+
+HIT_CLASS = "rageval-hit"
+COVERS_COLOUR = "#2e9e4f"  # green: the chunk covers a gold span at the threshold
+OTHER_COLOUR = "#c4c4c4"  # grey: it does not
+MARK_STYLE = "background-color:#fde68a;color:inherit;padding:0 1px;border-radius:2px"
+
+
+def _escape(text: str) -> str:
+    """html.escape plus what Markdown or Streamlit would still read inside an HTML block."""
+    out = html.escape(text, quote=True)
+    # "$" (LaTeX), ":" (emoji/colour directives) and newlines (blank line ends the HTML block)
+    return out.replace("$", "&#36;").replace(":", "&#58;").replace("\r\n", "\n").replace("\n", "<br>")
+
+
+def highlight(text: str, start: int, end: int) -> str:
+    """text as escaped HTML with [start, end) wrapped in <mark class="rageval-hit">.
+
+    start/end are character offsets into text (the kept best-window offsets); -1 (or any
+    window that does not fit the text) means no highlight: the whole text, escaped.
+    """
+    if not (0 <= start < end <= len(text)):
+        return _escape(text)
+    before, middle, after = text[:start], text[start:end], text[end:]
+    return (f'{_escape(before)}<mark class="{HIT_CLASS}" style="{MARK_STYLE}">'
+            f"{_escape(middle)}</mark>{_escape(after)}")
+
+
+def chunk_card(header: str, text: str | None, start: int, end: int, covers: bool,
+               dimmed: bool = False) -> str:
+    """One chunk as a bordered block: green left border when it covers a gold span, else grey.
+
+    header is plain text (escaped here); text None shows that the run gave no chunk text.
+    """
+    colour = COVERS_COLOUR if covers else OTHER_COLOUR
+    body = ('<i style="opacity:0.7">(no chunk text in the run)</i>' if text is None
+            else highlight(text, start, end))
+    opacity = "opacity:0.6;" if dimmed else ""
+    return (
+        f'<div class="rageval-chunk" data-covers="{str(covers).lower()}" '
+        f'style="border-left:6px solid {colour};padding:0.4rem 0.8rem;margin:0 0 0.6rem 0;'
+        f'background:rgba(128,128,128,0.06);border-radius:4px;{opacity}">'
+        f'<div style="font-size:0.85rem;opacity:0.8;margin-bottom:0.25rem">{_escape(header)}</div>'
+        f'<div style="white-space:normal;line-height:1.5">{body}</div></div>'
+    )
+
+
+def text_block(label: str, text: str | None) -> str:
+    """A labelled block of user text (query, answer), escaped; an em dash when there is none."""
+    value = "—" if text is None else _escape(text)
+    return (f'<div style="margin:0 0 0.5rem 0"><span style="font-weight:600">{_escape(label)}</span>'
+            f'<br><span style="line-height:1.5">{value}</span></div>')

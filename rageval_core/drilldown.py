@@ -1,0 +1,421 @@
+"""Per-query views of a run: the query table (metrics at k, tags, failing flags) and one query's detail.
+
+The table is built from a Report's per-query arrays and the run's RunData with array
+operations only (no loop over queries), so it answers every k/threshold move. The detail reads
+one query's rows from the store (one parameterised query per table) and the kept pair scores
+(rageval_core.store.scores), so nothing is rescored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rageval_core import ops
+from rageval_core.errors import UsageError
+from rageval_core.evaluate import Report, Settings
+from rageval_core.metrics import registry
+from rageval_core.rundata import RunData
+from rageval_core.store import Store
+from rageval_core.store.scores import ensure_scored
+
+Floats = NDArray[np.float64]
+Bools = NDArray[np.bool_]
+Ints = NDArray[np.int64]
+Objects = NDArray[np.object_]
+
+#: the sort that opens the table: failing queries first, then the weakest ones
+WORST_FIRST = "worst first"
+FILE_ORDER = "query order"
+#: metrics that rank "worst" (lowest first), in order of preference, formatted with k
+WORST_KEYS = ("PerQueryCoverage@{k}", "nDCG@{k}", "R@{k}", "Hit@{k}", "ContextCoverage@{k}")
+#: column names of the table besides metrics and tags
+QUERY_ID, QUERY, LATENCY, N_RETRIEVED = "query_id", "query", "total_ms", "n_retrieved"
+FAILING, FAIL_COVERAGE, FAIL_HIT = "failing", "not_fully_covered", "no_hit"
+#: tag columns are named "tag:<key>" so a tag can never shadow a metric or a fixed column
+TAG_PREFIX = "tag:"
+
+
+# --- the query table --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class QueryTable:
+    """One row per query of the run (file order): what the Queries page lists and filters."""
+
+    query_ids: Objects  # (n,)
+    texts: Objects  # (n,) query text or None
+    metrics: dict[str, Floats]  # name -> (n,), NaN where the query is not scored
+    tags: dict[str, Objects]  # key -> (n,) value or None
+    total_ms: Floats  # (n,) the "total" stage, else the sum of the stages; NaN without latency
+    n_retrieved: Ints  # (n,) after the retriever-score cut, if any
+    fail_coverage: Bools  # (n,) FullCoverageRate@k == 0 (evidence runs)
+    fail_hit: Bools  # (n,) Hit@k == 0 with something relevant judged (ids mode)
+    k: int
+    _haystack: NDArray[Any] = field(repr=False)  # casefolded "id\0text" (StringDType) for the search
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.query_ids.size)
+
+    @property
+    def failing(self) -> Bools:
+        return self.fail_coverage | self.fail_hit
+
+    def columns(self) -> dict[str, NDArray[Any]]:
+        """Every column in display order: id, text, metrics, failing flags, latency, tags."""
+        out: dict[str, NDArray[Any]] = {QUERY_ID: self.query_ids, QUERY: self.texts}
+        out.update(self.metrics)
+        out[FAILING] = self.failing
+        out[FAIL_COVERAGE] = self.fail_coverage
+        out[FAIL_HIT] = self.fail_hit
+        out[LATENCY] = self.total_ms
+        out[N_RETRIEVED] = self.n_retrieved
+        out.update({TAG_PREFIX + key: values for key, values in self.tags.items()})
+        return out
+
+    def records(self, rows: Sequence[int] | NDArray[np.int64]) -> list[dict[str, Any]]:
+        """The given rows as JSON-ready dicts (NaN -> None), for a per-query download."""
+        cols = self.columns()
+        idx = np.asarray(rows, dtype=np.int64)
+        picked = {name: values[idx].tolist() for name, values in cols.items()}
+        out = [dict(zip(picked, row, strict=True)) for row in zip(*picked.values(), strict=True)]
+        return ops.to_json_value(out)  # type: ignore[no-any-return]
+
+
+def query_table(report: Report, data: RunData, texts: Sequence[str | None] | Objects | None = None) -> QueryTable:
+    """The per-query table of a report: its per-query metrics (at the report's k), tags, latency.
+
+    texts: the query texts in qidx order (query_texts()); without them the text column is None.
+    Failing = not every gold span covered in the top k (FullCoverageRate@k == 0) or, in ids mode,
+    nothing relevant in the top k (Hit@k == 0) for a query that has something relevant judged:
+    a query whose qrels hold nothing relevant cannot be found, so it is not flagged.
+    Metrics aggregated as a sum (EvidenceRecall: each query's share of the run's pool) are left
+    out: their per-query value reads as a fraction of the run, not of the query.
+    """
+    n = data.n_queries
+    if report.query_ids.size != n:
+        raise UsageError(f"report has {report.query_ids.size} queries, the run data {n}")
+    k = int(report.settings["k"])
+    metrics = {name: values for name, values in report.per_query.items()
+               if registry.parse(name).spec.aggregate != "sum"}
+    with np.errstate(invalid="ignore"):
+        full = report.per_query.get(f"FullCoverageRate@{k}")
+        fail_coverage = np.zeros(n, bool) if full is None else full == 0.0
+        hit = report.per_query.get(f"Hit@{k}")
+        fail_hit = np.zeros(n, bool)
+        if hit is not None and report.relevance == "ids":
+            level = int(report.settings.get("rel_level", 1))
+            judged_rel = np.bincount(data.judged_q[data.judged_label >= level], minlength=n) > 0
+            fail_hit = (hit == 0.0) & judged_rel
+    if texts is None:
+        text_col = np.full(n, None, dtype=object)
+    else:
+        text_col = np.asarray(list(texts) if not isinstance(texts, np.ndarray) else texts, dtype=object)
+        if text_col.shape != (n,):
+            raise UsageError(f"expected {n} query texts, got {text_col.size}")
+    return QueryTable(
+        query_ids=data.query_ids,
+        texts=text_col,
+        metrics=metrics,
+        tags=data.tags,
+        total_ms=total_latency(data),
+        n_retrieved=retrieved_after_cut(data, report.settings.get("score_threshold")),
+        fail_coverage=np.asarray(fail_coverage, dtype=bool),
+        fail_hit=np.asarray(fail_hit, dtype=bool),
+        k=k,
+        _haystack=_haystack(data.query_ids, text_col),
+    )
+
+
+def _haystack(ids: Objects, texts: Objects) -> NDArray[Any]:
+    # built once per table; \0 between the two: a search term never matches across id and text.
+    # StringDType (variable width): one long query does not widen every row as "<U" would.
+    joined = [f"{i}\0{'' if t is None else t}".casefold() for i, t in zip(ids.tolist(), texts.tolist(), strict=True)]
+    return np.asarray(joined, dtype=np.dtypes.StringDType())
+
+
+def total_latency(data: RunData) -> Floats:
+    """Per query: its "total" stage when recorded, else the sum of its stages (NaN: none)."""
+    n = data.n_queries
+    ms = np.where(np.isfinite(data.latency_ms), data.latency_ms, 0.0)
+    summed = np.bincount(data.latency_q, weights=ms, minlength=n)
+    has_any = np.bincount(data.latency_q, minlength=n) > 0
+    out = np.where(has_any, summed, np.nan)
+    is_total = data.latency_stage == "total"
+    out[data.latency_q[is_total]] = data.latency_ms[is_total]
+    return out
+
+
+def retrieved_after_cut(data: RunData, score_threshold: float | None) -> Ints:
+    """Chunks per query left after dropping those scored below the cut (unscored ones stay)."""
+    if score_threshold is None:
+        return data.n_ret
+    exists = np.arange(data.depth)[None, :] < data.n_ret[:, None]
+    with np.errstate(invalid="ignore"):
+        return (exists & ~(data.chunk_score < score_threshold)).sum(axis=1).astype(np.int64)
+
+
+def query_texts(store: Store, data: RunData) -> Objects:
+    """The query texts of the run in qidx order (None where a query has none)."""
+    with store._cursor() as cur:
+        res = cur.execute(
+            "SELECT query FROM queries WHERE run_id = ? ORDER BY qidx", [data.run.run_id]
+        ).fetchall()
+    return np.asarray([r[0] for r in res], dtype=object).reshape(len(res))
+
+
+def filter_rows(
+    table: QueryTable,
+    *,
+    failing_only: bool = False,
+    tag: str | None = None,
+    tag_values: Sequence[str] = (),
+    text: str = "",
+) -> Bools:
+    """Mask of the rows to show: failing only, a tag's values (ops.NO_TAG = no value), a search.
+
+    The search is a case-insensitive plain substring (no pattern syntax) over id and text.
+    """
+    keep = np.ones(table.n_queries, dtype=bool)
+    if failing_only:
+        keep &= table.failing
+    if tag is not None and tag_values:
+        col = table.tags.get(tag)
+        if col is None:
+            raise UsageError(f"no tag {tag!r} (tags: {', '.join(sorted(table.tags)) or 'none'})")
+        labels = np.where(col == None, ops.NO_TAG, col).astype(str)  # noqa: E711
+        keep &= np.isin(labels, np.asarray(list(tag_values), dtype=str))
+    needle = text.strip().casefold()
+    if needle and table.n_queries:
+        keep &= np.strings.find(table._haystack, needle) >= 0
+    return keep
+
+
+def tag_values(table: QueryTable, tag: str) -> list[str]:
+    """The distinct values of a tag, sorted, with ops.NO_TAG last when some query lacks it."""
+    col = table.tags[tag]
+    present = {str(v) for v in col.tolist() if v is not None}
+    return sorted(present) + ([ops.NO_TAG] if any(v is None for v in col.tolist()) else [])
+
+
+def sort_options(table: QueryTable) -> list[str]:
+    """The sorts a page offers: worst first, file order, then each metric and latency both ways."""
+    out = [WORST_FIRST, FILE_ORDER]
+    for name in [*table.metrics, LATENCY, N_RETRIEVED]:
+        out += [f"{name} ↑", f"{name} ↓"]
+    return out
+
+
+def sort_rows(table: QueryTable, rows: Ints | Bools, by: str = WORST_FIRST) -> Ints:
+    """The given rows (indices or a mask) ordered by a sort_options() entry; NaN always last.
+
+    Worst first: failing rows first, then by the first of WORST_KEYS present (lowest first),
+    ties in file order.
+    """
+    idx = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
+    if by == FILE_ORDER:
+        return np.sort(idx)
+    if by == WORST_FIRST:
+        keys: list[NDArray[Any]] = [idx]  # lexsort: the last key is the primary one
+        for template in reversed(WORST_KEYS):
+            name = template.format(k=table.k)
+            if name in table.metrics:
+                keys.append(_nan_last(table.metrics[name][idx], descending=False))
+        keys.append(~table.failing[idx])
+        return idx[np.lexsort(keys)]
+    name, _, arrow = by.rpartition(" ")
+    cols = {**table.metrics, LATENCY: table.total_ms, N_RETRIEVED: table.n_retrieved.astype(float)}
+    if name not in cols or arrow not in ("↑", "↓"):
+        raise UsageError(f"cannot sort by {by!r}")
+    values = _nan_last(np.asarray(cols[name], dtype=np.float64)[idx], descending=arrow == "↓")
+    return idx[np.lexsort((idx, values))]
+
+
+def _nan_last(values: Floats, descending: bool) -> Floats:
+    out = -values if descending else values.copy()
+    out[np.isnan(out)] = np.inf
+    return out
+
+
+def neighbours(failing_mask: Bools, qidx: int) -> tuple[int | None, int | None]:
+    """(previous, next) failing query index around qidx in file order; None at either end."""
+    failing = np.flatnonzero(failing_mask)
+    lo = int(np.searchsorted(failing, qidx, side="left"))
+    hi = int(np.searchsorted(failing, qidx, side="right"))
+    prev = int(failing[lo - 1]) if lo > 0 else None
+    nxt = int(failing[hi]) if hi < failing.size else None
+    return prev, nxt
+
+
+# --- one query's detail -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SpanDetail:
+    """One gold evidence span and how the ranked list covers it at the threshold."""
+
+    eidx: int  # 0-based index within the query (row of QueryDetail.scores)
+    text: str
+    first_rank: int | None  # first rank (after the cut) whose chunk covers it, anywhere in the list
+    best_score: float | None  # best score within the top k (None: nothing retrieved)
+    best_rank: int | None  # the rank holding best_score (the higher-ranked one on ties)
+    k: int
+
+    @property
+    def covered(self) -> bool:
+        """Covered within the top k at the threshold."""
+        return self.first_rank is not None and self.first_rank <= self.k
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDetail:
+    """One retrieved chunk (after the score cut) with its best-matching gold span."""
+
+    rank: int  # 1-based, after the cut
+    original_rank: int  # 1-based rank in the run as retrieved
+    doc_id: str
+    text: str | None
+    score: float | None  # the retriever's score
+    label: int | None  # qrels label of its document (None: unjudged or no qrels)
+    relevant: bool | None  # ids mode: label >= rel_level at the document's first rank; None without qrels
+    match_eidx: int  # the gold span it matches best (-1: no spans or no text)
+    match_score: float | None
+    match_start: int  # window of that span in the ORIGINAL chunk text, [start, end); -1: none
+    match_end: int
+    covers: bool  # its best score reaches the threshold (it covers at least one span)
+    in_top_k: bool
+
+
+@dataclass(frozen=True)
+class QueryDetail:
+    """Everything the drilldown shows for one query at one setting."""
+
+    qidx: int
+    query_id: str
+    query: str | None
+    answer: str | None
+    reference_answer: str | None
+    in_run: bool
+    has_qrels: bool
+    spans: tuple[SpanDetail, ...]
+    chunks: tuple[ChunkDetail, ...]  # rank order after the cut
+    n_dropped: int  # chunks dropped by the retriever-score cut
+    scores: NDArray[np.float32]  # (spans, chunks) match scores; 0 for a chunk without text
+    missed_relevant: tuple[str, ...]  # ids mode: relevant documents not in the top k
+    threshold: float
+    k: int
+    relevance: Mapping[str, int] = field(default_factory=dict)  # the query's qrels
+
+    @property
+    def n_covered(self) -> int:
+        return sum(s.covered for s in self.spans)
+
+
+def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> QueryDetail:
+    """One query's texts, gold spans, ranked chunks and span x chunk scores at the settings."""
+    settings.check()
+    if not 0 <= qidx < data.n_queries:
+        raise UsageError(f"query index {qidx} is outside 0..{data.n_queries - 1}")
+    rid = data.run.run_id
+    n_spans = int(data.n_spans[qidx])
+    if n_spans:
+        ensure_scored(store, rid, settings.scorer, settings.norm)  # a no-op once kept
+    with store._cursor() as cur:
+        q = cur.execute(
+            "SELECT query_id, query, answer, reference_answer, in_run, has_qrels FROM queries "
+            "WHERE run_id = ? AND qidx = ?", [rid, qidx]).fetchall()[0]
+        ch = cur.execute(
+            "SELECT rank, doc_id, text, score FROM chunks WHERE run_id = ? AND qidx = ? ORDER BY rank",
+            [rid, qidx]).fetchall()
+        ev = cur.execute(
+            "SELECT eidx, text FROM evidence WHERE run_id = ? AND qidx = ? ORDER BY eidx",
+            [rid, qidx]).fetchall()
+        qrels = cur.execute(
+            "SELECT doc_id, rel FROM qrels WHERE run_id = ? AND qidx = ? ORDER BY pos",
+            [rid, qidx]).fetchall()
+        pairs = cur.execute(
+            "SELECT rank, eidx, score, span_start, span_end FROM pair_scores "
+            "WHERE run_id = ? AND scorer = ? AND norm = ? AND qidx = ?",
+            [rid, settings.scorer, settings.norm.key, qidx]).fetchall() if n_spans else []
+
+    depth = len(ch)
+    # (spans, original ranks) scores and windows; a chunk without text scores 0 (no window)
+    raw = np.zeros((len(ev), depth), dtype=np.float32)
+    start = np.full((len(ev), depth), -1, dtype=np.int64)
+    end = np.full((len(ev), depth), -1, dtype=np.int64)
+    if pairs:
+        p = np.asarray(pairs, dtype=np.float64)
+        r, e = p[:, 0].astype(np.int64) - 1, p[:, 1].astype(np.int64)
+        raw[e, r] = p[:, 2].astype(np.float32)
+        start[e, r], end[e, r] = p[:, 3].astype(np.int64), p[:, 4].astype(np.int64)
+
+    retriever = np.asarray([np.nan if c[3] is None else c[3] for c in ch], dtype=np.float64)
+    keep = np.ones(depth, dtype=bool)
+    if settings.score_threshold is not None:
+        with np.errstate(invalid="ignore"):
+            keep = ~(retriever < settings.score_threshold)  # an unscored chunk is kept
+    kept = np.flatnonzero(keep)  # original 0-based ranks, in order
+    scores = raw[:, kept]
+    t32 = np.float32(settings.threshold)  # float32 like the kept scores (as the metrics compare)
+    hits = scores >= t32
+    k = settings.k
+
+    spans = []
+    for e_i, (eidx, text) in enumerate(ev):
+        covering = np.flatnonzero(hits[e_i])
+        top = scores[e_i, :k]
+        best = int(np.argmax(top)) if top.size else -1
+        spans.append(SpanDetail(
+            eidx=int(eidx), text=text,
+            first_rank=int(covering[0]) + 1 if covering.size else None,
+            best_score=float(top[best]) if top.size else None,
+            best_rank=best + 1 if top.size else None,
+            k=k,
+        ))
+
+    rel = {str(doc): int(label) for doc, label in qrels}
+    has_qrels = bool(q[5])
+    seen: set[str] = set()
+    chunks = []
+    for new_rank, orig in enumerate(kept.tolist(), start=1):
+        _, doc_id, text, score = ch[orig]
+        label = rel.get(doc_id) if has_qrels else None
+        relevant = None
+        if has_qrels:
+            # a repeated document is found once, at its first rank (as the metrics count it)
+            relevant = doc_id not in seen and label is not None and label >= settings.rel_level
+            seen.add(doc_id)
+        col = scores[:, new_rank - 1]
+        m = int(np.argmax(col)) if col.size else -1
+        has_match = m >= 0 and text is not None
+        chunks.append(ChunkDetail(
+            rank=new_rank, original_rank=orig + 1, doc_id=doc_id, text=text,
+            score=None if score is None or math.isnan(score) else float(score),
+            label=label, relevant=relevant,
+            match_eidx=m if has_match else -1,
+            match_score=float(col[m]) if m >= 0 else None,
+            match_start=int(start[m, orig]) if has_match else -1,
+            match_end=int(end[m, orig]) if has_match else -1,
+            covers=bool(hits[:, new_rank - 1].any()),
+            in_top_k=new_rank <= k,
+        ))
+    top_docs = {c.doc_id for c in chunks[:k]}
+    missed = tuple(d for d, label in rel.items() if label >= settings.rel_level and d not in top_docs)
+    return QueryDetail(
+        qidx=qidx, query_id=q[0], query=q[1], answer=q[2], reference_answer=q[3],
+        in_run=bool(q[4]), has_qrels=has_qrels, spans=tuple(spans), chunks=tuple(chunks),
+        n_dropped=int(depth - kept.size), scores=scores, missed_relevant=missed,
+        threshold=float(settings.threshold), k=k, relevance=rel,
+    )
+
+
+def qidx_of(data: RunData, query_id: str) -> int | None:
+    """The row of a query id in the run (None when the run has no such query)."""
+    hits = np.flatnonzero(data.query_ids == query_id)
+    return int(hits[0]) if hits.size else None

@@ -1,0 +1,448 @@
+"""Threshold tuning: best-score histograms, flip shares, borderline pairs and human match labels.
+
+The coverage threshold says when a chunk "contains" a gold span. This module helps choose it:
+how the gold spans' best scores sit around the threshold (span_best_scores, flip_share), which
+(gold span, chunk) pairs are close calls (borderline_pairs), and, once a person has labelled
+some pairs "match" / "no match" (set_label, labels), which threshold agrees best with them
+(agreement_curve, suggest_threshold). Scores are compared in float32, as the evidence metrics
+compare them (rageval_core.metrics.evidence), so a threshold here means the same thing there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rageval_core.errors import UsageError
+from rageval_core.evaluate import Settings
+from rageval_core.matching import Normalisation, get_scorer
+from rageval_core.metrics.evidence import Coverage
+from rageval_core.rundata import RunData
+from rageval_core.store import Store
+from rageval_core.store.scores import ensure_scored
+from rageval_core.store.store import RunRef, _rollback_quietly
+
+Floats = NDArray[np.float64]
+Ints = NDArray[np.int64]
+
+#: The thresholds a suggestion is picked from: the sidebar slider's steps.
+THRESHOLD_GRID: Floats = np.round(np.linspace(0.0, 1.0, 101), 2)
+#: A suggestion needs at least this many labels of each kind.
+MIN_LABELS_EACH = 5
+
+
+# --- the best score of each gold span -----------------------------------------------------
+
+
+def span_best_scores(
+    source: Coverage | ArrayLike, k: int | None = None, n_spans: ArrayLike | None = None
+) -> NDArray[np.float32]:
+    """Each gold span's best score over the chunks in the top k (-inf: no chunk in the top k).
+
+    source is a Coverage (its queries, after any score cut) or a raw (queries x ranks x spans)
+    tensor with NaN padding; for a tensor, n_spans[q] says which span slots exist (without
+    it, a slot exists when any chunk scored it). k None: the whole list. Spans come query by
+    query, in their order within the query.
+    """
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
+        raise UsageError(f"k must be an integer >= 1, got {k!r}")
+    if isinstance(source, Coverage):
+        if source.n_queries == 0:
+            return np.zeros(0, dtype=np.float32)
+        col = source.depth - 1 if k is None else min(int(k), source.depth) - 1
+        planes = source.best[:, col, :]  # (S, n)
+        exists = np.arange(planes.shape[0])[:, None] < source.n_spans[None, :]
+        return np.ascontiguousarray(planes.T[exists.T], dtype=np.float32)
+    tensor = np.asarray(source, dtype=np.float32)
+    if tensor.ndim != 3:
+        raise UsageError("scores must be 3-D (queries x ranks x spans)")
+    nq, depth, width = tensor.shape
+    if n_spans is None:
+        exists = ~np.all(np.isnan(tensor), axis=1) if depth else np.zeros((nq, width), bool)
+    else:
+        spans = np.asarray(n_spans)
+        if spans.shape != (nq,) or (spans.size and not np.issubdtype(spans.dtype, np.integer)):
+            raise UsageError(f"n_spans must be {nq} integers (one per query)")
+        exists = np.arange(width)[None, :] < spans[:, None]
+    top = tensor[:, : (depth if k is None else int(k)), :]
+    if top.shape[1] == 0:
+        best = np.full((nq, width), -np.inf, dtype=np.float32)
+    else:
+        best = np.fmax.reduce(top, axis=1)  # NaN only where no chunk in the top k scored it
+    best = np.where(np.isnan(best), np.float32(-np.inf), best)
+    return np.ascontiguousarray(best[exists], dtype=np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class Flip:
+    """How many spans change covered/uncovered state when the threshold moves by +-delta."""
+
+    threshold: float
+    delta: float
+    n_spans: int
+    covered: int  # spans covered at the threshold
+    lost: int  # covered now, uncovered at threshold + delta
+    gained: int  # uncovered now, covered at threshold - delta
+
+    @property
+    def share(self) -> float:
+        """(lost + gained) / spans: the share of spans whose state hangs on +-delta (NaN: none)."""
+        return (self.lost + self.gained) / self.n_spans if self.n_spans else float("nan")
+
+
+def flip_share(best: ArrayLike, threshold: float, delta: float = 0.05) -> Flip:
+    """Spans whose covered state flips when the threshold moves up or down by delta.
+
+    A span is covered when best >= threshold (float32). Raising the threshold to t + delta
+    loses the spans with t <= best < t + delta; lowering it to t - delta gains those with
+    t - delta <= best < t. A span with nothing retrieved (-inf) never flips.
+    """
+    values = np.asarray(best, dtype=np.float32)
+    if not (np.isfinite(threshold) and np.isfinite(delta)) or delta < 0:
+        raise UsageError(f"threshold and delta must be finite, delta >= 0 (got {threshold}, {delta})")
+    # round: 0.7 + 0.05 must be the slider's 0.75, not 0.7499999999999999
+    t, hi, lo = (np.float32(round(x, 9)) for x in (threshold, threshold + delta, threshold - delta))
+    covered = values >= t
+    return Flip(
+        threshold=float(threshold),
+        delta=float(delta),
+        n_spans=int(values.size),
+        covered=int(np.count_nonzero(covered)),
+        lost=int(np.count_nonzero(covered & (values < hi))),
+        gained=int(np.count_nonzero(~covered & (values >= lo))),
+    )
+
+
+# --- borderline pairs ---------------------------------------------------------------------
+
+#: characters of chunk text shown on each side of the matched window
+CONTEXT_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class BorderlinePair:
+    """A (query, gold span, chunk) pair whose score lies near the threshold."""
+
+    qidx: int
+    query_id: str
+    query: str | None
+    rank: int  # 1-based rank in the run (the key labels are stored under)
+    cut_rank: int  # rank after the retriever-score cut (= rank without a cut)
+    eidx: int
+    doc_id: str
+    score: float
+    distance: float  # |score - threshold|
+    evidence: str
+    before: str  # chunk text before the matched window (CONTEXT_CHARS at most)
+    window: str  # the matched window in the original chunk text ("" when none was located)
+    after: str
+    clipped_before: bool  # chunk text was cut off before `before`
+    clipped_after: bool
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (self.qidx, self.rank, self.eidx)
+
+
+_BORDERLINE_SQL = """
+WITH kept AS (
+    SELECT qidx, rank, row_number() OVER (PARTITION BY qidx ORDER BY rank) AS cut_rank
+    FROM chunks
+    WHERE run_id = ? AND (? OR score IS NULL OR score >= ?)
+),
+near AS (
+    SELECT p.qidx, p.rank, k.cut_rank, p.eidx, p.score, abs(p.score - ?) AS distance,
+           p.span_start, p.span_end
+    FROM pair_scores p JOIN kept k ON k.qidx = p.qidx AND k.rank = p.rank
+    WHERE p.run_id = ? AND p.scorer = ? AND p.norm = ? AND k.cut_rank <= ?
+      AND abs(p.score - ?) <= ?
+    ORDER BY distance, p.qidx, p.rank, p.eidx
+    LIMIT ?
+)
+SELECT n.qidx, q.query_id, q.query, n.rank, n.cut_rank, n.eidx, c.doc_id, n.score, n.distance,
+       e.text, c.text, n.span_start, n.span_end
+FROM near n
+JOIN queries q ON q.run_id = ? AND q.qidx = n.qidx
+JOIN chunks c ON c.run_id = ? AND c.qidx = n.qidx AND c.rank = n.rank
+JOIN evidence e ON e.run_id = ? AND e.qidx = n.qidx AND e.eidx = n.eidx
+ORDER BY n.distance, n.qidx, n.rank, n.eidx
+"""
+
+
+def borderline_pairs(
+    store: Store,
+    data: RunData,
+    settings: Settings,
+    band: float = 0.1,
+    limit: int = 200,
+    context_chars: int = CONTEXT_CHARS,
+) -> list[BorderlinePair]:
+    """Pairs in the top k whose score is within +-band of the threshold, closest first.
+
+    Every kept (gold span, chunk) pair counts, not only each span's best. Ranks and k follow
+    the retriever-score cut of settings, as the metrics do. Ties: by query, rank, span.
+    """
+    if not (np.isfinite(band) and band >= 0):
+        raise UsageError(f"band must be a number >= 0, got {band!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UsageError(f"limit must be an integer >= 1, got {limit!r}")
+    settings.check()
+    rid = data.run.run_id
+    ensure_scored(store, rid, settings.scorer, settings.norm)
+    cut = settings.score_threshold
+    # float32 like the kept scores, so a score equal to the threshold is at distance 0
+    t = float(np.float32(settings.threshold))
+    params = [
+        rid, cut is None, 0.0 if cut is None else float(cut),
+        t, rid, settings.scorer, settings.norm.key, settings.k, t, float(band), limit,
+        rid, rid, rid,
+    ]
+    with store._cursor() as cur:
+        rows = cur.execute(_BORDERLINE_SQL, params).fetchall()
+    out = []
+    for (qidx, query_id, query, rank, cut_rank, eidx, doc_id, score, distance, evidence, text,
+         start, end) in rows:
+        before, window, after, clip_b, clip_a = _window(text or "", start, end, context_chars)
+        out.append(BorderlinePair(
+            qidx=int(qidx), query_id=query_id, query=query, rank=int(rank),
+            cut_rank=int(cut_rank), eidx=int(eidx), doc_id=doc_id, score=float(score),
+            distance=float(distance), evidence=evidence, before=before, window=window,
+            after=after, clipped_before=clip_b, clipped_after=clip_a,
+        ))
+    return out
+
+
+def _window(text: str, start: int, end: int, context: int) -> tuple[str, str, str, bool, bool]:
+    """(before, window, after, clipped before, clipped after) around text[start:end]."""
+    if not (0 <= start <= end <= len(text)):  # no window located: show the chunk's head
+        head = text[: 2 * context]
+        return "", "", head, False, len(text) > len(head)
+    lo, hi = max(0, start - context), min(len(text), end + context)
+    return text[lo:start], text[start:end], text[end:hi], lo > 0, hi < len(text)
+
+
+# --- labels -------------------------------------------------------------------------------
+
+
+def _norm_key(norm: Normalisation | str) -> str:
+    return norm.key if isinstance(norm, Normalisation) else Normalisation.from_key(norm).key
+
+
+def set_label(
+    store: Store,
+    run: RunRef,
+    qidx: int,
+    rank: int,
+    eidx: int,
+    scorer: str,
+    norm: Normalisation | str,
+    label: bool | None,
+) -> None:
+    """Store a person's verdict on one scored pair (True: match); None removes it.
+
+    Replaces any earlier label of the pair (delete + insert in one transaction).
+    """
+    get_scorer(scorer)
+    key = _norm_key(norm)
+    if label is not None and not isinstance(label, (bool, np.bool_)):
+        raise UsageError(f"label must be True, False or None, got {label!r}")
+    record = store.run(run)
+    pair = [record.run_id, scorer, key, int(qidx), int(rank), int(eidx)]
+    with store._cursor() as cur:
+        found = cur.execute(
+            "SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ? AND norm = ? "
+            "AND qidx = ? AND rank = ? AND eidx = ?", pair).fetchall()
+        if not found[0][0]:
+            raise UsageError(
+                f"run {record.name} has no scored pair (query {qidx}, rank {rank}, span {eidx}) "
+                f"for scorer {scorer} ({key})")
+        cur.begin()
+        try:
+            cur.execute(
+                "DELETE FROM pair_labels WHERE run_id = ? AND scorer = ? AND norm = ? "
+                "AND qidx = ? AND rank = ? AND eidx = ?", pair)
+            if label is not None:
+                cur.execute(
+                    "INSERT INTO pair_labels (run_id, scorer, norm, qidx, rank, eidx, label, "
+                    "labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [*pair, bool(label), datetime.now(UTC).isoformat(timespec="seconds")])
+            cur.commit()
+        except BaseException:
+            _rollback_quietly(cur)
+            raise
+
+
+@dataclass(frozen=True, eq=False)
+class Labels:
+    """The labelled pairs of one (run, scorer, normalisation), with their scores."""
+
+    qidx: Ints
+    rank: Ints
+    eidx: Ints
+    label: NDArray[np.bool_]  # True: match
+    score: NDArray[np.float32]  # the pair's kept score
+    query_id: NDArray[np.object_]
+    doc_id: NDArray[np.object_]
+    evidence: NDArray[np.object_]
+    labelled_at: NDArray[np.object_]
+
+    @property
+    def n(self) -> int:
+        return int(self.label.size)
+
+    @property
+    def n_match(self) -> int:
+        return int(np.count_nonzero(self.label))
+
+    @property
+    def n_no_match(self) -> int:
+        return self.n - self.n_match
+
+    def lookup(self) -> dict[tuple[int, int, int], bool]:
+        """(qidx, rank, eidx) -> label."""
+        return {
+            (int(q), int(r), int(e)): bool(v)
+            for q, r, e, v in zip(self.qidx, self.rank, self.eidx, self.label, strict=True)
+        }
+
+
+def labels(store: Store, run: RunRef, scorer: str, norm: Normalisation | str) -> Labels:
+    """Every label of the run for this scorer and normalisation, by query, rank and span."""
+    key = _norm_key(norm)
+    rid = store.run(run).run_id
+    with store._cursor() as cur:
+        res = cur.execute(
+            """SELECT l.qidx, l.rank, l.eidx, l.label, p.score, q.query_id, c.doc_id, e.text,
+                      l.labelled_at
+               FROM pair_labels l
+               JOIN pair_scores p ON p.run_id = l.run_id AND p.scorer = l.scorer
+                    AND p.norm = l.norm AND p.qidx = l.qidx AND p.rank = l.rank AND p.eidx = l.eidx
+               JOIN queries q ON q.run_id = l.run_id AND q.qidx = l.qidx
+               JOIN chunks c ON c.run_id = l.run_id AND c.qidx = l.qidx AND c.rank = l.rank
+               JOIN evidence e ON e.run_id = l.run_id AND e.qidx = l.qidx AND e.eidx = l.eidx
+               WHERE l.run_id = ? AND l.scorer = ? AND l.norm = ?
+               ORDER BY l.qidx, l.rank, l.eidx""",
+            [rid, scorer, key],
+        ).fetchall()
+    cols = list(zip(*res, strict=True)) if res else [()] * 9
+    return Labels(
+        qidx=np.asarray(cols[0], dtype=np.int64),
+        rank=np.asarray(cols[1], dtype=np.int64),
+        eidx=np.asarray(cols[2], dtype=np.int64),
+        label=np.asarray(cols[3], dtype=bool),
+        score=np.asarray(cols[4], dtype=np.float32),
+        query_id=np.asarray(cols[5], dtype=object),
+        doc_id=np.asarray(cols[6], dtype=object),
+        evidence=np.asarray(cols[7], dtype=object),
+        labelled_at=np.asarray(cols[8], dtype=object),
+    )
+
+
+# --- agreement with the labels ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """How well "score >= threshold" agrees with the labels, one value per threshold.
+
+    precision = tp / (tp + fp) (NaN when nothing is predicted a match); recall = tp / labelled
+    matches (NaN without any); F1 = 2 tp / (2 tp + fp + fn) (NaN when that is 0/0);
+    accuracy = (tp + tn) / labels (NaN without labels).
+    """
+
+    thresholds: Floats
+    accuracy: Floats
+    precision: Floats
+    recall: Floats
+    f1: Floats
+    tp: Ints
+    fp: Ints
+    fn: Ints
+    tn: Ints
+
+
+def _ratio(num: ArrayLike, den: ArrayLike) -> Floats:
+    n, d = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(d > 0, n / np.where(d > 0, d, 1.0), np.nan)
+
+
+def agreement_curve(labels: ArrayLike, scores: ArrayLike, thresholds: ArrayLike) -> Agreement:
+    """Accuracy, precision, recall and F1 of "score >= t is a match" against the labels, per t.
+
+    Pairs whose score is NaN are left out. Sorted scores and binary search: no loop over t.
+    """
+    y = np.asarray(labels, dtype=bool)
+    s = np.asarray(scores, dtype=np.float32)
+    ts = np.asarray(thresholds, dtype=np.float64)
+    if y.shape != s.shape or y.ndim != 1:
+        raise UsageError("labels and scores must be two lists of the same length")
+    if ts.ndim != 1 or not np.all(np.isfinite(ts)):
+        raise UsageError("thresholds must be a 1-D list of finite numbers")
+    ok = ~np.isnan(s)
+    y, s = y[ok], s[ok]
+    t32 = ts.astype(np.float32)
+    pos, neg = np.sort(s[y]), np.sort(s[~y])
+    tp = (pos.size - np.searchsorted(pos, t32, side="left")).astype(np.int64)
+    fp = (neg.size - np.searchsorted(neg, t32, side="left")).astype(np.int64)
+    fn = pos.size - tp
+    tn = neg.size - fp
+    return Agreement(
+        thresholds=ts,
+        accuracy=_ratio(tp + tn, np.full(ts.shape, y.size)),
+        precision=_ratio(tp, tp + fp),
+        recall=_ratio(tp, np.full(ts.shape, pos.size)),
+        f1=_ratio(2 * tp, 2 * tp + fp + fn),
+        tp=tp, fp=fp, fn=fn, tn=tn,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """The threshold that agrees best with the labels (None when there are too few labels)."""
+
+    threshold: float | None
+    f1: float  # at the suggested threshold (NaN when none)
+    accuracy: float
+    n_labels: int
+    n_match: int
+    n_no_match: int
+    message: str
+
+
+def suggest_threshold(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    current: float,
+    thresholds: ArrayLike | None = None,
+    min_each: int = MIN_LABELS_EACH,
+) -> Suggestion:
+    """The threshold with the best F1 against the labels; ties: the one closest to current.
+
+    Equally close on both sides: the lower one. thresholds None: 0.00, 0.01, ... 1.00 (the
+    slider's steps). No suggestion with fewer than min_each labels of either kind.
+    """
+    y = np.asarray(labels, dtype=bool)
+    s = np.asarray(scores, dtype=np.float32)
+    ts = np.sort(np.asarray(THRESHOLD_GRID if thresholds is None else thresholds, dtype=np.float64))
+    curve = agreement_curve(y, s, ts)
+    kept = y[~np.isnan(s)] if s.shape == y.shape else y
+    n_match = int(np.count_nonzero(kept))
+    n_no = int(kept.size - n_match)
+    if n_match < min_each or n_no < min_each:
+        return Suggestion(
+            None, float("nan"), float("nan"), int(kept.size), n_match, n_no,
+            f"no suggestion yet: it needs at least {min_each} labels of each kind "
+            f"(have {n_match} match, {n_no} no match)")
+    f1 = np.where(np.isnan(curve.f1), -1.0, curve.f1)
+    best = np.flatnonzero(f1 == f1.max())
+    distance = np.round(np.abs(ts[best] - current), 9)  # 0.65 and 0.75 are equally far from 0.7
+    pick = int(best[np.argmin(distance)])  # argmin takes the first: the lower threshold
+    return Suggestion(
+        threshold=float(ts[pick]), f1=float(curve.f1[pick]), accuracy=float(curve.accuracy[pick]),
+        n_labels=int(kept.size), n_match=n_match, n_no_match=n_no,
+        message=f"F1 {curve.f1[pick]:.3f} on {kept.size} labels ({n_match} match, {n_no} no match)",
+    )
