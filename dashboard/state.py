@@ -168,6 +168,7 @@ from rageval_core.opsview import QueryOps  # noqa: E402
 from rageval_core.opsview import query_ops as _make_query_ops  # noqa: E402
 
 LATENCY_METRIC, LATENCY_TAG, LATENCY_BY = "latency.metric", "latency.tag", "latency.by"
+LATENCY_BY_STAGE = "latency.by_stage"
 LATENCY_LOG_X, LATENCY_DIST = "latency.log_x", "latency.dist"
 
 
@@ -258,3 +259,206 @@ def label_pair(view: View, key: tuple[int, int, int], label: bool | None) -> Non
 def use_threshold(value: float) -> None:
     """on_click of "use it": callbacks run before the rerun, so the sidebar slider shows value."""
     st.session_state[THRESHOLD] = round(float(value), 2)
+
+
+# --- overview/runs ---
+import dataclasses as _dataclasses  # noqa: E402
+from collections.abc import Callable as _Callable  # noqa: E402
+from collections.abc import Sequence as _Sequence  # noqa: E402
+from pathlib import Path as _Path  # noqa: E402
+
+import numpy as _np  # noqa: E402
+
+from rageval_core import curves as _curves  # noqa: E402
+from rageval_core.errors import InputError as _InputError  # noqa: E402
+from rageval_core.errors import Problem as _Problem  # noqa: E402
+from rageval_core.errors import ProblemLog as _ProblemLog  # noqa: E402
+from rageval_core.errors import UsageError as _UsageError  # noqa: E402
+
+OVERVIEW_TAG = "overview.tag"
+RUNS_UPLOAD, RUNS_PATHS, RUNS_FLASH = "runs.upload", "runs.paths", "runs.flash"
+RUNS_TARGET, RUNS_NEW_NAME, RUNS_CONFIRM = "runs.target", "runs.new_name", "runs.confirm_delete"
+#: folders a path import may read from (os.pathsep-separated); default: cwd and sample_runs/
+IMPORT_DIRS_ENV = "RAGEVAL_IMPORT_DIRS"
+_SAMPLE_RUNS = _Path(__file__).resolve().parents[1] / "sample_runs"
+#: evidence metrics over the threshold come from one sweep (fine grid); ranking metrics in
+#: evidence mode relabel the chunks per threshold, so they get the coarse grid
+THRESHOLD_GRID = tuple(round(i / 100, 2) for i in range(101))
+COARSE_GRID = tuple(round(i / 20, 2) for i in range(21))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _curves_k(run_id: int, content_hash: str, db: str | None, key: tuple[Any, ...],
+              names: tuple[str, ...]) -> dict[str, _np.ndarray]:
+    return _curves.curves_over_k(store(), run_data(run_id, content_hash, db), settings_from_key(key),
+                                 list(names))
+
+
+def curves_k(view: View, names: _Sequence[str]) -> dict[str, _np.ndarray]:
+    """Run values at k = 1..depth (cached; keyed without k: moving k reuses them)."""
+    key = settings_key(_dataclasses.replace(view.settings, k=1))
+    return _curves_k(view.run.run_id, view.run.content_hash, _db(), key, tuple(names))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _curves_t(run_id: int, content_hash: str, db: str | None, key: tuple[Any, ...],
+              grid: tuple[float, ...], names: tuple[str, ...] | None) -> dict[str, _np.ndarray]:
+    return _curves.curves_over_threshold(store(), run_data(run_id, content_hash, db),
+                                         settings_from_key(key), grid, names)
+
+
+def curves_t(view: View, grid: _Sequence[float], names: _Sequence[str] | None = None
+             ) -> dict[str, _np.ndarray]:
+    """Run values at k over the thresholds of grid (cached; keyed without the threshold)."""
+    key = settings_key(_dataclasses.replace(view.settings, threshold=0.0))
+    return _curves_t(view.run.run_id, view.run.content_hash, _db(), key, tuple(grid),
+                     None if names is None else tuple(names))
+
+
+@dataclass(frozen=True)
+class Flash:
+    """A message the Runs page shows once, after the rerun that follows a change."""
+
+    kind: str  # "success" | "error"
+    message: str  # our own words only: rendered as Markdown
+    detail: str | None = None  # may hold user text (names, paths): rendered as code
+    run_ids: tuple[int, ...] = ()
+    problems: tuple[_Problem, ...] = ()
+
+
+def flash(message: Flash) -> None:
+    st.session_state[RUNS_FLASH] = message
+
+
+def take_flash() -> Flash | None:
+    return st.session_state.pop(RUNS_FLASH, None)
+
+
+def import_dirs() -> list[_Path]:
+    """The folders a path import may read from, resolved ($RAGEVAL_IMPORT_DIRS or the defaults)."""
+    raw = os.environ.get(IMPORT_DIRS_ENV)
+    dirs = [_Path(d) for d in raw.split(os.pathsep) if d.strip()] if raw else [_Path.cwd(), _SAMPLE_RUNS]
+    return [d.expanduser().resolve() for d in dirs]
+
+
+def check_import_path(text: str) -> _Path:
+    """The file a typed path names, or UsageError when it lies outside import_dirs().
+
+    Symlinks and '..' are resolved first, so neither can lead out of an allowed folder.
+    """
+    raw = text.strip()
+    if not raw:
+        raise _UsageError("an empty path was given")
+    path = _Path(raw).expanduser()
+    resolved = (path if path.is_absolute() else _Path.cwd() / path).resolve()
+    allowed = import_dirs()
+    if not any(resolved.is_relative_to(d) for d in allowed):
+        listed = ", ".join(str(d) for d in allowed)
+        raise _UsageError(f"{raw}: outside the folders imports may read from ({listed}); "
+                          f"set {IMPORT_DIRS_ENV} to allow another folder")
+    if not resolved.exists():
+        raise _UsageError(f"{raw}: no such file")
+    if not resolved.is_file():
+        raise _UsageError(f"{raw}: not a file (give the run files, not their folder)")
+    return resolved
+
+
+def save_uploads(files: _Sequence[Any], folder: _Path) -> list[_Path]:
+    """Write uploaded files under their own names (directories stripped) into folder."""
+    paths: list[_Path] = []
+    for f in files:
+        name = _Path(str(f.name).replace("\\", "/")).name
+        if name in ("", ".", ".."):
+            raise _UsageError(f"an uploaded file has no usable name: {f.name!r}")
+        target = folder / name
+        if target in paths:
+            raise _UsageError(f"two uploaded files are named {name}: rename one")
+        target.write_bytes(f.getvalue())
+        paths.append(target)
+    return paths
+
+
+@dataclass
+class ImportOutcome:
+    """What an import did: new runs, runs already stored, and the problems that stopped the rest."""
+
+    imported: list[RunRecord]
+    existing: list[RunRecord]
+    problems: list[_Problem]
+    failed: int = 0
+
+
+def import_files(paths: _Sequence[_Path], progress: _Callable[[int, int, int], None] | None = None,
+                 upload_dir: _Path | None = None) -> ImportOutcome:
+    """read_inputs + Store.import_run, one transaction per run; a run with errors stores nothing.
+
+    progress(run index, runs, queries read). upload_dir: the temporary folder uploads were
+    written to; it is cut from the runs' recorded sources. Caches are cleared when a run is added.
+    """
+    from rageval_core.formats import read_inputs
+
+    def shown(source: str) -> str:
+        if upload_dir is not None and source.startswith(str(upload_dir) + os.sep):
+            return source[len(str(upload_dir)) + 1:]
+        return source
+
+    log = _ProblemLog()
+    out = ImportOutcome([], [], [])
+    try:
+        parsed_runs = read_inputs(list(paths), None, log)
+        log.raise_if_errors()
+    except _InputError as e:
+        out.problems.extend(e.problems)
+        out.failed = 1
+        return out
+    for i, parsed in enumerate(parsed_runs):
+        if i:
+            log.clear()  # the readers share the log: each run is judged on its own problems
+        parsed = _dataclasses.replace(parsed, sources=tuple(shown(s) for s in parsed.sources))
+        try:
+            result = store().import_run(
+                parsed, log, progress=None if progress is None else
+                (lambda n, i=i: progress(i, len(parsed_runs), n)))
+        except _InputError as e:
+            out.problems.extend(e.problems)
+            out.failed += 1
+            continue
+        out.problems.extend(result.warnings)
+        (out.imported if result.created else out.existing).append(result.run)
+    if out.imported:
+        clear_caches()
+    return out
+
+
+def rename_run(run_id: int) -> None:
+    """on_click of Rename: callbacks run before the page, so the sidebar can follow the new name."""
+    new_name = str(st.session_state.get(RUNS_NEW_NAME) or "").strip()
+    try:
+        old = store().run(run_id)
+        renamed = store().rename(run_id, new_name)
+    except RagevalError as e:
+        flash(Flash("error", "The run was not renamed.", detail=str(e)))
+        return
+    clear_caches()
+    if st.session_state.get(RUN) == old.name:
+        st.session_state[RUN] = renamed.name
+    st.session_state[RUNS_TARGET] = renamed.name
+    st.session_state[RUNS_NEW_NAME] = ""
+    flash(Flash("success", "Run renamed.", detail=f"{old.name} -> {renamed.name}",
+                run_ids=(renamed.run_id,)))
+
+
+def delete_run(run_id: int) -> None:
+    """on_click of Delete: only with the confirmation box ticked."""
+    if not st.session_state.get(RUNS_CONFIRM):
+        flash(Flash("error", "Tick the confirmation box first: deleting a run cannot be undone."))
+        return
+    try:
+        deleted = store().delete(run_id)
+    except RagevalError as e:
+        flash(Flash("error", "The run was not deleted.", detail=str(e)))
+        return
+    clear_caches()
+    st.session_state[RUNS_CONFIRM] = False
+    st.session_state.pop(RUNS_TARGET, None)
+    flash(Flash("success", "Run deleted.", detail=deleted.name))

@@ -175,11 +175,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
     path = Path(args.run)
     if path.is_file():
-        files = [path] + ([Path(args.qrels)] if args.qrels else [])
+        files = [path, *map(Path, args.companions)] + ([Path(args.qrels)] if args.qrels else [])
         store = open_file_in_scratch_store(files, args.format)
     else:
-        if args.qrels or args.format:
-            raise UsageError(f"{args.run} is not a file: --qrels and --format apply to run files only")
+        if args.qrels or args.format or args.companions:
+            raise UsageError(
+                f"{args.run} is not a file: companions, --qrels and --format apply to run files only")
         store = _store(args)
     with store:
         data = load_run_data(store, store.runs()[0].run_id if path.is_file() else args.run)
@@ -280,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("evaluate", parents=[common], help="compute metrics for a run (file or stored name)")
     p.add_argument("run", metavar="RUN_FILE_OR_NAME")
+    p.add_argument("companions", nargs="*", metavar="FILE",
+                   help="the run file's companion (a TAT-RAG gold set, QA pairs, TREC qrels)")
     p.add_argument("--qrels", metavar="FILE", help="qrels for a TREC run file")
     p.add_argument("--format", choices=FORMATS, help="force the run file's format")
     p.add_argument("--metrics", help='e.g. "P@5 nDCG@10 RR" (default: a set covering what the run has)')

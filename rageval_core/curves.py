@@ -45,7 +45,7 @@ _EVIDENCE_OVER_K: dict[str, Callable[[ev.Coverage, float], Floats]] = {
 SWEPT = ("EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "BestRank")
 #: ranking metrics whose value at k reads only the top k labels (plus n_rel and the ideal
 #: top k): over thresholds they are computed on labels cut to k columns, depth/k times cheaper
-_TOP_K_ONLY = frozenset({"P", "R", "F1", "Hit", "RR", "AP", "nDCG"})
+THRESHOLD_RANKING = frozenset({"P", "R", "F1", "Hit", "RR", "AP", "nDCG"})
 
 
 def curve_names(data: RunData, relevance: Relevance | None) -> list[str]:
@@ -118,7 +118,7 @@ def curves_over_threshold(
             if swept is None:
                 swept = ev.threshold_sweep(coverage(store, data, settings), ts, k=settings.k)
             out[name] = swept[name]
-        elif spec.name in _TOP_K_ONLY:
+        elif spec.name in THRESHOLD_RANKING:
             if resolve_relevance(data, settings) != "evidence":
                 raise UsageError(f"{name} depends on the threshold only in evidence mode")
             if tops is None:

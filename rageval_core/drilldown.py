@@ -19,7 +19,6 @@ from numpy.typing import NDArray
 from rageval_core import ops
 from rageval_core.errors import UsageError
 from rageval_core.evaluate import Report, Settings
-from rageval_core.metrics import registry
 from rageval_core.rundata import RunData
 from rageval_core.store import Store
 from rageval_core.store.scores import ensure_scored
@@ -68,10 +67,10 @@ class QueryTable:
         return self.fail_coverage | self.fail_hit
 
     def columns(self) -> dict[str, NDArray[Any]]:
-        """Every column in display order: id, text, metrics, failing flags, latency, tags."""
-        out: dict[str, NDArray[Any]] = {QUERY_ID: self.query_ids, QUERY: self.texts}
+        """Every column in display order: id, failing, text, metrics, why failing, latency, tags."""
+        out: dict[str, NDArray[Any]] = {QUERY_ID: self.query_ids, FAILING: self.failing,
+                                        QUERY: self.texts}
         out.update(self.metrics)
-        out[FAILING] = self.failing
         out[FAIL_COVERAGE] = self.fail_coverage
         out[FAIL_HIT] = self.fail_hit
         out[LATENCY] = self.total_ms
@@ -95,15 +94,12 @@ def query_table(report: Report, data: RunData, texts: Sequence[str | None] | Obj
     Failing = not every gold span covered in the top k (FullCoverageRate@k == 0) or, in ids mode,
     nothing relevant in the top k (Hit@k == 0) for a query that has something relevant judged:
     a query whose qrels hold nothing relevant cannot be found, so it is not flagged.
-    Metrics aggregated as a sum (EvidenceRecall: each query's share of the run's pool) are left
-    out: their per-query value reads as a fraction of the run, not of the query.
     """
     n = data.n_queries
     if report.query_ids.size != n:
         raise UsageError(f"report has {report.query_ids.size} queries, the run data {n}")
     k = int(report.settings["k"])
-    metrics = {name: values for name, values in report.per_query.items()
-               if registry.parse(name).spec.aggregate != "sum"}
+    metrics = dict(report.per_query)
     with np.errstate(invalid="ignore"):
         full = report.per_query.get(f"FullCoverageRate@{k}")
         fail_coverage = np.zeros(n, bool) if full is None else full == 0.0

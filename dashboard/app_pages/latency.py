@@ -16,6 +16,7 @@ from rageval_core.opsview import scatter_points
 
 MS = st.column_config.NumberColumn(format="%.1f")
 NO_TAG_CHOICE = "(no colour)"
+ALL_STAGES = "(all stages)"
 
 
 def download_csv(frame: pd.DataFrame, name: str, key: str) -> None:
@@ -116,7 +117,7 @@ if qops.has_latency or qops.has_tokens:
 # --- latency against quality ---
 st.header("Latency against quality", divider="gray")
 metric_names = list(report.per_query)
-tag_keys = sorted(run.tag_keys)
+tag_keys = list(run.tag_keys)  # in the order the run first used them
 if not qops.has_latency:
     st.info("No latency recorded: there is nothing to plot against quality.")
 elif not metric_names:
@@ -149,9 +150,14 @@ if not qops.has_latency:
 elif not tag_keys:
     st.info("This run's queries have no tags to break the latency down by.")
 else:
+    stage_options = [ALL_STAGES, *qops.stages]
     keep_choice(state.LATENCY_BY, tag_keys, tag_keys[0])
-    by_tag = st.selectbox("Tag", tag_keys, key=state.LATENCY_BY)
-    by_frame = fo.percentile_by_tag_frame(state.report(view, by=by_tag).by)
+    keep_choice(state.LATENCY_BY_STAGE, stage_options, next(iter(qops.stages)))
+    c1, c2 = st.columns(2)
+    by_tag = c1.selectbox("Tag", tag_keys, key=state.LATENCY_BY)
+    by_stage = c2.selectbox("Stage", stage_options, key=state.LATENCY_BY_STAGE)
+    by_frame = fo.percentile_by_tag_frame(state.report(view, by=by_tag).by,
+                                          None if by_stage == ALL_STAGES else by_stage)
     st.dataframe(by_frame, hide_index=True, width="stretch", key="latency.by_tag",
                  column_config={c: MS for c in fo.STAT_COLUMNS})
     download_csv(by_frame, f"{file_stem}_latency_by_tag", "latency.by_tag.csv")

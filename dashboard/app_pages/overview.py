@@ -1,10 +1,87 @@
-"""overview page (placeholder until its issue lands)."""
+"""Overview: the run's metrics at the current k and threshold, their curves, and a tag breakdown."""
+
+from __future__ import annotations
 
 import streamlit as st
 
 from dashboard import state
+from dashboard.components import figures, tables
+from rageval_core.curves import THRESHOLD_RANKING, curve_names
 
 view = state.require_view()
-st.title("overview")
+s = view.settings
+st.title("Overview")
+
 report = state.report(view)
-st.write({k: v for k, v in report.metrics.items()})
+metrics = dict(report.metrics)
+if report.relevance is not None and s.k != 1 and f"Hit@{s.k}" in metrics:
+    # Hit@1 has a band of its own: whether the very first chunk is useful
+    hit1 = state.report(view, metrics=("Hit@1",)).metrics["Hit@1"]
+    metrics = tables.insert_after(metrics, f"Hit@{s.k}", "Hit@1", hit1)
+
+st.caption(tables.counts_text(report))
+if not metrics:
+    st.info("Nothing to score: this run has no qrels, no gold evidence and no answers.")
+for family, items in tables.metric_groups(metrics).items():
+    st.subheader(tables.FAMILY_TITLES.get(family, family))
+    for start in range(0, len(items), 6):
+        for col, (name, value) in zip(st.columns(6), items[start:start + 6], strict=False):
+            band = tables.band(name, value)
+            col.metric(name, tables.format_value(name, value), delta=band,
+                       delta_color={"good": "green", "poor": "red"}.get(band or "", "off"),
+                       delta_arrow="off", help=tables.describe(name), border=True)
+with st.expander("Metrics table"):
+    frame = tables.metrics_frame(metrics)
+    st.dataframe(frame, hide_index=True, width="stretch")
+    st.download_button("Download metrics (CSV)", frame.to_csv(index=False),
+                       file_name=f"{tables.file_stem(view.run.name)}_metrics.csv", mime="text/csv")
+
+data = state.data(view)
+drawn = [n for n in curve_names(data, report.relevance) if n not in tables.OFF_SCALE]
+left, right = st.columns(2)
+with left:
+    if not drawn:
+        st.info("No curve over k: this run has neither qrels nor gold evidence.")
+    else:
+        over_k = state.curves_k(view, drawn)
+        st.plotly_chart(figures.curves_over_k(over_k, s.k), key="overview.curves_k")
+        st.download_button(
+            "Download curves over k (CSV)",
+            tables.curves_frame(over_k, "k", range(1, data.depth + 1)).to_csv(index=False),
+            file_name=f"{tables.file_stem(view.run.name)}_curves_k.csv", mime="text/csv")
+with right:
+    if not view.run.has_evidence:
+        st.info("No threshold curves: this run has no gold evidence spans, and only evidence "
+                "coverage depends on the fuzzy threshold.")
+    else:
+        fine = {n: v for n, v in state.curves_t(view, state.THRESHOLD_GRID).items()
+                if n not in tables.OFF_SCALE}
+        coarse = None
+        if report.relevance == "evidence":  # chunks are relevant when they cover a span
+            coarse = state.curves_t(view, state.COARSE_GRID,
+                                    [n for n in drawn if n in THRESHOLD_RANKING])
+        st.plotly_chart(figures.curves_over_threshold(fine, state.THRESHOLD_GRID, s.threshold,
+                                                      coarse, state.COARSE_GRID, k=s.k),
+                        key="overview.curves_t")
+        st.download_button(
+            "Download curves over the threshold (CSV)",
+            tables.curves_frame(fine, "threshold", state.THRESHOLD_GRID).to_csv(index=False),
+            file_name=f"{tables.file_stem(view.run.name)}_curves_threshold.csv", mime="text/csv")
+
+st.subheader("Breakdown by tag")
+tag_keys = list(view.run.tag_keys)
+if not tag_keys:
+    st.info("This run has no tags, so there is nothing to break the metrics down by.")
+else:
+    if st.session_state.get(state.OVERVIEW_TAG) not in tag_keys:
+        st.session_state[state.OVERVIEW_TAG] = tag_keys[0]
+    tag = st.selectbox("Tag", tag_keys, key=state.OVERVIEW_TAG)
+    by_report = state.report(view, by=tag)
+    table = tables.breakdown_frame(by_report)
+    main = tables.main_metrics(list(by_report.metrics))
+    if main:
+        st.plotly_chart(figures.breakdown_bars(table, tag, main), key="overview.breakdown")
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.download_button("Download breakdown (CSV)", table.to_csv(index=False),
+                       file_name=f"{tables.file_stem(view.run.name)}_by_{tables.file_stem(tag)}.csv",
+                       mime="text/csv")

@@ -73,12 +73,13 @@ if rows != ss.get(state.QUERIES_SEEN_ROWS, []):  # a new click (not a selection 
     if rows and rows[0] < order.size:
         ss[state.SELECTED_QUERY] = str(table.query_ids[order[rows[0]]])
 
-d1, d2, _ = st.columns([1, 1, 4])
-meta = {"run": view.run.name, "settings": table_settings} if (
-    table_settings := state.report(view).settings) else {"run": view.run.name}
-d1.download_button("Download CSV", fq.table_csv(frame), file_name=f"{view.run.name}_queries.csv",
-                   mime="text/csv", on_click="ignore", key="queries.csv")
-d2.download_button("Download JSON", fq.table_json(table, order, meta),
+d1, d2, _ = st.columns([1, 1, 5])
+meta = {"run": view.run.name, "settings": state.report(view).settings}
+# built on click only (callables): a JSON of 10,000 rows should not slow every rerun
+d1.download_button("Download CSV", lambda: fq.table_csv(frame),
+                   file_name=f"{view.run.name}_queries.csv", mime="text/csv", on_click="ignore",
+                   key="queries.csv")
+d2.download_button("Download JSON", lambda: fq.table_json(table, order, meta),
                    file_name=f"{view.run.name}_queries.json", mime="application/json",
                    on_click="ignore", key="queries.json")
 
@@ -91,7 +92,7 @@ ss[state.QUERIES_MIRRORED] = selected
 if selected is None:
     st.query_params.pop(state.QUERY_PARAM, None)
     st.info("Select a row of the table to open that query: its gold spans, its ranked chunks "
-            "with the matched text highlighted, and the evidence × chunk scores.")
+            "with the matched text highlighted, and the evidence x chunk scores.")
     st.stop()
 st.query_params[state.QUERY_PARAM] = selected
 qidx = dd.qidx_of(data, selected)
@@ -143,6 +144,12 @@ else:
     st.dataframe(fq.spans_frame(detail), hide_index=True, width="stretch",
                  column_config={"best_score@k": st.column_config.NumberColumn(format="%.3f"),
                                 "evidence": st.column_config.TextColumn(width="large")})
+    if detail.chunks:
+        st.markdown("**Evidence x chunk scores** (green: covers, at or above the threshold "
+                    f"{detail.threshold:.2f}; grey: below)")
+        st.plotly_chart(fq.evidence_heatmap(detail.scores, detail.threshold, k,
+                                            [c.rank for c in detail.chunks]),
+                        width="stretch", key="queries.heatmap")
 if detail.has_qrels and detail.missed_relevant:
     st.caption(f"{len(detail.missed_relevant)} relevant document(s) by the qrels are not in the "
                f"top {k}:")
@@ -168,9 +175,3 @@ else:
     if rest:
         with st.expander(f"{len(rest)} more chunk(s) below k = {k}"):
             st.markdown("".join(_card(c) for c in rest), unsafe_allow_html=True)
-    if detail.spans:
-        st.markdown("**Evidence × chunk scores** (dimmed: below the threshold "
-                    f"{detail.threshold:.2f})")
-        st.plotly_chart(fq.evidence_heatmap(detail.scores, detail.threshold, k,
-                                            [c.rank for c in detail.chunks]),
-                        width="stretch", key="queries.heatmap")

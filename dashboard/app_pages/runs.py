@@ -1,16 +1,126 @@
-"""Runs: the stored runs with their facts; import, rename, delete."""
+"""Runs: the stored runs with their facts; import (upload or path), rename, delete."""
 
 from __future__ import annotations
+
+import tempfile
+from pathlib import Path
 
 import streamlit as st
 
 from dashboard import state
 from dashboard.components import tables
+from rageval_core.errors import RagevalError
 
 st.title("Runs")
+
+
+def show_outcome(outcome: state.ImportOutcome, upload_dir: Path | None) -> None:
+    """Problems as a table; on success remember the message and rerun (the sidebar lists the run)."""
+    added = outcome.imported + outcome.existing
+    errors = [p for p in outcome.problems if p.severity == "error"]
+    if outcome.failed or errors:
+        stored = f" {len(outcome.imported)} other run(s) were imported." if outcome.imported else ""
+        st.error(f"The files have problems: nothing was stored from the run(s) they belong to.{stored}")
+        frame = tables.problems_frame(outcome.problems, hide_prefix=upload_dir)
+        st.dataframe(frame, hide_index=True, width="stretch")
+        st.download_button("Download problems (CSV)", frame.to_csv(index=False),
+                           file_name="import_problems.csv", mime="text/csv")
+        if not outcome.imported:
+            return
+    if added:
+        new, old = len(outcome.imported), len(outcome.existing)
+        message = f"Imported {new} run(s)." if new else ""
+        if old:
+            message += f" {old} run(s) were already stored with identical content."
+        state.flash(state.Flash("success", message.strip(), run_ids=tuple(r.run_id for r in added),
+                                problems=tuple(p for p in outcome.problems if p.severity == "warning")))
+        st.rerun()
+
+
+def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
+    bar = st.progress(0.0, text="Reading the files ...")
+
+    def progress(i: int, n: int, queries: int) -> None:
+        bar.progress(min(i / max(n, 1), 1.0), text=f"Importing run {i + 1} of {n}: {queries:,} queries read")
+
+    try:
+        outcome = state.import_files(paths, progress, upload_dir=upload_dir)
+    except RagevalError as e:
+        bar.empty()
+        st.error("The import failed:")
+        st.code(str(e), language=None)
+        return
+    bar.empty()
+    show_outcome(outcome, upload_dir)
+
+
+note = state.take_flash()
+if note is not None:
+    (st.success if note.kind == "success" else st.error)(note.message)
+    if note.detail:
+        st.code(note.detail, language=None)
+    shown = [r for r in state.runs() if r.run_id in note.run_ids]
+    if shown:
+        st.dataframe(tables.runs_frame(shown), hide_index=True, width="stretch")
+    if note.problems:
+        st.warning("Warnings found while reading (the run was imported):")
+        st.dataframe(tables.problems_frame(note.problems), hide_index=True, width="stretch")
+
+st.subheader("Import")
+upload_tab, path_tab = st.tabs(["Upload files", "From a path"])
+with upload_tab:
+    files = st.file_uploader("Run files (a run may come with its qrels or gold file)",
+                             accept_multiple_files=True, key=state.RUNS_UPLOAD)
+    if st.button("Import uploaded files", disabled=not files, key="runs.import_upload"):
+        with tempfile.TemporaryDirectory(prefix="rageval-upload-") as tmp:
+            folder = Path(tmp).resolve()
+            try:
+                saved = state.save_uploads(files or [], folder)
+            except RagevalError as e:
+                st.error("The upload cannot be imported:")
+                st.code(str(e), language=None)
+            else:
+                run_import(saved, upload_dir=folder)
+with path_tab:
+    st.caption("Files inside these folders can be imported (set `RAGEVAL_IMPORT_DIRS` to change them):")
+    st.code("\n".join(str(d) for d in state.import_dirs()), language=None)
+    typed = st.text_area("Paths, one per line (e.g. a TREC run and its qrels)", key=state.RUNS_PATHS)
+    if st.button("Import from paths", disabled=not typed.strip(), key="runs.import_paths"):
+        checked, refused = [], []
+        for line in filter(str.strip, typed.splitlines()):
+            try:
+                checked.append(state.check_import_path(line))
+            except RagevalError as e:
+                refused.append(str(e))
+        if refused:
+            st.error("Refused: every path must name a file inside the folders listed above. "
+                     "Nothing was imported.")
+            st.code("\n".join(refused), language=None)
+        else:
+            run_import(checked)
+
+st.subheader("Stored runs")
 runs = state.runs()
 if not runs:
-    st.info("No runs yet. Import one with `rageval import FILE`, or run `make run` to import the sample runs.")
+    st.info("No runs yet. Import one above, with `rageval import FILE`, or run `make run` to "
+            "import the sample runs.")
 else:
-    st.caption(f"{len(runs)} runs in the store")
-    st.dataframe(tables.runs_frame(runs), hide_index=True, width="stretch")
+    st.caption(f"{len(runs)} run(s) in the store")
+    frame = tables.runs_frame(runs)
+    st.dataframe(frame, hide_index=True, width="stretch")
+    st.download_button("Download the run list (CSV)", frame.to_csv(index=False),
+                       file_name="runs.csv", mime="text/csv")
+
+    st.subheader("Rename or delete")
+    by_name = {r.name: r for r in runs}
+    if st.session_state.get(state.RUNS_TARGET) not in by_name:
+        st.session_state[state.RUNS_TARGET] = runs[0].name
+    target = by_name[st.selectbox("Run", list(by_name), key=state.RUNS_TARGET)]
+    rename_col, delete_col = st.columns(2)
+    with rename_col:
+        st.text_input("New name", key=state.RUNS_NEW_NAME)
+        st.button("Rename", key="runs.rename", on_click=state.rename_run, args=(target.run_id,))
+    with delete_col:
+        st.checkbox("Yes, delete this run and everything stored with it", key=state.RUNS_CONFIRM)
+        st.button("Delete", key="runs.delete", type="primary", on_click=state.delete_run,
+                  args=(target.run_id,), disabled=not st.session_state.get(state.RUNS_CONFIRM))

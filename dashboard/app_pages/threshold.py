@@ -59,7 +59,7 @@ st.caption(f"Top {settings.k}, scorer `{settings.scorer}`. The shaded band is ±
 
 # --- borderline pairs ---
 st.header("Borderline pairs", divider="gray")
-left, right = st.columns([3, 1])
+left, middle, right = st.columns([3, 1, 1], vertical_alignment="center")
 with left:
     band = st.slider("Band around the threshold", 0.01, 0.3, 0.1, 0.01, key=state.TUNING_BAND,
                      help="pairs whose score lies within ± this of the threshold")
@@ -79,7 +79,7 @@ else:
     if st.session_state.get(state.TUNING_PAGE, 1) > n_pages:  # the band or labels shrank the list
         st.session_state[state.TUNING_PAGE] = n_pages
     # no value=: the default is min_value, so setting the key above never conflicts with it
-    page_no = int(st.number_input(f"Page (of {n_pages})", 1, n_pages, key=state.TUNING_PAGE))
+    page_no = int(middle.number_input(f"Page (of {n_pages})", 1, n_pages, key=state.TUNING_PAGE))
     lo = (page_no - 1) * PER_PAGE
     more = " (the closest 200)" if len(pairs) >= state.TUNING_LIMIT else ""
     st.caption(f"Pairs {lo + 1}–{min(lo + PER_PAGE, len(shown))} of {len(shown)}{more}, closest "

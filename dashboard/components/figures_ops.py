@@ -40,15 +40,20 @@ def percentile_frame(latency: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["stage", "queries", *STAT_COLUMNS])
 
 
-def percentile_by_tag_frame(by: Mapping[str, Any] | None) -> pd.DataFrame:
-    """One row per (tag value, stage) from Report.by: the latency percentiles inside each group."""
+def percentile_by_tag_frame(by: Mapping[str, Any] | None, stage: str | None = None) -> pd.DataFrame:
+    """One row per (tag value, stage) from Report.by: the latency percentiles inside each group.
+
+    stage keeps only that stage's rows (None: every stage).
+    """
     columns = ["tag", "value", "stage", "queries", *STAT_COLUMNS]
     if not by:
         return pd.DataFrame(columns=columns)
     rows = []
     for value, group in by["groups"].items():
-        for stage, s in group.get("latency_ms", {}).items():
-            rows.append({"tag": by["tag"], "value": value, "stage": stage, "queries": s.get("count"),
+        for name, s in group.get("latency_ms", {}).items():
+            if stage is not None and name != stage:
+                continue
+            rows.append({"tag": by["tag"], "value": value, "stage": name, "queries": s.get("count"),
                          **{c: s.get(c) for c in STAT_COLUMNS}})
     return pd.DataFrame(rows, columns=columns)
 

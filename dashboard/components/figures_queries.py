@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from rageval_core.drilldown import QueryDetail, QueryTable
 
 #: colour scales: dimmed greys below the threshold, greens at or above it
-BELOW_SCALE = [[0.0, "#f4f4f4"], [1.0, "#b8b8b8"]]
+BELOW_SCALE = [[0.0, "#f7f7f7"], [1.0, "#d2d2d2"]]
 ABOVE_SCALE = [[0.0, "#a7dcb5"], [1.0, "#1b7a3a"]]
 
 
@@ -83,7 +83,7 @@ def evidence_heatmap(scores: NDArray[np.float32], threshold: float, k: int,
     y = [f"span {i + 1}" for i in range(n_spans)]
     above = scores >= np.float32(threshold)
     values = scores.astype(np.float64)
-    hover = "%{y} × chunk %{x}<br>score %{customdata:.3f}<extra></extra>"
+    hover = "%{y}, chunk %{x}<br>score %{customdata:.3f}<extra></extra>"
     fig = go.Figure()
     for mask, scale, zmin, zmax in ((~above, BELOW_SCALE, 0.0, max(threshold, 1e-9)),
                                     (above, ABOVE_SCALE, threshold, 1.0)):

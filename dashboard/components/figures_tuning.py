@@ -1,7 +1,11 @@
 """Threshold tuning: figures (data -> plotly Figure), pair HTML and tables; no Streamlit calls.
 
-The pair cards are HTML built here from html.escape'd pieces only (the page renders them with
-unsafe_allow_html=True): chunk and gold-span texts are user text and must never become markup.
+The pair cards are HTML built here from escaped pieces only (the page renders them with
+st.markdown(..., unsafe_allow_html=True)): chunk and gold-span texts are user text and must never
+become markup. Besides html.escape, _esc turns newlines into <br> so a card stays one HTML block
+(Markdown ends an HTML block at a blank line and would parse the rest, "## ..." included, as
+Markdown) and hides "$" and ":" from Streamlit's LaTeX and emoji syntax, as
+dashboard/components/highlight.py does for the Queries page.
 """
 
 from __future__ import annotations
@@ -101,7 +105,13 @@ def agreement_figure(
 # --- pair cards ----------------------------------------------------------------------------
 
 _BOX = ("border:1px solid rgba(128,128,128,0.35);border-radius:0.4rem;padding:0.5rem 0.7rem;"
-        "white-space:pre-wrap;word-break:break-word;font-size:0.9rem;line-height:1.45")
+        "word-break:break-word;font-size:0.9rem;line-height:1.45")
+
+
+def _esc(text: str) -> str:
+    """html.escape, then keep Markdown and Streamlit from reading anything in it (see above)."""
+    out = html.escape(text, quote=True).replace("$", "&#36;").replace(":", "&#58;")
+    return out.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
 _MARK = "background:#ffe08a;color:inherit;padding:0 1px;border-radius:2px"
 
 
@@ -113,24 +123,24 @@ def pair_header_html(pair: BorderlinePair, label: bool | None) -> str:
     verdict = {True: f'<b style="color:{MATCH}">labelled: match</b>',
                False: f'<b style="color:{NO_MATCH}">labelled: no match</b>',
                None: '<span style="opacity:0.6">not labelled</span>'}[label]
-    parts = [f"<b>{html.escape(pair.query_id)}</b>", html.escape(rank),
-             f"<code>{html.escape(pair.doc_id)}</code>", f"span {pair.eidx + 1}",
+    parts = [f"<b>{_esc(pair.query_id)}</b>", _esc(rank),
+             f"<code>{_esc(pair.doc_id)}</code>", f"span {pair.eidx + 1}",
              f"score <b>{pair.score:.3f}</b>", verdict]
-    query = f'<div style="opacity:0.75">{html.escape(pair.query)}</div>' if pair.query else ""
+    query = f'<div style="opacity:0.75">{_esc(pair.query)}</div>' if pair.query else ""
     return f'<div>{" · ".join(parts)}</div>{query}'
 
 
 def evidence_html(pair: BorderlinePair) -> str:
     """The gold span in a box (escaped)."""
     return (f'<div style="font-size:0.8rem;opacity:0.7">gold span</div>'
-            f'<div style="{_BOX}">{html.escape(pair.evidence)}</div>')
+            f'<div style="{_BOX}">{_esc(pair.evidence)}</div>')
 
 
 def window_html(pair: BorderlinePair) -> str:
     """The chunk's matched window, <mark>ed, with its context (each piece escaped first)."""
-    before = ("…" if pair.clipped_before else "") + html.escape(pair.before)
-    after = html.escape(pair.after) + ("…" if pair.clipped_after else "")
-    mark = f'<mark style="{_MARK}">{html.escape(pair.window)}</mark>' if pair.window else ""
+    before = ("…" if pair.clipped_before else "") + _esc(pair.before)
+    after = _esc(pair.after) + ("…" if pair.clipped_after else "")
+    mark = f'<mark style="{_MARK}">{_esc(pair.window)}</mark>' if pair.window else ""
     caption = "matched window in the chunk" if pair.window else "chunk (no window located)"
     return (f'<div style="font-size:0.8rem;opacity:0.7">{caption}</div>'
             f'<div style="{_BOX}">{before}{mark}{after}</div>')

@@ -14,6 +14,8 @@ HIT_CLASS = "rageval-hit"
 COVERS_COLOUR = "#2e9e4f"  # green: the chunk covers a gold span at the threshold
 OTHER_COLOUR = "#c4c4c4"  # grey: it does not
 MARK_STYLE = "background-color:#fde68a;color:inherit;padding:0 1px;border-radius:2px"
+WEAK_STYLE = ("background-color:transparent;color:inherit;text-decoration:underline dotted #b08900;"
+              "text-underline-offset:3px")
 
 
 def _escape(text: str) -> str:
@@ -23,28 +25,31 @@ def _escape(text: str) -> str:
     return out.replace("$", "&#36;").replace(":", "&#58;").replace("\r\n", "\n").replace("\n", "<br>")
 
 
-def highlight(text: str, start: int, end: int) -> str:
+def highlight(text: str, start: int, end: int, *, weak: bool = False) -> str:
     """text as escaped HTML with [start, end) wrapped in <mark class="rageval-hit">.
 
     start/end are character offsets into text (the kept best-window offsets); -1 (or any
-    window that does not fit the text) means no highlight: the whole text, escaped.
+    window that does not fit the text) means no highlight: the whole text, escaped. weak: the
+    window's score is below the threshold, so it is marked paler (class "rageval-hit weak").
     """
     if not (0 <= start < end <= len(text)):
         return _escape(text)
     before, middle, after = text[:start], text[start:end], text[end:]
-    return (f'{_escape(before)}<mark class="{HIT_CLASS}" style="{MARK_STYLE}">'
-            f"{_escape(middle)}</mark>{_escape(after)}")
+    cls, style = (f"{HIT_CLASS} weak", WEAK_STYLE) if weak else (HIT_CLASS, MARK_STYLE)
+    return f'{_escape(before)}<mark class="{cls}" style="{style}">{_escape(middle)}</mark>{_escape(after)}'
 
 
 def chunk_card(header: str, text: str | None, start: int, end: int, covers: bool,
                dimmed: bool = False) -> str:
     """One chunk as a bordered block: green left border when it covers a gold span, else grey.
 
-    header is plain text (escaped here); text None shows that the run gave no chunk text.
+    header is plain text (escaped here); text None shows that the run gave no chunk text. The
+    window is marked in full when the chunk covers (its best match reaches the threshold), else
+    weakly: the closest text, not a match.
     """
     colour = COVERS_COLOUR if covers else OTHER_COLOUR
     body = ('<i style="opacity:0.7">(no chunk text in the run)</i>' if text is None
-            else highlight(text, start, end))
+            else highlight(text, start, end, weak=not covers))
     opacity = "opacity:0.6;" if dimmed else ""
     return (
         f'<div class="rageval-chunk" data-covers="{str(covers).lower()}" '

@@ -1,11 +1,143 @@
-"""Pure helpers: core results -> pandas DataFrames for st.dataframe (no Streamlit calls)."""
+"""Pure helpers: core results -> pandas DataFrames and short texts for the pages (no Streamlit calls)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
 
 import pandas as pd
+
+from rageval_core.errors import Problem
+from rageval_core.evaluate import Report
+from rageval_core.metrics import registry
+
+Band = Literal["good", "poor"]
+
+#: Quality bands of the Overview's metric cards: measure -> (poor below, good above).
+#: A bare name ("R") covers every cut-off of that measure; a name with a cut-off ("Hit@1")
+#: only that one. Values between the two bounds, and measures not listed, are neutral.
+#: Rules of thumb for the retrieval step of a RAG system, not standards: recall-like
+#: measures should find most of what is needed; the first useful chunk should come early.
+BANDS: dict[str, tuple[float, float]] = {
+    "R": (0.5, 0.8),
+    "EvidenceRecall": (0.5, 0.8),
+    "PerQueryCoverage": (0.5, 0.8),
+    "RR": (0.3, 0.7),  # MRR is RR's alias: report names are canonical
+    "Hit@1": (0.2, 0.5),
+}
+
+#: curves drawn on a 0..1 axis leave these out (BestRank is a rank, not a share)
+OFF_SCALE = frozenset({"BestRank"})
+#: the measures the tag breakdown draws as bars (any cut-off); the table shows every measure
+MAIN_BARS = ("R", "nDCG", "RR", "Hit", "EvidenceRecall", "PerQueryCoverage", "FullCoverageRate")
+
+#: card groups, in the order the Overview shows them
+FAMILY_TITLES = {"ranking": "Ranking", "evidence": "Evidence coverage", "generation": "Answers"}
+
+
+def band(name: str, value: float) -> Band | None:
+    """'good' above the measure's upper bound, 'poor' below its lower one, else None."""
+    bounds = BANDS.get(name) or BANDS.get(name.split("@", 1)[0])
+    if bounds is None or value is None or math.isnan(value):
+        return None
+    poor, good = bounds
+    if value > good:
+        return "good"
+    if value < poor:
+        return "poor"
+    return None
+
+
+def format_value(name: str, value: float) -> str:
+    """A run value as a card shows it: 3 decimals ('—' when nothing was scored)."""
+    if value is None or math.isnan(value):
+        return "—"
+    if registry.parse(name).spec.aggregate == "sum":
+        return f"{value:,.0f}"
+    return f"{value:.3f}"
+
+
+def metric_groups(metrics: Mapping[str, float]) -> dict[str, list[tuple[str, float]]]:
+    """Run values grouped by family (ranking, evidence, generation), report order kept."""
+    groups: dict[str, list[tuple[str, float]]] = {}
+    for name, value in metrics.items():
+        groups.setdefault(registry.parse(name).spec.family, []).append((name, value))
+    order = list(FAMILY_TITLES)
+    return dict(sorted(groups.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
+
+
+def insert_after(metrics: Mapping[str, float], after: str, name: str, value: float) -> dict[str, float]:
+    """metrics with (name, value) placed right after the entry `after` (at the end if absent)."""
+    out: dict[str, float] = {}
+    for key, v in metrics.items():
+        out[key] = v
+        if key == after:
+            out[name] = value
+    out.setdefault(name, value)
+    return out
+
+
+def main_metrics(names: Sequence[str]) -> list[str]:
+    """The names among a report's metrics that the breakdown draws (MAIN_BARS, report order)."""
+    return [n for n in names if n.split("@", 1)[0] in MAIN_BARS]
+
+
+def file_stem(text: str) -> str:
+    """A download file name part from user text: letters, digits, '.', '-' and '_' only."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "run"
+
+
+def describe(name: str) -> str:
+    """The registry's one-line description of a measure (card help text)."""
+    return registry.parse(name).spec.description
+
+
+def metrics_frame(metrics: Mapping[str, float]) -> pd.DataFrame:
+    """One row per metric: name, family, run value, band (empty when neutral), description."""
+    rows = []
+    for name, value in metrics.items():
+        spec = registry.parse(name).spec
+        rows.append({"metric": name, "family": spec.family, "value": value,
+                     "band": band(name, value) or "", "description": spec.description})
+    return pd.DataFrame(rows, columns=["metric", "family", "value", "band", "description"])
+
+
+def counts_text(report: Report) -> str:
+    """What was scored, from Report.counts: a caption under the cards (no user text in it)."""
+    c = report.counts
+    parts = [f"{c.get('queries', report.n_queries):,} queries"]
+    if report.relevance == "ids":
+        parts.append(f"{c.get('scored_ids', 0):,} scored on relevant ids")
+        parts.append(f"{c.get('skipped_no_qrels', 0):,} skipped without qrels")
+        if c.get("missing_from_run"):
+            parts.append(f"{c['missing_from_run']:,} judged but missing from the run")
+    if "scored_evidence" in c:
+        parts.append(f"{c['scored_evidence']:,} scored on gold evidence")
+        parts.append(f"{c.get('no_evidence', 0):,} without evidence")
+    if "scored_answers" in c:
+        parts.append(f"{c['scored_answers']:,} with an answer")
+    mode = report.relevance or "none (no qrels, no evidence)"
+    return " · ".join(parts) + f" · relevance mode: {mode}"
+
+
+def breakdown_frame(report: Report, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per tag value (report(view, by=tag)): its query count and each metric's value."""
+    by = report.by or {"tag": "", "groups": {}}
+    rows = []
+    for value, group in by["groups"].items():
+        metrics = group["metrics"]
+        wanted = list(metrics) if names is None else [n for n in names if n in metrics]
+        rows.append({by["tag"] or "tag": value, "queries": group["n"],
+                     **{n: metrics[n] for n in wanted}})
+    return pd.DataFrame(rows)
+
+
+def curves_frame(curves: Mapping[str, Any], x_name: str, x: Sequence[float]) -> pd.DataFrame:
+    """Curves (name -> values along x) as one column per metric, for the CSV download."""
+    return pd.DataFrame({x_name: list(x), **{name: list(values) for name, values in curves.items()}})
 
 
 def runs_frame(runs: Sequence[Any]) -> pd.DataFrame:
@@ -20,13 +152,40 @@ def runs_frame(runs: Sequence[Any]) -> pd.DataFrame:
                 "queries": r.n_queries,
                 "depth": r.max_depth,
                 "created": r.created_at or "",
-                "imported": str(r.imported_at)[:19],
+                "imported": str(r.imported_at)[:19].replace("T", " "),
                 "top_k": settings.get("top_k"),
-                "retriever": settings.get("retriever") or settings.get("model") or "",
+                "retriever": str(settings.get("retriever") or ""),
+                "model": str(settings.get("model") or ""),
+                "prompt $/1K": r.price_prompt_per_1k,
+                "completion $/1K": r.price_completion_per_1k,
                 "qrels": r.has_qrels,
                 "evidence": r.has_evidence,
                 "latency": r.has_latency,
+                "tokens": r.has_tokens,
+                "answers": r.has_answers,
                 "tags": ", ".join(r.tag_keys),
+                "sources": ", ".join(r.sources),
+                "settings": ", ".join(f"{k}={v}" for k, v in settings.items()),
             }
         )
     return pd.DataFrame(rows)
+
+
+def problems_frame(problems: Sequence[Problem], hide_prefix: Path | None = None) -> pd.DataFrame:
+    """Validation problems as a table (file, line, field, problem, severity), errors first.
+
+    hide_prefix: a temporary folder uploads were written to, cut from the file names so the
+    table shows the names the user uploaded.
+    """
+    def shown(file: str) -> str:
+        if hide_prefix is not None:
+            prefix = str(hide_prefix).rstrip("/") + "/"
+            if file.startswith(prefix):
+                return file[len(prefix):]
+        return file
+
+    rows = [{"file": shown(p.file), "line": p.line or None, "field": p.field, "problem": p.problem,
+             "severity": p.severity} for p in problems]
+    frame = pd.DataFrame(rows, columns=["file", "line", "field", "problem", "severity"])
+    frame["line"] = frame["line"].astype("Int64")
+    return frame.sort_values("severity", kind="stable").reset_index(drop=True)

@@ -93,3 +93,39 @@ def test_rename_and_delete(tmp_path: Path) -> None:
 def test_every_command_has_help(command: str, tmp_path: Path) -> None:
     r = rageval(command, "--help", db=tmp_path / "s.duckdb")
     assert r.returncode == 0 and "usage: rageval" in r.stdout
+
+
+def _every_format() -> dict[str, list[Path]]:
+    from tests.core.test_roundtrip import EVERY_FORMAT
+
+    return EVERY_FORMAT
+
+
+@pytest.mark.parametrize("fmt", sorted(_every_format()))
+def test_evaluate_works_on_every_format(fmt: str, tmp_path: Path) -> None:
+    run, *companion = (str(p) for p in _every_format()[fmt])
+    if fmt.startswith("trec"):
+        args = ["evaluate", run, "--qrels", *companion]
+    else:  # a gold set or QA pairs file comes as a second file
+        args = ["evaluate", run, *companion]
+    args += ["--json", "--per-query"]
+    r = rageval(*args, db=tmp_path / "unused.duckdb")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["n_queries"] > 0 and out["metrics"], out
+    assert all(v is None or isinstance(v, float) for v in out["metrics"].values())
+    assert len(out["per_query"]) == out["n_queries"]
+
+
+@pytest.mark.parametrize("name", ["bm25", "tfidf_char", "hybrid_rerank"])
+def test_evaluate_every_sample_run_from_the_store(name: str, tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    assert rageval("import", str(REPO / "sample_runs" / f"{name}.jsonl"), db=db).returncode == 0
+    r = rageval("evaluate", name, "--json", "--by", "query_type", db=db)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["settings"]["relevance"] == "ids"
+    assert 0.0 < out["metrics"]["nDCG@10"] < 1.0
+    assert 0.0 < out["metrics"]["EvidenceRecall@10"] <= 1.0
+    assert out["ops"]["latency_ms"]["total"]["count"] == 360
+    assert sum(g["n"] for g in out["by"]["groups"].values()) == 360

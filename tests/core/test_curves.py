@@ -91,7 +91,7 @@ def test_curves_over_threshold_equal_evaluate(sample: tuple[Store, RunData], k: 
     assert set(curves) == set(SWEPT)
     ranking = curves_over_threshold(store, data, s, grid[::10], names=["R", "nDCG", "RR"])
     for t in (0.0, 0.3, 0.7, 0.85, 1.0):
-        i = int(round(t * 100))
+        i = round(t * 100)
         report = evaluate(data, [f"EvidenceRecall@{k}", f"PerQueryCoverage@{k}",
                                  f"FullCoverageRate@{k}", f"R@{k}", f"nDCG@{k}", f"RR@{k}"],
                           store=store, settings=dataclasses.replace(s, threshold=t))
