@@ -319,11 +319,11 @@ def curves_t(view: View, grid: _Sequence[float], names: _Sequence[str] | None = 
 class Flash:
     """A message the Runs page shows once, after the rerun that follows a change."""
 
-    kind: str  # "success" | "error"
+    kind: str  # "success" | "warning" | "error"
     message: str  # our own words only: rendered as Markdown
     detail: str | None = None  # may hold user text (names, paths): rendered as code
     run_ids: tuple[int, ...] = ()
-    problems: tuple[_Problem, ...] = ()
+    problems: Any = None  # a problems table (DataFrame) to show with the message
 
 
 def flash(message: Flash) -> None:

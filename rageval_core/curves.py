@@ -1,22 +1,26 @@
 """Run values as curves: every cut-off k = 1..depth, or many coverage thresholds, in one call.
 
-Each point equals what evaluate() reports at that (k, threshold); the curves read the same
-cached inputs (RankedLabels prefix sums, the Coverage running maxima) instead of evaluating
-per point. Names are measure names without a cut-off ("R", "nDCG", "EvidenceRecall").
+Each point equals what evaluate() reports at that (k, threshold) (tests/core/test_curves.py
+checks it); the curves read the same cached inputs instead of evaluating per point:
+- over k, ranking metrics divide whole prefix-sum matrices (the ones metrics/ranking.py keeps
+  per RankedLabels, shared with evaluate()) and evidence metrics read the Coverage's running
+  maxima, every k at once;
+- over the threshold, evidence metrics come from one threshold_sweep; ranking metrics in
+  evidence mode relabel the top k chunks per threshold.
+Names are measure names without a cut-off ("R", "nDCG", "EvidenceRecall").
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.errors import UsageError
 from rageval_core.evaluate import (
-    RANKING_DEFAULTS,
     EVIDENCE_DEFAULTS,
+    RANKING_DEFAULTS,
     Relevance,
     Settings,
     coverage,
@@ -25,6 +29,7 @@ from rageval_core.evaluate import (
     resolve_relevance,
 )
 from rageval_core.metrics import evidence as ev
+from rageval_core.metrics import ranking as rk
 from rageval_core.metrics import registry
 from rageval_core.metrics.arrays import RankedLabels
 from rageval_core.rundata import RunData
@@ -32,26 +37,20 @@ from rageval_core.store import Store
 
 Floats = NDArray[np.float64]
 
-#: evidence metric -> its run value at every k (columns) from a Coverage at a threshold; the
-#: aggregation of each is the one evaluate() applies (registry.aggregate on the per-query values)
-_EVIDENCE_OVER_K: dict[str, Callable[[ev.Coverage, float], Floats]] = {
-    "EvidenceRecall": lambda cov, t: ev.pool_recall(*ev.evidence_recall(cov, t)),
-    "PerQueryCoverage": lambda cov, t: _column_means(ev.per_query_coverage(cov, t)),
-    "FullCoverageRate": lambda cov, t: _column_means(ev.full_coverage(cov, t)),
-    "ContextCoverage": lambda cov, t: _column_means(ev.context_coverage(cov)),
-    "BestRank": lambda cov, t: ev.mean_found(ev.best_rank(cov, t)),
-}
 #: the evidence metrics threshold_sweep answers for many thresholds at once
 SWEPT = ("EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "BestRank")
-#: ranking metrics whose value at k reads only the top k labels (plus n_rel and the ideal
-#: top k): over thresholds they are computed on labels cut to k columns, depth/k times cheaper
+#: ranking metrics whose value at k reads only the top k labels, n_rel and the ideal top k:
+#: over thresholds they are computed on labels cut to k columns (depth/k times cheaper)
 THRESHOLD_RANKING = frozenset({"P", "R", "F1", "Hit", "RR", "AP", "nDCG"})
+#: the evidence metrics _evidence_over_k gives at every k
+_EVIDENCE_OVER_K = frozenset(
+    {"EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "ContextCoverage", "BestRank"})
 
 
 def curve_names(data: RunData, relevance: Relevance | None) -> list[str]:
     """The main metrics of a mode that vary with k: the report's defaults, cut-offs dropped.
 
-    Rprec takes no cut-off and is left out; BestRank only when the registry knows it.
+    Rprec takes no cut-off and is left out; an evidence default the registry lacks is skipped.
     """
     names: list[str] = []
     if relevance is not None:
@@ -67,25 +66,23 @@ def curves_over_k(
     """Run value of each metric at k = 1..depth: name -> (depth,) array, entry i is k = i+1.
 
     settings.k is ignored; the threshold, scorer, normalisation, score cut and relevance mode
-    apply as in evaluate(). Ranking metrics read the cached prefix sums (one column per k);
-    evidence metrics come from the Coverage's running maxima for all k at once.
+    apply as in evaluate().
     """
     settings.check()
     depth = data.depth
+    specs = {name: _spec(name) for name in names}
     out: dict[str, Floats] = {}
     labels: RankedLabels | None = None
-    cov: ev.Coverage | None = None
-    for name in names:
-        spec = _spec(name)
+    evidence: dict[str, Floats] | None = None
+    for name, spec in specs.items():
         if spec.family == "ranking" and spec.allows_cutoff:
             if labels is None:
                 labels = _ranking_labels(store, data, settings)
-            out[name] = np.array([_ranking_value(labels, name, k) for k in range(1, depth + 1)])
-        elif spec.family == "evidence" and name in _EVIDENCE_OVER_K:
-            if cov is None:
-                cov = coverage(store, data, settings)
-            values = _EVIDENCE_OVER_K[name](cov, settings.threshold)
-            out[name] = _fit(values, depth)
+            out[name] = _ranking_over_k(labels, spec.name, depth)
+        elif spec.family == "evidence" and spec.name in _EVIDENCE_OVER_K:
+            if evidence is None:
+                evidence = _evidence_over_k(coverage(store, data, settings), settings.threshold)
+            out[name] = _fit(evidence[spec.name], depth)
         else:
             raise UsageError(f"measure {name} has no curve over k")
     return out
@@ -100,34 +97,131 @@ def curves_over_threshold(
 ) -> dict[str, Floats]:
     """Run value of each metric at settings.k for every threshold: name -> (len(thresholds),).
 
-    Evidence metrics (default: SWEPT) come from one threshold_sweep. Ranking metrics (P, R, F1,
-    Hit, RR, AP, nDCG; only in evidence mode, where relevance depends on the threshold) relabel
-    the chunks once per threshold: give them a coarser grid.
+    names default to SWEPT (the evidence metrics, from one threshold_sweep). Ranking metrics
+    (THRESHOLD_RANKING) are accepted in evidence mode only, where a chunk is relevant when it
+    covers a gold span at the threshold; they relabel the chunks once per threshold, so give
+    them a coarser grid.
     """
     settings.check()
     ts = np.asarray(thresholds, dtype=np.float64)
     if ts.ndim != 1 or not np.all((ts >= 0.0) & (ts <= 1.0)):
         raise UsageError("thresholds must be a 1-D list of numbers between 0 and 1")
-    wanted = list(SWEPT if names is None else names)
     out: dict[str, Floats] = {}
     swept: dict[str, Floats] | None = None
     tops: list[RankedLabels] | None = None
-    for name in wanted:
+    for name in SWEPT if names is None else names:
         spec = _spec(name)
-        if spec.family == "evidence" and name in SWEPT:
+        if spec.family == "evidence" and spec.name in SWEPT:
             if swept is None:
                 swept = ev.threshold_sweep(coverage(store, data, settings), ts, k=settings.k)
-            out[name] = swept[name]
+            out[name] = swept[spec.name]
         elif spec.name in THRESHOLD_RANKING:
             if resolve_relevance(data, settings) != "evidence":
                 raise UsageError(f"{name} depends on the threshold only in evidence mode")
             if tops is None:
-                tops = [_top_k(evidence_labels(store, data, dataclasses.replace(
-                    settings, threshold=float(t)))[0], settings.k) for t in ts]
-            out[name] = np.array([_ranking_value(top, name, settings.k) for top in tops])
+                cov = coverage(store, data, settings)
+                ids = tuple(data.query_ids[cov.rows])
+                tops = [_evidence_top_k(cov, ids, float(t), settings.k) for t in ts]
+            out[name] = np.array([_ranking_value(top, spec.name, settings.k) for top in tops])
         else:
             raise UsageError(f"measure {name} has no curve over the threshold")
     return out
+
+
+# --- ranking ---------------------------------------------------------------------------------
+
+
+def _ranking_labels(store: Store, data: RunData, s: Settings) -> RankedLabels:
+    relevance = resolve_relevance(data, s)
+    if relevance is None:
+        raise UsageError(f"run {data.run.name} has neither qrels nor gold evidence")
+    return (id_labels(data, s) if relevance == "ids" else evidence_labels(store, data, s))[0]
+
+
+def _ranking_over_k(labels: RankedLabels, name: str, depth: int) -> Floats:
+    """Run value at k = 1..depth from the prefix sums metrics/ranking.py caches per labels.
+
+    Each line is the per-k function of ranking.py applied to every column at once (same
+    zero-denominator rule, rk._ratio); any other measure is evaluated per k.
+    """
+    ks = np.arange(1, depth + 1)
+    b = rk._binary(labels, None)  # the cache evaluate() filled: reuse it
+    rel_k = b.rel_cum[:, 1:depth + 1].astype(np.float64)
+    n_rel = b.n_rel[:, None]
+    if name == "P":
+        values = rel_k / ks
+    elif name == "R":
+        values = rk._ratio(rel_k, n_rel)
+    elif name == "F1":
+        p, r = rel_k / ks, rk._ratio(rel_k, n_rel)
+        values = rk._ratio(2.0 * p * r, p + r)
+    elif name == "Hit":
+        values = (rel_k > 0).astype(np.float64)
+    elif name == "RR":
+        first = b.first_rel[:, None]
+        values = rk._ratio((first > 0) & (first <= ks), first)
+    elif name == "AP":
+        values = rk._ratio(b.prec_cum[:, 1:depth + 1], n_rel)
+    elif name == "nDCG":
+        g = rk._graded(labels)
+        ideal = g.idcg_cum[:, np.minimum(ks, g.idcg_cum.shape[1] - 1)]
+        values = rk._ratio(g.dcg_cum[:, 1:depth + 1], ideal)
+    else:
+        return np.array([_ranking_value(labels, name, k) for k in ks])
+    return _column_means(values)
+
+
+def _ranking_value(labels: RankedLabels, name: str, k: int) -> float:
+    """One run value as evaluate() computes it (the registered function, then aggregate)."""
+    measure = registry.Measure(name, k)
+    values = measure.spec.fn(labels, k, measure.param_values())
+    weight = measure.spec.weight
+    return registry.aggregate(measure, values, None if weight is None else weight(labels))
+
+
+def _evidence_top_k(
+    cov: ev.Coverage, query_ids: tuple[str, ...], threshold: float, k: int
+) -> RankedLabels:
+    """evaluate.evidence_labels at a threshold, cut to the top k ranks.
+
+    A chunk is relevant when it covers a gold span; n_rel counts the covering chunks of the
+    whole list, so recall-like values at k stay those of the full labels.
+    """
+    covering = ev.covers(cov, threshold)  # (queries with spans, depth)
+    n_rel = covering.sum(axis=1).astype(np.int64)
+    width = min(k, covering.shape[1])
+    return RankedLabels(
+        query_ids=query_ids,
+        labels=np.ascontiguousarray(covering[:, :width], dtype=np.int32),
+        n_ret=np.minimum(cov.n_ret, width),
+        n_rel=n_rel,
+        ideal=(np.arange(width)[None, :] < n_rel[:, None]).astype(np.int32),
+        rel_level=1,
+    )
+
+
+# --- evidence --------------------------------------------------------------------------------
+
+
+def _evidence_over_k(cov: ev.Coverage, threshold: float) -> dict[str, Floats]:
+    """Every evidence run value at every k, aggregated as evaluate() does.
+
+    EvidenceRecall pools spans (a span-weighted mean = all covered / all spans); BestRank is
+    the mean over the queries where a chunk reaches the threshold; the others plain means.
+    """
+    covered, total = ev.evidence_recall(cov, threshold)  # (n, depth) counted once for three
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = covered / total[:, None]
+    return {
+        "EvidenceRecall": ev.pool_recall(covered, total),
+        "PerQueryCoverage": _column_means(share),
+        "FullCoverageRate": _column_means((covered == total[:, None]).astype(np.float64)),
+        "ContextCoverage": _column_means(ev.context_coverage(cov)),
+        "BestRank": ev.mean_found(ev.best_rank(cov, threshold)),
+    }
+
+
+# --- helpers ---------------------------------------------------------------------------------
 
 
 def _base(name: str) -> str:
@@ -139,47 +233,20 @@ def _spec(name: str) -> registry.MeasureSpec:
         raise UsageError(f"give the measure without a cut-off or parameters, e.g. {_base(name)}")
     spec = registry.REGISTRY.get(registry.ALIASES.get(name, name))
     if spec is None:
-        registry.parse(name)  # raises the registry's message (with its suggestions)
+        registry.parse(name)  # raises the registry's message, with its suggestions
         raise UsageError(f"unknown measure {name!r}")
     return spec
 
 
-def _ranking_labels(store: Store, data: RunData, s: Settings) -> RankedLabels:
-    relevance = resolve_relevance(data, s)
-    if relevance is None:
-        raise UsageError(f"run {data.run.name} has neither qrels nor gold evidence")
-    return (id_labels(data, s) if relevance == "ids" else evidence_labels(store, data, s))[0]
-
-
-def _ranking_value(labels: RankedLabels, name: str, k: int) -> float:
-    # one column of the cached prefix sums per call: O(queries), no rescoring
-    measure = registry.Measure(registry.ALIASES.get(name, name), k)
-    values = measure.spec.fn(labels, k, measure.param_values())
-    weight = measure.spec.weight
-    return registry.aggregate(measure, values, None if weight is None else weight(labels))
-
-
-def _top_k(labels: RankedLabels, k: int) -> RankedLabels:
-    """The labels of the top k ranks only; n_rel (every relevant chunk) is kept whole."""
-    return RankedLabels(
-        query_ids=labels.query_ids,
-        labels=labels.labels[:, :k],
-        n_ret=np.minimum(labels.n_ret, k),
-        n_rel=labels.n_rel,
-        ideal=labels.ideal[:, :k],
-        rel_level=labels.rel_level,
-    )
-
-
 def _column_means(values: Floats) -> Floats:
-    """Mean of each column (k), NaN when no query is scored: registry.aggregate's mean."""
+    """Mean of each column (k) over the queries; NaN when none is scored, as aggregate()."""
     if values.shape[0] == 0:
         return np.full(values.shape[1:], np.nan)
-    return values.mean(axis=0)  # type: ignore[no-any-return]
+    return np.asarray(values.mean(axis=0), dtype=np.float64)
 
 
 def _fit(values: Floats, depth: int) -> Floats:
-    """A Coverage of an empty run keeps one column: trim or pad (the deepest value) to depth."""
+    """A Coverage of a run without chunks keeps one column: trim or pad (last value) to depth."""
     values = np.asarray(values, dtype=np.float64)
     if values.size >= depth:
         return values[:depth]

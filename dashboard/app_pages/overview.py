@@ -8,6 +8,8 @@ from dashboard import state
 from dashboard.components import figures, tables
 from rageval_core.curves import THRESHOLD_RANKING, curve_names
 
+CARDS_PER_ROW = 5  # room for the longest label, "FullCoverageRate@10"
+
 view = state.require_view()
 s = view.settings
 st.title("Overview")
@@ -24,8 +26,9 @@ if not metrics:
     st.info("Nothing to score: this run has no qrels, no gold evidence and no answers.")
 for family, items in tables.metric_groups(metrics).items():
     st.subheader(tables.FAMILY_TITLES.get(family, family))
-    for start in range(0, len(items), 6):
-        for col, (name, value) in zip(st.columns(6), items[start:start + 6], strict=False):
+    for start in range(0, len(items), CARDS_PER_ROW):
+        for col, (name, value) in zip(st.columns(CARDS_PER_ROW), items[start:start + CARDS_PER_ROW],
+                                      strict=False):
             band = tables.band(name, value)
             col.metric(name, tables.format_value(name, value), delta=band,
                        delta_color={"good": "green", "poor": "red"}.get(band or "", "off"),

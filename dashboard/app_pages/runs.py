@@ -12,29 +12,30 @@ from dashboard.components import tables
 from rageval_core.errors import RagevalError
 
 st.title("Runs")
+PRICES = {c: st.column_config.NumberColumn(c, format="%.5f") for c in ("prompt $/1K", "completion $/1K")}
 
 
 def show_outcome(outcome: state.ImportOutcome, upload_dir: Path | None) -> None:
-    """Problems as a table; on success remember the message and rerun (the sidebar lists the run)."""
+    """Nothing stored: the problems as a table. Something stored: remember a note and rerun."""
     added = outcome.imported + outcome.existing
-    errors = [p for p in outcome.problems if p.severity == "error"]
-    if outcome.failed or errors:
-        stored = f" {len(outcome.imported)} other run(s) were imported." if outcome.imported else ""
-        st.error(f"The files have problems: nothing was stored from the run(s) they belong to.{stored}")
-        frame = tables.problems_frame(outcome.problems, hide_prefix=upload_dir)
+    problems = tuple(outcome.problems)
+    if not added:
+        st.error("The files have problems: nothing was stored.")
+        frame = tables.problems_frame(problems, hide_prefix=upload_dir)
         st.dataframe(frame, hide_index=True, width="stretch")
         st.download_button("Download problems (CSV)", frame.to_csv(index=False),
                            file_name="import_problems.csv", mime="text/csv")
-        if not outcome.imported:
-            return
-    if added:
-        new, old = len(outcome.imported), len(outcome.existing)
-        message = f"Imported {new} run(s)." if new else ""
-        if old:
-            message += f" {old} run(s) were already stored with identical content."
-        state.flash(state.Flash("success", message.strip(), run_ids=tuple(r.run_id for r in added),
-                                problems=tuple(p for p in outcome.problems if p.severity == "warning")))
-        st.rerun()
+        return
+    parts = [f"Imported {len(outcome.imported)} run(s)."] if outcome.imported else []
+    if outcome.existing:
+        parts.append(f"{len(outcome.existing)} run(s) were already stored with identical content.")
+    if outcome.failed:
+        parts.append(f"{outcome.failed} run(s) had errors and were not stored (see the problems).")
+    # upload names are shown without their temporary folder: fixed here, before it is removed
+    shown = tables.problems_frame(problems, hide_prefix=upload_dir)
+    state.flash(state.Flash("warning" if outcome.failed else "success", " ".join(parts),
+                            run_ids=tuple(r.run_id for r in added), problems=shown))
+    st.rerun()
 
 
 def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
@@ -56,15 +57,15 @@ def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
 
 note = state.take_flash()
 if note is not None:
-    (st.success if note.kind == "success" else st.error)(note.message)
+    {"success": st.success, "warning": st.warning}.get(note.kind, st.error)(note.message)
     if note.detail:
         st.code(note.detail, language=None)
     shown = [r for r in state.runs() if r.run_id in note.run_ids]
     if shown:
-        st.dataframe(tables.runs_frame(shown), hide_index=True, width="stretch")
-    if note.problems:
-        st.warning("Warnings found while reading (the run was imported):")
-        st.dataframe(tables.problems_frame(note.problems), hide_index=True, width="stretch")
+        st.dataframe(tables.runs_frame(shown), hide_index=True, width="stretch", column_config=PRICES)
+    if note.problems is not None and len(note.problems):
+        st.caption("Problems found while reading:")
+        st.dataframe(note.problems, hide_index=True, width="stretch")
 
 st.subheader("Import")
 upload_tab, path_tab = st.tabs(["Upload files", "From a path"])
@@ -85,7 +86,11 @@ with path_tab:
     st.caption("Files inside these folders can be imported (set `RAGEVAL_IMPORT_DIRS` to change them):")
     st.code("\n".join(str(d) for d in state.import_dirs()), language=None)
     typed = st.text_area("Paths, one per line (e.g. a TREC run and its qrels)", key=state.RUNS_PATHS)
-    if st.button("Import from paths", disabled=not typed.strip(), key="runs.import_paths"):
+    # not disabled while empty: the text commits on blur, which a click on the button is
+    clicked = st.button("Import from paths", key="runs.import_paths")
+    if clicked and not typed.strip():
+        st.warning("Type the path of at least one file first.")
+    elif clicked:
         checked, refused = [], []
         for line in filter(str.strip, typed.splitlines()):
             try:
@@ -107,7 +112,7 @@ if not runs:
 else:
     st.caption(f"{len(runs)} run(s) in the store")
     frame = tables.runs_frame(runs)
-    st.dataframe(frame, hide_index=True, width="stretch")
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=PRICES)
     st.download_button("Download the run list (CSV)", frame.to_csv(index=False),
                        file_name="runs.csv", mime="text/csv")
 

@@ -50,7 +50,7 @@ cols[2].metric(f"Flip at ±{DELTA:.2f}", f"{flip.share:.1%}",
                help="share of gold spans whose covered / uncovered state changes when the "
                     f"threshold moves to {t - DELTA:.2f} or {t + DELTA:.2f}")
 cols[3].metric(f"Lost at {t + DELTA:.2f} / gained at {t - DELTA:.2f}",
-               f"−{flip.lost:,} / +{flip.gained:,}",
+               f"-{flip.lost:,} / +{flip.gained:,}",
                help="spans covered now but not at the higher threshold / not covered now but "
                     "covered at the lower one")
 st.plotly_chart(ft.span_histogram(best, t, DELTA), width="stretch", key="threshold.histogram")
@@ -82,7 +82,7 @@ else:
     page_no = int(middle.number_input(f"Page (of {n_pages})", 1, n_pages, key=state.TUNING_PAGE))
     lo = (page_no - 1) * PER_PAGE
     more = " (the closest 200)" if len(pairs) >= state.TUNING_LIMIT else ""
-    st.caption(f"Pairs {lo + 1}–{min(lo + PER_PAGE, len(shown))} of {len(shown)}{more}, closest "
+    st.caption(f"Pairs {lo + 1}-{min(lo + PER_PAGE, len(shown))} of {len(shown)}{more}, closest "
                "to the threshold first. Is the gold span really in the chunk? Your answers "
                "below suggest a threshold.")
     for pair in shown[lo:lo + PER_PAGE]:
@@ -131,8 +131,10 @@ else:
         st.info(suggestion.message[0].upper() + suggestion.message[1:] + ".")
     else:
         sug_col, use_col = st.columns([1, 3], vertical_alignment="bottom")
+        same = suggestion.threshold == t
         sug_col.metric("Suggested threshold", f"{suggestion.threshold:.2f}",
-                       delta=f"{suggestion.threshold - t:+.2f} from {t:.2f}", delta_color="off")
+                       delta=None if same else f"{suggestion.threshold - t:+.2f} from {t:.2f}",
+                       delta_color="off", help="the current threshold already" if same else None)
         use_col.button("use it", key="threshold.use", type="primary",
                        disabled=suggestion.threshold == t, on_click=state.use_threshold,
                        args=(suggestion.threshold,),

@@ -19,12 +19,21 @@ from numpy.typing import ArrayLike
 EVIDENCE_NAMES = frozenset({"EvidenceRecall", "PerQueryCoverage", "FullCoverageRate",
                             "ContextCoverage", "BestRank"})
 MARK = "#e6550d"
+#: one colour per measure in every Overview figure, so R@k and R@3 read as the same measure
+COLOURS = dict(zip(("P", "R", "RR", "AP", "nDCG", "Hit", "EvidenceRecall", "PerQueryCoverage",
+                    "FullCoverageRate", "ContextCoverage", "BestRank"),
+                   ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+                    "#ff9da7", "#9c755f", "#bab0ac", "#17becf"), strict=True))
 _LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "height": 380,
                            "legend": {"orientation": "h", "y": -0.22}, "hovermode": "x unified"}
 
 
-def _dash(name: str) -> str:
-    return "dash" if name.split("@", 1)[0] in EVIDENCE_NAMES else "solid"
+def _line(name: str) -> dict[str, Any]:
+    base = name.split("@", 1)[0]
+    line: dict[str, Any] = {"dash": "dash" if base in EVIDENCE_NAMES else "solid"}
+    if base in COLOURS:
+        line["color"] = COLOURS[base]
+    return line
 
 
 def curves_over_k(curves: Mapping[str, ArrayLike], k: int, title: str = "Metrics vs k") -> go.Figure:
@@ -35,7 +44,7 @@ def curves_over_k(curves: Mapping[str, ArrayLike], k: int, title: str = "Metrics
         y = np.asarray(values, dtype=np.float64)
         depth = max(depth, y.size)
         fig.add_scatter(x=np.arange(1, y.size + 1), y=y, mode="lines+markers" if y.size <= 30 else "lines",
-                        name=f"{name}@k", line={"dash": _dash(name)},
+                        name=f"{name}@k", line=_line(name),
                         hovertemplate="%{y:.3f}")
     fig.add_vline(x=k, line_color=MARK, line_width=2, annotation_text=f"k = {k}",
                   annotation_position="top right")
@@ -59,12 +68,12 @@ def curves_over_threshold(
     x = np.asarray(fine_x, dtype=np.float64)
     for name, values in fine.items():
         fig.add_scatter(x=x, y=np.asarray(values, dtype=np.float64), mode="lines", name=_at(name, k),
-                        line={"dash": _dash(name)}, hovertemplate="%{y:.3f}")
+                        line=_line(name), hovertemplate="%{y:.3f}")
     if coarse and coarse_x is not None:
         cx = np.asarray(coarse_x, dtype=np.float64)
         for name, values in coarse.items():
             fig.add_scatter(x=cx, y=np.asarray(values, dtype=np.float64), mode="lines+markers",
-                            name=_at(name, k), line={"dash": _dash(name)}, hovertemplate="%{y:.3f}")
+                            name=_at(name, k), line=_line(name), hovertemplate="%{y:.3f}")
     fig.add_vline(x=threshold, line_color=MARK, line_width=2,
                   annotation_text=f"threshold {threshold:.2f}", annotation_position="top right")
     title = "Metrics vs threshold" + (f" (at k = {k})" if k is not None else "")
@@ -83,6 +92,7 @@ def breakdown_bars(frame: pd.DataFrame, tag: str, names: Sequence[str]) -> go.Fi
         if name not in frame:
             continue
         fig.add_bar(x=labels, y=frame[name], name=name, customdata=counts,
+                    marker_color=COLOURS.get(name.split("@", 1)[0]),
                     hovertemplate="%{x}: %{y:.3f} (%{customdata} queries)<extra>" + name + "</extra>")
     fig.update_layout(**{**_LAYOUT, "hovermode": "closest"}, barmode="group",
                       title="Metrics by tag value",

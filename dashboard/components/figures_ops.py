@@ -22,12 +22,14 @@ STAT_COLUMNS = ("p50", "p90", "p95", "p99", "mean")
 #: a colour per statistic, light to dark as the percentile rises; mean stands apart
 STAT_COLOURS = {"p50": "#9ecae1", "p90": "#4292c6", "p95": "#2171b5", "p99": "#08306b",
                 "mean": "#f28e2b"}
+#: above this many points the scatter draws with WebGL (SVG slows down past a few thousand)
+WEBGL_POINTS = 2000
 _LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "height": 380,
                            "legend": {"orientation": "h", "y": -0.18}}
 
 
 def _esc(values: Sequence[Any] | np.ndarray) -> list[str]:
-    return [html.escape(str(v)) for v in values]
+    return [html.escape(str(v), quote=False) for v in values]
 
 
 # --- tables -----------------------------------------------------------------------------
@@ -99,7 +101,7 @@ def stage_distribution(stages: Mapping[str, np.ndarray], log_x: bool = False,
     """Per-stage latency distribution: ECDF step lines (kind="ecdf") or overlaid histograms."""
     fig = go.Figure()
     for name, col in stages.items():
-        label = html.escape(name)
+        label = html.escape(name, quote=False)
         if kind == "ecdf":
             x, y = ecdf(col)
             fig.add_scatter(
@@ -138,19 +140,20 @@ def latency_quality_scatter(points: ScatterPoints, metric: str, tag: str | None)
     """Total latency (x) against a per-query metric (y), one trace per tag value, hover = query id."""
     fig = go.Figure()
     groups = [""] if tag is None else _group_order(points.group)
+    trace = go.Scattergl if points.x_ms.size > WEBGL_POINTS else go.Scatter
     for g in groups:
         sel = points.group == g
-        name = html.escape(g) if tag else "queries"
-        fig.add_scattergl(
+        name = html.escape(g, quote=False) if tag else "queries"
+        fig.add_trace(trace(
             x=points.x_ms[sel], y=points.y[sel], mode="markers", name=name,
             customdata=_esc(points.query_id[sel]), marker={"size": 7, "opacity": 0.7},
-            hovertemplate=(f"%{{customdata}}<br>{html.escape(metric)}: %{{y:.3f}}"
+            hovertemplate=(f"%{{customdata}}<br>{html.escape(metric, quote=False)}: %{{y:.3f}}"
                            f"<br>total: %{{x:,.1f}} ms<extra>{name}</extra>"),
-        )
+        ))
     fig.update_layout(
-        title=f"Latency against {html.escape(metric)}", xaxis_title="total latency (ms)",
-        yaxis_title=html.escape(metric), showlegend=tag is not None,
-        legend_title_text=html.escape(tag) if tag else None, **_LAYOUT,
+        title=f"Latency against {html.escape(metric, quote=False)}", xaxis_title="total latency (ms)",
+        yaxis_title=html.escape(metric, quote=False), showlegend=tag is not None,
+        legend_title_text=html.escape(tag, quote=False) if tag else None, **_LAYOUT,
     )
     return fig
 

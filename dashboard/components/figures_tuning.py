@@ -41,7 +41,7 @@ def span_histogram(
     """
     values = np.asarray(best, dtype=np.float32)
     finite = values[np.isfinite(values)]
-    edges = np.linspace(0.0, 1.0, int(round(1.0 / bin_width)) + 1)
+    edges = np.linspace(0.0, 1.0, round(1.0 / bin_width) + 1)
     covered = finite >= np.float32(threshold)
     centres = (edges[:-1] + edges[1:]) / 2
     fig = go.Figure()
@@ -49,9 +49,9 @@ def span_histogram(
         counts, _ = np.histogram(np.clip(finite[mask], 0.0, 1.0), bins=edges)
         fig.add_bar(x=centres, y=counts, width=bin_width, name=name, marker_color=colour,
                     customdata=np.stack([edges[:-1], edges[1:]], axis=1),
-                    hovertemplate="best score %{customdata[0]:.2f}–%{customdata[1]:.2f}: "
+                    hovertemplate="best score %{customdata[0]:.2f} to %{customdata[1]:.2f}: "
                                   "%{y} spans<extra>" + name + "</extra>")
-    lo, hi = max(threshold - delta, 0.0), min(threshold + delta, 1.0)
+    lo, hi = max(round(threshold - delta, 6), 0.0), min(round(threshold + delta, 6), 1.0)
     fig.add_vrect(x0=lo, x1=hi, fillcolor="#fdd0a2", opacity=0.35, line_width=0, layer="below")
     fig.add_vline(x=threshold, line_color="#e6550d", line_width=2,
                   annotation_text=f"threshold {threshold:.2f}", annotation_position="top left")
@@ -90,12 +90,17 @@ def agreement_figure(
             fig.add_scatter(x=scores[sel], y=np.full(int(sel.sum()), y), mode="markers", name=name,
                             marker={"symbol": "line-ns-open", "size": 12, "color": colour},
                             hovertemplate="score %{x:.3f}<extra>" + name + "</extra>")
-    fig.add_vline(x=current, line_color="#e6550d", line_dash="dash",
-                  annotation_text=f"current {current:.2f}", annotation_position="bottom left")
-    if suggested is not None:
-        fig.add_vline(x=suggested, line_color=MATCH, line_width=2,
-                      annotation_text=f"suggested {suggested:.2f}",
+    if suggested is not None and round(suggested, 2) == round(current, 2):
+        fig.add_vline(x=current, line_color=MATCH, line_width=2,
+                      annotation_text=f"current = suggested {current:.2f}",
                       annotation_position="top right")
+    else:
+        fig.add_vline(x=current, line_color="#e6550d", line_dash="dash",
+                      annotation_text=f"current {current:.2f}", annotation_position="top left")
+        if suggested is not None:
+            fig.add_vline(x=suggested, line_color=MATCH, line_width=2,
+                          annotation_text=f"suggested {suggested:.2f}",
+                          annotation_position="top right")
     fig.update_layout(**_LAYOUT, title="Agreement of each threshold with your labels",
                       xaxis={"title": "threshold", "range": [0, 1.0]},
                       yaxis={"range": [-0.12, 1.12]})

@@ -60,6 +60,20 @@ def test_curves_over_k_equal_evaluate(
             assert _same(curves[name][k - 1], report.metrics[f"{name}@{k}"]), (name, k)
 
 
+def test_other_ranking_measures_and_aliases(sample: tuple[Store, RunData]) -> None:
+    """F1 (vectorised), AQWV (evaluated per k) and an alias give evaluate()'s values too."""
+    store, data = sample
+    s = Settings(relevance="ids", rel_level=2)  # graded qrels: a stricter relevance level
+    curves = curves_over_k(store, data, s, ["F1", "AQWV", "MRR", "nDCG"])
+    assert set(curves) == {"F1", "AQWV", "MRR", "nDCG"}
+    for k in (1, 5, data.depth):
+        report = evaluate(data, [f"F1@{k}", f"AQWV@{k}", f"RR@{k}", f"nDCG@{k}"], store=store, settings=s)
+        assert _same(curves["F1"][k - 1], report.metrics[f"F1@{k}"])
+        assert _same(curves["AQWV"][k - 1], report.metrics[f"AQWV@{k}"])
+        assert _same(curves["MRR"][k - 1], report.metrics[f"RR@{k}"])
+        assert _same(curves["nDCG"][k - 1], report.metrics[f"nDCG@{k}"])
+
+
 def test_recall_like_curves_never_fall(sample: tuple[Store, RunData]) -> None:
     store, data = sample
     curves = curves_over_k(store, data, Settings(), ["R", "Hit", "EvidenceRecall", "FullCoverageRate"])
@@ -113,6 +127,12 @@ def test_tiny_run_by_hand(tiny: tuple[Store, RunData]) -> None:
     assert curves["P"].tolist() == pytest.approx([(0 + 1) / 2, (1 / 2 + 1 / 2) / 2, (2 / 3 + 1 / 3) / 2])
 
 
+def test_ranking_over_threshold_needs_evidence_mode(sample: tuple[Store, RunData]) -> None:
+    store, data = sample
+    with pytest.raises(UsageError, match="evidence mode"):
+        curves_over_threshold(store, data, Settings(relevance="ids"), [0.5], names=["R"])
+
+
 def test_names_and_modes_are_checked(tiny: tuple[Store, RunData]) -> None:
     store, data = tiny
     with pytest.raises(UsageError, match="without a cut-off"):
@@ -121,4 +141,8 @@ def test_names_and_modes_are_checked(tiny: tuple[Store, RunData]) -> None:
         curves_over_k(store, data, Settings(), ["Rprec"])
     with pytest.raises(UsageError):
         curves_over_threshold(store, data, Settings(), [0.2, 1.5])
+    with pytest.raises(UsageError, match="no curve"):
+        curves_over_threshold(store, data, Settings(), [0.5], names=["AQWV"])
+    with pytest.raises(UsageError, match="no curve"):
+        curves_over_threshold(store, data, Settings(), [0.5], names=["ContextCoverage"])
     assert "Rprec" not in curve_names(data, "evidence")

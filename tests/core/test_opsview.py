@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rageval_core import ops
+from rageval_core.errors import ProblemLog
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.opsview import ecdf, long_to_columns, query_ops, scatter_points, total_latency
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
-from rageval_core.errors import ProblemLog
 
 
 def test_long_to_columns_puts_each_row_at_its_query_and_orders_keys() -> None:

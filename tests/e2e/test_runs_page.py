@@ -1,21 +1,25 @@
-"""The first page, in a real browser, lists the imported sample runs."""
+"""The Runs page, in a real browser, lists the imported sample runs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.e2e.harness import screenshot
+from tests.e2e.harness import screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
 
-def test_runs_page_lists_the_sample_runs(app_url: str, page: object) -> None:
-    page.goto(app_url)  # type: ignore[attr-defined]
-    page.get_by_text("3 runs in the store").wait_for(timeout=30_000)  # type: ignore[attr-defined]
-    grid = page.locator("[data-testid='stDataFrame']")  # type: ignore[attr-defined]
-    grid.wait_for(timeout=30_000)
+def test_runs_page_lists_the_sample_runs(app_url: str, page: Any) -> None:
+    page.goto(f"{app_url}/runs")
+    wait_idle(page)
+    page.get_by_text("3 run(s) in the store").wait_for()
+    grid = page.locator("[data-testid='stDataFrame']").first
+    grid.wait_for()
     screenshot(page, "runs")
     # the dataframe is a canvas grid: read the names from its accessible cells
     text = grid.inner_text()
     for name in ("bm25", "tfidf_char", "hybrid_rerank"):
         assert name in text
+    assert page.locator("[data-testid='stException']").count() == 0

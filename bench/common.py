@@ -1,0 +1,144 @@
+"""Timing, results and tables shared by the scenarios."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: a measurement whose warm-up call takes longer than this is "slow": fewer repeats
+SLOW_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Wall-clock seconds of each timed repeat, and the stage split of each (when measured)."""
+
+    seconds: tuple[float, ...]
+    stages: dict[str, tuple[float, ...]] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    def stage_median(self, name: str) -> float:
+        return statistics.median(self.stages[name])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "median_s": self.median,
+            "repeats": len(self.seconds),
+            "seconds": list(self.seconds),
+            "stages_median_s": {name: self.stage_median(name) for name in self.stages},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A small table rendered the same way to stdout and to markdown."""
+
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+    def markdown(self) -> str:
+        right = [i > 0 for i in range(len(self.headers))]  # numbers right-aligned, labels left
+        widths = [max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.headers)]
+
+        def line(cells: Sequence[str]) -> str:
+            padded = (c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
+            return "| " + " | ".join(padded) + " |"
+
+        rule = "|" + "|".join(("-" * (w + 1) + ":") if r else ("-" * (w + 2))
+                              for w, r in zip(widths, right, strict=True)) + "|"
+        return "\n".join([line(self.headers), rule, *(line(r) for r in self.rows)])
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """One scenario's outcome: what was run, its tables, notes, and machine-readable data."""
+
+    key: str
+    title: str
+    setup: str
+    tables: tuple[tuple[str, Table], ...]  # (caption, table)
+    notes: tuple[str, ...]
+    data: dict[str, Any]
+
+    def text(self) -> str:
+        """The scenario as markdown (readable as plain text on stdout too)."""
+        parts = [f"## {self.title}", "", self.setup, ""]
+        for caption, table in self.tables:
+            if caption:
+                parts += [caption, ""]
+            parts += [table.markdown(), ""]
+        parts += [f"- {note}" for note in self.notes]
+        return "\n".join(parts).rstrip() + "\n"
+
+
+def measure(
+    fn: Callable[[], Any],
+    repeats: int | None = None,
+    *,
+    fast_repeats: int = 5,
+    slow_repeats: int = 3,
+    warmup: bool = True,
+) -> tuple[Timing, Any]:
+    """Median-ready timings of fn() and the value of its warm-up call.
+
+    fn may return (value, {stage: seconds}) to report a split of each call; anything else is
+    taken as the value. Without an explicit repeats, a warm-up call slower than SLOW_SECONDS
+    gets slow_repeats timed repeats, else fast_repeats. gc.collect() runs before each call so
+    garbage of one call is not collected inside the next one's timing.
+    """
+    first_value: Any = None
+    first_seconds = 0.0
+    if warmup:
+        gc.collect()
+        start = time.perf_counter()
+        first_value = fn()
+        first_seconds = time.perf_counter() - start
+    n = repeats if repeats is not None else (slow_repeats if first_seconds > SLOW_SECONDS else fast_repeats)
+    seconds: list[float] = []
+    stages: dict[str, list[float]] = {}
+    for _ in range(n):
+        gc.collect()
+        start = time.perf_counter()
+        value = fn()
+        seconds.append(time.perf_counter() - start)
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
+            for name, s in value[1].items():
+                stages.setdefault(name, []).append(s)
+        if not warmup and first_value is None:
+            first_value = value
+    if isinstance(first_value, tuple) and len(first_value) == 2 and isinstance(first_value[1], dict):
+        first_value = first_value[0]
+    return Timing(tuple(seconds), {k: tuple(v) for k, v in stages.items()}), first_value
+
+
+class Stopwatch:
+    """Stage split inside one timed call: lap("parse") records the time since the last lap."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.stages[name] = self.stages.get(name, 0.0) + now - self._last
+        self._last = now
+
+
+def fmt_seconds(seconds: float) -> str:
+    """Seconds with a unit that keeps 3 significant digits readable (s, ms or us)."""
+    if seconds >= 1.0:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def fmt_ratio(ratio: float) -> str:
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.1f}x"

@@ -1,0 +1,380 @@
+"""Scenario 1: TREC run + qrels files to P@10, R@100, RR, AP and nDCG@10, end to end.
+
+Every tool starts from the same two files and ends with per-query values and their means:
+rageval by its direct reader path and by its store path, pytrec_eval with its own parsers, and
+ranx with its own loaders after a warm-up call (numba compiles on first use). The values are
+checked against each other on every query, not only on the means.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import math
+import pstats
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import (
+    ScenarioResult,
+    Stopwatch,
+    Table,
+    Timing,
+    fmt_ratio,
+    fmt_seconds,
+    measure,
+)
+from rageval_core.errors import ProblemLog
+from rageval_core.evaluate import evaluate, open_file_in_scratch_store
+from rageval_core.formats import trec
+from rageval_core.metrics import aggregate, compute, ranked_labels_from_queries
+from rageval_core.rundata import load_run_data
+
+METRICS = ("P@10", "R@100", "RR", "AP", "nDCG@10")
+#: the same measures as pytrec_eval (trec_eval) and ranx name them
+PYTREC = {"P@10": "P_10", "R@100": "recall_100", "RR": "recip_rank", "AP": "map", "nDCG@10": "ndcg_cut_10"}
+RANX = {"P@10": "precision@10", "R@100": "recall@100", "RR": "mrr", "AP": "map", "nDCG@10": "ndcg@10"}
+#: means (and every per-query value) must agree this closely
+TOLERANCE = 1e-9
+
+PerQuery = dict[str, dict[str, float]]  # metric -> query id -> value
+
+
+@dataclass(frozen=True, slots=True)
+class TrecFiles:
+    """The generated run and qrels and what they hold."""
+
+    run: Path
+    qrels: Path
+    n_queries: int
+    depth: int
+    n_judged: int
+    tied: frozenset[str]  # queries whose list holds at least two equal scores
+
+
+def write_trec_files(directory: Path, n_queries: int, depth: int = 100, seed: int = 0) -> TrecFiles:
+    """Write a deterministic TREC run (n_queries x depth) and graded qrels into directory.
+
+    Scores have 3 decimals in [0, 10), so about 40% of the 100-document lists hold a tie
+    (trec_eval then orders by docno, descending). Each query has 10-30 judged documents with
+    labels 0-3, drawn mostly from the top of its list and some from outside it.
+    """
+    rng = np.random.default_rng(seed)
+    pool = depth + 40  # the list plus documents judged but never retrieved
+    candidates = rng.permuted(np.tile(np.arange(1000), (n_queries, 1)), axis=1)[:, :pool]
+    # distinct per query: 101 * c < 100,000 for c < 1000, shifted by a query offset
+    docs = (np.arange(n_queries)[:, None] * 7919 + candidates * 101) % 100_000
+    scores = np.round(np.sort(rng.random((n_queries, depth)) * 10.0, axis=1)[:, ::-1], 3)
+    n_judged = rng.integers(10, 31, n_queries)
+    weights = 1.0 / np.sqrt(np.arange(1, pool + 1))
+    weights /= weights.sum()
+    run_lines: list[str] = []
+    qrels_lines: list[str] = []
+    tied: set[str] = set()
+    for q in range(n_queries):
+        qid = f"q{q:05d}"
+        names = [f"D{d:05d}" for d in docs[q].tolist()]
+        row = scores[q].tolist()
+        run_lines += [f"{qid} Q0 {names[r]} {r + 1} {row[r]:.3f} bench\n" for r in range(depth)]
+        if np.any(scores[q, 1:] == scores[q, :-1]):
+            tied.add(qid)
+        judged = rng.choice(pool, size=int(n_judged[q]), replace=False, p=weights)
+        labels = rng.choice(4, size=judged.size, p=[0.35, 0.35, 0.2, 0.1])
+        qrels_lines += [f"{qid} 0 {names[j]} {label}\n"
+                        for j, label in zip(judged.tolist(), labels.tolist(), strict=True)]
+    directory.mkdir(parents=True, exist_ok=True)
+    run, qrels = directory / "bench.run", directory / "bench.qrels"
+    run.write_text("".join(run_lines), encoding="utf-8")
+    qrels.write_text("".join(qrels_lines), encoding="utf-8")
+    return TrecFiles(run, qrels, n_queries, depth, len(qrels_lines), frozenset(tied))
+
+
+# --- the four ways from files to values (each returns (raw output, stage seconds)) --------
+
+
+def rageval_direct(files: TrecFiles) -> tuple[Any, dict[str, float]]:
+    """formats.trec.read -> ranked_labels_from_queries -> registry.compute (+ run means)."""
+    sw = Stopwatch()
+    log = ProblemLog()
+    parsed = trec.read(files.run, files.qrels, log)
+    sw.lap("parse")
+    arrays, _ = ranked_labels_from_queries(parsed.queries)  # builds the Query objects lazily
+    log.raise_if_errors()
+    sw.lap("queries + labels")
+    values = compute(METRICS, arrays)
+    means = {name: aggregate(name, v) for name, v in values.items()}
+    sw.lap("metrics")
+    return (arrays.query_ids, values, means), sw.stages
+
+
+def rageval_store(files: TrecFiles) -> tuple[Any, dict[str, float]]:
+    """Import into Store(':memory:') -> load_run_data -> evaluate."""
+    sw = Stopwatch()
+    store = open_file_in_scratch_store([files.run, files.qrels], fmt="trec")
+    sw.lap("parse + import")
+    with store:
+        data = load_run_data(store, store.runs()[0].run_id)
+        sw.lap("load arrays")
+        report = evaluate(data, list(METRICS), store=store, relevance="ids")
+        sw.lap("evaluate")
+    return (tuple(report.query_ids), report.per_query, report.metrics), sw.stages
+
+
+def pytrec_eval_run(files: TrecFiles) -> tuple[Any, dict[str, float]]:
+    """pytrec_eval's own parse_run/parse_qrel, then RelevanceEvaluator.evaluate and the means."""
+    import pytrec_eval
+
+    sw = Stopwatch()
+    with files.run.open(encoding="utf-8") as fh:
+        run = pytrec_eval.parse_run(fh)
+    with files.qrels.open(encoding="utf-8") as fh:
+        qrels = pytrec_eval.parse_qrel(fh)
+    sw.lap("parse")
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC.values())).evaluate(run)
+    means = {m: pytrec_eval.compute_aggregated_measure(m, [v[m] for v in per_query.values()])
+             for m in PYTREC.values()}
+    sw.lap("evaluate")
+    return (per_query, means), sw.stages
+
+
+def ranx_run(files: TrecFiles) -> tuple[Any, dict[str, float]]:
+    """ranx's Qrels.from_file / Run.from_file, then ranx.evaluate (means; per query kept in run)."""
+    import ranx
+
+    sw = Stopwatch()
+    qrels = ranx.Qrels.from_file(str(files.qrels), kind="trec")
+    run = ranx.Run.from_file(str(files.run), kind="trec")
+    sw.lap("load")
+    means = ranx.evaluate(qrels, run, list(RANX.values()))
+    sw.lap("evaluate")
+    return (run, means), sw.stages
+
+
+# --- values in one shape, and their agreement -----------------------------------------------
+
+
+def values_direct(raw: Any) -> tuple[PerQuery, dict[str, float]]:
+    query_ids, values, means = raw
+    return ({m: dict(zip(query_ids, values[m].tolist(), strict=True)) for m in METRICS},
+            {m: float(means[m]) for m in METRICS})
+
+
+def values_pytrec(raw: Any) -> tuple[PerQuery, dict[str, float]]:
+    per_query, means = raw
+    return ({m: {q: float(v[PYTREC[m]]) for q, v in per_query.items()} for m in METRICS},
+            {m: float(means[PYTREC[m]]) for m in METRICS})
+
+
+def values_ranx(raw: Any) -> tuple[PerQuery, dict[str, float]]:
+    run, means = raw
+    return ({m: {q: float(v) for q, v in run.scores[RANX[m]].items()} for m in METRICS},
+            {m: float(means[RANX[m]]) for m in METRICS})
+
+
+def max_difference(a: PerQuery, b: PerQuery, queries: set[str] | None = None) -> tuple[float, set[str]]:
+    """Largest |a - b| over every metric and query (or the given queries); queries that differ."""
+    worst = 0.0
+    differing: set[str] = set()
+    for m in METRICS:
+        if set(a[m]) != set(b[m]):
+            return math.inf, set(a[m]) ^ set(b[m])
+        for q in a[m] if queries is None else queries:
+            d = abs(a[m][q] - b[m][q])
+            worst = max(worst, d)
+            if d > TOLERANCE:
+                differing.add(q)
+    return worst, differing
+
+
+def profile_direct(files: TrecFiles, top: int = 12) -> tuple[Table, str]:
+    """cProfile of one direct-path call: the functions with the most own time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    rageval_direct(files)
+    profiler.disable()
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    total = sum(v[2] for v in stats.stats.values())  # type: ignore[attr-defined]
+    rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:top]  # type: ignore[attr-defined]
+    table_rows = []
+    for (file, line, func), (_, calls, own, cum, _) in rows:
+        where = f"{Path(file).name}:{line} {func}" if line else func
+        table_rows.append((where, f"{calls:,}", f"{own:.2f}", f"{100 * own / total:.0f}%", f"{cum:.2f}"))
+    table = Table(("function (own time)", "calls", "own s", "share", "cumulative s"), tuple(table_rows))
+    return table, f"profiled total {total:.2f} s (cProfile inflates per-call overhead)"
+
+
+def run(
+    workdir: Path,
+    n_queries: int = 10_000,
+    depth: int = 100,
+    seed: int = 0,
+    with_ranx: bool = True,
+    profile: bool | None = None,
+    repeats: int | None = None,
+) -> ScenarioResult:
+    """Time every tool on the same generated files and check their values agree.
+
+    profile None: profile the direct path only when it is slower than pytrec_eval or ranx.
+    """
+    files = write_trec_files(workdir, n_queries, depth, seed)
+    tools: dict[str, Any] = {
+        "rageval direct (trec.read -> labels -> compute)": (rageval_direct, values_direct),
+        "rageval store (import -> load_run_data -> evaluate)": (rageval_store, values_direct),
+        "pytrec_eval (parse_run/parse_qrel -> evaluate)": (pytrec_eval_run, values_pytrec),
+    }
+    if with_ranx:
+        tools["ranx, warm (from_file -> evaluate)"] = (ranx_run, values_ranx)
+    timings: dict[str, Timing] = {}
+    values: dict[str, tuple[PerQuery, dict[str, float]]] = {}
+    for label, (fn, convert) in tools.items():
+        # for ranx the untimed warm-up call is the one where numba compiles (or loads its cache)
+        timing, raw = measure(lambda fn=fn: fn(files), repeats)  # type: ignore[misc]
+        timings[label] = timing
+        values[label] = convert(raw)
+    first_call: dict[str, float] = {}
+    if with_ranx:
+        first_call = {"ranx, first call (numba JIT / cache load)": _ranx_first_call_seconds()}
+
+    labels = list(tools)
+    direct, store, pyt = labels[0], labels[1], labels[2]
+    reference = values[pyt][0]
+    agreement: dict[str, Any] = {}
+    for label in labels:
+        if label == pyt:
+            continue
+        per_query, means = values[label]
+        mean_diff = max(abs(means[m] - values[pyt][1][m]) for m in METRICS)
+        worst, differing = max_difference(per_query, reference)
+        untied = set(reference[METRICS[0]]) - files.tied
+        worst_untied, _ = max_difference(per_query, reference, untied)
+        agreement[label] = {
+            "max_mean_difference": mean_diff,
+            "max_query_difference": worst,
+            "max_query_difference_untied": worst_untied,
+            "queries_differing": len(differing),
+            "queries_differing_untied": len(differing - files.tied),
+        }
+
+    rows = []
+    for label in labels:
+        t = timings[label]
+        stages = ", ".join(f"{name} {fmt_seconds(t.stage_median(name))}" for name in t.stages)
+        rows.append((label, fmt_seconds(t.median), str(len(t.seconds)), stages,
+                     fmt_ratio(timings[direct].median / t.median),
+                     fmt_ratio(timings[store].median / t.median)))
+    time_table = Table(
+        ("tool / path", "median", "runs", "split (medians)", "rageval direct / this",
+         "rageval store / this"),
+        tuple(rows),
+    )
+    value_rows = []
+    for m in METRICS:
+        value_rows.append((m, *(f"{values[label][1][m]:.6f}" for label in labels)))
+    value_table = Table(("mean of", *(_short(label) for label in labels)), tuple(value_rows))
+    check_rows = tuple(
+        (_short(label), f"{a['max_mean_difference']:.1e}", f"{a['max_query_difference']:.1e}",
+         f"{a['queries_differing']:,} ({a['queries_differing_untied']:,} untied)",
+         f"{a['max_query_difference_untied']:.1e}")
+        for label, a in agreement.items()
+    )
+    check_table = Table(("against pytrec_eval", "max |mean diff|", "max |per-query diff|",
+                         "queries differing", "max diff, untied queries"), check_rows)
+
+    direct_slower = [x for x in labels[2:] if timings[direct].median > timings[x].median]
+    tables: list[tuple[str, Table]] = [
+        ("Wall-clock time from the two files to the five means:", time_table),
+        ("Means (every tool computed every query):", value_table),
+        (f"Agreement with pytrec_eval ({len(files.tied):,} of {n_queries:,} queries hold tied "
+         f"scores):", check_table),
+    ]
+    profile_note = None
+    if profile or (profile is None and direct_slower):
+        ptable, profile_note = profile_direct(files)
+        tables.append(("Where the direct path's time goes (cProfile, one call):", ptable))
+
+    notes = [
+        f"rageval vs pytrec_eval: direct path {fmt_ratio(timings[direct].median / timings[pyt].median)}"
+        f", store path {fmt_ratio(timings[store].median / timings[pyt].median)} "
+        "of pytrec_eval's time (above 1x = rageval is slower).",
+    ]
+    for label, a in agreement.items():
+        ok = a["max_query_difference"] <= TOLERANCE
+        if label.startswith("ranx"):
+            ok_untied = a["max_query_difference_untied"] <= TOLERANCE
+            notes.append(
+                "ranx equals pytrec_eval on every query without tied scores"
+                if ok_untied else "ranx DISAGREES with pytrec_eval on queries without ties")
+            if not ok:
+                notes.append(
+                    f"ranx differs on {a['queries_differing']:,} queries, all holding tied scores: "
+                    "ranx does not break ties by docno descending as trec_eval does, so its "
+                    "means differ slightly (rageval follows trec_eval).")
+        elif ok:
+            notes.append(f"{_short(label)} equals pytrec_eval on every query and metric "
+                         f"(within {TOLERANCE:g}).")
+        else:
+            notes.append(f"{_short(label)} DISAGREES with pytrec_eval (max {a['max_query_difference']:.2e}).")
+    if first_call:
+        for label, seconds in first_call.items():
+            notes.append(f"{label}: {fmt_seconds(seconds)} in a fresh process (not in the ratios).")
+    if profile_note:
+        notes.append(profile_note)
+
+    return ScenarioResult(
+        key="trec",
+        title="1. TREC run + qrels end to end",
+        setup=(f"{n_queries:,} queries x {depth} documents ({n_queries * depth:,} run lines), "
+               f"{files.n_judged:,} graded qrels lines (10-30 per query, labels 0-3), seed {seed}; "
+               f"metrics {', '.join(METRICS)}. Each time is the median of timed repeats after one "
+               "untimed warm-up call."),
+        tables=tuple(tables),
+        notes=tuple(notes),
+        data={
+            "n_queries": n_queries,
+            "depth": depth,
+            "n_judged": files.n_judged,
+            "n_tied_queries": len(files.tied),
+            "timings": {label: t.to_json() for label, t in timings.items()},
+            "means": {label: v[1] for label, v in values.items()},
+            "per_query": {label: v[0] for label, v in values.items()},
+            "agreement": agreement,
+            "first_call_s": first_call,
+            "ratios": {
+                "direct_vs_pytrec_eval": timings[direct].median / timings[pyt].median,
+                "store_vs_pytrec_eval": timings[store].median / timings[pyt].median,
+                **({"direct_vs_ranx": timings[direct].median / timings[labels[3]].median,
+                    "store_vs_ranx": timings[store].median / timings[labels[3]].median}
+                   if with_ranx else {}),
+            },
+        },
+    )
+
+
+def _short(label: str) -> str:
+    return label.split(" (")[0]
+
+
+def _ranx_first_call_seconds() -> float:
+    """ranx's first evaluate in a fresh interpreter (tiny data): the JIT cost a user pays once."""
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import ranx\n"
+        "q = ranx.Qrels({'q1': {'d1': 1, 'd2': 2}, 'q2': {'d1': 1}})\n"
+        "r = ranx.Run({'q1': {'d1': 0.5, 'd2': 0.4}, 'q2': {'d1': 0.3, 'd3': 0.2}})\n"
+        f"ranx.evaluate(q, r, {list(RANX.values())!r})\n"
+    )
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def means_of(result: ScenarioResult) -> Mapping[str, dict[str, float]]:
+    """The per-tool means of a result (for tests and the report)."""
+    return result.data["means"]  # type: ignore[no-any-return]

@@ -1,0 +1,225 @@
+"""Queries page: the table's filters against the core, the drilldown opened by link, prev/next."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard.components.highlight import HIT_CLASS, chunk_card, highlight
+from rageval_core import drilldown as dd
+from rageval_core.errors import ProblemLog
+from rageval_core.evaluate import Settings, evaluate
+from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+from rageval_core.rundata import load_run_data
+from rageval_core.store import Store
+
+REPO = Path(__file__).resolve().parents[2]
+MARK = re.compile(r'<mark class="rageval-hit"[^>]*>(.*?)</mark>')
+#: the sidebar's defaults on a sample run (qrels present: relevance ids)
+DEFAULTS = Settings(k=10, threshold=0.7, relevance="ids")
+
+
+def core_table(db: Path, run: str = "bm25", settings: Settings = DEFAULTS) -> dd.QueryTable:
+    """The core's table at the page's default settings, computed apart from the app."""
+    store = Store(db)
+    data = load_run_data(store, run)
+    return dd.query_table(evaluate(data, store=store, settings=settings), data,
+                          dd.query_texts(store, data))
+
+
+def shown_ids(at: AppTest) -> list[str]:
+    return list(at.dataframe[0].value["query_id"])
+
+
+def opened(at: AppTest) -> str:
+    """The query id the drilldown shows (its heading block)."""
+    heads = [m.value for m in at.markdown if "Query " in m.value and "font-weight:600" in m.value]
+    assert len(heads) == 1, heads
+    found = re.search(r">Query ([^<]+)</span>", heads[0])
+    assert found
+    return html.unescape(found.group(1))
+
+
+def sample_query(query_id: str) -> dict:  # type: ignore[type-arg]
+    """A query of the bm25 sample run read straight from its file (independent of the store)."""
+    for line in (REPO / "sample_runs" / "bm25.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("query_id") == query_id:
+            return record  # type: ignore[no-any-return]
+    raise AssertionError(query_id)
+
+
+# --- the table -------------------------------------------------------------------------------
+
+
+def test_failing_filter_shows_the_cores_failing_queries(make_app: Callable[..., AppTest], app_db: Path) -> None:
+    at = make_app("queries.py", run="bm25")
+    assert not at.exception, [e.value for e in at.exception]
+    table = core_table(app_db)
+    assert len(shown_ids(at)) == table.n_queries == 360
+    at.toggle(key="queries.failing").set_value(True).run()
+    assert not at.exception
+    failing = set(table.query_ids[table.failing])
+    assert 0 < len(failing) < 360
+    assert set(shown_ids(at)) == failing and len(shown_ids(at)) == len(failing)
+    assert bool(at.dataframe[0].value["failing"].all())
+    # the metric values shown are the report's (nDCG@10 of the first shown query)
+    df = at.dataframe[0].value
+    first = dd.qidx_of(load_run_data(Store(app_db), "bm25"), df["query_id"].iloc[0])
+    assert df["nDCG@10"].iloc[0] == pytest.approx(table.metrics["nDCG@10"][first], nan_ok=True)
+    # worst first: every failing row before the others
+    at.toggle(key="queries.failing").set_value(False).run()
+    flags = [bool(f) for f in at.dataframe[0].value["failing"]]
+    assert flags[0] and flags == sorted(flags, reverse=True)
+
+
+def test_search_and_tag_filters(make_app: Callable[..., AppTest], app_db: Path) -> None:
+    at = make_app("queries.py", run="bm25")
+    table = core_table(app_db)
+    at.text_input(key="queries.search").set_value("SENTINEL dwelling").run()
+    expected = [str(i) for i, t in zip(table.query_ids, table.texts, strict=True)
+                if "sentinel dwelling" in str(t).lower()]
+    assert expected and sorted(shown_ids(at)) == sorted(expected)
+    at.text_input(key="queries.search").set_value("").run()
+    at.selectbox(key="queries.tag").set_value("evidence").run()
+    at.multiselect(key="queries.tag_values").set_value(["split"]).run()
+    assert not at.exception
+    split = [str(q) for q, v in zip(table.query_ids, table.tags["evidence"], strict=True) if v == "split"]
+    assert len(split) == 25 and sorted(shown_ids(at)) == sorted(split)
+    at.selectbox(key="queries.sort").set_value("total_ms ↓").run()
+    times = at.dataframe[0].value["total_ms"].to_numpy()
+    assert np.all(np.diff(times) <= 0)
+
+
+# --- the drilldown ---------------------------------------------------------------------------
+
+
+def test_link_opens_a_query_with_its_span_marked(make_app: Callable[..., AppTest]) -> None:
+    record = sample_query("q0003")  # evidence "exact": the gold span is verbatim in chunk 1
+    (span,) = record["evidence"]
+    assert span in record["retrieved"][0]["text"]
+    at = make_app("queries.py", run="bm25", q="q0003")
+    assert not at.exception, [e.value for e in at.exception]
+    assert opened(at) == "q0003"
+    cards = [m.value for m in at.markdown if 'class="rageval-chunk"' in m.value]
+    assert cards, "no chunk cards rendered"
+    first_card = cards[0].split('<div class="rageval-chunk"')[1]
+    assert 'data-covers="true"' in first_card and "#2e9e4f" in first_card  # green border
+    marked = [html.unescape(m) for m in MARK.findall(first_card)]
+    assert marked == [span]
+    assert at.query_params["q"] == "q0003"  # the selection stays in the URL
+
+
+def test_prev_next_move_between_failing_queries(make_app: Callable[..., AppTest], app_db: Path) -> None:
+    table = core_table(app_db)
+    failing = np.flatnonzero(table.failing)
+    middle = int(failing[5])
+    prev, nxt = dd.neighbours(table.failing, middle)
+    assert (prev, nxt) == (int(failing[4]), int(failing[6]))
+    at = make_app("queries.py", run="bm25", q=str(table.query_ids[middle]))
+    assert opened(at) == table.query_ids[middle]
+    at.button(key="queries.next").click().run()
+    assert not at.exception
+    assert opened(at) == table.query_ids[nxt]
+    assert at.query_params["q"] == table.query_ids[nxt]  # mirrored to the URL
+    at.button(key="queries.prev").click().run()
+    at.button(key="queries.prev").click().run()
+    assert opened(at) == table.query_ids[prev]
+    # from the first failing query there is no previous one
+    first = make_app("queries.py", run="bm25", q=str(table.query_ids[failing[0]]))
+    assert first.button(key="queries.prev").disabled
+    assert not first.button(key="queries.next").disabled
+
+
+def test_without_a_selection_the_page_says_how_to_open_one(make_app: Callable[..., AppTest]) -> None:
+    at = make_app("queries.py", run="tfidf_char")
+    assert not at.exception
+    assert any("Select a row" in i.value for i in at.info)
+    unknown = make_app("queries.py", run="bm25", q="no-such-query")
+    assert any("not in this run" in i.value for i in unknown.info)
+
+
+@pytest.fixture()
+def edge_db(tmp_path: Path) -> Path:
+    """A run without evidence: a query with nothing retrieved, one with hostile chunk text.
+
+    Two chunks deep: the sidebar's k slider needs a depth above 1.
+    """
+    queries = [
+        Query(query_id="empty", query="nothing here", retrieved=(), relevance={"d1": 1}),
+        Query(query_id="evil", query="<script>alert(1)</script>",
+              retrieved=(Chunk("<b>doc</b>", "<img src=x onerror=alert(1)> and $x$ :red[hi]", 1.0),
+                         Chunk("d2", None, 0.5)),
+              relevance={"<b>doc</b>": 1}),
+    ]
+    db = tmp_path / "edge.duckdb"
+    with Store(db) as store:
+        store.import_run(ParsedRun(RunInfo(name="edge"), queries, "native", ("edge.jsonl",)),
+                         ProblemLog())
+    return db
+
+
+def test_edge_states_show_messages(make_app: Callable[..., AppTest], edge_db: Path) -> None:
+    at = make_app("queries.py", db=edge_db, q="empty")
+    assert not at.exception, [e.value for e in at.exception]
+    infos = " ".join(i.value for i in at.info)
+    assert "no gold evidence" in infos and "Nothing was retrieved" in infos
+    evil = make_app("queries.py", db=edge_db, q="evil")
+    assert not evil.exception
+    rendered = " ".join(m.value for m in evil.markdown)
+    assert "<script" not in rendered and "<img" not in rendered and "<b>doc" not in rendered
+    assert "&lt;img src=x onerror=alert(1)&gt;" in rendered and "&lt;b&gt;doc&lt;/b&gt;" in rendered
+    assert "(no chunk text in the run)" in rendered
+
+
+# --- highlight() -----------------------------------------------------------------------------
+
+
+def test_highlight_escapes_every_piece() -> None:
+    text = "<script>alert('x')</script> and <img src=x onerror=alert(1)> & more"
+    start = text.index("<img")
+    end = start + len("<img src=x onerror=alert(1)>")
+    out = highlight(text, start, end)
+    assert "<script" not in out and "<img" not in out
+    assert out.count("<mark") == 1 and out.count("</mark>") == 1
+    assert html.unescape(MARK.findall(out)[0]) == "<img src=x onerror=alert(1)>"
+    assert html.unescape(out.split("<mark")[0]) == text[:start]
+    assert html.unescape(out.split("</mark>")[1]) == text[end:]
+    assert f'class="{HIT_CLASS}"' in out
+
+
+def test_highlight_window_boundaries_and_no_window() -> None:
+    text = "abcdef"
+    assert MARK.findall(highlight(text, 0, 6)) == ["abcdef"]
+    assert MARK.findall(highlight(text, 2, 4)) == ["cd"]
+    out = highlight(text, 5, 6)
+    assert out.startswith("abcde<mark") and MARK.findall(out) == ["f"]
+    for start, end in ((-1, -1), (3, 3), (4, 2), (0, 7), (-1, 3)):
+        assert highlight(text, start, end) == "abcdef"
+    assert highlight("<b>", -1, -1) == "&lt;b&gt;"
+
+
+def test_highlight_multibyte_text() -> None:
+    text = "日本語 — naïve café: crème brûlée 🍮 done"
+    start = text.index("crème")
+    end = text.index(" 🍮") + 2
+    out = highlight(text, start, end)
+    assert html.unescape(MARK.findall(out)[0]) == "crème brûlée 🍮"
+    assert html.unescape(out.replace(MARK.findall(out)[0], "")).startswith("日本語 — naïve café")
+
+
+def test_chunk_card_borders_and_markdown_safety() -> None:
+    green = chunk_card("#1 · <doc>", "line one\n\n# not a heading $1$ :red[x]", 0, 4, covers=True)
+    grey = chunk_card("#2", "text", -1, -1, covers=False)
+    assert "#2e9e4f" in green and "#c4c4c4" in grey
+    assert "\n" not in green  # one line: Markdown never ends the HTML block inside a chunk
+    assert "&lt;doc&gt;" in green and "<doc>" not in green
+    assert "$" not in green and ":red[" not in green
+    assert "(no chunk text in the run)" in chunk_card("#3", None, -1, -1, covers=False)

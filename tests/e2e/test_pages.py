@@ -1,0 +1,43 @@
+"""Every page renders in a real browser without an exception; a screenshot of each is kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import screenshot, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+#: URL path -> (title, screenshot name); the Overview is the default page at "/"
+PAGES = {
+    "": ("Overview", "overview"),
+    "queries": ("Queries", "queries"),
+    "threshold": ("Threshold tuning", "threshold"),
+    "latency": ("Latency & cost", "latency"),
+}
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_page_renders(app_url: str, page: Any, path: str) -> None:
+    title, shot = PAGES[path]
+    page.goto(f"{app_url}/{path}?run=hybrid_rerank")
+    wait_idle(page)
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.locator("h1").first.inner_text().strip() == title
+    assert page.locator("[data-testid='stSidebar']").get_by_text("hybrid_rerank").count() >= 1
+    screenshot(page, shot)
+
+
+def test_latency_page_draws_its_charts(app_url: str, page: Any) -> None:
+    page.goto(f"{app_url}/latency?run=hybrid_rerank")
+    wait_idle(page)
+    # percentiles, distribution, cost and latency-against-quality: four plotly charts
+    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for()
+    assert page.locator("[data-testid='stPlotlyChart']").count() == 4
+    # the bar chart's categories are the stages, in the core's order
+    ticks = page.locator("[data-testid='stPlotlyChart']").first.locator(".xtick text").all_inner_texts()
+    assert ticks == ["total", "retrieval", "rerank", "generation"]
+    for message in ("This run has no latency", "This run has no token counts"):
+        assert page.get_by_text(message).count() == 0

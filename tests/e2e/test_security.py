@@ -1,0 +1,103 @@
+"""A run whose every text field is hostile HTML/Markdown runs no script on any page.
+
+tests/data/xss/hostile.jsonl puts <script>, <img onerror>, javascript: links (HTML and
+Markdown) into the run name, query ids and texts, chunk texts, doc ids, evidence, answers, tag
+keys and values and a latency stage. Each page (and the drilldown of each query) must leave
+window.__xss undefined, open no dialog, put no javascript: link or on* handler in the DOM, and
+show the text "<script>" as text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from tests.e2e.harness import wait_idle
+
+pytestmark = pytest.mark.e2e
+
+SCRIPT = "<script>window.__xss=1</script>"
+EVIDENCE = 'The premium is <img src=x onerror="window.__xss=1"> 500 dollars a month <script>window.__xss=1</script>.'
+PAGES = ["", "queries", "threshold", "latency", "runs"]
+QUERIES = ["xss-1", '<img src=x onerror="window.__xss=1">', "xss-3"]
+
+#: nodes that only exist if user text became markup
+INJECTED = """() => ({
+  xss: typeof window.__xss,
+  js_links: Array.from(document.querySelectorAll('a[href], [*|href]')).filter(
+      a => /^\\s*javascript:/i.test(a.getAttribute('href') || a.getAttribute('xlink:href') || '')).length,
+  handlers: Array.from(document.querySelectorAll('*')).filter(
+      e => Array.from(e.attributes).some(a => /^on/i.test(a.name))).length,
+  scripts: Array.from(document.querySelectorAll('script')).filter(
+      s => (s.textContent || '').includes('__xss')).length,
+  imgs_x: document.querySelectorAll('img[src="x"]').length,
+})"""
+
+
+def assert_inert(page: Any, dialogs: list[str], where: str) -> None:
+    found = page.evaluate(INJECTED)
+    assert found == {"xss": "undefined", "js_links": 0, "handlers": 0, "scripts": 0, "imgs_x": 0}, where
+    assert dialogs == [], f"{where}: a dialog opened: {dialogs}"
+    assert page.locator("[data-testid='stException']").count() == 0, where
+
+
+def visit(page: Any, url: str) -> None:
+    page.goto(url)
+    wait_idle(page)
+
+
+@pytest.fixture()
+def dialogs(page: Any) -> list[str]:
+    opened: list[str] = []
+
+    def record(dialog: Any) -> None:
+        opened.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", record)
+    return opened
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_show_hostile_text_as_text(hostile_url: str, page: Any, dialogs: list[str],
+                                         path: str) -> None:
+    visit(page, f"{hostile_url}/{path}")
+    assert_inert(page, dialogs, path or "overview")
+    # the run name is shown as typed, in the sidebar's run picker on every page
+    assert page.get_by_text("<script>", exact=False).first.is_visible()
+    assert page.locator("[data-testid='stSidebar']").get_by_text(SCRIPT).count() >= 1
+
+
+@pytest.mark.parametrize("qid", QUERIES)
+def test_drilldown_of_hostile_queries(hostile_url: str, page: Any, dialogs: list[str],
+                                      qid: str) -> None:
+    visit(page, f"{hostile_url}/queries?q={quote(qid)}")
+    assert_inert(page, dialogs, f"drilldown {qid}")
+    assert page.get_by_text(f"Query {qid}").first.is_visible()
+    if qid == "xss-1":
+        # the query text, with its tags, is shown as typed
+        assert page.get_by_text(f"{SCRIPT} How much is the premium?", exact=False).first.is_visible()
+        # the gold span is found verbatim in the first chunk: the mark holds it as text
+        marks = page.locator(".rageval-chunk mark.rageval-hit:not(.weak)").all_text_contents()
+        assert EVIDENCE in marks
+
+
+def test_latency_scatter_hover_shows_the_id_as_text(hostile_url: str, page: Any,
+                                                    dialogs: list[str]) -> None:
+    visit(page, f"{hostile_url}/latency")
+    # the legend of the scatter (coloured by a hostile tag) draws tag values as SVG text
+    legends = page.locator("[data-testid='stPlotlyChart'] .legendtext").all_text_contents()
+    assert SCRIPT in legends
+    # the scatter's points carry the query ids; hovering each shows its id as text
+    chart = page.locator("[data-testid='stPlotlyChart']").nth(3)
+    points = chart.locator(".scatterlayer .point")
+    assert points.count() == len(QUERIES)
+    seen = []
+    for i in range(points.count()):
+        points.nth(i).hover(force=True)
+        chart.locator(".hoverlayer .hovertext").first.wait_for()
+        seen.append(" ".join(chart.locator(".hoverlayer .hovertext").all_text_contents()))
+    assert sorted(q for q in QUERIES if any(q in h for h in seen)) == sorted(QUERIES)
+    assert_inert(page, dialogs, "latency hover")
