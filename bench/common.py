@@ -66,6 +66,7 @@ class ScenarioResult:
     tables: tuple[tuple[str, Table], ...]  # (caption, table)
     notes: tuple[str, ...]
     data: dict[str, Any]
+    raw_output: str = ""  # printed output of a script run as a subprocess, shown verbatim
 
     def text(self) -> str:
         """The scenario as markdown (readable as plain text on stdout too)."""
@@ -74,6 +75,8 @@ class ScenarioResult:
             if caption:
                 parts += [caption, ""]
             parts += [table.markdown(), ""]
+        if self.raw_output:
+            parts += ["```", self.raw_output.rstrip(), "```", ""]
         parts += [f"- {note}" for note in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 

@@ -135,7 +135,11 @@ def sidebar() -> View | None:
     depth = max(run.max_depth, 1)
     if st.session_state.get(K, 0) > depth:  # another run may be shallower than the last
         st.session_state[K] = depth
-    k = sb.slider("k (cut-off)", 1, depth, min(10, depth), key=K, bind="query-params")
+    if depth > 1:
+        k = sb.slider("k (cut-off)", 1, depth, min(10, depth), key=K, bind="query-params")
+    else:  # a slider needs min < max: every list of this run holds at most one chunk
+        k = 1
+        sb.caption("k = 1 (every ranked list of this run holds at most one chunk)")
     threshold = sb.slider("Fuzzy threshold", 0.0, 1.0, 0.7, 0.01, key=THRESHOLD,
                           bind="query-params",
                           help="a chunk covers a gold span when their match score is at least this")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
 from dashboard import state
@@ -128,7 +130,7 @@ m2.metric(f"Spans covered in top {k}",
           f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—")
 m3.metric("Chunks retrieved", len(detail.chunks),
           help=f"{detail.n_dropped} dropped by the score cut-off" if detail.n_dropped else None)
-m4.metric("Total latency (ms)", "—" if table.total_ms[qidx] != table.total_ms[qidx]
+m4.metric("Total latency (ms)", "—" if math.isnan(table.total_ms[qidx])
           else f"{table.total_ms[qidx]:.1f}")
 if detail.answer is not None or detail.reference_answer is not None:
     with st.expander("Answer and reference answer"):
@@ -163,6 +165,10 @@ elif not detail.chunks:
     st.info("Nothing was retrieved for this query"
             + (" (every chunk is below the score cut-off)." if detail.n_dropped else "."))
 else:
+    if detail.n_dropped:
+        st.caption(f"{detail.n_dropped} chunk(s) dropped by the retriever-score cut-off; ranks are "
+                   "after the cut (the original rank is shown as \"was #\").")
+
     def _card(c: dd.ChunkDetail) -> str:
         header = fq.chunk_header(c.rank, c.original_rank, c.doc_id, c.score, c.label, c.relevant,
                                  c.match_eidx, c.match_score, detail.threshold)

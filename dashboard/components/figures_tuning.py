@@ -103,7 +103,7 @@ def agreement_figure(
                           annotation_position="top right")
     fig.update_layout(**_LAYOUT, title="Agreement of each threshold with your labels",
                       xaxis={"title": "threshold", "range": [0, 1.0]},
-                      yaxis={"range": [-0.12, 1.12]})
+                      yaxis={"range": [-0.12, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1]})
     return fig
 
 

@@ -26,7 +26,8 @@ def test_page_renders(app_url: str, page: Any, path: str) -> None:
     wait_idle(page)
     assert page.locator("[data-testid='stException']").count() == 0
     assert page.locator("h1").first.inner_text().strip() == title
-    assert page.locator("[data-testid='stSidebar']").get_by_text("hybrid_rerank").count() >= 1
+    run = page.locator("[data-testid='stSidebar']").get_by_role("combobox", name="Run")
+    assert run.input_value() == "hybrid_rerank"
     screenshot(page, shot)
 
 

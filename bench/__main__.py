@@ -1,0 +1,91 @@
+"""python -m bench: run the scenarios, print their tables and write docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import matching_speed, recompute, report, trec_e2e
+from bench.common import ScenarioResult
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+SCENARIOS = ("trec", "recompute", "matching")
+
+#: full sizes (the brief's) and --quick sizes (seconds, for the smoke test and a first look)
+FULL: dict[str, dict[str, Any]] = {
+    "trec": {"n_queries": 10_000, "depth": 100},
+    "recompute": {"n_queries": 100_000, "repeats": 15, "slow_repeats": 3},
+    "matching": {"n_queries": 334, "difflib_sample": 3000, "repeats": 3},
+}
+QUICK: dict[str, dict[str, Any]] = {
+    "trec": {"n_queries": 200, "depth": 100},
+    "recompute": {"n_queries": 2_000, "repeats": 5, "slow_repeats": 3},
+    "matching": {"n_queries": 10, "difflib_sample": 200, "repeats": 2},
+}
+
+
+def run_scenarios(
+    names: Sequence[str], quick: bool, workdir: Path, with_ranx: bool = True,
+    progress: Callable[[str], None] = print,
+) -> list[ScenarioResult]:
+    """Run the named scenarios at full or quick sizes; progress(text) after each."""
+    sizes = QUICK if quick else FULL
+    results = []
+    for name in names:
+        started = time.perf_counter()
+        if name == "trec":
+            result = trec_e2e.run(workdir / "trec", with_ranx=with_ranx, **sizes["trec"])
+        elif name == "recompute":
+            result = recompute.run(**sizes["recompute"])
+        elif name == "matching":
+            result = matching_speed.run(**sizes["matching"])
+        else:
+            raise ValueError(f"unknown scenario {name!r} (expected one of {', '.join(SCENARIOS)})")
+        results.append(result)
+        progress(f"\n{result.text()}\n({name}: {time.perf_counter() - started:.0f} s)")
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes (seconds); writes no page unless --out is given")
+    parser.add_argument("--only", default=",".join(SCENARIOS),
+                        help=f"comma-separated scenarios to run (default: {','.join(SCENARIOS)})")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"page to write (default: {DOCS.relative_to(DOCS.parents[1])} for a full run)")
+    parser.add_argument("--no-write", action="store_true", help="print only, write no page")
+    parser.add_argument("--no-ranx", action="store_true", help="leave ranx out (its JIT takes a while)")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario(s) {', '.join(unknown)} (expected {', '.join(SCENARIOS)})")
+
+    facts = report.machine_facts()
+    print(f"rageval bench{' (--quick)' if args.quick else ''}: {facts['cpu']}, {facts['cores']} cores, "
+          f"Python {facts['python']}, load {facts['load_before']}", flush=True)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rageval-bench-") as tmp:
+        results = run_scenarios(names, args.quick, Path(tmp), with_ranx=not args.no_ranx,
+                                progress=lambda text: print(text, flush=True))
+    elapsed = time.perf_counter() - started
+    facts["load_after"] = report.load_average()
+    print("\n## Summary\n\n" + report.headline(results).markdown())
+    print(f"\nwhole run: {elapsed:.0f} s; load average before {facts['load_before']}, "
+          f"after {facts['load_after']}")
+
+    out = args.out if args.out is not None else (None if args.quick else DOCS)
+    if out is not None and not args.no_write:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report.render(results, facts, elapsed, args.quick), encoding="utf-8")
+        print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
