@@ -19,6 +19,7 @@ class Timing:
 
     seconds: tuple[float, ...]
     stages: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    warmup_s: float | None = None  # the untimed first call (JIT, caches, page cache)
 
     @property
     def median(self) -> float:
@@ -33,6 +34,7 @@ class Timing:
             "repeats": len(self.seconds),
             "seconds": list(self.seconds),
             "stages_median_s": {name: self.stage_median(name) for name in self.stages},
+            "warmup_s": self.warmup_s,
         }
 
 
@@ -42,9 +44,10 @@ class Table:
 
     headers: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
+    text_columns: tuple[int, ...] = (0,)  # aligned left; every other column holds numbers
 
     def markdown(self) -> str:
-        right = [i > 0 for i in range(len(self.headers))]  # numbers right-aligned, labels left
+        right = [i not in self.text_columns for i in range(len(self.headers))]
         widths = [max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.headers)]
 
         def line(cells: Sequence[str]) -> str:
@@ -118,7 +121,9 @@ def measure(
             first_value = value
     if isinstance(first_value, tuple) and len(first_value) == 2 and isinstance(first_value[1], dict):
         first_value = first_value[0]
-    return Timing(tuple(seconds), {k: tuple(v) for k, v in stages.items()}), first_value
+    timing = Timing(tuple(seconds), {k: tuple(v) for k, v in stages.items()},
+                    first_seconds if warmup else None)
+    return timing, first_value
 
 
 class Stopwatch:

@@ -59,8 +59,8 @@ def run(
         sub_pe, sub_pc = pe[subset], pc[subset]
         timings = {}
         for workers in (0, 1):
-            t, _ = measure(lambda w=workers: score_pairs(  # type: ignore[misc]
-                evidence, chunks, sub_pe, sub_pc, scorer="partial", workers=w), repeats)
+            t, _ = measure(lambda w=workers, a=sub_pe, b=sub_pc: score_pairs(  # type: ignore[misc]
+                evidence, chunks, a, b, scorer="partial", workers=w), repeats)
             timings[workers] = t.median / subset.size
         ratio = difflib_pair / timings[0]
         results[label] = {

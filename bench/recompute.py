@@ -148,7 +148,7 @@ def run(
         ("same sweep again (sorted values cached per k)", fmt_seconds(sweep_warm.median),
          str(len(sweep_warm.seconds)), f"{fmt_seconds(sweep_warm.median / depth)} per k"),
     )
-    table = Table(("step", "median", "runs", "against the target"), rows)
+    table = Table(("step", "median", "runs", "against the target"), rows, text_columns=(0, 3))
     n_excluded = int(np.count_nonzero(n_spans == 0))
     return ScenarioResult(
         key="recompute",

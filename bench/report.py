@@ -60,7 +60,7 @@ def _memory_gib() -> float | None:
 
 def load_average() -> str:
     try:
-        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "unknown"
 
@@ -90,13 +90,13 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
         ratio = data["ratio_all_cores"]
         rows.append((f"partial (all {data['cpus']} cores) vs difflib, per pair", fmt_ratio(ratio),
                      f"target 20x: {'met' if ratio >= data['target_ratio'] else 'MISSED'}"))
-    return Table(("comparison", "result", "meaning"), tuple(rows))
+    return Table(("comparison", "result", "meaning"), tuple(rows), text_columns=(0, 2))
 
 
 def render(results: Sequence[ScenarioResult], facts: dict[str, Any], elapsed_s: float, quick: bool) -> str:
     """The whole docs/benchmarks.md page."""
     v = facts["versions"]
-    machine = Table(("fact", "value"), (
+    machine = Table(("fact", "value"), text_columns=(0, 1), rows=(
         ("date", facts["date"]),
         ("CPU", facts["cpu"]),
         ("cores", f"{facts['cores']} ({facts['usable_cores']} usable by this process)"),
@@ -106,8 +106,8 @@ def render(results: Sequence[ScenarioResult], facts: dict[str, Any], elapsed_s: 
         ("numpy / duckdb / rapidfuzz", f"{v['numpy']} / {v['duckdb']} / {v['rapidfuzz']}"),
         ("pytrec-eval-terrier / ranx / numba",
          f"{v['pytrec-eval-terrier']} / {v['ranx']} / {v['numba']}"),
-        ("load average (1/5/15 min) before / after",
-         f"{facts['load_before']} / {facts.get('load_after', 'unknown')}"),
+        ("load average (1, 5, 15 min)",
+         f"before: {facts['load_before']}; after: {facts.get('load_after', 'unknown')}"),
         ("whole run", f"{elapsed_s:.0f} s{' (--quick sizes)' if quick else ''}"),
     ))
     parts = [

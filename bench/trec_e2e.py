@@ -235,9 +235,7 @@ def run(
         timing, raw = measure(lambda fn=fn: fn(files), repeats)  # type: ignore[misc]
         timings[label] = timing
         values[label] = convert(raw)
-    first_call: dict[str, float] = {}
-    if with_ranx:
-        first_call = {"ranx, first call (numba JIT / cache load)": _ranx_first_call_seconds()}
+    first_call = {label: t.warmup_s for label, t in timings.items() if t.warmup_s is not None}
 
     labels = list(tools)
     direct, store, pyt = labels[0], labels[1], labels[2]
@@ -270,6 +268,7 @@ def run(
         ("tool / path", "median", "runs", "split (medians)", "rageval direct / this",
          "rageval store / this"),
         tuple(rows),
+        text_columns=(0, 3),
     )
     value_rows = []
     for m in METRICS:
@@ -318,9 +317,11 @@ def run(
                          f"(within {TOLERANCE:g}).")
         else:
             notes.append(f"{_short(label)} DISAGREES with pytrec_eval (max {a['max_query_difference']:.2e}).")
-    if first_call:
-        for label, seconds in first_call.items():
-            notes.append(f"{label}: {fmt_seconds(seconds)} in a fresh process (not in the ratios).")
+    if with_ranx:
+        label = labels[3]
+        notes.append(f"ranx's first call in this process took {fmt_seconds(first_call[label])} "
+                     f"(numba compiles, or loads its on-disk cache), against "
+                     f"{fmt_seconds(timings[label].median)} once warm; only warm calls are in the ratios.")
     if profile_note:
         notes.append(profile_note)
 
@@ -356,23 +357,6 @@ def run(
 
 def _short(label: str) -> str:
     return label.split(" (")[0]
-
-
-def _ranx_first_call_seconds() -> float:
-    """ranx's first evaluate in a fresh interpreter (tiny data): the JIT cost a user pays once."""
-    import subprocess
-    import sys
-    import time
-
-    code = (
-        "import ranx\n"
-        "q = ranx.Qrels({'q1': {'d1': 1, 'd2': 2}, 'q2': {'d1': 1}})\n"
-        "r = ranx.Run({'q1': {'d1': 0.5, 'd2': 0.4}, 'q2': {'d1': 0.3, 'd3': 0.2}})\n"
-        f"ranx.evaluate(q, r, {list(RANX.values())!r})\n"
-    )
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
-    return time.perf_counter() - start
 
 
 def means_of(result: ScenarioResult) -> Mapping[str, dict[str, float]]:

@@ -167,7 +167,7 @@ def _ranking_over_k(labels: RankedLabels, name: str, depth: int) -> Floats:
         ideal = g.idcg_cum[:, np.minimum(ks, g.idcg_cum.shape[1] - 1)]
         values = rk._ratio(g.dcg_cum[:, 1:depth + 1], ideal)
     else:
-        return np.array([_ranking_value(labels, name, k) for k in ks])
+        return np.array([_ranking_value(labels, name, int(k)) for k in ks])
     return _column_means(values)
 
 

@@ -123,7 +123,7 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
 def _floats(column: Any) -> Floats:
     """A DuckDB numeric column (maybe masked for NULLs) as float64 with NaN for NULL."""
     if isinstance(column, np.ma.MaskedArray):
-        return column.astype(np.float64).filled(np.nan)
+        return np.ma.filled(column.astype(np.float64), np.nan)
     return np.asarray(column, dtype=np.float64)
 
 

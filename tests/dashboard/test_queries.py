@@ -148,10 +148,8 @@ def test_without_a_selection_the_page_says_how_to_open_one(make_app: Callable[..
 
 @pytest.fixture()
 def edge_db(tmp_path: Path) -> Path:
-    """A run without evidence: a query with nothing retrieved, one with hostile chunk text.
-
-    Two chunks deep: the sidebar's k slider needs a depth above 1.
-    """
+    """A run without evidence: a query with nothing retrieved, one with hostile chunk text
+    followed by a chunk the run gave no text for."""
     queries = [
         Query(query_id="empty", query="nothing here", retrieved=(), relevance={"d1": 1}),
         Query(query_id="evil", query="<script>alert(1)</script>",
