@@ -15,6 +15,7 @@ from typing import Any
 import streamlit as st
 
 from rageval_core.errors import RagevalError
+from rageval_core.importing import ImportOutcome, import_paths
 from rageval_core.evaluate import Report, Settings, evaluate
 from rageval_core.matching import SCORERS, Normalisation
 from rageval_core.rundata import RunData, load_run_data
@@ -267,16 +268,12 @@ def use_threshold(value: float) -> None:
 
 # --- overview/runs ---
 import dataclasses as _dataclasses  # noqa: E402
-from collections.abc import Callable as _Callable  # noqa: E402
 from collections.abc import Sequence as _Sequence  # noqa: E402
 from pathlib import Path as _Path  # noqa: E402
 
 import numpy as _np  # noqa: E402
 
 from rageval_core import curves as _curves  # noqa: E402
-from rageval_core.errors import InputError as _InputError  # noqa: E402
-from rageval_core.errors import Problem as _Problem  # noqa: E402
-from rageval_core.errors import ProblemLog as _ProblemLog  # noqa: E402
 from rageval_core.errors import UsageError as _UsageError  # noqa: E402
 
 OVERVIEW_TAG = "overview.tag"
@@ -382,53 +379,20 @@ def save_uploads(files: _Sequence[Any], folder: _Path) -> list[_Path]:
     return paths
 
 
-@dataclass
-class ImportOutcome:
-    """What an import did: new runs, runs already stored, and the problems that stopped the rest."""
-
-    imported: list[RunRecord]
-    existing: list[RunRecord]
-    problems: list[_Problem]
-    failed: int = 0
-
-
-def import_files(paths: _Sequence[_Path], progress: _Callable[[int, int, int], None] | None = None,
+def import_files(paths: _Sequence[_Path], progress: Any = None,
                  upload_dir: _Path | None = None) -> ImportOutcome:
-    """read_inputs + Store.import_run, one transaction per run; a run with errors stores nothing.
+    """The core's import verb on the app's store; caches are cleared when a run is added.
 
-    progress(run index, runs, queries read). upload_dir: the temporary folder uploads were
-    written to; it is cut from the runs' recorded sources. Caches are cleared when a run is added.
+    progress(stage, label, done, total) as rageval_core.importing.import_paths. upload_dir: the
+    temporary folder uploads were written to; it is cut from the runs' recorded sources.
     """
-    from rageval_core.formats import read_inputs
 
     def shown(source: str) -> str:
         if upload_dir is not None and source.startswith(str(upload_dir) + os.sep):
             return source[len(str(upload_dir)) + 1:]
         return source
 
-    log = _ProblemLog()
-    out = ImportOutcome([], [], [])
-    try:
-        parsed_runs = read_inputs(list(paths), None, log)
-        log.raise_if_errors()
-    except _InputError as e:
-        out.problems.extend(e.problems)
-        out.failed = 1
-        return out
-    for i, parsed in enumerate(parsed_runs):
-        if i:
-            log.clear()  # the readers share the log: each run is judged on its own problems
-        parsed = _dataclasses.replace(parsed, sources=tuple(shown(s) for s in parsed.sources))
-        try:
-            result = store().import_run(
-                parsed, log, progress=None if progress is None else
-                (lambda n, i=i: progress(i, len(parsed_runs), n)))
-        except _InputError as e:
-            out.problems.extend(e.problems)
-            out.failed += 1
-            continue
-        out.problems.extend(result.warnings)
-        (out.imported if result.created else out.existing).append(result.run)
+    out = import_paths(store(), list(paths), progress=progress, show_source=shown)
     if out.imported:
         clear_caches()
     return out

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rageval_core.errors import InputError, ProblemLog, RagevalError, UsageError
+from rageval_core.errors import InputError, RagevalError, UsageError
 
 
 def _store(args: argparse.Namespace) -> Any:
@@ -23,7 +23,7 @@ def _store(args: argparse.Namespace) -> Any:
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -35,47 +35,50 @@ def _print_problems(problems: Sequence[Any], truncated: int = 0) -> None:
         print(f"... and {truncated} more problems", file=sys.stderr)
 
 
-def _progress(desc: str) -> Any:
-    from tqdm import tqdm
+class _Bars:
+    """tqdm bars per (stage, label), shown only when a step takes more than a moment."""
 
-    # delay: the bar appears only when an import takes more than a moment
-    return tqdm(desc=desc, unit=" queries", delay=0.5, file=sys.stderr, leave=False)
+    def __init__(self) -> None:
+        self.bars: dict[tuple[str, str], Any] = {}
+
+    def __call__(self, stage: str, label: str, done: int, total: int | None) -> None:
+        from tqdm import tqdm
+
+        key = (stage, label)
+        if key not in self.bars:
+            desc = f"importing {label}" if stage == "import" else f"scoring evidence of {label}"
+            self.bars[key] = tqdm(desc=desc, unit=" queries", total=total, delay=0.5,
+                                  file=sys.stderr, leave=False)
+        bar = self.bars[key]
+        bar.update(done - bar.n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from rageval_core.formats import read_inputs
+    from rageval_core.importing import import_paths
 
-    paths = [Path(p) for p in args.files]
-    log = ProblemLog()
-    parsed_runs = read_inputs(paths, args.format, log)
-    log.raise_if_errors()
-    if args.name and len(parsed_runs) != 1:
-        raise UsageError(f"--name needs exactly one run, but the files hold {len(parsed_runs)}")
-    status = 0
+    bars = _Bars()
     with _store(args) as store:
-        for i, parsed in enumerate(parsed_runs):
-            # the readers' lazy streams all report into `log`: import one run at a time, each
-            # with a clean log (the first keeps the warnings found while the files were opened)
-            if i:
-                log.clear()
-            source = ", ".join(parsed.sources)
-            bar = _progress(f"importing {source}")
-            try:
-                result = store.import_run(
-                    parsed, log, name=args.name, progress=lambda n, bar=bar: bar.update(n - bar.n)
-                )
-            except InputError as e:
-                bar.close()
-                _print_problems(e.problems, e.truncated)
-                print(f"{source}: import failed, nothing was stored", file=sys.stderr)
-                status = 2
-                continue
-            bar.close()
-            _print_problems(result.warnings)
-            run = result.run
-            verb = "imported" if result.created else "already stored"
-            print(f"{verb}: {run.name} ({run.n_queries} queries, depth {run.max_depth}) from {source}")
-    return status
+        try:
+            out = import_paths(store, [Path(p) for p in args.files], args.format, args.name,
+                               progress=bars, score=not args.no_score)
+        finally:
+            bars.close()
+    _print_problems(out.problems)
+    for verb, runs in (("imported", out.imported), ("already stored", out.existing)):
+        for run in runs:
+            print(f"{verb}: {run.name} ({run.n_queries} queries, depth {run.max_depth}) "
+                  f"from {', '.join(run.sources)}")
+    for scoring in out.scorings:
+        if not scoring.cached:
+            print(f"scored {scoring.n_pairs} evidence x chunk pairs ({scoring.scorer}) "
+                  f"in {scoring.seconds:.1f} s")
+    for source in out.failed:
+        print(f"{source}: import failed, nothing was stored", file=sys.stderr)
+    return 2 if out.failed else 0
 
 
 def _run_row(r: Any) -> list[Any]:
@@ -248,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE", help="run files (a TREC run may come with its qrels file)")
     p.add_argument("--name", help="name for the run (default: from the file's header or its name)")
     p.add_argument("--format", choices=FORMATS, help="force a format instead of detecting it")
+    p.add_argument("--no-score", action="store_true",
+                   help="do not score evidence pairs now (they are scored on first use)")
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("runs", parents=[common], help="list stored runs")

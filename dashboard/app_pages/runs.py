@@ -30,7 +30,7 @@ def show_outcome(outcome: state.ImportOutcome, upload_dir: Path | None) -> None:
     if outcome.existing:
         parts.append(f"{len(outcome.existing)} run(s) were already stored with identical content.")
     if outcome.failed:
-        parts.append(f"{outcome.failed} run(s) had errors and were not stored (see the problems).")
+        parts.append(f"{len(outcome.failed)} run(s) had errors and were not stored (see the problems).")
     # upload names are shown without their temporary folder: fixed here, before it is removed
     shown = tables.problems_frame(problems, hide_prefix=upload_dir)
     state.flash(state.Flash("warning" if outcome.failed else "success", " ".join(parts),
@@ -41,8 +41,11 @@ def show_outcome(outcome: state.ImportOutcome, upload_dir: Path | None) -> None:
 def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
     bar = st.progress(0.0, text="Reading the files ...")
 
-    def progress(i: int, n: int, queries: int) -> None:
-        bar.progress(min(i / max(n, 1), 1.0), text=f"Importing run {i + 1} of {n}: {queries:,} queries read")
+    def progress(stage: str, label: str, done: int, total: int | None) -> None:
+        if stage == "import":
+            bar.progress(0.0, text=f"Importing {label}: {done:,} queries read")
+        else:
+            bar.progress(done / max(total or 1, 1), text=f"Scoring the evidence of {label}: {done:,} queries")
 
     try:
         outcome = state.import_files(paths, progress, upload_dir=upload_dir)

@@ -326,7 +326,7 @@ class Check:
         # one warning per key per file: a misnamed key on every line would fill the log
         if field not in warned:
             warned.add(field)
-            self.log.warn(self.file, self.line, field, problem)  # noqa: G010
+            self.log.warn(self.file, self.line, field, problem)
 
 
 def parse_query(obj: Any, check: Check, warned: set[str]) -> Query | None:

@@ -230,7 +230,7 @@ def _check_columns(names: list[str], shown: str, line: int, log: ProblemLog) -> 
             log.error(shown, line, name, "column name needs a key after the dot")
             ok = False
         elif not prefixed and name not in _ROW_COLUMNS and name not in _QUERY_COLUMNS:
-            log.warn(shown, line, name, "unknown column, ignored")  # noqa: G010
+            log.warn(shown, line, name, "unknown column, ignored")
     return ok
 
 

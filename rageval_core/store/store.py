@@ -6,7 +6,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -505,10 +505,8 @@ def _records(cur: duckdb.DuckDBPyConnection, run_id: int | None) -> list[RunReco
 
 def _rollback_quietly(cur: duckdb.DuckDBPyConnection) -> None:
     """Roll back if a transaction is open; a failing rollback must not hide the first error."""
-    try:
+    with suppress(duckdb.Error):
         cur.rollback()
-    except duckdb.Error:
-        pass
 
 
 def _open_error(path: str, e: duckdb.Error) -> StoreError:

@@ -1,0 +1,85 @@
+"""The import verb shared by the CLI and the dashboard: files -> validated runs -> store (+ scores).
+
+Each run is its own transaction: a run with errors stores nothing, and the others are still
+judged on their own problems. Runs with gold evidence are scored with the default scorer right
+away, so the first evaluation needs no scoring.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rageval_core.errors import InputError, Problem, ProblemLog, UsageError
+from rageval_core.store import RunRecord, Store
+from rageval_core.store.scores import Scoring, ensure_scored
+
+#: progress(stage, label, done, total): stage "import" (queries read; total None) or "score"
+Progress = Callable[[str, str, int, int | None], None]
+
+
+@dataclass
+class ImportOutcome:
+    """What an import did: new runs, runs already stored, problems, and the scorings done."""
+
+    imported: list[RunRecord] = field(default_factory=list)
+    existing: list[RunRecord] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # sources of the runs that stored nothing
+    scorings: list[Scoring] = field(default_factory=list)
+
+
+def import_paths(
+    store: Store,
+    paths: Sequence[Path],
+    fmt: str | None = None,
+    name: str | None = None,
+    progress: Progress | None = None,
+    score: bool = True,
+    show_source: Callable[[str], str] = str,
+) -> ImportOutcome:
+    """Detect, validate and store every run the files hold.
+
+    Problems that stop the files being read at all (missing, empty, binary, unknown format) fail
+    the whole import; otherwise each run stands alone. show_source maps a recorded source path
+    (e.g. a temporary upload folder) to the name the user knows.
+    """
+    from rageval_core.formats import read_inputs
+
+    log = ProblemLog()
+    out = ImportOutcome()
+    try:
+        parsed_runs = read_inputs(list(paths), fmt, log)
+        log.raise_if_errors()
+    except InputError as e:
+        out.problems.extend(e.problems)
+        out.failed.append(", ".join(show_source(str(p)) for p in paths))
+        return out
+    if name and len(parsed_runs) != 1:
+        raise UsageError(f"--name needs exactly one run, but the files hold {len(parsed_runs)}")
+    for i, parsed in enumerate(parsed_runs):
+        if i:
+            log.clear()  # the readers' lazy streams share the log: judge each run on its own
+        parsed = dataclasses.replace(parsed, sources=tuple(show_source(s) for s in parsed.sources))
+        label = ", ".join(parsed.sources)
+        try:
+            result = store.import_run(
+                parsed, log, name=name,
+                progress=None if progress is None else (lambda n, lb=label: progress("import", lb, n, None)),
+            )
+        except InputError as e:
+            out.problems.extend(e.problems)
+            out.failed.append(label)
+            continue
+        out.problems.extend(result.warnings)
+        (out.imported if result.created else out.existing).append(result.run)
+        if score and result.run.has_evidence:
+            run = result.run
+            out.scorings.append(ensure_scored(
+                store, run.run_id,
+                progress=None if progress is None else
+                (lambda done, total, lb=run.name: progress("score", lb, done, total)),
+            ))
+    return out
