@@ -170,6 +170,7 @@ def sidebar() -> View | None:
 
 # --- latency ---
 from rageval_core.opsview import QueryOps  # noqa: E402
+from rageval_core.opsview import latency_by_tag as _make_latency_by_tag  # noqa: E402
 from rageval_core.opsview import query_ops as _make_query_ops  # noqa: E402
 
 LATENCY_METRIC, LATENCY_TAG, LATENCY_BY = "latency.metric", "latency.tag", "latency.by"
@@ -185,6 +186,16 @@ def _query_ops(run_id: int, content_hash: str, db: str | None) -> QueryOps:
 def query_ops(view: View) -> QueryOps:
     """Per-query latency, tokens and cost of the current run, aligned with report(view)."""
     return _query_ops(view.run.run_id, view.run.content_hash, _db())
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _latency_by_tag(run_id: int, content_hash: str, db: str | None, tag: str) -> dict[str, Any]:
+    return _make_latency_by_tag(run_data(run_id, content_hash, db), tag)
+
+
+def latency_by_tag(view: View, tag: str) -> dict[str, Any]:
+    """Latency percentiles per stage inside each value of a tag (independent of k/threshold)."""
+    return _latency_by_tag(view.run.run_id, view.run.content_hash, _db(), tag)
 
 
 # --- queries ---

@@ -86,6 +86,19 @@ def query_ops(data: RunData) -> QueryOps:
     )
 
 
+def latency_by_tag(data: RunData, tag: str) -> dict[str, dict[str, ops.Summary]]:
+    """{tag value: {stage: count, mean, p50 ... p99}}: ops.latency_summary inside each group.
+
+    The same numbers as evaluate(..., by=tag).by["groups"][value]["latency_ms"], without
+    evaluating any metric: latency does not depend on k or the threshold, so this is computed
+    once per (run, tag) rather than on every slider move. A query without the tag is in
+    ops.NO_TAG; an unknown tag is a KeyError.
+    """
+    labels = _labels(data.tags[tag])
+    out = ops.latency_summary(data.latency_stage, data.latency_ms, labels[data.latency_q])
+    return out  # type: ignore[return-value]
+
+
 def long_to_columns(
     q: ArrayLike, key: ArrayLike, value: ArrayLike, n: int, first: tuple[str, ...] = ()
 ) -> dict[str, Floats]:

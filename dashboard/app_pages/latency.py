@@ -105,14 +105,17 @@ if qops.has_latency or qops.has_tokens:
                                        qops.cost_usd)
         st.dataframe(per_query, hide_index=True, width="stretch", key="latency.per_query")
         c1, c2 = st.columns(2)
-        with c1:
-            download_csv(per_query, f"{file_stem}_per_query_ops", "latency.per_query.csv")
-        with c2:
-            records = ops.to_json_value(per_query.to_dict(orient="records"))
-            st.download_button("Download JSON", json.dumps(records, ensure_ascii=False).encode(),
-                               file_name=f"{file_stem}_per_query_ops.json",
-                               mime="application/json", key="latency.per_query.json",
-                               icon=":material/download:")
+        # built on click only (callables): 10,000 rows of JSON should not slow every rerun
+        c1.download_button("Download CSV", lambda: per_query.to_csv(index=False).encode("utf-8"),
+                           file_name=f"{file_stem}_per_query_ops.csv", mime="text/csv",
+                           on_click="ignore", key="latency.per_query.csv",
+                           icon=":material/download:")
+        c2.download_button("Download JSON", lambda: json.dumps(
+                               ops.to_json_value(per_query.to_dict(orient="records")),
+                               ensure_ascii=False).encode("utf-8"),
+                           file_name=f"{file_stem}_per_query_ops.json", mime="application/json",
+                           on_click="ignore", key="latency.per_query.json",
+                           icon=":material/download:")
 
 # --- latency against quality ---
 st.header("Latency against quality", divider="gray")
@@ -156,7 +159,7 @@ else:
     c1, c2 = st.columns(2)
     by_tag = c1.selectbox("Tag", tag_keys, key=state.LATENCY_BY)
     by_stage = c2.selectbox("Stage", stage_options, key=state.LATENCY_BY_STAGE)
-    by_frame = fo.percentile_by_tag_frame(state.report(view, by=by_tag).by,
+    by_frame = fo.percentile_by_tag_frame(by_tag, state.latency_by_tag(view, by_tag),
                                           None if by_stage == ALL_STAGES else by_stage)
     st.dataframe(by_frame, hide_index=True, width="stretch", key="latency.by_tag",
                  column_config={c: MS for c in fo.STAT_COLUMNS})

@@ -42,20 +42,20 @@ def percentile_frame(latency: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["stage", "queries", *STAT_COLUMNS])
 
 
-def percentile_by_tag_frame(by: Mapping[str, Any] | None, stage: str | None = None) -> pd.DataFrame:
-    """One row per (tag value, stage) from Report.by: the latency percentiles inside each group.
+def percentile_by_tag_frame(tag: str, groups: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                            stage: str | None = None) -> pd.DataFrame:
+    """One row per (tag value, stage): the latency percentiles inside each group.
 
-    stage keeps only that stage's rows (None: every stage).
+    groups is {value: {stage: stats}} (opsview.latency_by_tag); stage keeps only that stage's
+    rows (None: every stage).
     """
     columns = ["tag", "value", "stage", "queries", *STAT_COLUMNS]
-    if not by:
-        return pd.DataFrame(columns=columns)
     rows = []
-    for value, group in by["groups"].items():
-        for name, s in group.get("latency_ms", {}).items():
+    for value, stages in groups.items():
+        for name, s in stages.items():
             if stage is not None and name != stage:
                 continue
-            rows.append({"tag": by["tag"], "value": value, "stage": name, "queries": s.get("count"),
+            rows.append({"tag": tag, "value": value, "stage": name, "queries": s.get("count"),
                          **{c: s.get(c) for c in STAT_COLUMNS}})
     return pd.DataFrame(rows, columns=columns)
 

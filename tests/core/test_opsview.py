@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 from rageval_core import ops
 from rageval_core.errors import ProblemLog
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
-from rageval_core.opsview import ecdf, long_to_columns, query_ops, scatter_points, total_latency
+from rageval_core.opsview import (
+    ecdf,
+    latency_by_tag,
+    long_to_columns,
+    query_ops,
+    scatter_points,
+    total_latency,
+)
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 
@@ -113,3 +120,26 @@ def test_query_ops_of_a_stored_run() -> None:
     # a: 1000/1000*0.5 + 10/1000*2 = 0.52; b: 2000/1000*0.5 = 1.0; c: no tokens
     np.testing.assert_allclose(q.cost_usd, [0.52, 1.0, np.nan])
     assert q.price_missing == () and q.has_latency and q.has_tokens
+
+
+def test_latency_by_tag_equals_the_reports_breakdown() -> None:
+    from rageval_core.evaluate import evaluate
+
+    with Store(":memory:") as store:
+        queries = [
+            Query(query_id=f"q{i}", query="?", retrieved=(Chunk("d1", "t"),), relevance={"d1": 1},
+                  latency_ms={"retrieval": float(i), "total": 10.0 * i + (i % 3)},
+                  tags={"kind": "odd" if i % 2 else "even"} if i < 9 else {})
+            for i in range(11)
+        ]
+        store.import_run(ParsedRun(RunInfo(name="t"), iter(queries), "native", ("mem",)), ProblemLog())
+        data = load_run_data(store, "t")
+        by = evaluate(data, ["RR"], store=store, by="kind").by
+        groups = latency_by_tag(data, "kind")
+    assert by is not None
+    assert groups == {g: v["latency_ms"] for g, v in by["groups"].items()}
+    assert list(groups) == ["even", "odd", ops.NO_TAG]
+    # and by hand: the even queries below 9 are 0, 2, 4, 6, 8
+    even = np.array([10.0 * i + (i % 3) for i in (0, 2, 4, 6, 8)])
+    assert groups["even"]["total"]["p90"] == np.percentile(even, 90)
+    assert groups[ops.NO_TAG]["total"]["count"] == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.harness import screenshot, wait_idle
 
@@ -18,8 +19,7 @@ def test_runs_page_lists_the_sample_runs(app_url: str, page: Any) -> None:
     grid = page.locator("[data-testid='stDataFrame']").first
     grid.wait_for()
     screenshot(page, "runs")
-    # the dataframe is a canvas grid: read the names from its accessible cells
-    text = grid.inner_text()
+    # the dataframe is a canvas grid: read the names from its accessible cells (filled once drawn)
     for name in ("bm25", "tfidf_char", "hybrid_rerank"):
-        assert name in text
+        expect(grid).to_contain_text(name)
     assert page.locator("[data-testid='stException']").count() == 0

@@ -9,6 +9,7 @@ show the text "<script>" as text.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -72,12 +73,21 @@ def test_pages_show_hostile_text_as_text(hostile_url: str, page: Any, dialogs: l
     assert shows_text(page, "<script>"), f"{path or 'overview'}: no <script> shown as text"
 
 
-def shows_text(page: Any, text: str) -> bool:
-    """text is visible in a text node, or in a cell of a dataframe (drawn on a canvas)."""
-    if any(node.is_visible() for node in page.get_by_text(text, exact=False).all()):
-        return True
-    grids = page.locator("[data-testid='stDataFrame']").all()
-    return any(text in (g.text_content() or "") for g in grids)
+def shows_text(page: Any, text: str, timeout_s: float = 10.0, grids: bool = True) -> bool:
+    """text is visible in a text node, or (grids) in a cell of a dataframe (drawn on a canvas).
+
+    A grid fills its cells (kept in the DOM for assistive tech) after it has drawn: poll.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if any(node.is_visible() for node in page.get_by_text(text, exact=False).all()):
+            return True
+        frames = page.locator("[data-testid='stDataFrame']").all() if grids else []
+        if any(text in (g.text_content() or "") for g in frames):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
 
 
 @pytest.mark.parametrize("qid", QUERIES)
@@ -85,11 +95,11 @@ def test_drilldown_of_hostile_queries(hostile_url: str, page: Any, dialogs: list
                                       qid: str) -> None:
     visit(page, f"{hostile_url}/queries?q={quote(qid)}")
     assert_inert(page, dialogs, f"drilldown {qid}")
-    assert page.get_by_text(f"Query {qid}").first.is_visible()
+    assert shows_text(page, f"Query {qid}", grids=False)
     assert shows_text(page, "<script>")
     if qid == "xss-1":
         # the query text, with its tags, is shown as typed
-        assert page.get_by_text(f"{SCRIPT} How much is the premium?", exact=False).first.is_visible()
+        assert shows_text(page, f"{SCRIPT} How much is the premium?", grids=False)
         # the gold span is found verbatim in the first chunk: the mark holds it as text
         marks = page.locator(".rageval-chunk mark.rageval-hit:not(.weak)").all_text_contents()
         assert EVIDENCE in marks
@@ -105,10 +115,13 @@ def test_latency_scatter_hover_shows_the_id_as_text(hostile_url: str, page: Any,
     chart = page.locator("[data-testid='stPlotlyChart']").nth(3)
     points = chart.locator(".scatterlayer .point")
     assert points.count() == len(QUERIES)
+    label = chart.locator(".hoverlayer .hovertext")
     seen = []
     for i in range(points.count()):
+        page.mouse.move(1, 1)  # away first, so the label read next is this point's own
+        label.first.wait_for(state="detached")
         points.nth(i).hover(force=True)
-        chart.locator(".hoverlayer .hovertext").first.wait_for()
-        seen.append(" ".join(chart.locator(".hoverlayer .hovertext").all_text_contents()))
+        label.first.wait_for()
+        seen.append(" ".join(label.all_text_contents()))
     assert sorted(q for q in QUERIES if any(q in h for h in seen)) == sorted(QUERIES)
     assert_inert(page, dialogs, "latency hover")
