@@ -148,5 +148,13 @@ def fmt_seconds(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} us"
 
 
+def fmt_runs(timing: Timing) -> str:
+    """How many timed runs and their range, so the spread (noise) is visible next to the median."""
+    n = len(timing.seconds)
+    if n == 1:
+        return "1"
+    return f"{n} ({fmt_seconds(min(timing.seconds))} - {fmt_seconds(max(timing.seconds))})"
+
+
 def fmt_ratio(ratio: float) -> str:
     return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.1f}x"

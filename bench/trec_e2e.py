@@ -12,7 +12,6 @@ import cProfile
 import io
 import math
 import pstats
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from bench.common import (
     Table,
     Timing,
     fmt_ratio,
+    fmt_runs,
     fmt_seconds,
     measure,
 )
@@ -261,11 +261,11 @@ def run(
     for label in labels:
         t = timings[label]
         stages = ", ".join(f"{name} {fmt_seconds(t.stage_median(name))}" for name in t.stages)
-        rows.append((label, fmt_seconds(t.median), str(len(t.seconds)), stages,
+        rows.append((label, fmt_seconds(t.median), fmt_runs(t), stages,
                      fmt_ratio(timings[direct].median / t.median),
                      fmt_ratio(timings[store].median / t.median)))
     time_table = Table(
-        ("tool / path", "median", "runs", "split (medians)", "rageval direct / this",
+        ("tool / path", "median", "runs (fastest - slowest)", "split (medians)", "rageval direct / this",
          "rageval store / this"),
         tuple(rows),
         text_columns=(0, 3),
@@ -358,7 +358,3 @@ def run(
 def _short(label: str) -> str:
     return label.split(" (")[0]
 
-
-def means_of(result: ScenarioResult) -> Mapping[str, dict[str, float]]:
-    """The per-tool means of a result (for tests and the report)."""
-    return result.data["means"]  # type: ignore[no-any-return]

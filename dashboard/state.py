@@ -8,15 +8,20 @@ are shared read-only and never pickled.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
+from rageval_core import curves, drilldown, opsview, tuning
 from rageval_core.errors import RagevalError
-from rageval_core.importing import ImportOutcome, import_paths
 from rageval_core.evaluate import Report, Settings, evaluate
+from rageval_core.importing import ImportOutcome, import_paths
 from rageval_core.matching import SCORERS, Normalisation
 from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store
@@ -112,10 +117,11 @@ def settings_from_key(key: tuple[Any, ...]) -> Settings:
 
 
 def clear_caches() -> None:
-    """After an import, rename or delete: derived results must be recomputed."""
+    """After an import, rename or delete: every derived result is recomputed (the Store stays)."""
     st.cache_data.clear()
-    _report.clear()
-    run_data.clear()
+    for cached in (run_data, _report, _query_ops, _latency_by_tag, _query_texts, _query_table,
+                   _query_detail, _borderline):
+        cached.clear()
 
 
 def sidebar() -> View | None:
@@ -169,9 +175,6 @@ def sidebar() -> View | None:
 
 
 # --- latency ---
-from rageval_core.opsview import QueryOps  # noqa: E402
-from rageval_core.opsview import latency_by_tag as _make_latency_by_tag  # noqa: E402
-from rageval_core.opsview import query_ops as _make_query_ops  # noqa: E402
 
 LATENCY_METRIC, LATENCY_TAG, LATENCY_BY = "latency.metric", "latency.tag", "latency.by"
 LATENCY_BY_STAGE = "latency.by_stage"
@@ -179,18 +182,18 @@ LATENCY_LOG_X, LATENCY_DIST = "latency.log_x", "latency.dist"
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _query_ops(run_id: int, content_hash: str, db: str | None) -> QueryOps:
-    return _make_query_ops(run_data(run_id, content_hash, db))
+def _query_ops(run_id: int, content_hash: str, db: str | None) -> opsview.QueryOps:
+    return opsview.query_ops(run_data(run_id, content_hash, db))
 
 
-def query_ops(view: View) -> QueryOps:
+def query_ops(view: View) -> opsview.QueryOps:
     """Per-query latency, tokens and cost of the current run, aligned with report(view)."""
     return _query_ops(view.run.run_id, view.run.content_hash, _db())
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _latency_by_tag(run_id: int, content_hash: str, db: str | None, tag: str) -> dict[str, Any]:
-    return _make_latency_by_tag(run_data(run_id, content_hash, db), tag)
+    return opsview.latency_by_tag(run_data(run_id, content_hash, db), tag)
 
 
 def latency_by_tag(view: View, tag: str) -> dict[str, Any]:
@@ -199,7 +202,6 @@ def latency_by_tag(view: View, tag: str) -> dict[str, Any]:
 
 
 # --- queries ---
-from rageval_core import drilldown as _drilldown  # noqa: E402
 
 QUERIES_FAILING, QUERIES_TAG, QUERIES_TAG_VALUES = "queries.failing", "queries.tag", "queries.tag_values"
 QUERIES_SEARCH, QUERIES_SORT, QUERIES_TABLE = "queries.search", "queries.sort", "queries.table"
@@ -210,37 +212,36 @@ QUERY_PARAM = "q"
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _query_texts(run_id: int, content_hash: str, db: str | None) -> Any:
-    return _drilldown.query_texts(store(), run_data(run_id, content_hash, db))
+    return drilldown.query_texts(store(), run_data(run_id, content_hash, db))
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _query_table(run_id: int, content_hash: str, db: str | None,
-                 settings_key: tuple[Any, ...]) -> _drilldown.QueryTable:
+                 settings_key: tuple[Any, ...]) -> drilldown.QueryTable:
     current = View(run=store().run(run_id), settings=settings_from_key(settings_key))
-    return _drilldown.query_table(report(current), run_data(run_id, content_hash, db),
+    return drilldown.query_table(report(current), run_data(run_id, content_hash, db),
                                   _query_texts(run_id, content_hash, db))
 
 
-def query_table(view: View) -> _drilldown.QueryTable:
+def query_table(view: View) -> drilldown.QueryTable:
     """The per-query table of the current view (cached per run and settings)."""
     return _query_table(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings))
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
 def _query_detail(run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...],
-                  qidx: int) -> _drilldown.QueryDetail:
-    return _drilldown.query_detail(store(), run_data(run_id, content_hash, db), qidx,
+                  qidx: int) -> drilldown.QueryDetail:
+    return drilldown.query_detail(store(), run_data(run_id, content_hash, db), qidx,
                                    settings_from_key(settings_key))
 
 
-def query_detail(view: View, qidx: int) -> _drilldown.QueryDetail:
+def query_detail(view: View, qidx: int) -> drilldown.QueryDetail:
     """One query's drilldown at the current settings (cached)."""
     return _query_detail(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings),
                          qidx)
 
 
 # --- threshold ---
-from rageval_core import tuning  # noqa: E402
 
 TUNING_BAND, TUNING_PAGE, TUNING_HIDE = "threshold.band", "threshold.page", "threshold.hide_labelled"
 #: borderline pairs fetched per setting (the page shows them a few at a time)
@@ -278,21 +279,12 @@ def use_threshold(value: float) -> None:
 
 
 # --- overview/runs ---
-import dataclasses as _dataclasses  # noqa: E402
-from collections.abc import Sequence as _Sequence  # noqa: E402
-from pathlib import Path as _Path  # noqa: E402
 
-import numpy as _np  # noqa: E402
 
-from rageval_core import curves as _curves  # noqa: E402
-from rageval_core.errors import UsageError as _UsageError  # noqa: E402
 
 OVERVIEW_TAG = "overview.tag"
 RUNS_UPLOAD, RUNS_PATHS, RUNS_FLASH = "runs.upload", "runs.paths", "runs.flash"
 RUNS_TARGET, RUNS_NEW_NAME, RUNS_CONFIRM = "runs.target", "runs.new_name", "runs.confirm_delete"
-#: folders a path import may read from (os.pathsep-separated); default: cwd and sample_runs/
-IMPORT_DIRS_ENV = "RAGEVAL_IMPORT_DIRS"
-_SAMPLE_RUNS = _Path(__file__).resolve().parents[1] / "sample_runs"
 #: evidence metrics over the threshold come from one sweep (fine grid); ranking metrics in
 #: evidence mode relabel the chunks per threshold, so they get the coarse grid
 THRESHOLD_GRID = tuple(round(i / 100, 2) for i in range(101))
@@ -301,28 +293,28 @@ COARSE_GRID = tuple(round(i / 20, 2) for i in range(21))
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _curves_k(run_id: int, content_hash: str, db: str | None, key: tuple[Any, ...],
-              names: tuple[str, ...]) -> dict[str, _np.ndarray]:
-    return _curves.curves_over_k(store(), run_data(run_id, content_hash, db), settings_from_key(key),
+              names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    return curves.curves_over_k(store(), run_data(run_id, content_hash, db), settings_from_key(key),
                                  list(names))
 
 
-def curves_k(view: View, names: _Sequence[str]) -> dict[str, _np.ndarray]:
+def curves_k(view: View, names: Sequence[str]) -> dict[str, np.ndarray]:
     """Run values at k = 1..depth (cached; keyed without k: moving k reuses them)."""
-    key = settings_key(_dataclasses.replace(view.settings, k=1))
+    key = settings_key(dataclasses.replace(view.settings, k=1))
     return _curves_k(view.run.run_id, view.run.content_hash, _db(), key, tuple(names))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _curves_t(run_id: int, content_hash: str, db: str | None, key: tuple[Any, ...],
-              grid: tuple[float, ...], names: tuple[str, ...] | None) -> dict[str, _np.ndarray]:
-    return _curves.curves_over_threshold(store(), run_data(run_id, content_hash, db),
+              grid: tuple[float, ...], names: tuple[str, ...] | None) -> dict[str, np.ndarray]:
+    return curves.curves_over_threshold(store(), run_data(run_id, content_hash, db),
                                          settings_from_key(key), grid, names)
 
 
-def curves_t(view: View, grid: _Sequence[float], names: _Sequence[str] | None = None
-             ) -> dict[str, _np.ndarray]:
+def curves_t(view: View, grid: Sequence[float], names: Sequence[str] | None = None
+             ) -> dict[str, np.ndarray]:
     """Run values at k over the thresholds of grid (cached; keyed without the threshold)."""
-    key = settings_key(_dataclasses.replace(view.settings, threshold=0.0))
+    key = settings_key(dataclasses.replace(view.settings, threshold=0.0))
     return _curves_t(view.run.run_id, view.run.content_hash, _db(), key, tuple(grid),
                      None if names is None else tuple(names))
 
@@ -346,52 +338,8 @@ def take_flash() -> Flash | None:
     return st.session_state.pop(RUNS_FLASH, None)
 
 
-def import_dirs() -> list[_Path]:
-    """The folders a path import may read from, resolved ($RAGEVAL_IMPORT_DIRS or the defaults)."""
-    raw = os.environ.get(IMPORT_DIRS_ENV)
-    dirs = [_Path(d) for d in raw.split(os.pathsep) if d.strip()] if raw else [_Path.cwd(), _SAMPLE_RUNS]
-    return [d.expanduser().resolve() for d in dirs]
-
-
-def check_import_path(text: str) -> _Path:
-    """The file a typed path names, or UsageError when it lies outside import_dirs().
-
-    Symlinks and '..' are resolved first, so neither can lead out of an allowed folder.
-    """
-    raw = text.strip()
-    if not raw:
-        raise _UsageError("an empty path was given")
-    path = _Path(raw).expanduser()
-    resolved = (path if path.is_absolute() else _Path.cwd() / path).resolve()
-    allowed = import_dirs()
-    if not any(resolved.is_relative_to(d) for d in allowed):
-        listed = ", ".join(str(d) for d in allowed)
-        raise _UsageError(f"{raw}: outside the folders imports may read from ({listed}); "
-                          f"set {IMPORT_DIRS_ENV} to allow another folder")
-    if not resolved.exists():
-        raise _UsageError(f"{raw}: no such file")
-    if not resolved.is_file():
-        raise _UsageError(f"{raw}: not a file (give the run files, not their folder)")
-    return resolved
-
-
-def save_uploads(files: _Sequence[Any], folder: _Path) -> list[_Path]:
-    """Write uploaded files under their own names (directories stripped) into folder."""
-    paths: list[_Path] = []
-    for f in files:
-        name = _Path(str(f.name).replace("\\", "/")).name
-        if name in ("", ".", ".."):
-            raise _UsageError(f"an uploaded file has no usable name: {f.name!r}")
-        target = folder / name
-        if target in paths:
-            raise _UsageError(f"two uploaded files are named {name}: rename one")
-        target.write_bytes(f.getvalue())
-        paths.append(target)
-    return paths
-
-
-def import_files(paths: _Sequence[_Path], progress: Any = None,
-                 upload_dir: _Path | None = None) -> ImportOutcome:
+def import_files(paths: Sequence[Path], progress: Any = None,
+                 upload_dir: Path | None = None) -> ImportOutcome:
     """The core's import verb on the app's store; caches are cleared when a run is added.
 
     progress(stage, label, done, total) as rageval_core.importing.import_paths. upload_dir: the

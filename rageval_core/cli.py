@@ -236,6 +236,100 @@ def format_report(report: Any, per_query: bool = False) -> str:
     return "\n".join(out)
 
 
+def add_settings_arguments(p: argparse.ArgumentParser) -> None:
+    """The evaluation settings flags, shared by evaluate, compare and gate so they cannot drift."""
+    p.add_argument("--relevance", choices=("ids", "evidence"),
+                   help="ids (qrels) or evidence (fuzzy coverage); default ids when the run has qrels")
+    p.add_argument("--k", type=int, default=10, help="cut-off of the default metrics (default 10)")
+    p.add_argument("--scorer", default="partial",
+                   help="partial (default), ratio, token_set, levenshtein, difflib")
+    p.add_argument("--threshold", type=float, default=0.7, help="fuzzy coverage threshold (default 0.7)")
+    p.add_argument("--strip-punct", action="store_true", help="strip punctuation before matching")
+    p.add_argument("--strip-articles", action="store_true", help="strip a/an/the before matching")
+    p.add_argument("--score-threshold", type=float, metavar="X",
+                   help="drop chunks whose retriever score is below X before evaluating")
+    p.add_argument("--rel-level", type=int, default=1, help="labels >= this are relevant (trec_eval -l)")
+    p.add_argument("--complete", action="store_true",
+                   help="score judged queries missing from the run as 0 (trec_eval -c)")
+
+
+def settings_from_args(args: argparse.Namespace) -> Any:
+    """The Settings the flags of add_settings_arguments describe."""
+    from rageval_core.evaluate import Settings
+    from rageval_core.matching import Normalisation
+
+    return Settings(
+        k=args.k, threshold=args.threshold, scorer=args.scorer,
+        norm=Normalisation(strip_punct=args.strip_punct, strip_articles=args.strip_articles),
+        relevance=args.relevance, score_threshold=args.score_threshold,
+        rel_level=args.rel_level, complete=args.complete,
+    )
+
+
+def _add_stat_arguments(p: argparse.ArgumentParser) -> None:
+    from rageval_core import compare as c
+
+    p.add_argument("--alpha", type=float, default=c.DEFAULT_ALPHA,
+                   help=f"significance level; intervals are 1 - alpha (default {c.DEFAULT_ALPHA})")
+    p.add_argument("--permutations", type=int, default=c.DEFAULT_PERMUTATIONS, metavar="N",
+                   help=f"sign flips of the randomisation test (default {c.DEFAULT_PERMUTATIONS})")
+    p.add_argument("--bootstrap", type=int, default=c.DEFAULT_BOOTSTRAP, metavar="N",
+                   help=f"bootstrap resamples of the intervals (default {c.DEFAULT_BOOTSTRAP})")
+    p.add_argument("--seed", type=int, default=c.DEFAULT_SEED,
+                   help=f"seed of the permutations and resamples (default {c.DEFAULT_SEED})")
+
+
+def _compare_runs(args: argparse.Namespace, runs: Sequence[str], metrics: list[str] | None,
+                  by: Sequence[str] = (), n_worst: int = 0) -> Any:
+    """compare() on stored names (in --db) and/or run files; the store is opened only when needed."""
+    import contextlib
+
+    from rageval_core.compare import StatOptions, compare
+
+    options = StatOptions(n_permutations=args.permutations, n_bootstrap=args.bootstrap,
+                          seed=args.seed, alpha=args.alpha)
+    with contextlib.ExitStack() as stack:
+        store = stack.enter_context(_store(args)) if any(not Path(r).is_file() for r in runs) else None
+        return compare(list(runs), metrics, store=store, settings=settings_from_args(args), by=by,
+                       options=options, n_worst=n_worst)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rageval_core.compare import format_comparison
+
+    metrics = args.metrics.replace(",", " ").split() if args.metrics else None
+    comparison = _compare_runs(args, args.runs, metrics, args.by or (), args.worst)
+    if args.json:
+        print(json.dumps(comparison.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(format_comparison(comparison, worst=args.worst))
+    return 0
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    """Exit 0 when every rule holds, 1 when one fails, 2 on bad arguments or input."""
+    from rageval_core.compare import format_gate, gate, metrics_of, parse_rules
+
+    try:
+        rules = (parse_rules(args.max_drop, "drop") if args.max_drop is not None else []) + (
+            parse_rules(args.max_increase, "increase") if args.max_increase is not None else [])
+        if not rules:
+            raise UsageError("the gate has no rule: give --max-drop and/or --max-increase")
+        comparison = _compare_runs(args, [args.baseline, args.candidate], metrics_of(rules))
+        result = gate(comparison, rules, significant_only=args.significant_only)
+    except InputError as e:
+        _print_problems(e.problems, e.truncated)
+        return 2
+    except RagevalError as e:  # a store that cannot be read is bad input too, never "failed"
+        print(f"rageval: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(format_gate(result))
+    return 0 if result.passed else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     from rageval_core.formats.detect import FORMATS
 
@@ -291,23 +385,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qrels", metavar="FILE", help="qrels for a TREC run file")
     p.add_argument("--format", choices=FORMATS, help="force the run file's format")
     p.add_argument("--metrics", help='e.g. "P@5 nDCG@10 RR" (default: a set covering what the run has)')
-    p.add_argument("--relevance", choices=("ids", "evidence"),
-                   help="ids (qrels) or evidence (fuzzy coverage); default ids when the run has qrels")
-    p.add_argument("--k", type=int, default=10, help="cut-off of the default metrics (default 10)")
-    p.add_argument("--scorer", default="partial",
-                   help="partial (default), ratio, token_set, levenshtein, difflib")
-    p.add_argument("--threshold", type=float, default=0.7, help="fuzzy coverage threshold (default 0.7)")
-    p.add_argument("--strip-punct", action="store_true", help="strip punctuation before matching")
-    p.add_argument("--strip-articles", action="store_true", help="strip a/an/the before matching")
-    p.add_argument("--score-threshold", type=float, metavar="X",
-                   help="drop chunks whose retriever score is below X before evaluating")
-    p.add_argument("--rel-level", type=int, default=1, help="labels >= this are relevant (trec_eval -l)")
-    p.add_argument("--complete", action="store_true",
-                   help="score judged queries missing from the run as 0 (trec_eval -c)")
+    add_settings_arguments(p)
     p.add_argument("--by", metavar="TAG", help="break every summary down by this tag")
     p.add_argument("--per-query", action="store_true", help="include per-query values")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("compare", parents=[common],
+                       help="compare runs on their shared queries: baseline first, then candidates")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="BASELINE CANDIDATE...: 2 to 5 stored run names or run files")
+    p.add_argument("--metrics", help='e.g. "nDCG@10 R@10" (default: the default metrics every run has)')
+    add_settings_arguments(p)
+    p.add_argument("--by", action="append", metavar="TAG",
+                   help="also compare inside every value of this tag (repeatable)")
+    _add_stat_arguments(p)
+    p.add_argument("--worst", type=int, default=10, metavar="N",
+                   help="most regressed queries listed per candidate and metric (default 10)")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("gate", parents=[common],
+                       help="exit 1 when the candidate breaks a rule against the baseline (for CI)")
+    p.add_argument("--baseline", required=True, metavar="RUN", help="stored run name or run file")
+    p.add_argument("--candidate", required=True, metavar="RUN", help="stored run name or run file")
+    p.add_argument("--max-drop", metavar="RULES",
+                   help='largest allowed metric drops, absolute or relative: "nDCG@10=0.01,R@10=2%%"')
+    p.add_argument("--max-increase", metavar="RULES",
+                   help='largest allowed increases: "latency.total.p95=10%%,cost.per_query=5%%" '
+                        "(latency.<stage>.<mean|p50|p90|p95|p99> in ms or %%, cost.per_query/"
+                        "cost.total in USD or %%)")
+    p.add_argument("--significant-only", action="store_true",
+                   help="a rule fails only when the drop or increase is also significant")
+    add_settings_arguments(p)
+    _add_stat_arguments(p)
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("dashboard", parents=[common], help="start the dashboard")
     p.add_argument("--port", type=int, default=8501)

@@ -65,10 +65,7 @@ def import_paths(
         parsed = dataclasses.replace(parsed, sources=tuple(show_source(s) for s in parsed.sources))
         label = ", ".join(parsed.sources)
         try:
-            result = store.import_run(
-                parsed, log, name=name,
-                progress=None if progress is None else (lambda n, lb=label: progress("import", lb, n, None)),
-            )
+            result = store.import_run(parsed, log, name=name, progress=_stage(progress, "import", label))
         except InputError as e:
             out.problems.extend(e.problems)
             out.failed.append(label)
@@ -77,9 +74,20 @@ def import_paths(
         (out.imported if result.created else out.existing).append(result.run)
         if score and result.run.has_evidence:
             run = result.run
+            scored = _stage(progress, "score", run.name)
             out.scorings.append(ensure_scored(
                 store, run.run_id,
-                progress=None if progress is None else
-                (lambda done, total, lb=run.name: progress("score", lb, done, total)),
+                progress=scored,
             ))
     return out
+
+
+def _stage(progress: Progress | None, stage: str, label: str) -> Callable[..., None] | None:
+    """progress bound to one stage and label: f(done) or f(done, total)."""
+    if progress is None:
+        return None
+
+    def report(done: int, total: int | None = None) -> None:
+        progress(stage, label, done, total)
+
+    return report

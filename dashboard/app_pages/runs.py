@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import imports, state
 from dashboard.components import tables
 from rageval_core.errors import RagevalError
 
@@ -79,7 +79,7 @@ with upload_tab:
         with tempfile.TemporaryDirectory(prefix="rageval-upload-") as tmp:
             folder = Path(tmp).resolve()
             try:
-                saved = state.save_uploads(files or [], folder)
+                saved = imports.save_uploads(files or [], folder)
             except RagevalError as e:
                 st.error("The upload cannot be imported:")
                 st.code(str(e), language=None)
@@ -87,7 +87,7 @@ with upload_tab:
                 run_import(saved, upload_dir=folder)
 with path_tab:
     st.caption("Files inside these folders can be imported (set `RAGEVAL_IMPORT_DIRS` to change them):")
-    st.code("\n".join(str(d) for d in state.import_dirs()), language=None)
+    st.code("\n".join(str(d) for d in imports.import_dirs()), language=None)
     typed = st.text_area("Paths, one per line (e.g. a TREC run and its qrels)", key=state.RUNS_PATHS)
     # not disabled while empty: the text commits on blur, which a click on the button is
     clicked = st.button("Import from paths", key="runs.import_paths")
@@ -97,7 +97,7 @@ with path_tab:
         checked, refused = [], []
         for line in filter(str.strip, typed.splitlines()):
             try:
-                checked.append(state.check_import_path(line))
+                checked.append(imports.check_import_path(line))
             except RagevalError as e:
                 refused.append(str(e))
         if refused:

@@ -12,6 +12,7 @@ query can be emitted. Query objects are then built lazily, one at a time.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -105,7 +106,7 @@ def _queries(run: _Run, qrels: _Qrels | None, missing: list[str]) -> Iterator[Qu
         docs.sort(reverse=True)
         yield Query(
             query_id=qid,
-            retrieved=tuple(Chunk(doc_id=docno, score=score) for score, docno in docs),
+            retrieved=tuple([Chunk(doc_id=docno, score=score) for score, docno in docs]),
             relevance=judged.get(qid),
             line=run.first_line[qid],
         )
@@ -149,7 +150,7 @@ def _read_run(path: Path, log: ProblemLog) -> _Run:
             log.error(run.file, number, "score", f"expected a finite number, got {score_text!r}")
             continue
         score = float(score_text)
-        if score in (float("inf"), float("-inf")):  # e.g. 1e999 overflows
+        if math.isinf(score):  # e.g. 1e999 overflows
             log.error(run.file, number, "score", f"expected a finite number, got {score_text!r}")
             continue
         if tag_line == 0:

@@ -433,12 +433,14 @@ def _k(cov: Coverage, cutoff: int | None) -> list[int]:
 def _register(
     name: str, fn: Any, description: str, threshold: bool = True,
     value_range: tuple[float | None, float | None] = (0.0, 1.0), weight: Any = None,
+    higher_is_better: bool = True,
 ) -> None:
     register(
         MeasureSpec(
             name=name, family="evidence", needs_cutoff=False, allows_cutoff=True, fn=fn,
             description=description, range=value_range, input=Coverage,
             params=dict(_PARAMS) if threshold else {}, weight=weight,
+            higher_is_better=higher_is_better,
         )
     )
 
@@ -468,4 +470,4 @@ _register(
     lambda c, k, p: best_rank(c, p["threshold"], _k(c, k))[:, 0],
     "rank of the best-matching chunk when it reaches the threshold; the run value is the mean "
     "over the queries where one is found (NaN = not found, left out)",
-    value_range=(1.0, None))
+    value_range=(1.0, None), higher_is_better=False)

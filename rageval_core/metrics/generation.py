@@ -362,5 +362,6 @@ for _metric in GENERATION_METRICS.values():
             range=(0.0, 1.0),
             input=AnswerInputs,
             aliases=("ROUGE_L", "RougeL") if _metric.name == "ROUGE-L" else (),
+            higher_is_better=_metric.name != "HallucinationRate",
         )
     )

@@ -57,6 +57,8 @@ class MeasureSpec:
     trec_eval: str | None = None
     #: per-query weights of a weighted mean (a micro average), read from the same input
     weight: Callable[[Any], NDArray[Any]] | None = None
+    #: False for measures where a lower value is better (BestRank, HallucinationRate)
+    higher_is_better: bool = True
 
 
 @dataclass(frozen=True, slots=True)

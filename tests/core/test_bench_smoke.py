@@ -1,0 +1,136 @@
+"""`make bench` at tiny sizes: each scenario runs, reports what it should, and measures the real
+thing (rageval's values on the bench data equal pytrec_eval's). Timings are never asserted."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+
+from bench import matching_speed, recompute, trec_e2e
+from bench.__main__ import main
+
+DIRECT = "rageval direct (trec.read -> labels -> compute)"
+STORE = "rageval store (import -> load_run_data -> evaluate)"
+PYTREC = "pytrec_eval (parse_run/parse_qrel -> evaluate)"
+RANX = "ranx, warm (from_file -> evaluate)"
+
+
+def reference_values(workdir: Path) -> dict[str, dict[str, float]]:
+    """pytrec_eval on the files the scenario wrote, computed here, apart from the bench code."""
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (workdir / "bench.qrels").read_text(encoding="utf-8").splitlines():
+        qid, _, doc, rel = line.split()
+        qrels.setdefault(qid, {})[doc] = int(rel)
+    run: dict[str, dict[str, float]] = {}
+    for line in (workdir / "bench.run").read_text(encoding="utf-8").splitlines():
+        qid, _, doc, _, score, _ = line.split()
+        run.setdefault(qid, {})[doc] = float(score)
+    names = {"P@10": "P_10", "R@100": "recall_100", "RR": "recip_rank", "AP": "map",
+             "nDCG@10": "ndcg_cut_10"}
+    evaluated = pytrec_eval.RelevanceEvaluator(qrels, set(names.values())).evaluate(run)
+    return {ours: {q: v[theirs] for q, v in evaluated.items()} for ours, theirs in names.items()}
+
+
+def test_trec_files_are_deterministic_and_shaped_as_described(tmp_path: Path) -> None:
+    a = trec_e2e.write_trec_files(tmp_path / "a", 40, depth=50, seed=3)
+    b = trec_e2e.write_trec_files(tmp_path / "b", 40, depth=50, seed=3)
+    assert a.run.read_bytes() == b.run.read_bytes() and a.qrels.read_bytes() == b.qrels.read_bytes()
+    per_query: dict[str, int] = {}
+    for line in a.run.read_text(encoding="utf-8").splitlines():
+        per_query[line.split()[0]] = per_query.get(line.split()[0], 0) + 1
+    assert len(per_query) == 40 and set(per_query.values()) == {50}
+    judged: dict[str, int] = {}
+    labels = set()
+    for line in a.qrels.read_text(encoding="utf-8").splitlines():
+        qid, _, _, rel = line.split()
+        judged[qid] = judged.get(qid, 0) + 1
+        labels.add(int(rel))
+    assert all(10 <= n <= 30 for n in judged.values()) and len(judged) == 40
+    assert labels == {0, 1, 2, 3}
+    assert 0 < len(a.tied) < 40  # some lists hold ties, not all
+
+
+def test_trec_scenario_values_equal_pytrec_eval(tmp_path: Path) -> None:
+    result = trec_e2e.run(tmp_path, n_queries=120, depth=100, with_ranx=False, profile=True, repeats=1)
+    data = result.data
+    assert {"timings", "means", "per_query", "agreement", "ratios", "n_tied_queries"} <= set(data)
+    assert set(data["timings"]) == {DIRECT, STORE, PYTREC}
+    assert {"direct_vs_pytrec_eval", "store_vs_pytrec_eval"} <= set(data["ratios"])
+    assert all(t["median_s"] > 0 and t["repeats"] == 1 for t in data["timings"].values())
+    assert data["n_tied_queries"] > 0  # trec_eval's tie order is exercised
+
+    expected = reference_values(tmp_path)
+    for label in (DIRECT, STORE):
+        got = data["per_query"][label]
+        for metric, values in expected.items():
+            assert set(got[metric]) == set(values)
+            worst = max(abs(got[metric][q] - v) for q, v in values.items())
+            assert worst <= 1e-9, (label, metric, worst)
+            assert data["means"][label][metric] == pytest.approx(np.mean(list(values.values())), abs=1e-9)
+        assert data["agreement"][label]["queries_differing"] == 0
+
+    text = result.text()
+    assert "Where the direct path's time goes" in text  # profile=True adds the cProfile table
+    assert "equals pytrec_eval on every query" in text and "DISAGREES" not in text
+
+
+@pytest.mark.slow
+def test_trec_scenario_with_ranx_agrees_off_ties(tmp_path: Path) -> None:
+    result = trec_e2e.run(tmp_path, n_queries=60, depth=100, with_ranx=True, profile=False, repeats=1)
+    agreement = result.data["agreement"][RANX]
+    assert agreement["queries_differing_untied"] == 0
+    assert agreement["max_query_difference_untied"] <= 1e-9
+    assert {"direct_vs_ranx", "store_vs_ranx"} <= set(result.data["ratios"])
+    assert result.data["first_call_s"][RANX] > 0
+
+
+def test_recompute_scenario_times_the_real_evaluate(tmp_path: Path) -> None:
+    n, depth = 400, 20
+    result = recompute.run(n_queries=n, depth=depth, repeats=2, slow_repeats=1)
+    data = result.data
+    timings = data["timings"]
+    assert set(timings) == {"prepare_coverage", "first_evaluate", "new_k_threshold", "evidence_metrics",
+                            "evidence_labels", "labels_and_ranking", "sweep_cold", "sweep_warm"}
+    assert isinstance(data["within_target"], bool) and data["target_s"] == 0.05
+    # The report came from the synthetic tensor: EvidenceRecall@k by brute force over it.
+    k, threshold = data["report_settings"]["k"], data["report_settings"]["threshold"]
+    scores, n_spans, _, _ = recompute.make_tensor(n, depth)
+    with np.errstate(invalid="ignore"):
+        best = np.fmax.reduce(scores[:, :k, :], axis=1)  # (n, spans), NaN where no span
+        covered = (best >= np.float32(threshold)).sum()
+    expected = covered / n_spans.sum()
+    assert data["report_metrics"][f"EvidenceRecall@{k}"] == pytest.approx(expected, abs=1e-12)
+    assert "50 ms" in result.text()
+
+
+def test_matching_scenario_reports_the_ratio() -> None:
+    result = matching_speed.run(n_queries=3, difflib_sample=50, repeats=1)
+    data = result.data
+    assert {"cpus", "target_ratio", "ratio_all_cores", "source", "subsets"} <= set(data)
+    assert data["target_ratio"] == 20.0
+    assert math.isfinite(data["ratio_all_cores"]) and data["ratio_all_cores"] > 0
+    if data["source"] == "functions":
+        mix = data["subsets"]["retrieval mix (all pairs)"]
+        assert mix["pairs"] == 3 * 20 * 3
+        assert mix["difflib_s_per_pair"] > 0 and mix["partial_all_cores_s_per_pair"] > 0
+
+
+def test_main_quick_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "benchmarks.md"
+    assert main(["--quick", "--only", "recompute", "--out", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    for part in ("# Benchmarks", "## Summary", "## Machine", "make bench", "2. Recompute",
+                 "numpy / duckdb", "load average"):
+        assert part in page
+    assert "| CPU" in page and "cores" in page
+    assert "## Summary" in capsys.readouterr().out
+
+
+def test_main_rejects_an_unknown_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--quick", "--only", "nope"])
+    assert "unknown scenario" in capsys.readouterr().err
