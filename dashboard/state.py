@@ -19,6 +19,7 @@ import numpy as np
 import streamlit as st
 
 from rageval_core import curves, drilldown, opsview, tuning
+from rageval_core.compare import Comparison, TrendRow, compare, trends
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Report, Settings, evaluate
 from rageval_core.importing import ImportOutcome, import_paths
@@ -389,3 +390,48 @@ def delete_run(run_id: int) -> None:
     st.session_state[RUNS_CONFIRM] = False
     st.session_state.pop(RUNS_TARGET, None)
     flash(Flash("success", "Run deleted.", detail=deleted.name))
+
+
+# --- compare ---
+
+COMPARE_BASELINE, COMPARE_CANDIDATES = "compare.baseline", "compare.candidates"
+#: the sidebar run the baseline last followed, and the baseline before the current one
+COMPARE_SIDEBAR_RUN, COMPARE_PREV_BASELINE = "compare.sidebar_run", "compare.prev_baseline"
+#: the candidate and metric of the per-query views (scatter, regressed queries, drilldown)
+COMPARE_FOCUS, COMPARE_METRIC = "compare.focus", "compare.metric"
+#: the query opened side by side; the scatter's widget key and its selection last acted on
+COMPARE_QUERY, COMPARE_REGRESSED = "compare.query", "compare.regressed"
+COMPARE_SCATTER, COMPARE_SEEN_POINTS = "compare.scatter", "compare.seen_points"
+COMPARE_TAG, COMPARE_TREND_METRICS, COMPARE_TREND_STAGE = (
+    "compare.tag", "compare.trend_metrics", "compare.trend_stage")
+COMPARE_MAX_CANDIDATES = 4
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _comparison(runs: tuple[tuple[int, str, str], ...], db: str | None,
+                settings_key: tuple[Any, ...], tag: str | None) -> Comparison:
+    loaded = [run_data(run_id, content_hash, db) for run_id, content_hash, _ in runs]
+    return compare(loaded, store=store(), settings=settings_from_key(settings_key),
+                   by=(tag,) if tag else ())
+
+
+def comparison(baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings,
+               tag: str | None = None) -> Comparison:
+    """The core's comparison of candidates with baseline (cached per runs, settings and tag).
+
+    Raises the core's RagevalError (e.g. no shared query) for the page to show.
+    """
+    key = tuple((r.run_id, r.content_hash, r.name) for r in (baseline, *candidates))
+    return _comparison(key, _db(), settings_key(settings), tag)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _trend_rows(runs: tuple[tuple[int, str, str, str | None], ...], db: str | None,
+                settings_key: tuple[Any, ...], metrics: tuple[str, ...]) -> list[TrendRow]:
+    return trends(store(), settings_from_key(settings_key), list(metrics))
+
+
+def trend_rows(settings: Settings, metrics: Sequence[str]) -> list[TrendRow]:
+    """Every stored run in created_at order with its metrics and p95 latency (cached)."""
+    key = tuple((r.run_id, r.content_hash, r.name, r.created_at) for r in runs())
+    return _trend_rows(key, _db(), settings_key(settings), tuple(metrics))

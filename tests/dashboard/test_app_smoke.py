@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from streamlit.testing.v1 import AppTest
 
-PAGES = ["overview.py", "queries.py", "threshold.py", "latency.py", "runs.py"]
+PAGES = ["overview.py", "queries.py", "threshold.py", "compare.py", "latency.py", "runs.py"]
 RUNS = ["bm25", "tfidf_char", "hybrid_rerank"]
 
 

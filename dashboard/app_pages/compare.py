@@ -1,0 +1,334 @@
+"""Compare: a baseline against up to four candidates, query by query, with paired tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import state
+from dashboard.components import figures_compare as fc
+from dashboard.components import figures_queries as fq
+from dashboard.components.highlight import chunk_card, text_block
+from rageval_core import drilldown as dd
+from rageval_core.compare import Comparison, higher_is_better
+from rageval_core.errors import RagevalError
+from rageval_core.store import RunRecord
+
+NO_QUERY = "(pick a regressed query)"
+NUM = st.column_config.NumberColumn(format="%.4f")
+#: narrow columns of the metrics table (it should fit beside the sidebar without scrolling)
+SMALL = ("n", "delta", "p (t-test)", "p (Holm)", "effect d_z")
+ss = st.session_state
+
+
+def download_csv(frame: pd.DataFrame, name: str, key: str) -> None:
+    st.download_button("Download CSV", fc.csv_bytes(frame), file_name=f"{name}.csv",
+                       mime="text/csv", key=key, icon=":material/download:", on_click="ignore")
+
+
+def keep_choice(key: str, options: list[str], default: str) -> None:
+    # a choice left from other runs or another k (nDCG@10 -> nDCG@5) would make the widget raise
+    if ss.get(key) not in options:
+        ss[key] = default
+
+
+def html_label(text: str, role: str) -> str:
+    return (f'<div style="font-weight:600;font-size:1.1rem;margin:0.2rem 0 0.4rem 0">'
+            f'{fc.html_text(text)} <span style="opacity:0.6;font-weight:400">({role})</span></div>')
+
+
+st.title("Compare")
+view = state.require_view()
+all_runs = state.runs()
+if len(all_runs) < 2:
+    st.info("Comparing needs at least two runs, and this store holds one. Import another run on "
+            "the **Runs** page or with `rageval import FILE`, then come back.")
+    st.stop()
+by_name = {r.name: r for r in all_runs}
+settings = view.settings
+
+# --- which runs: the baseline follows the sidebar's run, candidates default to all others --------
+if ss.get(state.COMPARE_SIDEBAR_RUN) != view.run.name or ss.get(state.COMPARE_BASELINE) not in by_name:
+    ss[state.COMPARE_SIDEBAR_RUN] = view.run.name
+    ss[state.COMPARE_BASELINE] = view.run.name
+c1, c2 = st.columns([1, 3])
+baseline_name = c1.selectbox("Baseline", list(by_name), key=state.COMPARE_BASELINE,
+                             help="defaults to the sidebar's run")
+others = [n for n in by_name if n != baseline_name]
+previous = ss.get(state.COMPARE_PREV_BASELINE)
+chosen = ss.get(state.COMPARE_CANDIDATES)
+if chosen is None:
+    chosen = others[: state.COMPARE_MAX_CANDIDATES]
+else:  # a new baseline that was a candidate swaps places with the old baseline
+    chosen = [previous if c == baseline_name else c for c in chosen]
+ss[state.COMPARE_CANDIDATES] = list(dict.fromkeys(c for c in chosen if c in others))[
+    : state.COMPARE_MAX_CANDIDATES]
+ss[state.COMPARE_PREV_BASELINE] = baseline_name
+candidate_names = c2.multiselect(
+    "Candidates", others, key=state.COMPARE_CANDIDATES,
+    max_selections=state.COMPARE_MAX_CANDIDATES, placeholder="pick up to four runs",
+    help="each is compared with the baseline on the queries all the runs share")
+baseline = by_name[baseline_name]
+candidates = [by_name[n] for n in candidate_names]
+
+
+def run_view(record: RunRecord) -> state.View:
+    return state.View(run=record, settings=settings)
+
+
+def show_comparison(c: Comparison) -> None:
+    s = c.settings
+    al = c.alignment
+    stem = "compare_run" + "_".join(str(r.run_id) for r in (baseline, *candidates))
+    st.markdown(fc.summary_html(c), unsafe_allow_html=True)
+    st.caption(f"Settings from the sidebar: k = {s['k']}, relevance = {s['relevance'] or 'none'}, "
+               f"fuzzy threshold = {s['threshold']}, scorer = {s['scorer']}. Paired on the "
+               f"{al.n_shared} queries every run holds; significant = randomisation-test p < "
+               f"{c.options.alpha:g} after Holm's correction over all {len(c.tests)} "
+               "(candidate, metric) tests.")
+    not_shared = [f"{run}: {al.n_only_in[run]}" for run in al.runs if al.n_only_in[run]]
+    if not_shared:
+        st.warning(fc.md_text(f"Queries not held by every run are left out ({'; '.join(not_shared)})."))
+
+    # --- metrics ---
+    st.header("Metrics", divider="gray")
+    if not c.metrics:
+        st.info("These runs share no metric at these settings (latency and cost are compared "
+                "below).")
+    else:
+        frame = fc.metrics_frame(c)
+        lower = [m for m in c.metrics if not higher_is_better(m)]
+        direction = (f"{', '.join(lower)} {'is' if len(lower) == 1 else 'are'} better when lower; "
+                     "every other metric when higher") if lower else "every metric is better when higher"
+        st.dataframe(fc.style_metrics(fc.metrics_display(frame, c.options.level)),
+                     hide_index=True, width="stretch",
+                     key="compare.metrics", height=min(38 + 35 * len(frame), 600),
+                     column_config={
+                         **{name: st.column_config.Column(width="small") for name in SMALL},
+                         "candidate": st.column_config.TextColumn("run", pinned=True),
+                         "metric": st.column_config.TextColumn(
+                             pinned=True, help=direction),
+                         "baseline mean": st.column_config.Column("baseline", width="small"),
+                         "candidate mean": st.column_config.Column("candidate", width="small"),
+                     })
+        download_csv(frame, f"{stem}_metrics", "compare.metrics.csv")
+        with st.expander("How to read this table"):
+            st.markdown(
+                "- **delta** = candidate mean - baseline mean over the queries both runs score "
+                f"(`n`); **CI** is its {100 * c.options.level:g}% percentile bootstrap interval "
+                f"({c.options.n_bootstrap:,} resamples of the query pairs).\n"
+                "- **p (t-test)**: paired t-test; **p (Holm)**: the paired randomisation test "
+                f"({c.options.n_permutations:,} random sign flips) after Holm's correction over "
+                "every (candidate, metric) test, so more runs and more metrics demand more "
+                "evidence (the CSV also holds the uncorrected p).\n"
+                "- **effect d_z** = mean / sd of the per-query differences (0.2 small, 0.5 "
+                "medium, 0.8 large).\n"
+                "- **W / T / L** (wins / ties / losses) count queries in the metric's good "
+                f"direction: {direction} (a negative delta of a lower-is-better metric is an "
+                "improvement).\n"
+                f"- Rows are green (▲) for a significant improvement and red (▼) for a "
+                f"significant regression (p (Holm) < {c.options.alpha:g}).")
+        st.plotly_chart(fc.wtl_bars(c), width="stretch", key="compare.wtl")
+
+    # --- per query ---
+    st.header("Per query", divider="gray")
+    if c.metrics:
+        show_per_query(c, stem)
+    else:
+        st.info("No metric to compare per query.")
+
+    # --- segments ---
+    st.header("Segments", divider="gray")
+    show_segments(c, stem)
+
+    # --- latency and cost ---
+    st.header("Latency & cost", divider="gray")
+    lat = fc.latency_frame(c)
+    if lat.empty:
+        st.info("No latency stage is recorded in both the baseline and a candidate.")
+    else:
+        st.caption("Milliseconds, over the queries where both runs recorded the stage; the "
+                   f"interval is a {100 * c.options.level:g}% bootstrap interval of the change. "
+                   "Red: significantly slower; green: significantly faster.")
+        st.dataframe(fc.style_ops(lat, 1), hide_index=True, width="stretch", key="compare.latency")
+        download_csv(lat, f"{stem}_latency", "compare.latency.csv")
+    alone = fc.stages_not_compared(c)
+    if alone:
+        st.caption(fc.md_text("Stages not compared (not in both runs): " + ", ".join(alone)))
+    cost = fc.cost_frame(c)
+    if cost.empty:
+        st.info(fc.md_text("Cost is not compared: "
+                           + (c.cost_note or "no query has a known cost in both runs") + "."))
+    else:
+        st.caption("Cost in USD per query (mean) and in total over the shared queries whose cost "
+                   "both runs know.")
+        st.dataframe(fc.style_ops(cost, 6), hide_index=True, width="stretch", key="compare.cost")
+        download_csv(cost, f"{stem}_cost", "compare.cost.csv")
+
+
+def show_per_query(c: Comparison, stem: str) -> None:
+    keep_choice(state.COMPARE_FOCUS, list(c.candidates), c.candidates[0])
+    keep_choice(state.COMPARE_METRIC, c.metrics, fc.headline_metric(c) or c.metrics[0])
+    p1, p2, _ = st.columns([1, 1, 2])
+    focus = p1.selectbox("Candidate", list(c.candidates), key=state.COMPARE_FOCUS)
+    metric = p2.selectbox("Metric", c.metrics, key=state.COMPARE_METRIC)
+    focus_run = by_name[focus]
+    base_report = state.report(run_view(baseline))
+    cand_report = state.report(run_view(focus_run))
+    test = c.test(focus, metric)
+    pairs = fc.paired_frame(c, focus, metric, base_report.per_query[metric],
+                            cand_report.per_query[metric])
+    left, right = st.columns([3, 2])
+    with left:
+        event = st.plotly_chart(
+            fc.scatter(pairs, metric, test.higher_is_better, c.baseline, focus),
+            width="stretch", key=state.COMPARE_SCATTER, on_select="rerun",
+            selection_mode="points")
+        st.caption(f"{len(pairs)} queries scored in both runs; points on the dashed diagonal "
+                   "are ties. Click a point to open that query below.")
+    points = list(event.selection.points) if event is not None else []
+    seen = [p.get("customdata") for p in points]
+    if seen != ss.get(state.COMPARE_SEEN_POINTS, []):  # a new click, not one left from before
+        ss[state.COMPARE_SEEN_POINTS] = seen
+        if seen:
+            picked = seen[0][0] if isinstance(seen[0], list) else seen[0]
+            ss[state.COMPARE_QUERY] = str(picked)
+            ss[state.COMPARE_REGRESSED] = NO_QUERY
+    with right:
+        worst = fc.worst_frame(c, focus, metric)
+        st.markdown(f"**Most regressed queries on {metric}**")
+        if worst.empty:
+            st.info("No query got worse on this metric.")
+        else:
+            st.dataframe(worst, hide_index=True, width="stretch", key="compare.worst",
+                         column_config={"baseline": NUM, "candidate": NUM, "delta": NUM})
+            download_csv(worst, f"{stem}_regressed_{metric}", "compare.worst.csv")
+        options = [NO_QUERY, *worst["query_id"].tolist()]
+        keep_choice(state.COMPARE_REGRESSED, options, NO_QUERY)
+
+        def _pick() -> None:
+            if ss[state.COMPARE_REGRESSED] != NO_QUERY:
+                ss[state.COMPARE_QUERY] = ss[state.COMPARE_REGRESSED]
+
+        st.selectbox("Open a regressed query", options, key=state.COMPARE_REGRESSED,
+                     on_change=_pick)
+    selected = ss.get(state.COMPARE_QUERY)
+    if selected is None:
+        st.info("Click a point of the scatter or pick a regressed query to see that query's "
+                "retrieved chunks in both runs side by side.")
+        return
+    show_side_by_side(c, focus_run, str(selected), base_report.per_query, cand_report.per_query)
+
+
+def show_side_by_side(c: Comparison, focus_run: RunRecord, query_id: str,
+                      base_values: dict[str, Any], cand_values: dict[str, Any]) -> None:
+    st.subheader("Side by side")
+    base_view, cand_view = run_view(baseline), run_view(focus_run)
+    rows = [dd.qidx_of(state.data(v), query_id) for v in (base_view, cand_view)]
+    if rows[0] is None or rows[1] is None:
+        st.info(fc.md_text(f"Query {query_id} is not in both runs."))
+        return
+    details = [state.query_detail(base_view, rows[0]), state.query_detail(cand_view, rows[1])]
+    st.markdown(text_block(f"Query {query_id}", details[0].query), unsafe_allow_html=True)
+    values = fc.query_metrics_frame(c.metrics, base_values, cand_values, rows[0], rows[1])
+    with st.expander("This query's metrics in both runs"):
+        st.dataframe(values, hide_index=True, width="stretch", key="compare.query_metrics",
+                     column_config={"baseline": NUM, "candidate": NUM, "delta": NUM})
+    for col, record, role, detail in zip(st.columns(2), (baseline, focus_run),
+                                         ("baseline", "candidate"), details, strict=True):
+        with col, st.container(key=f"compare-detail-{role}"):
+            show_detail(record, role, detail)
+
+
+def show_detail(record: RunRecord, role: str, detail: dd.QueryDetail) -> None:
+    k = detail.k
+    st.markdown(html_label(record.name, role), unsafe_allow_html=True)
+    m1, m2 = st.columns(2)
+    m1.metric(f"Spans covered in top {k}",
+              f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—")
+    m2.metric("Chunks retrieved", len(detail.chunks))
+    if detail.has_qrels and detail.missed_relevant:
+        st.caption(f"{len(detail.missed_relevant)} relevant document(s) by the qrels not in the "
+                   f"top {k}.")
+    if not detail.in_run or not detail.chunks:
+        st.info("Nothing was retrieved for this query in this run.")
+        return
+
+    def card(ch: dd.ChunkDetail) -> str:
+        header = fq.chunk_header(ch.rank, ch.original_rank, ch.doc_id, ch.score, ch.label,
+                                 ch.relevant, ch.match_eidx, ch.match_score, detail.threshold)
+        return chunk_card(header, ch.text, ch.match_start, ch.match_end, ch.covers)
+
+    st.markdown("".join(card(ch) for ch in detail.chunks if ch.in_top_k), unsafe_allow_html=True)
+
+
+def show_segments(c: Comparison, stem: str) -> None:
+    tags = list(baseline.tag_keys)
+    if not tags or not c.metrics:
+        st.info("The baseline has no tags, so there are no segments to compare."
+                if not tags else "No metric to compare by segment.")
+        return
+    keep_choice(state.COMPARE_TAG, tags, tags[0])
+    tag = st.selectbox("Tag", tags, key=state.COMPARE_TAG,
+                       help="the baseline's tag values; queries without the tag form (none)")
+    with st.spinner("Comparing inside every value of the tag ..."):
+        try:
+            seg = state.comparison(baseline, candidates, settings, tag)
+        except RagevalError as e:
+            st.error(fc.md_text(f"The segments cannot be compared: {e}"))
+            return
+    long = fc.segment_frame(seg, tag)
+    st.caption("Delta (candidate - baseline) of each metric inside each value of the tag, with "
+               "the number of queries; green / red: significant after Holm's correction within "
+               "the value; None: no query of the value is scored on that metric in both runs.")
+    st.dataframe(fc.segment_table(long, seg.metrics), hide_index=True, width="stretch",
+                 key="compare.segments")
+    download_csv(long, f"{stem}_segments", "compare.segments.csv")
+
+
+def show_trends(c: Comparison | None) -> None:
+    st.header("Trends", divider="gray")
+    try:
+        options = list(c.metrics) if c is not None and c.metrics else list(
+            state.report(run_view(baseline)).metrics)
+    except RagevalError:
+        options = []
+    if not options:
+        st.info("No metric to follow at these settings.")
+        return
+    defaults = [m for m in (f"nDCG@{settings.k}", f"R@{settings.k}", f"EvidenceRecall@{settings.k}")
+                if m in options] or options[:2]
+    if state.COMPARE_TREND_METRICS not in ss:
+        ss[state.COMPARE_TREND_METRICS] = defaults
+    ss[state.COMPARE_TREND_METRICS] = [m for m in ss[state.COMPARE_TREND_METRICS] if m in options]
+    metrics = st.multiselect("Metrics", options, key=state.COMPARE_TREND_METRICS)
+    with st.spinner("Evaluating every run ..."):
+        rows = state.trend_rows(settings, metrics)
+    stages = fc.trend_stages(rows)
+    stage = None
+    if stages:
+        keep_choice(state.COMPARE_TREND_STAGE, stages, "total" if "total" in stages else stages[0])
+        stage = st.selectbox("p95 latency of stage", stages, key=state.COMPARE_TREND_STAGE)
+    st.plotly_chart(fc.trends_figure(rows, metrics, stage), width="stretch", key="compare.trends")
+    frame = fc.trends_frame(rows, metrics)
+    st.caption("Every stored run, ordered by its created_at (runs without one come last); a "
+               "blank value: the run cannot be scored on that metric.")
+    st.dataframe(frame, hide_index=True, width="stretch", key="compare.trends_table",
+                 column_config={m: NUM for m in metrics})
+    download_csv(frame, "trends", "compare.trends.csv")
+
+
+comparison: Comparison | None = None
+if not candidates:
+    st.info("Pick at least one candidate run to compare with the baseline.")
+else:
+    with st.spinner("Comparing: paired tests over every metric ..."):
+        try:
+            comparison = state.comparison(baseline, candidates, settings)
+        except RagevalError as e:
+            st.error(fc.md_text(f"These runs cannot be compared: {e}"))
+    if comparison is not None:
+        show_comparison(comparison)
+show_trends(comparison)

@@ -1,0 +1,273 @@
+"""Compare: the tables show compare()'s values for the sample runs; drilldowns, edge states."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard.components import figures_compare as fc
+from rageval_core.compare import Comparison, compare, trends
+from rageval_core.drilldown import qidx_of, query_detail
+from rageval_core.errors import ProblemLog
+from rageval_core.evaluate import Settings, evaluate
+from rageval_core.formats import read_inputs
+from rageval_core.rundata import load_run_data
+from rageval_core.store import Store
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = sorted((REPO / "sample_runs").glob("*.jsonl"))  # app_db imports them in this order
+TINY = REPO / "tests" / "data" / "good" / "native_full.jsonl"  # query ids q1.., none shared
+#: the sidebar's defaults (relevance: the first mode a run with qrels offers)
+DEFAULT = Settings(k=10, threshold=0.7, relevance="ids")
+PAGE = "compare.py"
+
+
+@pytest.fixture(scope="module")
+def ref_store() -> Iterator[Store]:
+    """The three sample files in a store of their own (the app's store stays untouched)."""
+    store = Store(":memory:")
+    for path in SAMPLES:
+        log = ProblemLog()
+        store.import_run(read_inputs([path], None, log)[0], log)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def reference(ref_store: Store) -> Comparison:
+    """compare() as the page calls it: baseline bm25 (the sidebar's first run), the others."""
+    names = [r.name for r in ref_store.runs()]
+    assert names == ["bm25", "hybrid_rerank", "tfidf_char"]
+    return compare(names, store=ref_store, settings=DEFAULT)
+
+
+def frame_with(at: AppTest, column: str) -> pd.DataFrame:
+    """The (first) dataframe on the page that has this column."""
+    for el in at.dataframe:
+        if column in el.value.columns:
+            return el.value
+    raise AssertionError(f"no table with a {column!r} column")
+
+
+def markdown(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown]
+
+
+def one_store(tmp_path: Path, *files: Path) -> Path:
+    db = tmp_path / "store.duckdb"
+    subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import",
+                    *map(str, files)], check=True, capture_output=True, cwd=REPO)
+    return db
+
+
+def test_metrics_table_equals_compare(make_app: Callable[..., AppTest], reference: Comparison,
+                                      ref_store: Store) -> None:
+    at = make_app(PAGE)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="compare.baseline").value == "bm25"
+    assert at.multiselect(key="compare.candidates").value == ["hybrid_rerank", "tfidf_char"]
+    table = frame_with(at, "95% CI")
+    assert len(table) == len(reference.tests) == 2 * len(reference.metrics)
+    for row in table.itertuples(index=False):
+        t = reference.test(row.candidate, row.metric)
+        shown = row._asdict()
+        assert shown["n"] == t.n
+        for column, expected in (("delta", t.diff), ("baseline mean", t.baseline_mean),
+                                 ("candidate mean", t.candidate_mean), ("p (Holm)", t.p_perm_holm),
+                                 ("p (t-test)", t.p_t)):
+            got = table.loc[(table["candidate"] == row.candidate) & (table["metric"] == row.metric),
+                            column].iloc[0]
+            assert got == pytest.approx(expected, rel=1e-12, abs=1e-15, nan_ok=True), (row, column)
+        expected_mark = ("" if not t.significant(0.05)
+                         else fc.IMPROVED if t.improvement > 0 else fc.REGRESSED)
+        assert shown["significant"] == expected_mark
+    # independent of compare(): with every query shared, the baseline's mean is evaluate()'s value
+    bm25 = evaluate(load_run_data(ref_store, "bm25"), ["nDCG@10", "R@10"], store=ref_store,
+                    settings=DEFAULT).metrics
+    for metric in ("nDCG@10", "R@10"):
+        got = table.loc[table["metric"] == metric, "baseline mean"]
+        assert got.tolist() == pytest.approx([bm25[metric]] * 2, rel=1e-12)
+    # the CSV download holds every column (the uncorrected p and W/T/L split)
+    full = fc.metrics_frame(reference)
+    assert {"p (perm.)", "wins", "ties", "losses", "better"} <= set(full.columns)
+
+
+def test_summary_explains_the_result(make_app: Callable[..., AppTest], reference: Comparison) -> None:
+    at = make_app(PAGE)
+    summary = next(m for m in markdown(at) if "rageval-summary" in m)
+    lines = fc.summary_lines(reference)
+    assert len(lines) == 2
+    for line in lines:
+        assert fc.html_text(line) in summary
+    # sensible: the hybrid reranker is a significant improvement on nDCG@10 (docs/compare.md),
+    # character TF-IDF is not significantly better on any metric
+    hybrid = reference.test("hybrid_rerank", "nDCG@10")
+    assert hybrid.significant(0.05) and hybrid.diff > 0.05
+    assert lines[0].startswith("hybrid_rerank beats bm25 on ")
+    assert f"nDCG@10: {hybrid.baseline_mean:.3f} → {hybrid.candidate_mean:.3f}" in lines[0]
+    assert "tfidf_char beats bm25 on" in lines[1] and ", significantly on 0;" in lines[1]
+    assert fc.verdicts(reference) == {"hybrid_rerank": "better", "tfidf_char": "no significant change"}
+
+
+def test_choosing_a_regressed_query_shows_both_drilldowns(
+        make_app: Callable[..., AppTest], reference: Comparison, ref_store: Store) -> None:
+    at = make_app(PAGE)
+    assert at.selectbox(key="compare.focus").value == "hybrid_rerank"
+    assert at.selectbox(key="compare.metric").value == "nDCG@10"
+    worst = reference.worst["hybrid_rerank"]["nDCG@10"]
+    shown = frame_with(at, "query_id")
+    assert shown["query_id"].tolist() == [w["query_id"] for w in worst]
+    assert shown["delta"].tolist() == pytest.approx([w["diff"] for w in worst])
+    assert not any("rageval-chunk" in m for m in markdown(at))  # nothing open yet
+    qid = worst[0]["query_id"]
+    at.selectbox(key="compare.regressed").select(qid).run()
+    assert not at.exception, [e.value for e in at.exception]
+    texts = markdown(at)
+    assert any(f"Query {qid}" in m for m in texts)
+    # one block of chunk cards per run, each holding that run's own top-k documents in order
+    cards = [m for m in texts if m.startswith('<div class="rageval-chunk"')]
+    assert len(cards) == 2
+    for run, block in zip(("bm25", "hybrid_rerank"), cards, strict=True):
+        data = load_run_data(ref_store, run)
+        detail = query_detail(ref_store, data, qidx_of(data, qid), DEFAULT)  # type: ignore[arg-type]
+        docs = [c.doc_id for c in detail.chunks if c.in_top_k]
+        positions = [block.find(html.escape(d).replace(":", "&#58;")) for d in docs]
+        assert all(p >= 0 for p in positions) and positions == sorted(positions), run
+    # the two runs are told apart, and the query's metric values match the regression
+    assert any("bm25" in m and "(baseline)" in m for m in texts)
+    assert any("hybrid_rerank" in m and "(candidate)" in m for m in texts)
+    values = next(el.value for el in at.dataframe
+                  if list(el.value.columns) == ["metric", "baseline", "candidate", "delta"])
+    values = values.set_index("metric")
+    assert values.loc["nDCG@10", "baseline"] == pytest.approx(worst[0]["baseline"])
+    assert values.loc["nDCG@10", "candidate"] == pytest.approx(worst[0]["candidate"])
+
+
+def test_baseline_follows_the_sidebar_and_swaps_with_a_candidate(
+        make_app: Callable[..., AppTest]) -> None:
+    at = make_app(PAGE, run="hybrid_rerank")
+    assert at.selectbox(key="compare.baseline").value == "hybrid_rerank"
+    assert at.multiselect(key="compare.candidates").value == ["bm25", "tfidf_char"]
+    at.selectbox(key="compare.baseline").select("tfidf_char").run()
+    assert not at.exception
+    # the new baseline leaves the candidates and the old one takes its place
+    assert at.multiselect(key="compare.candidates").value == ["bm25", "hybrid_rerank"]
+    assert set(frame_with(at, "95% CI")["candidate"]) == {"bm25", "hybrid_rerank"}
+    at.multiselect(key="compare.candidates").set_value([]).run()
+    assert not at.exception
+    assert any("Pick at least one candidate" in i.value for i in at.info)
+
+
+def test_segment_latency_cost_and_trend_tables(make_app: Callable[..., AppTest],
+                                               reference: Comparison, ref_store: Store) -> None:
+    at = make_app(PAGE)
+    at.selectbox(key="compare.tag").select("query_type").run()
+    assert not at.exception, [e.value for e in at.exception]
+    by = compare(["bm25", "hybrid_rerank", "tfidf_char"], store=ref_store, settings=DEFAULT,
+                 by=["query_type"]).by["query_type"]
+    seg = frame_with(at, "queries")
+    assert seg["value"].tolist() == [v for v in by for _ in range(2)]
+    assert seg["queries"].tolist() == [by[v]["n"] for v in by for _ in range(2)]
+    assert sum(by[v]["n"] for v in by) == reference.n_shared
+    for row in seg.itertuples(index=False):
+        t = next(t for t in by[row.value]["tests"]
+                 if t.candidate == row.candidate and t.metric == "nDCG@10")
+        assert seg.loc[(seg["value"] == row.value) & (seg["candidate"] == row.candidate),
+                       "nDCG@10"].iloc[0] == pytest.approx(t.diff, nan_ok=True)
+
+    lat = frame_with(at, "statistic")
+    p95 = lat[(lat["candidate"] == "hybrid_rerank") & (lat["stage"] == "total")
+              & (lat["statistic"] == "p95")].iloc[0]
+    change = reference.ops_change("hybrid_rerank", "latency.total.p95")
+    assert change is not None
+    assert (p95["baseline"], p95["candidate value"]) == pytest.approx((change.baseline,
+                                                                       change.candidate_value))
+    # independent of compare(): numpy's p95 of bm25's recorded total latencies
+    data = load_run_data(ref_store, "bm25")
+    total = data.latency_ms[data.latency_stage == "total"]
+    assert p95["baseline"] == pytest.approx(float(np.percentile(total, 95)))
+    cost = frame_with(at, "cost")
+    assert set(cost["cost"]) == {"per_query", "total"} and len(cost) == 4
+
+    trend = frame_with(at, "created_at")
+    assert trend["run"].tolist() == ["bm25", "tfidf_char", "hybrid_rerank"]  # by created_at
+    assert at.multiselect(key="compare.trend_metrics").value == ["nDCG@10", "R@10",
+                                                                 "EvidenceRecall@10"]
+    rows = {r.run: r for r in trends(ref_store, DEFAULT, ["nDCG@10"])}
+    for _, row in trend.iterrows():
+        assert row["nDCG@10"] == pytest.approx(rows[row["run"]].metrics["nDCG@10"])
+
+
+def test_one_run_store_says_so(make_app: Callable[..., AppTest], tmp_path: Path) -> None:
+    at = make_app(PAGE, db=one_store(tmp_path, SAMPLES[0]))
+    assert not at.exception
+    assert any("at least two runs" in i.value for i in at.info)
+    assert not at.dataframe
+
+
+def test_disjoint_query_sets_show_the_cores_message(make_app: Callable[..., AppTest],
+                                                    tmp_path: Path) -> None:
+    at = make_app(PAGE, db=one_store(tmp_path, SAMPLES[0], TINY))
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert "These runs cannot be compared" in message and "share no query" in message
+    assert not any("rageval-summary" in m for m in markdown(at))
+
+
+def test_significance_marks_follow_the_metrics_direction(reference: Comparison) -> None:
+    t = reference.test("hybrid_rerank", "BestRank")
+    assert not t.higher_is_better and t.diff < 0  # lower rank: the hybrid is better here
+    better = dataclasses.replace(t, p_perm_holm=0.001)
+    worse = dataclasses.replace(better, candidate_mean=t.baseline_mean + 1.0, diff=1.0)
+    tests = [better if x is t else x for x in reference.tests]
+    marks = fc.metrics_frame(dataclasses.replace(reference, tests=tests)).set_index(
+        ["candidate", "metric"])["significant"]
+    assert marks[("hybrid_rerank", "BestRank")] == fc.IMPROVED
+    tests = [worse if x is t else x for x in reference.tests]
+    marks = fc.metrics_frame(dataclasses.replace(reference, tests=tests)).set_index(
+        ["candidate", "metric"])["significant"]
+    assert marks[("hybrid_rerank", "BestRank")] == fc.REGRESSED
+    # the scatter colours queries the same way: a lower BestRank is a win
+    assert fc.outcome(np.array([-1.0, 0.0, 2.0]), higher_is_better=False).tolist() == [1, 0, -1]
+
+
+def test_scatter_pairs_and_escapes_ids(reference: Comparison, ref_store: Store) -> None:
+    base = evaluate(load_run_data(ref_store, "bm25"), ["nDCG@10"], store=ref_store,
+                    settings=DEFAULT).per_query["nDCG@10"]
+    cand_data = load_run_data(ref_store, "hybrid_rerank")
+    cand = evaluate(cand_data, ["nDCG@10"], store=ref_store, settings=DEFAULT).per_query["nDCG@10"]
+    pairs = fc.paired_frame(reference, "hybrid_rerank", "nDCG@10", base, cand)
+    t = reference.test("hybrid_rerank", "nDCG@10")
+    assert len(pairs) == t.n
+    assert pairs["delta"].mean() == pytest.approx(t.diff, rel=1e-12)
+    # each pair is the same query in both runs, looked up by id
+    row = pairs.iloc[7]
+    assert cand[qidx_of(cand_data, row["query_id"])] == row["candidate"]  # type: ignore[index]
+    wins = int((fc.outcome(pairs["delta"].to_numpy(), True) == 1).sum())
+    assert wins == t.wins
+    hostile = pd.DataFrame({"query_id": ["<img src=x onerror=alert(1)>"], "baseline": [0.1],
+                            "candidate": [0.2], "delta": [0.1]})
+    fig = fc.scatter(hostile, "nDCG@10", True, "<b>base</b>", "cand")
+    texts = [x for trace in fig.data for x in (trace.text or ())]
+    assert texts == ["&lt;img src=x onerror=alert(1)&gt;"]
+    assert "<b>" not in fig.layout.xaxis.title.text
+
+
+def test_user_text_is_inert_in_messages() -> None:
+    hostile = "[click](javascript:alert(1)) <script>x</script> **bold** $x$ :red[y]"
+    md = fc.md_text(hostile)
+    for raw in ("[click]", "](", "<script>", "**bold**", "$x$", ":red["):
+        assert raw not in md
+    assert md.replace("\\", "") == hostile
+    block = fc.html_text(hostile)
+    assert "<script>" not in block and "&lt;script&gt;" in block and "$" not in block
