@@ -348,7 +348,8 @@ def _evaluate(store: Store, data: RunData, metrics: Sequence[str] | None, s: Set
             weights[str(m)] = scatter(w, rows)
 
     run_values = {name: _aggregate(name, col, weights.get(name)) for name, col in per_query.items()}
-    report_ops = ops_summary(data)
+    # latency, tokens and cost do not depend on k, the threshold or the scorer: once per run
+    report_ops = _memo(data, ("ops",), lambda: ops_summary(data))
     by_out = breakdown(data, per_query, weights, by) if by else None
     return Report(
         run=data.run.name,
@@ -405,7 +406,8 @@ def query_costs(data: RunData) -> ops.QueryCosts:
 def breakdown(
     data: RunData, per_query: dict[str, Floats], weights: dict[str, Floats], tag: str
 ) -> dict[str, Any]:
-    """Every metric and ops summary inside each value of one tag, with counts."""
+    """Every metric and ops summary inside each value of one tag, with counts (the ops part,
+    independent of the settings, is computed once per run and tag)."""
     if tag not in data.tags:
         known = ", ".join(sorted(data.tags)) or "none"
         raise UsageError(f"run {data.run.name} has no tag {tag!r} (tags: {known})")
@@ -419,6 +421,6 @@ def breakdown(
             "metrics": {
                 name: _aggregate(name, col, weights.get(name), mask) for name, col in per_query.items()
             },
-            **ops_summary(data, mask),
+            **_memo(data, ("ops", tag, group), lambda mask=mask: ops_summary(data, mask)),
         }
     return {"tag": tag, "groups": groups}
