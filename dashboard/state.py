@@ -9,11 +9,13 @@ are shared read-only and never pickled.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import streamlit as st
@@ -26,6 +28,8 @@ from rageval_core.importing import ImportOutcome, import_paths
 from rageval_core.matching import SCORERS, Normalisation
 from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store
+from rageval_core.store.lease import LeasedStore
+from rageval_core.store.locking import StoreBusyError
 
 # widget keys = query parameter names (short, stable: they appear in shared links)
 RUN, K, THRESHOLD, SCORER, PUNCT, ARTICLES, CUT_ON, CUT, RELEVANCE = (
@@ -46,18 +50,92 @@ class View:
     settings: Settings
 
 
+#: how long the start of a page waits, saying so, for another process to let go of the store
+BUSY_GATE_S = 60.0
+#: each try of that wait (the message is refreshed between tries)
+BUSY_STEP_S = 1.0
+#: how long a store call in the middle of a page waits before the page stops with a message
+BUSY_DEEP_S = 120.0
+BUSY_WAITING = ("The store is busy: an import (or another rageval process) is writing to it; "
+                "retrying ... ({waited:.0f} s so far). Nothing is lost: this page loads as soon "
+                "as the store is free.")
+BUSY_GAVE_UP = ("The store is still busy: an import (or another rageval process) has held it for "
+                "{waited:.0f} s. Nothing is lost: use **Try again** (or reload the page) once it "
+                "has finished.")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
 @st.cache_resource(show_spinner=False)
-def _store(path: str | None) -> Store:
-    return Store(path)
+def _store(path: str | None) -> LeasedStore:
+    return LeasedStore(path, wait_s=BUSY_DEEP_S)
 
 
 def store() -> Store:
-    """One Store (one DuckDB connection) per store path ($RAGEVAL_DB) for the server process."""
+    """The store at $RAGEVAL_DB, shared by every session of the server process.
+
+    A LeasedStore: the file is opened while some page works on it and let go a moment after,
+    so `rageval import` can write to it while the dashboard is open (docs/reliability.md).
+    """
     return _store(os.environ.get("RAGEVAL_DB") or None)
 
 
+def _calm(fn: F) -> F:
+    """A store still busy after BUSY_DEEP_S stops the page with a message, never a traceback."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except StoreBusyError as e:
+            st.warning(BUSY_GAVE_UP.format(waited=e.waited_s))
+            st.button("Try again", key="app.busy_retry_deep")
+            st.stop()
+
+    return call  # type: ignore[return-value]
+
+
+@_calm
 def runs() -> list[RunRecord]:
     return store().runs()
+
+
+def runs_when_free() -> list[RunRecord] | None:
+    """The stored runs; while another process holds the store, a live "retrying" message.
+
+    Called first on every page (by the sidebar). None, after a clear message and a Try again
+    button, when the store stayed busy for BUSY_GATE_S.
+    """
+    leased = store()
+    note = None
+    started = time.monotonic()
+    while True:
+        try:
+            with leased.hold(wait_s=0 if note is None else BUSY_STEP_S):  # type: ignore[attr-defined]
+                found = leased.runs()
+            if note is not None:
+                note.empty()
+            return found
+        except StoreBusyError:
+            waited = time.monotonic() - started
+            if note is None:
+                note = st.empty()
+            if waited >= BUSY_GATE_S:
+                note.warning(BUSY_GAVE_UP.format(waited=waited))
+                st.button("Try again", key="app.busy_retry")
+                return None
+            # a widget call: also where Streamlit stops this run if the user moves on
+            note.info(BUSY_WAITING.format(waited=waited))
+
+
+@_calm
+def take_interrupted() -> list[str]:
+    """What imports or scorings a killed process left unfinished, said once (then acknowledged)."""
+    leased = store()
+    with leased.hold():  # type: ignore[attr-defined]
+        found = leased.interrupted()
+        leased.acknowledge_interrupted(found)
+    return [e.message for e in found]
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -74,12 +152,14 @@ def _report(run_id: int, content_hash: str, db: str | None, settings_key: tuple[
                     store=store(), settings=settings, by=by)
 
 
+@_calm
 def report(view: View, metrics: tuple[str, ...] | None = None, by: str | None = None) -> Report:
     """The core's report for the current view (cached per run, settings, metrics and tag)."""
     return _report(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings),
                    metrics, by)
 
 
+@_calm
 def data(view: View) -> RunData:
     """The current run's arrays (cached)."""
     return run_data(view.run.run_id, view.run.content_hash, _db())
@@ -128,10 +208,13 @@ def clear_caches() -> None:
 def sidebar() -> View | None:
     """The shared controls; None (with a message on the page) when there is no run yet."""
     try:
-        all_runs = runs()
+        all_runs = runs_when_free()
     except RagevalError as e:
-        st.error(f"The store cannot be read: {e}")
+        st.error("The store cannot be read:")
+        st.code(str(e), language=None)  # may hold a path: shown as typed, never as Markdown
         return None
+    if all_runs is None:  # still busy: the message and a Try again button are on the page
+        st.stop()
     if not all_runs:
         return None
     by_name = {r.name: r for r in all_runs}
@@ -187,6 +270,7 @@ def _query_ops(run_id: int, content_hash: str, db: str | None) -> opsview.QueryO
     return opsview.query_ops(run_data(run_id, content_hash, db))
 
 
+@_calm
 def query_ops(view: View) -> opsview.QueryOps:
     """Per-query latency, tokens and cost of the current run, aligned with report(view)."""
     return _query_ops(view.run.run_id, view.run.content_hash, _db())
@@ -197,6 +281,7 @@ def _latency_by_tag(run_id: int, content_hash: str, db: str | None, tag: str) ->
     return opsview.latency_by_tag(run_data(run_id, content_hash, db), tag)
 
 
+@_calm
 def latency_by_tag(view: View, tag: str) -> dict[str, Any]:
     """Latency percentiles per stage inside each value of a tag (independent of k/threshold)."""
     return _latency_by_tag(view.run.run_id, view.run.content_hash, _db(), tag)
@@ -224,6 +309,7 @@ def _query_table(run_id: int, content_hash: str, db: str | None,
                                   _query_texts(run_id, content_hash, db))
 
 
+@_calm
 def query_table(view: View) -> drilldown.QueryTable:
     """The per-query table of the current view (cached per run and settings)."""
     return _query_table(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings))
@@ -236,6 +322,7 @@ def _query_detail(run_id: int, content_hash: str, db: str | None, settings_key: 
                                    settings_from_key(settings_key))
 
 
+@_calm
 def query_detail(view: View, qidx: int) -> drilldown.QueryDetail:
     """One query's drilldown at the current settings (cached)."""
     return _query_detail(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings),
@@ -256,12 +343,14 @@ def _borderline(run_id: int, content_hash: str, db: str | None, settings_key: tu
                                    settings_from_key(settings_key), band=band, limit=limit)
 
 
+@_calm
 def borderline(view: View, band: float, limit: int = TUNING_LIMIT) -> list[tuning.BorderlinePair]:
     """The pairs near the view's threshold (cached per run, settings and band; labels are not)."""
     return _borderline(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings),
                        round(float(band), 4), limit)
 
 
+@_calm
 def pair_labels(view: View) -> tuning.Labels:
     """The run's labels for the view's scorer and normalisation (read fresh: they change here)."""
     return tuning.labels(store(), view.run.run_id, view.settings.scorer, view.settings.norm)
@@ -270,8 +359,11 @@ def pair_labels(view: View) -> tuning.Labels:
 def label_pair(view: View, key: tuple[int, int, int], label: bool | None) -> None:
     """on_click of a pair's "match" / "no match" button: store the person's verdict."""
     qidx, rank, eidx = key
-    tuning.set_label(store(), view.run.run_id, qidx, rank, eidx, view.settings.scorer,
-                     view.settings.norm, label)
+    try:
+        tuning.set_label(store(), view.run.run_id, qidx, rank, eidx, view.settings.scorer,
+                         view.settings.norm, label)
+    except StoreBusyError:
+        st.toast("The store is busy (an import is running): the label was not saved; try again.")
 
 
 def use_threshold(value: float) -> None:
@@ -299,6 +391,7 @@ def _curves_k(run_id: int, content_hash: str, db: str | None, key: tuple[Any, ..
                                  list(names))
 
 
+@_calm
 def curves_k(view: View, names: Sequence[str]) -> dict[str, np.ndarray]:
     """Run values at k = 1..depth (cached; keyed without k: moving k reuses them)."""
     key = settings_key(dataclasses.replace(view.settings, k=1))
@@ -312,6 +405,7 @@ def _curves_t(run_id: int, content_hash: str, db: str | None, key: tuple[Any, ..
                                          settings_from_key(key), grid, names)
 
 
+@_calm
 def curves_t(view: View, grid: Sequence[float], names: Sequence[str] | None = None
              ) -> dict[str, np.ndarray]:
     """Run values at k over the thresholds of grid (cached; keyed without the threshold)."""
@@ -415,6 +509,7 @@ def _comparison(runs: tuple[tuple[int, str, str], ...], db: str | None,
                    by=(tag,) if tag else ())
 
 
+@_calm
 def comparison(baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings,
                tag: str | None = None) -> Comparison:
     """The core's comparison of candidates with baseline (cached per runs, settings and tag).
@@ -431,6 +526,7 @@ def _trend_rows(runs: tuple[tuple[int, str, str, str | None], ...], db: str | No
     return trends(store(), settings_from_key(settings_key), list(metrics))
 
 
+@_calm
 def trend_rows(settings: Settings, metrics: Sequence[str]) -> list[TrendRow]:
     """Every stored run in created_at order with its metrics and p95 latency (cached)."""
     key = tuple((r.run_id, r.content_hash, r.name, r.created_at) for r in runs())

@@ -15,9 +15,26 @@ from rageval_core.errors import InputError, RagevalError, UsageError
 
 
 def _store(args: argparse.Namespace) -> Any:
+    """The store, waiting (and saying so) while another process holds it; tells of interruptions."""
     from rageval_core.store import Store
+    from rageval_core.store.locking import StoreBusyError, wait_s
 
-    return Store(args.db)
+    try:
+        store = Store(args.db, wait_s=0)
+    except StoreBusyError as e:
+        print(f"rageval: the store {e.path} is in use by another process{e.holder} (an import or "
+              f"the dashboard); waiting up to {wait_s():g} s ...", file=sys.stderr)
+        store = Store(args.db)
+    _tell_interrupted(store)
+    return store
+
+
+def _tell_interrupted(store: Any) -> None:
+    """Say (once) which imports or scorings a killed process left unfinished."""
+    found = store.interrupted()
+    for entry in found:
+        print(f"rageval: note: {entry.message}", file=sys.stderr)
+    store.acknowledge_interrupted(found)
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

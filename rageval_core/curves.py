@@ -12,7 +12,7 @@ Names are measure names without a cut-off ("R", "nDCG", "EvidenceRecall").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -31,7 +31,7 @@ from rageval_core.evaluate import (
 from rageval_core.metrics import evidence as ev
 from rageval_core.metrics import ranking as rk
 from rageval_core.metrics import registry
-from rageval_core.metrics.arrays import RankedLabels
+from rageval_core.metrics.arrays import RankedLabels, ranked_labels_from_relevant
 from rageval_core.rundata import RunData
 from rageval_core.store import Store
 
@@ -142,33 +142,40 @@ def _ranking_over_k(labels: RankedLabels, name: str, depth: int) -> Floats:
     """Run value at k = 1..depth from the prefix sums metrics/ranking.py caches per labels.
 
     Each line is the per-k function of ranking.py applied to every column at once (same
-    zero-denominator rule, rk._ratio); any other measure is evaluated per k.
+    zero-denominator rule, rk.ratio); any other measure is evaluated per k.
     """
     ks = np.arange(1, depth + 1)
-    b = rk._binary(labels, None)  # the cache evaluate() filled: reuse it
-    rel_k = b.rel_cum[:, 1:depth + 1].astype(np.float64)
-    n_rel = b.n_rel[:, None]
+    sums = rk.prefix_sums(labels)  # the cache evaluate() filled: reuse it
+    rel_k = sums.rel_cum[:, 1:depth + 1].astype(np.float64, order="C")
+    n_rel = sums.n_rel[:, None]
     if name == "P":
         values = rel_k / ks
     elif name == "R":
-        values = rk._ratio(rel_k, n_rel)
+        values = rk.ratio(rel_k, n_rel)
     elif name == "F1":
-        p, r = rel_k / ks, rk._ratio(rel_k, n_rel)
-        values = rk._ratio(2.0 * p * r, p + r)
+        p, r = rel_k / ks, rk.ratio(rel_k, n_rel)
+        values = rk.ratio(2.0 * p * r, p + r)
     elif name == "Hit":
         values = (rel_k > 0).astype(np.float64)
     elif name == "RR":
-        first = b.first_rel[:, None]
-        values = rk._ratio((first > 0) & (first <= ks), first)
+        first = sums.first_rel[:, None]
+        values = rk.ratio((first > 0) & (first <= ks), first)
     elif name == "AP":
-        values = rk._ratio(b.prec_cum[:, 1:depth + 1], n_rel)
+        values = rk.ratio(_stack(sums.prec_sum, ks, labels.n_queries), n_rel)
     elif name == "nDCG":
-        g = rk._graded(labels)
-        ideal = g.idcg_cum[:, np.minimum(ks, g.idcg_cum.shape[1] - 1)]
-        values = rk._ratio(g.dcg_cum[:, 1:depth + 1], ideal)
+        n = labels.n_queries
+        values = rk.ratio(_stack(sums.dcg, ks, n), _stack(sums.idcg, ks, n))
     else:
         return np.array([_ranking_value(labels, name, int(k)) for k in ks])
     return _column_means(values)
+
+
+def _stack(column: Callable[[int], Floats], ks: NDArray[np.int64], n: int) -> Floats:
+    """(n queries, len(ks)): the per-query column of each cut-off."""
+    out = np.empty((n, ks.size), dtype=np.float64)
+    for i, k in enumerate(ks.tolist()):
+        out[:, i] = column(k)
+    return out
 
 
 def _ranking_value(labels: RankedLabels, name: str, k: int) -> float:
@@ -187,17 +194,10 @@ def _evidence_top_k(
     A chunk is relevant when it covers a gold span; n_rel counts the covering chunks of the
     whole list, so recall-like values at k stay those of the full labels.
     """
-    covering = ev.covers(cov, threshold)  # (queries with spans, depth)
-    n_rel = covering.sum(axis=1).astype(np.int64)
-    width = min(k, covering.shape[1])
-    return RankedLabels(
-        query_ids=query_ids,
-        labels=np.ascontiguousarray(covering[:, :width], dtype=np.int32),
-        n_ret=np.minimum(cov.n_ret, width),
-        n_rel=n_rel,
-        ideal=(np.arange(width)[None, :] < n_rel[:, None]).astype(np.int32),
-        rel_level=1,
-    )
+    relevant = ev.covers(cov, threshold).T  # (depth, queries with spans), rank-major
+    width = min(k, relevant.shape[0])
+    n_rel = relevant.sum(axis=0, dtype=np.int64)
+    return ranked_labels_from_relevant(query_ids, relevant[:width], np.minimum(cov.n_ret, width), n_rel)
 
 
 # --- evidence --------------------------------------------------------------------------------

@@ -21,7 +21,12 @@ from rageval_core import ops
 from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.matching import Normalisation, get_scorer
 from rageval_core.metrics import registry
-from rageval_core.metrics.arrays import RankedLabels, check_rel_level, ranked_labels_from_rows
+from rageval_core.metrics.arrays import (
+    RankedLabels,
+    check_rel_level,
+    ranked_labels_from_relevant,
+    ranked_labels_from_rows,
+)
 from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.metrics.generation import AnswerInputs
 from rageval_core.rundata import RunData, evidence_tensor, load_run_data
@@ -183,20 +188,19 @@ def evidence_labels(store: Store, data: RunData, s: Settings) -> tuple[RankedLab
     """Evidence-mode relevance: a chunk is relevant when it covers at least one gold span.
 
     The qrels are derived from the run itself at the threshold: every covering chunk in the
-    list is relevant (label 1), so n_rel counts the covering chunks of the whole list.
+    list is relevant (label 1), so n_rel counts the covering chunks of the whole list. The
+    labels of the latest threshold are kept, so a new k reuses them and the prefix sums
+    metrics/ranking.py caches on them.
     """
     cov = coverage(store, data, s)
-    labels = covers(cov).astype(np.int32)  # (n_ev, depth) over cov.rows
-    n_rel = labels.sum(axis=1).astype(np.int64)
-    ideal = (np.arange(labels.shape[1])[None, :] < n_rel[:, None]).astype(np.int32)
-    arrays = RankedLabels(
-        query_ids=tuple(data.query_ids[cov.rows]),
-        labels=labels,
-        n_ret=cov.n_ret,
-        n_rel=n_rel,
-        ideal=ideal,
-        rel_level=1,
-    )
+    source = (s.scorer, s.norm.key, s.score_threshold)
+    key = (*source, cov.threshold)
+    kept = data._cache.get(("evidence_labels",))
+    if kept is not None and kept[0] == key:
+        return kept[1]  # type: ignore[no-any-return]
+    ids = _memo(data, ("evidence_ids", *source), lambda: tuple(data.query_ids[cov.rows]))
+    arrays = ranked_labels_from_relevant(ids, covers(cov).T, cov.n_ret)  # covers(cov).T: rank-major
+    data._cache[("evidence_labels",)] = (key, (arrays, cov.rows))
     return arrays, cov.rows
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the store's column batches; imported for the annotation only (no cycle)
+    from rageval_core.store.rows import ColumnBatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +64,13 @@ class ParsedRun:
 
     Problems met while the stream is consumed go to the ProblemLog the reader was given; the
     consumer (the store) checks it once the stream is exhausted, before it commits.
+    columns, when a reader offers it, is the same content as store-ready column batches (the
+    fast route: no Query objects). It may raise rows.UseQueries at any point, before any
+    problem is logged; the store then discards what it took and consumes queries instead.
     """
 
     info: RunInfo
     queries: Iterable[Query]
     format: str
     sources: tuple[str, ...]
+    columns: Iterable[ColumnBatch] | None = None

@@ -17,6 +17,7 @@ from rageval_core.errors import RagevalError
 from rageval_core.store import RunRecord
 
 NO_QUERY = "(pick a regressed query)"
+NO_TAG = "(pick a tag)"
 NUM = st.column_config.NumberColumn(format="%.4f")
 #: narrow columns of the metrics table (it should fit beside the sidebar without scrolling)
 SMALL = ("n", "delta", "p (t-test)", "p (Holm)", "effect d_z")
@@ -152,7 +153,8 @@ def show_comparison(c: Comparison) -> None:
         st.caption("Milliseconds, over the queries where both runs recorded the stage; the "
                    f"interval is a {100 * c.options.level:g}% bootstrap interval of the change. "
                    "Red: significantly slower; green: significantly faster.")
-        st.dataframe(fc.style_ops(lat, 1), hide_index=True, width="stretch", key="compare.latency")
+        st.dataframe(fc.style_ops(lat, 1), hide_index=True, width="stretch", key="compare.latency",
+                     height=min(38 + 35 * len(lat), 600))
         download_csv(lat, f"{stem}_latency", "compare.latency.csv")
     alone = fc.stages_not_compared(c)
     if alone:
@@ -219,10 +221,11 @@ def show_per_query(c: Comparison, stem: str) -> None:
         st.info("Click a point of the scatter or pick a regressed query to see that query's "
                 "retrieved chunks in both runs side by side.")
         return
-    show_side_by_side(c, focus_run, str(selected), base_report.per_query, cand_report.per_query)
+    show_side_by_side(c, focus_run, metric, str(selected), base_report.per_query,
+                      cand_report.per_query)
 
 
-def show_side_by_side(c: Comparison, focus_run: RunRecord, query_id: str,
+def show_side_by_side(c: Comparison, focus_run: RunRecord, metric: str, query_id: str,
                       base_values: dict[str, Any], cand_values: dict[str, Any]) -> None:
     st.subheader("Side by side")
     base_view, cand_view = run_view(baseline), run_view(focus_run)
@@ -236,19 +239,25 @@ def show_side_by_side(c: Comparison, focus_run: RunRecord, query_id: str,
     with st.expander("This query's metrics in both runs"):
         st.dataframe(values, hide_index=True, width="stretch", key="compare.query_metrics",
                      column_config={"baseline": NUM, "candidate": NUM, "delta": NUM})
-    for col, record, role, detail in zip(st.columns(2), (baseline, focus_run),
-                                         ("baseline", "candidate"), details, strict=True):
+    own = values.set_index("metric").loc[metric]
+    direction = "normal" if higher_is_better(metric) else "inverse"
+    shown = (("baseline", own["baseline"], None), ("candidate", own["candidate"], own["delta"]))
+    for col, record, (role, value, delta), detail in zip(st.columns(2), (baseline, focus_run),
+                                                        shown, details, strict=True):
         with col, st.container(key=f"compare-detail-{role}"):
-            show_detail(record, role, detail)
+            st.markdown(html_label(record.name, role), unsafe_allow_html=True)
+            m1, m2, m3 = st.columns(3)
+            m1.metric(metric, "—" if pd.isna(value) else f"{value:.3f}",
+                      delta=None if delta is None or pd.isna(delta) else f"{delta:+.3f}",
+                      delta_color=direction)
+            show_detail(detail, m2, m3)
 
 
-def show_detail(record: RunRecord, role: str, detail: dd.QueryDetail) -> None:
+def show_detail(detail: dd.QueryDetail, m2: Any, m3: Any) -> None:
     k = detail.k
-    st.markdown(html_label(record.name, role), unsafe_allow_html=True)
-    m1, m2 = st.columns(2)
-    m1.metric(f"Spans covered in top {k}",
+    m2.metric(f"Spans covered in top {k}",
               f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—")
-    m2.metric("Chunks retrieved", len(detail.chunks))
+    m3.metric("Chunks retrieved", len(detail.chunks))
     if detail.has_qrels and detail.missed_relevant:
         st.caption(f"{len(detail.missed_relevant)} relevant document(s) by the qrels not in the "
                    f"top {k}.")
@@ -261,7 +270,10 @@ def show_detail(record: RunRecord, role: str, detail: dd.QueryDetail) -> None:
                                  ch.relevant, ch.match_eidx, ch.match_score, detail.threshold)
         return chunk_card(header, ch.text, ch.match_start, ch.match_end, ch.covers)
 
-    st.markdown("".join(card(ch) for ch in detail.chunks if ch.in_top_k), unsafe_allow_html=True)
+    st.caption(f"Top {k} chunks, rank order; the matched gold-span window is highlighted.")
+    with st.container(height=720):  # both lists scroll side by side, the page stays short
+        st.markdown("".join(card(ch) for ch in detail.chunks if ch.in_top_k),
+                    unsafe_allow_html=True)
 
 
 def show_segments(c: Comparison, stem: str) -> None:
@@ -270,9 +282,14 @@ def show_segments(c: Comparison, stem: str) -> None:
         st.info("The baseline has no tags, so there are no segments to compare."
                 if not tags else "No metric to compare by segment.")
         return
-    keep_choice(state.COMPARE_TAG, tags, tags[0])
-    tag = st.selectbox("Tag", tags, key=state.COMPARE_TAG,
+    # on request only: a segment comparison re-runs every test inside every value of the tag
+    keep_choice(state.COMPARE_TAG, [NO_TAG, *tags], NO_TAG)
+    tag = st.selectbox("Tag", [NO_TAG, *tags], key=state.COMPARE_TAG,
                        help="the baseline's tag values; queries without the tag form (none)")
+    if tag == NO_TAG:
+        st.caption("Pick a tag to compare the runs inside each of its values (e.g. per query "
+                   "type): the deltas, their significance and the number of queries per value.")
+        return
     with st.spinner("Comparing inside every value of the tag ..."):
         try:
             seg = state.comparison(baseline, candidates, settings, tag)
@@ -313,10 +330,12 @@ def show_trends(c: Comparison | None) -> None:
         stage = st.selectbox("p95 latency of stage", stages, key=state.COMPARE_TREND_STAGE)
     st.plotly_chart(fc.trends_figure(rows, metrics, stage), width="stretch", key="compare.trends")
     frame = fc.trends_frame(rows, metrics)
-    st.caption("Every stored run, ordered by its created_at (runs without one come last); a "
-               "blank value: the run cannot be scored on that metric.")
+    st.caption("Every stored run, ordered by its created_at (runs without one come last); "
+               "None: the run cannot be scored on that metric, or does not record that stage.")
+    ms = st.column_config.NumberColumn(format="%.1f")
     st.dataframe(frame, hide_index=True, width="stretch", key="compare.trends_table",
-                 column_config={m: NUM for m in metrics})
+                 column_config={**{m: NUM for m in metrics},
+                                **{c: ms for c in frame.columns if str(c).startswith("p95 ")}})
     download_csv(frame, "trends", "compare.trends.csv")
 
 

@@ -58,6 +58,11 @@ def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
     show_outcome(outcome, upload_dir)
 
 
+for interrupted in state.take_interrupted():
+    # a process killed mid-import (or mid-scoring) since the last look; its source is user text
+    st.warning("An import or scoring was interrupted before it finished; nothing of it was stored:")
+    st.code(interrupted, language=None)
+
 note = state.take_flash()
 if note is not None:
     {"success": st.success, "warning": st.warning}.get(note.kind, st.error)(note.message)

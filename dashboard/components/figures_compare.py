@@ -261,7 +261,7 @@ def scatter(frame: pd.DataFrame, metric: str, higher_is_better: bool, baseline: 
     fig.update_layout(
         title=f"{_esc(metric)} per query", height=460, xaxis_title=f"{_esc(baseline)} (baseline)",
         yaxis_title=f"{_esc(candidate)} (candidate)", xaxis_range=span, yaxis_range=span,
-        clickmode="event+select", dragmode="select", **_LAYOUT,
+        **_LAYOUT,
     )
     return fig
 

@@ -8,10 +8,16 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import operator
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
 
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import (
@@ -25,6 +31,9 @@ from rageval_core.formats.base import (
     type_name,
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+
+if TYPE_CHECKING:
+    from rageval_core.store.rows import ColumnBatch
 
 FORMAT = "native"
 
@@ -148,13 +157,16 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
         records: Iterator[tuple[int, Any]] = _array_records(primary, shown, log)
         info, first = _take_header(records, shown, log)
         queries = _queries(itertools.chain(first, records), shown, log)
+        # a JSON array is decoded whole anyway; it takes the query route
+        columns = None
     else:
         header = _jsonl_header(primary, first_line, shown, log)
         info = header if header is not None else RunInfo()
         skip = first_line if header is not None else first_line - 1
         queries = _queries(_jsonl_records(primary, shown, log, skip), shown, log)
+        columns = _jsonl_columns(primary, skip)
     info = merge_info(info, read_sidecar(primary, log))
-    return ParsedRun(info, queries, FORMAT, (shown,))
+    return ParsedRun(info, queries, FORMAT, (shown,), columns)
 
 
 def _first_content(fh: IO[bytes]) -> tuple[bytes | None, int]:
@@ -431,6 +443,178 @@ def _plain_chunk(item: Any) -> Chunk | None:
     if (type(score) is float or type(score) is int) and score - score == 0:  # NaN/inf fail this
         return Chunk(doc_id, text, float(score))
     return None
+
+
+# --- the column route (no Query objects) ------------------------------------------------------
+
+#: JSONL bytes per column batch (whole lines): bounds the memory a batch holds
+COLUMN_BLOCK_BYTES = 32 << 20
+_NONE = type(None)
+_STR_OR_NONE = frozenset({str, _NONE})
+_NUMBER_OR_NONE = frozenset({float, int, _NONE})
+
+
+def _jsonl_columns(path: Path, skip: int) -> Iterator[ColumnBatch]:
+    """The records after the first skip lines as column batches, read a block of lines at a time.
+
+    Only records the line reader would accept without a word are taken; anything else (bad
+    JSON or UTF-8, a problem, an unknown key, a duplicate id ...) raises UseQueries, and the
+    store reads the file again line by line, which reports it exactly.
+    """
+    # imported here: the store package imports this module (for write_native)
+    from rageval_core.store.rows import UseQueries
+
+    seen: set[str] = set()
+    n_done = 0
+    with path.open("rb") as fh:
+        for _ in range(skip):
+            fh.readline()
+        first = skip == 0
+        while block := fh.read(COLUMN_BLOCK_BYTES):
+            if not block.endswith(b"\n"):
+                block += fh.readline()
+            if first:
+                block, first = block.removeprefix(_BOM), False
+            try:
+                text = block.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UseQueries from None
+            del block
+            records = []
+            # split on "\n" only, as iterating the file does: each piece is one line
+            for line in text.split("\n"):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(_LOADS(line.rstrip("\r\n")))
+                except ValueError:
+                    raise UseQueries from None
+            del text
+            if records:
+                yield _column_batch(records, n_done, seen)
+                n_done += len(records)
+    if n_done == 0:
+        raise UseQueries  # "no queries" is the line reader's to report
+
+
+_LOADS = json.JSONDecoder().decode
+
+
+def _column_batch(records: list[Any], first_qidx: int, seen: set[str]) -> ColumnBatch:
+    """One block of decoded records as column tables; UseQueries unless every one is plain."""
+    from rageval_core.store.rows import BATCH_SCHEMAS, ColumnBatch, UseQueries, arrow_table, store_json
+
+    check = Check("", 0, ProblemLog(cap=1))
+    queries: dict[str, list[Any]] = {name: [] for name in BATCH_SCHEMAS["queries"].names}
+    small: dict[str, dict[str, list[Any]]] = {
+        table: {name: [] for name in BATCH_SCHEMAS[table].names}
+        for table in ("evidence", "qrels", "latency", "tokens", "tags")
+    }
+    rankings: list[list[Any]] = []
+    depths: list[int] = []
+    for qidx, obj in enumerate(records, first_qidx):
+        if type(obj) is not dict or not _QUERY_KEYS.issuperset(obj):
+            raise UseQueries
+        query_id = obj.get("query_id")
+        if type(query_id) is not str or not query_id or query_id in seen or "retrieved" not in obj:
+            raise UseQueries
+        seen.add(query_id)
+        retrieved = obj["retrieved"]
+        if retrieved is not None and type(retrieved) is not list:
+            raise UseQueries
+        if retrieved:
+            rankings.append(retrieved)
+        depths.append(len(retrieved) if retrieved else 0)
+        # the per-query fields are few: the line reader's own validators, so equal by construction
+        relevance = parse_relevance(obj.get("relevant_ids"), obj.get("relevance"), check)
+        judge = parse_numbers(obj.get("judge"), "judge", check, non_negative=False)
+        queries["qidx"].append(qidx)
+        queries["query_id"].append(query_id)
+        queries["query"].append(optional_text(obj.get("query"), "query", check))
+        queries["in_run"].append(retrieved is not None)
+        queries["has_qrels"].append(relevance is not None)
+        queries["answer"].append(optional_text(obj.get("answer"), "answer", check))
+        queries["reference_answer"].append(
+            optional_text(obj.get("reference_answer"), "reference_answer", check)
+        )
+        queries["judge"].append(store_json(judge) if judge else None)
+        spans = parse_evidence(obj.get("evidence"), "evidence", check)
+        if spans:
+            ev = small["evidence"]
+            ev["qidx"].extend([qidx] * len(spans))
+            ev["eidx"].extend(range(len(spans)))
+            ev["text"].extend(spans)
+        for table, mapping, key_col, val_col in (
+            ("qrels", relevance, "doc_id", "rel"),
+            ("latency", parse_numbers(obj.get("latency_ms"), "latency_ms", check, non_negative=True), "stage", "ms"),
+            ("tokens", parse_counts(obj.get("tokens"), "tokens", check), "kind", "n"),
+            ("tags", parse_tags(obj.get("tags"), "tags", check), "key", "value"),
+        ):
+            if mapping:
+                rows = small[table]
+                rows["qidx"].extend([qidx] * len(mapping))
+                rows["pos"].extend(range(len(mapping)))
+                rows[key_col].extend(mapping.keys())
+                rows[val_col].extend(mapping.values())
+        if not check.ok:
+            raise UseQueries
+    tables = {"queries": arrow_table("queries", queries)}
+    if rankings:
+        tables["chunks"] = _chunk_table(rankings, np.asarray(depths, dtype=np.int64), first_qidx)
+    for table, columns in small.items():
+        if columns["qidx"]:
+            tables[table] = arrow_table(table, columns)
+    return ColumnBatch(len(records), tables)
+
+
+def _chunk_table(rankings: list[list[Any]], depths: NDArray[np.int64], first_qidx: int) -> pa.Table:
+    """Every retrieved item of a block, checked column by column at C speed (no loop per chunk)."""
+    from rageval_core.store.rows import UseQueries, arrow_table, store_json
+
+    items = list(itertools.chain.from_iterable(rankings))
+    if set(map(type, items)) != {dict} or not all(map(_CHUNK_KEYS.issuperset, items)):
+        raise UseQueries
+    try:
+        doc_ids = list(map(operator.itemgetter("doc_id"), items))
+    except KeyError:
+        raise UseQueries from None
+    texts = list(map(dict.get, items, itertools.repeat("text")))
+    scores = list(map(dict.get, items, itertools.repeat("score")))
+    if (
+        set(map(type, doc_ids)) != {str}
+        or not all(doc_ids)
+        or not _STR_OR_NONE.issuperset(map(type, texts))
+        or not _NUMBER_OR_NONE.issuperset(map(type, scores))
+    ):
+        raise UseQueries
+    try:
+        score = pa.array(scores, type=pa.float64())
+    except (pa.ArrowException, OverflowError):
+        raise UseQueries from None
+    if score.null_count < len(score) and not pc.all(pc.is_finite(score)).as_py():
+        raise UseQueries
+    metadata: list[str | None] | None = None
+    if any(map(operator.contains, items, itertools.repeat("metadata"))):
+        metadata = []
+        for item in items:
+            value = item.get("metadata")
+            if value is not None and (type(value) is not dict or _non_finite_path(value, "") is not None):
+                raise UseQueries
+            metadata.append(store_json(value) if value else None)
+    qidx = np.repeat(np.arange(first_qidx, first_qidx + depths.size, dtype=np.int32), depths)
+    starts = np.repeat(np.cumsum(depths) - depths, depths)
+    rank = (np.arange(qidx.size, dtype=np.int64) - starts + 1).astype(np.int32)
+    return arrow_table(
+        "chunks",
+        {
+            "qidx": qidx,
+            "rank": rank,
+            "doc_id": doc_ids,
+            "text": texts,
+            "score": score,
+            "metadata": metadata if metadata is not None else pa.nulls(qidx.size, pa.string()),
+        },
+    )
 
 
 # --- field validators, shared with table.py ----------------------------------------------------

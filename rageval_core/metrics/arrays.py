@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -27,15 +28,16 @@ class RankedLabels:
     negative label as "in the pool but not judged": never relevant, gain 0).
     ideal[q, :] holds every judged label of query q (retrieved or not), sorted descending,
     negatives clipped to 0 and padded with 0: the best possible ranking, for nDCG's ideal DCG.
-    n_rel counts the judged documents with label >= rel_level.
+    n_rel counts the judged documents with label >= rel_level. Labels are int32 or float64 as
+    read; binary labels built from a mask (ranked_labels_from_relevant) are int8.
     eq=False keeps identity hashing, so derived arrays can be cached per instance.
     """
 
     query_ids: tuple[str, ...]
-    labels: NDArray[np.int32] | NDArray[np.float64]  # (n_queries, depth)
+    labels: NDArray[np.integer[Any]] | NDArray[np.float64]  # (n_queries, depth)
     n_ret: NDArray[np.int64]  # (n_queries,) length of each ranked list
     n_rel: NDArray[np.int64]  # (n_queries,) judged docs with label >= rel_level
-    ideal: NDArray[np.int32] | NDArray[np.float64]  # (n_queries, max judged per query)
+    ideal: NDArray[np.integer[Any]] | NDArray[np.float64]  # (n_queries, max judged per query)
     rel_level: int = 1
 
     def __post_init__(self) -> None:
@@ -65,6 +67,14 @@ class QuerySelection:
     n_skipped_no_qrels: int  # run queries without any qrels: never scored
     n_missing_from_run: int  # judged queries absent from the run: scored 0 only when complete
     complete: bool
+
+
+def count_dtype(limit: int) -> type[np.signedinteger[Any]]:
+    """The smallest signed integer type that holds every count 0..limit (fast to add up)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if limit <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
 
 
 def check_rel_level(rel_level: int) -> None:
@@ -186,4 +196,37 @@ def ranked_labels_from_rows(
         n_rel=n_rel,
         ideal=ideal,
         rel_level=int(rel_level),
+    )
+
+
+def ranked_labels_from_relevant(
+    query_ids: Sequence[str],
+    relevant: NDArray[np.bool_],
+    n_ret: NDArray[np.int64],
+    n_rel: NDArray[np.int64] | None = None,
+) -> RankedLabels:
+    """Binary RankedLabels (label 1 = relevant) from a rank-major mask, relevant[rank-1, query].
+
+    n_rel defaults to the relevant documents in the mask: every relevant document was
+    retrieved, as when the qrels are derived from the run itself; ideal rows are then n_rel
+    1s (capped at the mask's depth). labels and ideal are (queries x ranks) views of
+    rank-major arrays, the layout in which the ranking metrics read one rank at a time.
+    """
+    relevant = np.ascontiguousarray(relevant, dtype=np.bool_)
+    if relevant.ndim != 2 or relevant.shape[1] != len(query_ids):
+        raise ValueError("relevant must be (ranks x queries), one column per query id")
+    depth = relevant.shape[0]
+    small = count_dtype(depth)
+    if n_rel is None:
+        n_rel = relevant.sum(axis=0, dtype=small).astype(np.int64)
+    capped = np.minimum(n_rel, depth).astype(small)
+    ideal = np.empty(relevant.shape, dtype=np.int8)
+    np.less(np.arange(depth, dtype=small)[:, None], capped[None, :], out=ideal, casting="unsafe")
+    return RankedLabels(
+        query_ids=tuple(query_ids),
+        labels=relevant.astype(np.int8).T,
+        n_ret=np.asarray(n_ret, dtype=np.int64),
+        n_rel=np.asarray(n_rel, dtype=np.int64),
+        ideal=ideal.T,
+        rel_level=1,
     )

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.errors import UsageError
-from rageval_core.metrics.arrays import RankedLabels, check_rel_level
+from rageval_core.metrics.arrays import RankedLabels, check_rel_level, count_dtype
 from rageval_core.metrics.registry import Aggregate, MeasureSpec, Param, register
 
 Floats = NDArray[np.float64]
@@ -27,22 +28,238 @@ Floats = NDArray[np.float64]
 AQWV_BETA = 40.0
 
 
+#: Counts are summed rank after rank when there are at least this many queries per rank (many
+#: short lists): numpy's cumsum walks each list separately, which is slow for short lists.
+_QUERIES_PER_RANK = 16
+
+Counts = NDArray[np.signedinteger[Any]]
+
+
+def _running_count(mask: NDArray[np.bool_]) -> Counts:
+    """True values within the top k of a rank-major (depth, n) mask: (depth+1, n), row 0 = 0."""
+    depth, n = mask.shape
+    out = np.empty((depth + 1, n), dtype=count_dtype(depth))
+    out[0] = 0
+    if n >= _QUERIES_PER_RANK * depth:
+        for r in range(depth):
+            np.add(out[r], mask[r], out=out[r + 1])
+    else:
+        np.cumsum(mask, axis=0, dtype=out.dtype, out=out[1:])
+    return out
+
+
 @dataclass(frozen=True, eq=False)
-class _Binary:
-    """Prefix sums of one binary relevance view (label >= rel) of a RankedLabels."""
+class _Entries:
+    """The True cells of a C-contiguous rank-major (ranks, queries) mask, rank after rank."""
 
-    rel_cum: NDArray[np.int64]  # (n, depth+1): relevant documents within the top k, k = 0..depth
-    prec_cum: Floats  # (n, depth+1): sum of precision at each relevant rank <= k
-    first_rel: NDArray[np.int64]  # (n,): rank of the first relevant document, 0 if none
-    n_rel: NDArray[np.int64]  # (n,)
+    cells: NDArray[np.int64]  # flat index into the mask: rank * n_queries + query
+    rank: NDArray[np.int64]  # 0-based
+    query: NDArray[np.int64]
+    offsets: NDArray[np.int64]  # offsets[k]: how many cells lie within the top k ranks
+    n_queries: int
+
+    @classmethod
+    def of(cls, mask: NDArray[np.bool_]) -> _Entries:
+        depth, n = mask.shape
+        cells = np.flatnonzero(mask)
+        per_rank = np.count_nonzero(mask, axis=1)
+        offsets = np.zeros(depth + 1, dtype=np.int64)
+        np.cumsum(per_rank, out=offsets[1:])
+        rank = np.repeat(np.arange(depth, dtype=np.int64), per_rank)
+        return cls(cells, rank, cells - rank * n, offsets, n)
+
+    def column_sum(self, terms: Floats, k: int) -> Floats:
+        """Per query, the terms of its cells within the top k, added rank after rank.
+
+        bincount adds in input order, so each query's terms are added in rank order from 0:
+        the same float64 roundings as trec_eval's loop over the ranking. Cells left out hold
+        0, which adds nothing.
+        """
+        m = int(self.offsets[min(k, self.offsets.size - 1)])
+        return np.bincount(self.query[:m], weights=terms[:m], minlength=self.n_queries)
 
 
-@dataclass(frozen=True, eq=False)
-class _Graded:
-    """Prefix sums of discounted gains: the run's DCG and the ideal DCG at every depth."""
+@lru_cache(maxsize=64)
+def _discount(width: int) -> Floats:
+    """log2(rank + 1) for ranks 1..width (read-only, shared)."""
+    out = np.log2(np.arange(2, width + 2, dtype=np.float64))
+    out.flags.writeable = False
+    return out
 
-    dcg_cum: Floats  # (n, depth+1)
-    idcg_cum: Floats  # (n, ideal width+1)
+
+@lru_cache(maxsize=64)
+def _ideal_binary_dcg(width: int) -> Floats:
+    """Ideal DCG of m relevant documents of gain 1, m = 0..width: running sum of 1/log2(r+1)."""
+    out = np.zeros(width + 1, dtype=np.float64)
+    np.cumsum(1.0 / _discount(width), out=out[1:])
+    out.flags.writeable = False
+    return out
+
+
+def _cut(k: int | None, last: int) -> int:
+    return last if k is None else min(k, last)
+
+
+class PrefixSums:
+    """The sums every ranking metric reads, for one RankedLabels at one relevance level.
+
+    Cut-off k means the top k ranks (clipped to the depth; None: the whole list). Each part is
+    made on first use and each cut-off's column once, so a new k costs a lookup or one
+    bincount. Float sums add a query's terms rank after rank, rounded exactly as trec_eval
+    rounds them. A relevant document is one whose label is >= level; the DCG parts use the
+    labels as gains and ignore the level. Get one through prefix_sums(), which caches it per
+    (RankedLabels, level), so every metric and curve of the same labels shares it.
+    """
+
+    def __init__(self, arrays: RankedLabels, level: int) -> None:
+        self.arrays = arrays
+        self.level = level
+        self.depth = arrays.depth
+        self._prec: dict[int, Floats] = {}
+
+    @cached_property
+    def relevant(self) -> NDArray[np.bool_]:
+        """(depth, queries), rank-major: the document at rank r+1 is relevant."""
+        return np.greater_equal(self.arrays.labels.T, self.level, order="C")  # type: ignore[no-any-return]
+
+    @cached_property
+    def _rel_cum(self) -> Counts:
+        return _running_count(self.relevant)
+
+    @property
+    def rel_cum(self) -> Counts:
+        """(queries, depth+1): relevant documents within the top k, k = 0..depth.
+
+        A view of rank-major storage in the smallest integer dtype holding the depth: convert
+        before arithmetic that could exceed it.
+        """
+        return self._rel_cum.T
+
+    def rel_ret(self, k: int | NDArray[np.integer[Any]] | None) -> Counts:
+        """(queries,): relevant documents within the top k (k: one cut-off or one per query)."""
+        if isinstance(k, np.ndarray):
+            return self._rel_cum[np.minimum(k, self.depth), np.arange(k.size)]
+        return self._rel_cum[_cut(k, self.depth)]
+
+    @cached_property
+    def n_rel(self) -> NDArray[np.int64]:
+        """(queries,): judged relevant documents, retrieved or not."""
+        a = self.arrays
+        if self.level == a.rel_level:
+            return a.n_rel
+        # the ideal row holds every judged label, so any level can be counted from it
+        return (a.ideal >= self.level).sum(axis=1).astype(np.int64)  # type: ignore[no-any-return]
+
+    @cached_property
+    def first_rel(self) -> NDArray[np.int64]:
+        """(queries,): rank of the first relevant document, 0 if none."""
+        cum = self._rel_cum
+        # the running count is still 0 at exactly the ranks before the first relevant one
+        before = (cum[1:] == 0).sum(axis=0, dtype=cum.dtype)
+        return np.where(cum[-1] > 0, before.astype(np.int64) + 1, 0)
+
+    @cached_property
+    def _hits(self) -> _Entries:
+        return _Entries.of(self.relevant)
+
+    @cached_property
+    def _precision_terms(self) -> Floats:
+        """P@r at each relevant rank r, per entry of _hits."""
+        hits = self._hits
+        cum = self._rel_cum  # (depth+1, n): row r+1 of a cell at rank r is cell + n
+        found = cum.reshape(-1)[hits.cells + cum.shape[1]]  # relevant within the top r
+        return found / (hits.rank + 1.0)  # type: ignore[no-any-return]
+
+    def prec_sum(self, k: int | None) -> Floats:
+        """(queries,): sum of P@r over the relevant ranks r <= k (AP's numerator)."""
+        col = _cut(k, self.depth)
+        if col not in self._prec:
+            self._prec[col] = self._hits.column_sum(self._precision_terms, col)
+        return self._prec[col]
+
+    def dcg(self, k: int | None) -> Floats:
+        """(queries,): DCG of the top k, gain = label, discount log2(rank + 1)."""
+        return _gains(self.arrays).dcg(k)
+
+    def idcg(self, k: int | None) -> Floats:
+        """(queries,): ideal DCG at cut-off k (None: every judged document)."""
+        return _gains(self.arrays).idcg(k)
+
+
+class _Gains:
+    """Discounted gains of a RankedLabels, per cut-off (independent of the relevance level)."""
+
+    def __init__(self, arrays: RankedLabels) -> None:
+        self.arrays = arrays
+        self.width = int(arrays.ideal.shape[1])
+        self._dcg: dict[int, Floats] = {}
+        self._idcg: dict[int, Floats] = {}
+
+    @cached_property
+    def _entries(self) -> _Entries:
+        labels = self.arrays.labels
+        if np.issubdtype(labels.dtype, np.integer):
+            # labels are never negative (RankedLabels), so an integer label != 0 is one >= 1
+            return prefix_sums(self.arrays, 1)._hits
+        return _Entries.of(np.not_equal(labels.T, 0, order="C"))
+
+    @cached_property
+    def _terms(self) -> Floats:
+        e = self._entries
+        labels = self.arrays.labels
+        if labels.flags.f_contiguous:  # rank-major storage: the cells index it directly
+            gains = labels.T.reshape(-1)[e.cells]
+        else:
+            gains = labels[e.query, e.rank]
+        return gains / _discount(self.arrays.depth)[e.rank]  # type: ignore[no-any-return]
+
+    def dcg(self, k: int | None) -> Floats:
+        col = _cut(k, self.arrays.depth)
+        if col not in self._dcg:
+            self._dcg[col] = self._entries.column_sum(self._terms, col)
+        return self._dcg[col]
+
+    @cached_property
+    def _binary_ideal(self) -> NDArray[np.int64] | None:
+        """Per query, how many 1s lead its ideal row when it is 1s then 0s; else None.
+
+        Then the ideal DCG at k is a table lookup (the running sum of 1/log2(r+1) up to
+        min(ones, k)). The rows are sorted (descending) by contract, so their first and last
+        columns bound every value, and the count (n_rel at level 1) is checked where the 1s
+        must end.
+        """
+        a = self.arrays
+        ideal, width = a.ideal, self.width
+        if not np.issubdtype(ideal.dtype, np.integer) or a.rel_level != 1:
+            return None
+        if width == 0:
+            return np.zeros(a.n_queries, dtype=np.int64)
+        if a.n_queries and (ideal[:, 0].max() > 1 or ideal[:, -1].min() < 0):
+            return None
+        ones = np.minimum(a.n_rel, width)
+        q = np.arange(a.n_queries)
+        last_one = ideal[q, np.maximum(ones - 1, 0)]
+        first_zero = ideal[q, np.minimum(ones, width - 1)]
+        consistent = ((ones == 0) | (last_one == 1)) & ((ones == width) | (first_zero == 0))
+        return ones if consistent.all() else None
+
+    @cached_property
+    def _ideal_entries(self) -> tuple[_Entries, Floats]:
+        """Graded ideal rows: their gains as entries and terms (when not binary)."""
+        ideal = self.arrays.ideal
+        entries = _Entries.of(np.not_equal(ideal.T, 0, order="C"))
+        return entries, ideal[entries.query, entries.rank] / _discount(self.width)[entries.rank]
+
+    def idcg(self, k: int | None) -> Floats:
+        col = _cut(k, self.width)
+        if col not in self._idcg:
+            ones = self._binary_ideal
+            if ones is None:
+                entries, terms = self._ideal_entries
+                self._idcg[col] = entries.column_sum(terms, col)
+            else:
+                self._idcg[col] = _ideal_binary_dcg(self.width)[np.minimum(ones, col)]
+        return self._idcg[col]
 
 
 _CACHE: WeakKeyDictionary[RankedLabels, dict[Any, Any]] = WeakKeyDictionary()
@@ -55,57 +272,18 @@ def _cached(arrays: RankedLabels, key: Any, make: Callable[[], Any]) -> Any:
     return store[key]
 
 
-def _binary(arrays: RankedLabels, rel: int | None) -> _Binary:
+def prefix_sums(arrays: RankedLabels, rel: int | None = None) -> PrefixSums:
+    """The running sums of arrays at relevance level rel (default: arrays.rel_level), cached."""
     level = arrays.rel_level if rel is None else rel
     check_rel_level(level)
-    return _cached(arrays, ("binary", level), lambda: _make_binary(arrays, level))  # type: ignore[no-any-return]
+    return _cached(arrays, ("sums", level), lambda: PrefixSums(arrays, level))  # type: ignore[no-any-return]
 
 
-def _make_binary(arrays: RankedLabels, level: int) -> _Binary:
-    n, depth = arrays.labels.shape
-    rel = arrays.labels >= level
-    rel_cum = np.zeros((n, depth + 1), dtype=np.int64)
-    np.cumsum(rel, axis=1, out=rel_cum[:, 1:])
-    ranks = np.arange(1, depth + 1, dtype=np.float64)
-    prec_cum = np.zeros((n, depth + 1), dtype=np.float64)
-    np.cumsum(np.where(rel, rel_cum[:, 1:] / ranks, 0.0), axis=1, out=prec_cum[:, 1:])
-    first_rel = np.zeros(n, dtype=np.int64)
-    if depth:  # argmax refuses zero-width rows (every list empty)
-        first_rel = np.where(rel.any(axis=1), rel.argmax(axis=1) + 1, 0).astype(np.int64)
-    if level == arrays.rel_level:
-        n_rel = arrays.n_rel
-    else:  # the ideal row holds every judged label, so any level can be counted from it
-        n_rel = (arrays.ideal >= level).sum(axis=1).astype(np.int64)
-    return _Binary(rel_cum, prec_cum, first_rel, n_rel)
+def _gains(arrays: RankedLabels) -> _Gains:
+    return _cached(arrays, "gains", lambda: _Gains(arrays))  # type: ignore[no-any-return]
 
 
-def _graded(arrays: RankedLabels) -> _Graded:
-    return _cached(arrays, "graded", lambda: _make_graded(arrays))  # type: ignore[no-any-return]
-
-
-def _discounted_cumsum(gains: NDArray[Any]) -> Floats:
-    n, width = gains.shape
-    discount = np.log2(np.arange(2, width + 2, dtype=np.float64))
-    out = np.zeros((n, width + 1), dtype=np.float64)
-    np.cumsum(gains.astype(np.float64) / discount, axis=1, out=out[:, 1:])
-    return out
-
-
-def _make_graded(arrays: RankedLabels) -> _Graded:
-    return _Graded(_discounted_cumsum(arrays.labels), _discounted_cumsum(arrays.ideal))
-
-
-def _at(cum: NDArray[Any], k: int | NDArray[np.int64] | None) -> NDArray[Any]:
-    """Column k of a prefix-sum array (k clipped to its depth; None = the whole list)."""
-    last = cum.shape[1] - 1
-    if k is None:
-        return cum[:, last]
-    if isinstance(k, np.ndarray):
-        return np.take_along_axis(cum, np.minimum(k, last)[:, None], axis=1)[:, 0]
-    return cum[:, min(k, last)]
-
-
-def _ratio(num: NDArray[Any], den: NDArray[Any]) -> Floats:
+def ratio(num: ArrayLike, den: ArrayLike) -> Floats:
     """num / den, and 0 where den is 0 (trec_eval leaves such values at their initial 0)."""
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
@@ -122,7 +300,7 @@ def _check_cutoff(k: int) -> int:
 
 def rel_ret_at_k(arrays: RankedLabels, k: int | None = None, rel: int | None = None) -> Floats:
     """Relevant documents among the top k (None: among all retrieved)."""
-    return _at(_binary(arrays, rel).rel_cum, k).astype(np.float64)
+    return prefix_sums(arrays, rel).rel_ret(k).astype(np.float64)
 
 
 def precision_at_k(arrays: RankedLabels, k: int, rel: int | None = None) -> Floats:
@@ -133,15 +311,15 @@ def precision_at_k(arrays: RankedLabels, k: int, rel: int | None = None) -> Floa
 
 def recall_at_k(arrays: RankedLabels, k: int, rel: int | None = None) -> Floats:
     """R@k = rel_ret@k / n_rel; 0 when n_rel = 0 (trec_eval recall_k)."""
-    b = _binary(arrays, rel)
-    return _ratio(_at(b.rel_cum, _check_cutoff(k)), b.n_rel)
+    b = prefix_sums(arrays, rel)
+    return ratio(b.rel_ret(_check_cutoff(k)), b.n_rel)
 
 
 def f1_at_k(arrays: RankedLabels, k: int, rel: int | None = None) -> Floats:
     """F1@k = 2 P@k R@k / (P@k + R@k) with P@k as above; 0 when both are 0."""
     p = precision_at_k(arrays, k, rel)
     r = recall_at_k(arrays, k, rel)
-    return _ratio(2.0 * p * r, p + r)
+    return ratio(2.0 * p * r, p + r)
 
 
 def hit_at_k(arrays: RankedLabels, k: int, rel: int | None = None) -> Floats:
@@ -151,9 +329,9 @@ def hit_at_k(arrays: RankedLabels, k: int, rel: int | None = None) -> Floats:
 
 def reciprocal_rank(arrays: RankedLabels, k: int | None = None, rel: int | None = None) -> Floats:
     """RR = 1 / rank of the first relevant document; 0 if none (within the top k). recip_rank."""
-    first = _binary(arrays, rel).first_rel
+    first = prefix_sums(arrays, rel).first_rel
     limit = np.iinfo(np.int64).max if k is None else _check_cutoff(k)
-    return _ratio((first > 0) & (first <= limit), first)
+    return ratio((first > 0) & (first <= limit), first)
 
 
 def average_precision(arrays: RankedLabels, k: int | None = None, rel: int | None = None) -> Floats:
@@ -161,14 +339,14 @@ def average_precision(arrays: RankedLabels, k: int | None = None, rel: int | Non
 
     The divisor is every relevant document of the query, retrieved or not, also with a cut-off.
     """
-    b = _binary(arrays, rel)
-    return _ratio(_at(b.prec_cum, None if k is None else _check_cutoff(k)), b.n_rel)
+    b = prefix_sums(arrays, rel)
+    return ratio(b.prec_sum(None if k is None else _check_cutoff(k)), b.n_rel)
 
 
 def r_precision(arrays: RankedLabels, rel: int | None = None) -> Floats:
     """Rprec = rel_ret@R / R with R = n_rel; 0 when R = 0 (trec_eval Rprec)."""
-    b = _binary(arrays, rel)
-    return _ratio(_at(b.rel_cum, b.n_rel), b.n_rel)
+    b = prefix_sums(arrays, rel)
+    return ratio(b.rel_ret(b.n_rel), b.n_rel)
 
 
 def ndcg(arrays: RankedLabels, k: int | None = None) -> Floats:
@@ -178,9 +356,9 @@ def ndcg(arrays: RankedLabels, k: int | None = None) -> Floats:
     negative labels count 0. 0 when the ideal DCG is 0 (no positive label). Not affected by
     the relevance level, as in trec_eval.
     """
-    g = _graded(arrays)
+    sums = prefix_sums(arrays)
     cut = None if k is None else _check_cutoff(k)
-    return _ratio(_at(g.dcg_cum, cut), _at(g.idcg_cum, cut))
+    return ratio(sums.dcg(cut), sums.idcg(cut))
 
 
 def aqwv_at_k(
@@ -201,12 +379,12 @@ def aqwv_at_k(
     k = _check_cutoff(k)
     if not np.isfinite(beta) or beta < 0:
         raise UsageError(f"AQWV: beta must be a finite number >= 0, got {beta!r}")
-    b = _binary(arrays, rel)
-    rel_k = _at(b.rel_cum, k).astype(np.float64)
-    p_miss = np.where(b.n_rel > 0, 1.0 - _ratio(rel_k, b.n_rel), 0.0)
+    b = prefix_sums(arrays, rel)
+    rel_k = b.rel_ret(k).astype(np.float64)
+    p_miss = np.where(b.n_rel > 0, 1.0 - ratio(rel_k, b.n_rel), 0.0)
     nonrel_k = np.minimum(arrays.n_ret, k) - rel_k
     if collection_size is None:
-        negatives = arrays.n_ret - _at(b.rel_cum, None)
+        negatives = arrays.n_ret - b.rel_ret(None)
     else:
         if collection_size < 1:
             raise UsageError(f"AQWV: N (collection size) must be >= 1, got {collection_size!r}")
@@ -217,25 +395,25 @@ def aqwv_at_k(
                 f"AQWV: N={collection_size} is not larger than the relevant documents of query {q!r}"
             )
         negatives = collection_size - b.n_rel
-    p_fa = _ratio(nonrel_k, negatives)
+    p_fa = ratio(nonrel_k, negatives)
     return np.asarray(1.0 - p_miss - beta * p_fa, dtype=np.float64)
 
 
 def set_precision(arrays: RankedLabels, rel: int | None = None) -> Floats:
     """SetP = rel_ret / n_ret over the whole list; 0 for an empty list (trec_eval set_P)."""
-    return _ratio(rel_ret_at_k(arrays, None, rel), arrays.n_ret)
+    return ratio(rel_ret_at_k(arrays, None, rel), arrays.n_ret)
 
 
 def set_recall(arrays: RankedLabels, rel: int | None = None) -> Floats:
     """SetR = rel_ret / n_rel over the whole list; 0 when n_rel = 0 (trec_eval set_recall)."""
-    return _ratio(rel_ret_at_k(arrays, None, rel), _binary(arrays, rel).n_rel)
+    return ratio(rel_ret_at_k(arrays, None, rel), prefix_sums(arrays, rel).n_rel)
 
 
 def set_f1(arrays: RankedLabels, rel: int | None = None) -> Floats:
     """SetF = 2 SetP SetR / (SetP + SetR); 0 when nothing relevant was retrieved (trec_eval set_F)."""
     p = set_precision(arrays, rel)
     r = set_recall(arrays, rel)
-    return _ratio(2.0 * p * r, p + r)
+    return ratio(2.0 * p * r, p + r)
 
 
 def num_q(arrays: RankedLabels) -> Floats:
@@ -250,7 +428,7 @@ def num_ret(arrays: RankedLabels) -> Floats:
 
 def num_rel(arrays: RankedLabels, rel: int | None = None) -> Floats:
     """Judged relevant documents, retrieved or not (trec_eval num_rel)."""
-    return _binary(arrays, rel).n_rel.astype(np.float64)
+    return prefix_sums(arrays, rel).n_rel.astype(np.float64)
 
 
 def num_rel_ret(arrays: RankedLabels, rel: int | None = None) -> Floats:

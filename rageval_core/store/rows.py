@@ -1,18 +1,25 @@
-"""Query objects to column batches (for bulk inserts) and table rows back to Query objects."""
+"""Column batches (from Query objects or straight from a reader), the content hash, and rows back
+to Query objects."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import queue
+import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rageval_core.formats.base import info_to_json
-from rageval_core.formats.native import query_to_json
 from rageval_core.model import Chunk, Query, RunInfo
+
+T = TypeVar("T")
 
 #: Arrow schema of each per-query table without its run_id (added by the INSERT as a parameter).
 BATCH_SCHEMAS: dict[str, pa.Schema] = {
@@ -70,23 +77,57 @@ def canonical_json(obj: Any) -> bytes:
     return _CANONICAL_JSON.encode(obj).encode("utf-8", "surrogatepass")
 
 
-def _hashable_query(q: Query) -> dict[str, Any]:
-    """query_to_json(q) with numbers typed as the store keeps them (12 and 12.0 hash alike)."""
-    obj = query_to_json(q)
-    for chunk in obj.get("retrieved") or ():
-        if "score" in chunk:
-            chunk["score"] = float(chunk["score"])
-    if "relevance" in obj:
-        obj["relevance"] = {k: int(v) for k, v in obj["relevance"].items()}
-    if "latency_ms" in obj:
-        obj["latency_ms"] = {k: float(v) for k, v in obj["latency_ms"].items()}
-    if "tokens" in obj:
-        obj["tokens"] = {k: int(v) for k, v in obj["tokens"].items()}
-    return obj
+def store_json(value: Mapping[str, Any]) -> str:
+    """How a chunk's metadata and a query's judge object are kept in the store (one spelling)."""
+    return _dumps(value)
+
+
+class UseQueries(Exception):
+    """Raised by a reader's column stream: this input needs the line reader (ParsedRun.queries)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnBatch:
+    """Rows of consecutive queries, one Arrow table per store table (BATCH_SCHEMAS, no run_id).
+
+    qidx is each query's 0-based position in the whole run; rows are in (qidx, rank / eidx /
+    pos) order, as the Query route writes them. Tables without rows may be left out.
+    """
+
+    n_queries: int
+    tables: Mapping[str, pa.Table]
+
+    @property
+    def n_chunks(self) -> int:
+        chunks = self.tables.get("chunks")
+        return 0 if chunks is None else chunks.num_rows
+
+    @property
+    def max_depth(self) -> int:
+        """The longest ranking in the batch (ranks run 1..n within each query)."""
+        chunks = self.tables.get("chunks")
+        if chunks is None or chunks.num_rows == 0:
+            return 0
+        return int(pc.max(chunks.column("rank")).as_py())
+
+
+def arrow_table(table: str, columns: Mapping[str, Any]) -> pa.Table:
+    """An Arrow table of one store table from column lists or arrays (typed by BATCH_SCHEMAS)."""
+    return pa.Table.from_pydict(dict(columns), schema=BATCH_SCHEMAS[table])
+
+
+# --- the content hash ----------------------------------------------------------------------------
 
 
 class ContentHasher:
-    """sha256 over the run facts (minus the name) and every query, one canonical JSON line each."""
+    """sha256 over the run facts (minus the name) and every stored column, in row order.
+
+    Each column of each per-query table is a stream of its values in (qidx, position) order,
+    hashed by its own sha256 (validity bytes, fixed-width values little-endian, and for
+    strings their byte lengths then their UTF-8 bytes): the digest depends on the rows only,
+    never on how they were cut into batches or which reader route made them. docs/formats.md
+    ("Store notes") defines it.
+    """
 
     def __init__(self, info: RunInfo) -> None:
         facts = info_to_json(info)
@@ -94,13 +135,137 @@ class ContentHasher:
         prices = facts.get("prices_per_1k")
         if prices:
             facts["prices_per_1k"] = {k: float(v) for k, v in prices.items()}
-        self._sha = hashlib.sha256(canonical_json({"rageval_run": facts}) + b"\n")
+        self._facts = canonical_json({"rageval_run": facts}) + b"\n"
+        self.reset()
 
-    def add(self, q: Query) -> None:
-        self._sha.update(canonical_json(_hashable_query(q)) + b"\n")
+    def reset(self) -> None:
+        """Forget every row added (the run facts stay)."""
+        self._streams = {
+            (table, column.name, part): hashlib.sha256()
+            for table, schema in BATCH_SCHEMAS.items()
+            for column in schema
+            for part in _PARTS[_kind(column.type)]
+        }
+
+    def add(self, batch: ColumnBatch) -> None:
+        """Hash the rows of one batch (batches must come in qidx order)."""
+        for table, rows in batch.tables.items():
+            schema = BATCH_SCHEMAS[table]
+            if rows.schema != schema:
+                rows = rows.cast(schema)
+            for field in schema:
+                for chunk in rows.column(field.name).chunks:
+                    self._add_array(table, field, chunk)
+
+    def _add_array(self, table: str, field: pa.Field, array: pa.Array) -> None:
+        kind = _kind(field.type)
+        key = (table, field.name)
+        self._streams[(*key, "valid")].update(
+            array.is_valid().to_numpy(zero_copy_only=False).view(np.uint8).tobytes()
+        )
+        if kind == "string":
+            filled = pc.fill_null(array, "") if array.null_count else array
+            lengths = pc.binary_length(filled).to_numpy(zero_copy_only=False)
+            self._streams[(*key, "length")].update(lengths.astype("<i8").tobytes())
+            data = filled.buffers()[2]
+            if data is not None and len(filled):
+                offsets = np.frombuffer(filled.buffers()[1], dtype="<i4")
+                lo, hi = int(offsets[filled.offset]), int(offsets[filled.offset + len(filled)])
+                self._streams[(*key, "data")].update(memoryview(data)[lo:hi])
+        else:
+            values = pc.fill_null(array, False if kind == "bool" else 0) if array.null_count else array
+            dtype = {"bool": "u1", "int": "<i8", "float": "<f8"}[kind]
+            self._streams[(*key, "data")].update(
+                values.to_numpy(zero_copy_only=False).astype(dtype).tobytes()
+            )
 
     def hexdigest(self) -> str:
-        return self._sha.hexdigest()
+        sha = hashlib.sha256(self._facts)
+        for (table, column, part), stream in self._streams.items():
+            sha.update(f"{table}.{column}.{part} {stream.hexdigest()}\n".encode())
+        return sha.hexdigest()
+
+
+_PARTS = {"string": ("valid", "length", "data"), "bool": ("valid", "data"),
+          "int": ("valid", "data"), "float": ("valid", "data")}
+
+
+def _kind(dtype: pa.DataType) -> str:
+    if pa.types.is_string(dtype):
+        return "string"
+    if pa.types.is_boolean(dtype):
+        return "bool"
+    if pa.types.is_integer(dtype):
+        return "int"
+    if pa.types.is_floating(dtype):
+        return "float"
+    raise TypeError(f"no content hash for Arrow type {dtype}")
+
+
+# --- Query objects to column batches -----------------------------------------------------------
+
+
+def batches_from_queries(
+    queries: Iterable[Query], max_queries: int, max_rows: int
+) -> Iterator[ColumnBatch]:
+    """The queries as column batches of at most max_queries queries (or about max_rows rows)."""
+    batch = Batch()
+    for n, q in enumerate(queries):
+        batch.add(n, q)
+        if batch.n_queries >= max_queries or batch.n_rows >= max_rows:
+            yield batch.column_batch()
+            batch = Batch()
+    if batch.n_queries:
+        yield batch.column_batch()
+
+
+def prefetch(items: Iterable[T], depth: int = 1) -> Iterator[T]:
+    """items, each produced in a worker thread while the consumer works on the previous one.
+
+    Reading (Python, holding the GIL) then overlaps the store's inserts (DuckDB, which releases
+    it). An exception in the worker is raised in the consumer; when the consumer stops early,
+    the worker stops after its current item and the source is closed.
+    """
+    slots: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(message: tuple[str, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                slots.put(message, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        source = iter(items)
+        try:
+            for item in source:
+                if not put(("item", item)):
+                    return
+            put(("done", None))
+        except BaseException as e:  # handed to the consumer, raised there
+            put(("error", e))
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=work, name="rageval-read", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, value = slots.get()
+            if kind == "item":
+                yield value
+            elif kind == "done":
+                return
+            else:
+                raise value
+    finally:
+        stop.set()
+        worker.join()
 
 
 class Batch:
@@ -163,6 +328,10 @@ class Batch:
                     tc[key_col].append(key)
                     tc[val_col].append(value)
                 self.n_rows += len(mapping)
+
+    def column_batch(self) -> ColumnBatch:
+        """The batch's rows as Arrow tables."""
+        return ColumnBatch(self.n_queries, dict(self.tables()))
 
     def tables(self) -> Iterable[tuple[str, pa.Table]]:
         """(table name, Arrow table) for every table with rows in this batch."""

@@ -137,6 +137,28 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             )""",
         ),
     ),
+    (
+        4,
+        (
+            # One row per import or scoring, committed before the work's own transaction and
+            # marked done after it, so a process killed inside the work is noticed at the next
+            # open (rageval_core.store.journal). Not a run's data: never counted or exported.
+            "CREATE SEQUENCE journal_id_seq START 1",
+            """CREATE TABLE journal (
+                id BIGINT NOT NULL,
+                kind VARCHAR NOT NULL,
+                source VARCHAR NOT NULL,
+                key VARCHAR,
+                started_at VARCHAR NOT NULL,
+                pid INTEGER NOT NULL,
+                host VARCHAR NOT NULL,
+                proc_start VARCHAR,
+                status VARCHAR NOT NULL,
+                finished_at VARCHAR,
+                detail VARCHAR
+            )""",
+        ),
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

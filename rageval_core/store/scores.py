@@ -16,6 +16,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from rageval_core.matching import Normalisation, get_scorer, score_pairs
+from rageval_core.store import journal
 from rageval_core.store.schema import first_row
 from rageval_core.store.store import RunRef, Store
 
@@ -57,8 +58,9 @@ def ensure_scored(
 ) -> Scoring:
     """Score every (gold span, retrieved chunk) pair of the run unless already kept.
 
-    One transaction: an interrupted scoring leaves no partial rows. progress(done, total)
-    is called per block of queries.
+    One transaction: an interrupted scoring leaves no partial rows, and its journal row (done
+    inside the same transaction) says at the next open that it was interrupted.
+    progress(done, total) is called per block of queries.
     """
     get_scorer(scorer)  # unknown names fail before any work
     run = store.run(ref)
@@ -73,6 +75,7 @@ def ensure_scored(
             return Scoring(run.run_id, scorer, norm.key, int(row[0]), float(row[1]), cached=True)
         started = time.perf_counter()
         n_pairs = 0
+        entry = journal.begin(store, "scoring", f"run {run.name!r} ({scorer}, {norm.key})")
         cur.begin()
         try:
             for lo in range(0, max(run.n_queries, 1), BLOCK_QUERIES):
@@ -86,9 +89,11 @@ def ensure_scored(
                 [run.run_id, scorer, norm.key, n_pairs, seconds,
                  datetime.now(UTC).isoformat(timespec="seconds")],
             )
+            journal.finish_in(cur, entry)
             cur.commit()
-        except BaseException:
+        except BaseException as e:
             cur.rollback()
+            journal.finish(store, entry, journal.FAILED, type(e).__name__)
             raise
     return Scoring(run.run_id, scorer, norm.key, n_pairs, seconds, cached=False)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,7 +17,15 @@ import duckdb
 from rageval_core.errors import NotFoundError, Problem, ProblemLog, StoreError, UsageError
 from rageval_core.formats.native import write_native
 from rageval_core.model import ParsedRun, Query, RunInfo
-from rageval_core.store.rows import Batch, ContentHasher, build_queries
+from rageval_core.store import journal, locking
+from rageval_core.store.rows import (
+    ColumnBatch,
+    ContentHasher,
+    UseQueries,
+    batches_from_queries,
+    build_queries,
+    prefetch,
+)
 from rageval_core.store.schema import (
     ALL_TABLES,
     DERIVED_TABLES,
@@ -121,17 +129,24 @@ def default_path() -> str:
 class Store:
     """Owns one DuckDB connection; every method works on its own cursor (safe across threads)."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, wait_s: float | None = None) -> None:
+        """Open (creating and migrating) the store; wait_s bounds the wait for another process.
+
+        Another process holding the file is waited for with backoff (locking.connect; None:
+        $RAGEVAL_BUSY_WAIT_S or 10 s), then StoreBusyError. Work of a process that died inside
+        an import or scoring is marked interrupted here (Store.interrupted()).
+        """
         target = str(path) if path is not None else default_path()
         if target != ":memory:":
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         self.path = target
         try:
-            self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(target)
+            self._con: duckdb.DuckDBPyConnection | None = locking.connect(target, wait_s)
         except duckdb.Error as e:
             raise _open_error(target, e) from e
         try:
             migrate(self._con, target)
+            journal.sweep(self._con)
         except duckdb.Error as e:
             self.close()
             raise StoreError(f"cannot update the schema of the store {target}: {e}") from e
@@ -155,6 +170,14 @@ class Store:
         if self._con is not None:
             self._con.close()
             self._con = None
+
+    def interrupted(self) -> list[journal.Interruption]:
+        """Imports and scorings whose process died before they finished, not yet acknowledged."""
+        return journal.interrupted(self)
+
+    def acknowledge_interrupted(self, entries: list[journal.Interruption]) -> None:
+        """Stop listing these interruptions (once the user has been told)."""
+        journal.acknowledge(self, entries)
 
     @property
     def connection(self) -> duckdb.DuckDBPyConnection:
@@ -182,6 +205,7 @@ class Store:
 
     # -- import -------------------------------------------------------------------------------
 
+    @journal.recorded("import", journal.describe_import)
     def import_run(
         self,
         parsed: ParsedRun,
@@ -204,25 +228,7 @@ class Store:
             try:
                 # From a sequence, so an id is never reused after a delete (caches key on it).
                 run_id = int(cur.execute("SELECT nextval('run_id_seq')").fetchall()[0][0])
-                n_queries = n_chunks = max_depth = 0
-                batch = Batch()
-                for q in parsed.queries:
-                    hasher.add(q)
-                    batch.add(n_queries, q)
-                    n_queries += 1
-                    if batch.n_queries >= BATCH_QUERIES or batch.n_rows >= MAX_BATCH_ROWS:
-                        _insert_batch(cur, run_id, batch)
-                        n_chunks += batch.n_chunks
-                        max_depth = max(max_depth, batch.max_depth)
-                        batch = Batch()
-                        if progress is not None:
-                            progress(n_queries)
-                if batch.n_queries:
-                    _insert_batch(cur, run_id, batch)
-                    n_chunks += batch.n_chunks
-                    max_depth = max(max_depth, batch.max_depth)
-                    if progress is not None:
-                        progress(n_queries)
+                n_queries, n_chunks, max_depth = _insert_rows(cur, run_id, parsed, hasher, progress)
                 log.raise_if_errors()
 
                 digest = hasher.hexdigest()
@@ -419,9 +425,53 @@ class Store:
         return records[0]
 
 
-def _insert_batch(cur: duckdb.DuckDBPyConnection, run_id: int, batch: Batch) -> None:
+def _insert_rows(
+    cur: duckdb.DuckDBPyConnection,
+    run_id: int,
+    parsed: ParsedRun,
+    hasher: ContentHasher,
+    progress: Callable[[int], None] | None,
+) -> tuple[int, int, int]:
+    """Insert the run's rows from the reader's column batches when it offers them, else its queries.
+
+    Returns (queries, chunks, longest ranking). Both routes give the same rows and content hash.
+    """
+    if parsed.columns is not None:
+        try:
+            return _insert_batches(cur, run_id, parsed.columns, hasher, progress)
+        except UseQueries:
+            # The fast route met something only the line reader judges exactly (a problem, or
+            # a rare shape): drop its rows, this transaction's own, and read the queries.
+            for table in QUERY_TABLES:
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            hasher.reset()
+    batches = batches_from_queries(parsed.queries, BATCH_QUERIES, MAX_BATCH_ROWS)
+    return _insert_batches(cur, run_id, batches, hasher, progress)
+
+
+def _insert_batches(
+    cur: duckdb.DuckDBPyConnection,
+    run_id: int,
+    batches: Iterable[ColumnBatch],
+    hasher: ContentHasher,
+    progress: Callable[[int], None] | None,
+) -> tuple[int, int, int]:
+    n_queries = n_chunks = max_depth = 0
+    # The reader parses the next batch in a worker thread while DuckDB inserts this one.
+    for batch in prefetch(batches):
+        _insert_batch(cur, run_id, batch)
+        hasher.add(batch)
+        n_queries += batch.n_queries
+        n_chunks += batch.n_chunks
+        max_depth = max(max_depth, batch.max_depth)
+        if progress is not None:
+            progress(n_queries)
+    return n_queries, n_chunks, max_depth
+
+
+def _insert_batch(cur: duckdb.DuckDBPyConnection, run_id: int, batch: ColumnBatch) -> None:
     """Bulk insert through registered Arrow tables (executemany is ~1000x slower)."""
-    for table, arrow in batch.tables():
+    for table, arrow in batch.tables.items():
         cur.register("rageval_batch", arrow)
         try:
             cur.execute(f"INSERT INTO {table} SELECT ?, * FROM rageval_batch", [run_id])
