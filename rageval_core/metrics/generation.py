@@ -170,8 +170,18 @@ def answer_relevance(answer: str | None, query: str | None) -> float:
     return _f1(tokens(answer), tokens(query))
 
 
-def _chunk_vocabulary(chunk_texts: Sequence[str | None] | None) -> set[str] | None:
-    """The normalised tokens of the chunks that have text; None when no chunk has text."""
+#: distinct chunk texts whose tokens one generation_scores call keeps at a time
+_SEEN_CAP = 100_000
+
+
+def _chunk_vocabulary(
+    chunk_texts: Sequence[str | None] | None, seen: dict[str, frozenset[str]] | None = None
+) -> set[str] | None:
+    """The normalised tokens of the chunks that have text; None when no chunk has text.
+
+    seen caches each distinct chunk text's tokens across queries (a corpus's chunks come back
+    for many queries), so every text is normalised once per batch.
+    """
     if chunk_texts is None:
         return None
     texts = [t for t in chunk_texts if t is not None]
@@ -179,7 +189,15 @@ def _chunk_vocabulary(chunk_texts: Sequence[str | None] | None) -> set[str] | No
         return None  # chunks were retrieved but their text is unknown: cannot judge support
     vocab: set[str] = set()
     for t in texts:
-        vocab.update(tokens(t))
+        if seen is None:
+            vocab.update(tokens(t))
+            continue
+        words = seen.get(t)
+        if words is None:
+            if len(seen) >= _SEEN_CAP:  # bounded: a run of unique chunks must not grow it forever
+                seen.clear()
+            words = seen[t] = frozenset(tokens(t))
+        vocab.update(words)
     return vocab
 
 
@@ -283,6 +301,7 @@ def generation_scores(
         if len(seq) != n:
             raise ValueError(f"{name} has {len(seq)} entries, answers has {n}")
     out = {name: np.full(n, np.nan) for name in GENERATION_METRICS}
+    seen: dict[str, frozenset[str]] = {}
     for i in range(n):
         answer = answers[i]
         if answer is None:
@@ -298,7 +317,7 @@ def generation_scores(
         query = queries[i]
         if query is not None:
             out["AnswerRelevance"][i] = _f1(pred, tokens(query))
-        vocab = _chunk_vocabulary(chunk_texts_per_query[i])
+        vocab = _chunk_vocabulary(chunk_texts_per_query[i], seen)
         content = [t for t in pred if t not in STOPWORDS]
         out["SupportCoverage"][i] = _share_found(content, vocab)
         density = _share_found(pred, vocab)

@@ -61,11 +61,9 @@ class _Entries:
     @classmethod
     def of(cls, mask: NDArray[np.bool_]) -> _Entries:
         depth, n = mask.shape
-        cells = np.flatnonzero(mask)
-        per_rank = np.count_nonzero(mask, axis=1)
-        offsets = np.zeros(depth + 1, dtype=np.int64)
-        np.cumsum(per_rank, out=offsets[1:])
-        rank = np.repeat(np.arange(depth, dtype=np.int64), per_rank)
+        cells = np.flatnonzero(mask)  # sorted, so each rank's cells are one run
+        offsets = np.searchsorted(cells, np.arange(depth + 1, dtype=np.int64) * n)
+        rank = np.repeat(np.arange(depth, dtype=np.int64), np.diff(offsets))
         return cls(cells, rank, cells - rank * n, offsets, n)
 
     def column_sum(self, terms: Floats, k: int) -> Floats:
@@ -138,7 +136,8 @@ class PrefixSums:
     def rel_ret(self, k: int | NDArray[np.integer[Any]] | None) -> Counts:
         """(queries,): relevant documents within the top k (k: one cut-off or one per query)."""
         if isinstance(k, np.ndarray):
-            return self._rel_cum[np.minimum(k, self.depth), np.arange(k.size)]
+            cum = self._rel_cum
+            return cum.reshape(-1)[np.minimum(k, self.depth) * cum.shape[1] + np.arange(k.size)]
         return self._rel_cum[_cut(k, self.depth)]
 
     @cached_property
@@ -207,11 +206,14 @@ class _Gains:
     def _terms(self) -> Floats:
         e = self._entries
         labels = self.arrays.labels
+        discount = _discount(self.arrays.depth)
+        if np.issubdtype(labels.dtype, np.integer) and labels.size and labels.max() <= 1:
+            return (1.0 / discount)[e.rank]  # every gain is 1: the same quotient, looked up
         if labels.flags.f_contiguous:  # rank-major storage: the cells index it directly
             gains = labels.T.reshape(-1)[e.cells]
         else:
             gains = labels[e.query, e.rank]
-        return gains / _discount(self.arrays.depth)[e.rank]  # type: ignore[no-any-return]
+        return gains / discount[e.rank]  # type: ignore[no-any-return]
 
     def dcg(self, k: int | None) -> Floats:
         col = _cut(k, self.arrays.depth)
@@ -221,27 +223,17 @@ class _Gains:
 
     @cached_property
     def _binary_ideal(self) -> NDArray[np.int64] | None:
-        """Per query, how many 1s lead its ideal row when it is 1s then 0s; else None.
+        """Per query, how many 1s its ideal row holds when every value is 0 or 1; else None.
 
-        Then the ideal DCG at k is a table lookup (the running sum of 1/log2(r+1) up to
-        min(ones, k)). The rows are sorted (descending) by contract, so their first and last
-        columns bound every value, and the count (n_rel at level 1) is checked where the 1s
-        must end.
+        Ideal rows are sorted (descending) by contract, so a 0/1 row is its 1s, then 0s: its
+        ideal DCG at k is a table lookup (the running sum of 1/log2(r+1) up to min(ones, k)).
         """
-        a = self.arrays
-        ideal, width = a.ideal, self.width
-        if not np.issubdtype(ideal.dtype, np.integer) or a.rel_level != 1:
+        ideal = self.arrays.ideal
+        if not np.issubdtype(ideal.dtype, np.integer):
             return None
-        if width == 0:
-            return np.zeros(a.n_queries, dtype=np.int64)
-        if a.n_queries and (ideal[:, 0].max() > 1 or ideal[:, -1].min() < 0):
+        if ideal.size and (ideal.min() < 0 or ideal.max() > 1):
             return None
-        ones = np.minimum(a.n_rel, width)
-        q = np.arange(a.n_queries)
-        last_one = ideal[q, np.maximum(ones - 1, 0)]
-        first_zero = ideal[q, np.minimum(ones, width - 1)]
-        consistent = ((ones == 0) | (last_one == 1)) & ((ones == width) | (first_zero == 0))
-        return ones if consistent.all() else None
+        return ideal.sum(axis=1, dtype=count_dtype(self.width)).astype(np.int64)  # type: ignore[no-any-return]
 
     @cached_property
     def _ideal_entries(self) -> tuple[_Entries, Floats]:
