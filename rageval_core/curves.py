@@ -2,9 +2,9 @@
 
 Each point equals what evaluate() reports at that (k, threshold) (tests/core/test_curves.py
 checks it); the curves read the same cached inputs instead of evaluating per point:
-- over k, ranking metrics divide whole prefix-sum matrices (the ones metrics/ranking.py keeps
-  per RankedLabels, shared with evaluate()) and evidence metrics read the Coverage's running
-  maxima, every k at once;
+- over k, ranking metrics divide the prefix sums metrics/ranking.py keeps per RankedLabels
+  (ranking.prefix_sums, shared with evaluate()) and evidence metrics read the Coverage's
+  running maxima, every k at once;
 - over the threshold, evidence metrics come from one threshold_sweep; ranking metrics in
   evidence mode relabel the top k chunks per threshold.
 Names are measure names without a cut-off ("R", "nDCG", "EvidenceRecall").
@@ -197,7 +197,8 @@ def _evidence_top_k(
     relevant = ev.covers(cov, threshold).T  # (depth, queries with spans), rank-major
     width = min(k, relevant.shape[0])
     n_rel = relevant.sum(axis=0, dtype=np.int64)
-    return ranked_labels_from_relevant(query_ids, relevant[:width], np.minimum(cov.n_ret, width), n_rel)
+    n_ret = np.minimum(cov.n_ret, width)
+    return ranked_labels_from_relevant(query_ids, relevant[:width], n_ret, n_rel)
 
 
 # --- evidence --------------------------------------------------------------------------------

@@ -197,7 +197,7 @@ def evidence_labels(store: Store, data: RunData, s: Settings) -> tuple[RankedLab
     key = (*source, cov.threshold)
     kept = data._cache.get(("evidence_labels",))
     if kept is not None and kept[0] == key:
-        return kept[1]  # type: ignore[no-any-return]
+        return kept[1]
     ids = _memo(data, ("evidence_ids", *source), lambda: tuple(data.query_ids[cov.rows]))
     arrays = ranked_labels_from_relevant(ids, covers(cov).T, cov.n_ret)  # covers(cov).T: rank-major
     data._cache[("evidence_labels",)] = (key, (arrays, cov.rows))
@@ -340,18 +340,21 @@ def _evaluate(store: Store, data: RunData, metrics: Sequence[str] | None, s: Set
         counts["scored_answers"] = int(inputs["generation"][1].size)
 
     weights: dict[str, Floats] = {}
+    run_values: dict[str, float] = {}
     for m in measures:
         family = m.spec.family
         if family not in inputs:
             raise UsageError(f"measure {m} ({family}) is not supported for run {data.run.name}")
         data_in, rows = inputs[family]
-        values = registry.compute([m], data_in)[str(m)]
-        per_query[str(m)] = scatter(values, rows)
+        name = str(m)
+        values = registry.compute([m], data_in)[name]
         w = registry.weights_of(m, data_in)
+        # the run value from the family's own rows: the scattered NaNs would only be dropped again
+        run_values[name] = registry.aggregate(m, values, w)
+        per_query[name] = scatter(values, rows)
         if w is not None:
-            weights[str(m)] = scatter(w, rows)
+            weights[name] = scatter(w, rows)
 
-    run_values = {name: _aggregate(name, col, weights.get(name)) for name, col in per_query.items()}
     # latency, tokens and cost do not depend on k, the threshold or the scorer: once per run
     report_ops = _memo(data, ("ops",), lambda: ops_summary(data))
     by_out = breakdown(data, per_query, weights, by) if by else None

@@ -3,8 +3,11 @@
 Every function takes a RankedLabels and returns one float64 value per query. A relevant
 document is one whose label is >= rel (default: the arrays' rel_level). Ranks past the end of
 a list count as non-relevant, as in trec_eval. Zero denominators give 0, as in trec_eval,
-except where a docstring says otherwise. Prefix sums are computed once per (arrays, rel) and
-cached, so asking for many cut-offs costs one column lookup each.
+except where a docstring says otherwise. The sums the metrics divide (PrefixSums) are made
+once per (arrays, rel) and cut-off and cached, so a new k costs a lookup or one bincount.
+Layout: counts and masks are rank-major (ranks x queries), so a cut-off is one contiguous row
+and a running count adds rank rows; float sums (AP, DCG) add only the relevant (nonzero)
+cells, rank after rank, so they round exactly as trec_eval's loop over the ranking does.
 """
 
 from __future__ import annotations
@@ -64,7 +67,9 @@ class _Entries:
         cells = np.flatnonzero(mask)  # sorted, so each rank's cells are one run
         offsets = np.searchsorted(cells, np.arange(depth + 1, dtype=np.int64) * n)
         rank = np.repeat(np.arange(depth, dtype=np.int64), np.diff(offsets))
-        return cls(cells, rank, cells - rank * n, offsets, n)
+        query = np.multiply(rank, n)
+        np.subtract(cells, query, out=query)
+        return cls(cells, rank, query, offsets, n)
 
     def column_sum(self, terms: Floats, k: int) -> Floats:
         """Per query, the terms of its cells within the top k, added rank after rank.
@@ -74,7 +79,8 @@ class _Entries:
         0, which adds nothing.
         """
         m = int(self.offsets[min(k, self.offsets.size - 1)])
-        return np.bincount(self.query[:m], weights=terms[:m], minlength=self.n_queries)
+        sums = np.bincount(self.query[:m], weights=terms[:m], minlength=self.n_queries)
+        return sums.astype(np.float64, copy=False)  # float64 already: weights were given
 
 
 @lru_cache(maxsize=64)
@@ -98,31 +104,125 @@ def _cut(k: int | None, last: int) -> int:
     return last if k is None else min(k, last)
 
 
+def _frozen(values: NDArray[Any]) -> NDArray[Any]:
+    """Mark a cached array read-only: callers share it, so nobody may write into it."""
+    values.flags.writeable = False
+    return values
+
+
+class _Gains:
+    """Discounted gains of one RankedLabels per cut-off (independent of the relevance level).
+
+    Holds the label arrays, never the RankedLabels itself: the cache is keyed by it weakly.
+    """
+
+    def __init__(self, labels: NDArray[Any], ideal: NDArray[Any]) -> None:
+        self.labels = labels
+        self.ideal = ideal
+        self.depth = int(labels.shape[1])
+        self.width = int(ideal.shape[1])
+        self._dcg: dict[int, Floats] = {}
+        self._idcg: dict[int, Floats] = {}
+
+    @cached_property
+    def whole(self) -> bool:
+        """Integer labels, none negative: a label != 0 is a label >= 1 (level 1 shares nonzero)."""
+        labels = self.labels
+        return bool(np.issubdtype(labels.dtype, np.integer) and labels.min(initial=0) >= 0)
+
+    @cached_property
+    def nonzero(self) -> NDArray[np.bool_]:
+        """(depth, queries), rank-major: the label at rank r+1 is not 0."""
+        return _frozen(np.not_equal(self.labels.T, 0, order="C"))
+
+    @cached_property
+    def entries(self) -> _Entries:
+        return _Entries.of(self.nonzero)
+
+    @cached_property
+    def _terms(self) -> Floats:
+        """label / log2(rank + 1) per entry, as trec_eval divides them."""
+        e = self.entries
+        discount = _discount(self.depth)
+        if self.whole and self.labels.max(initial=0) <= 1:
+            return (1.0 / discount)[e.rank]  # every gain is 1: the same quotients, looked up
+        if self.labels.flags.f_contiguous:  # rank-major storage: the cells index it directly
+            gains = self.labels.T.reshape(-1)[e.cells]
+        else:
+            gains = self.labels[e.query, e.rank]
+        return gains / discount[e.rank]
+
+    def dcg(self, k: int | None) -> Floats:
+        col = _cut(k, self.depth)
+        if col not in self._dcg:
+            self._dcg[col] = _frozen(self.entries.column_sum(self._terms, col))
+        return self._dcg[col]
+
+    @cached_property
+    def _binary_ideal(self) -> NDArray[np.int64] | None:
+        """Per query, how many 1s its ideal row holds when every value is 0 or 1; else None.
+
+        Ideal rows are sorted (descending) by contract, so a 0/1 row is its 1s, then 0s: its
+        ideal DCG at k is a table lookup (the running sum of 1/log2(r+1) up to min(ones, k)).
+        """
+        ideal = self.ideal
+        if not np.issubdtype(ideal.dtype, np.integer):
+            return None
+        if ideal.min(initial=0) < 0 or ideal.max(initial=0) > 1:
+            return None
+        return ideal.sum(axis=1, dtype=count_dtype(self.width)).astype(np.int64)
+
+    @cached_property
+    def _ideal_terms(self) -> tuple[_Entries, Floats]:
+        """Graded ideal rows: their entries and label / log2(rank + 1) per entry."""
+        ideal = self.ideal
+        entries = _Entries.of(np.not_equal(ideal.T, 0, order="C"))
+        return entries, ideal[entries.query, entries.rank] / _discount(self.width)[entries.rank]
+
+    def idcg(self, k: int | None) -> Floats:
+        col = _cut(k, self.width)
+        if col not in self._idcg:
+            ones = self._binary_ideal
+            if ones is None:
+                entries, terms = self._ideal_terms
+                self._idcg[col] = _frozen(entries.column_sum(terms, col))
+            else:
+                self._idcg[col] = _frozen(_ideal_binary_dcg(self.width)[np.minimum(ones, col)])
+        return self._idcg[col]
+
+
 class PrefixSums:
     """The sums every ranking metric reads, for one RankedLabels at one relevance level.
 
     Cut-off k means the top k ranks (clipped to the depth; None: the whole list). Each part is
     made on first use and each cut-off's column once, so a new k costs a lookup or one
     bincount. Float sums add a query's terms rank after rank, rounded exactly as trec_eval
-    rounds them. A relevant document is one whose label is >= level; the DCG parts use the
+    rounds them. A relevant document is one whose label is >= level; dcg and idcg use the
     labels as gains and ignore the level. Get one through prefix_sums(), which caches it per
-    (RankedLabels, level), so every metric and curve of the same labels shares it.
+    (RankedLabels, level), so every metric and curve of the same labels shares it; the arrays
+    it returns are shared, so they are read-only.
     """
 
-    def __init__(self, arrays: RankedLabels, level: int) -> None:
-        self.arrays = arrays
+    def __init__(self, arrays: RankedLabels, level: int, gains: _Gains) -> None:
+        # the arrays' fields, not the RankedLabels: the cache is keyed by it weakly
         self.level = level
         self.depth = arrays.depth
+        self._labels = arrays.labels
+        self._ideal = arrays.ideal
+        self._n_rel = arrays.n_rel if level == arrays.rel_level else None
+        self._gains = gains
         self._prec: dict[int, Floats] = {}
 
     @cached_property
     def relevant(self) -> NDArray[np.bool_]:
         """(depth, queries), rank-major: the document at rank r+1 is relevant."""
-        return np.greater_equal(self.arrays.labels.T, self.level, order="C")  # type: ignore[no-any-return]
+        if self.level == 1 and self._gains.whole:
+            return self._gains.nonzero
+        return _frozen(np.greater_equal(self._labels.T, self.level, order="C"))
 
     @cached_property
     def _rel_cum(self) -> Counts:
-        return _running_count(self.relevant)
+        return _frozen(_running_count(self.relevant))
 
     @property
     def rel_cum(self) -> Counts:
@@ -135,19 +235,18 @@ class PrefixSums:
 
     def rel_ret(self, k: int | NDArray[np.integer[Any]] | None) -> Counts:
         """(queries,): relevant documents within the top k (k: one cut-off or one per query)."""
+        cum = self._rel_cum
         if isinstance(k, np.ndarray):
-            cum = self._rel_cum
             return cum.reshape(-1)[np.minimum(k, self.depth) * cum.shape[1] + np.arange(k.size)]
-        return self._rel_cum[_cut(k, self.depth)]
+        return cum[_cut(k, self.depth)]
 
     @cached_property
     def n_rel(self) -> NDArray[np.int64]:
         """(queries,): judged relevant documents, retrieved or not."""
-        a = self.arrays
-        if self.level == a.rel_level:
-            return a.n_rel
+        if self._n_rel is not None:
+            return self._n_rel
         # the ideal row holds every judged label, so any level can be counted from it
-        return (a.ideal >= self.level).sum(axis=1).astype(np.int64)  # type: ignore[no-any-return]
+        return (self._ideal >= self.level).sum(axis=1).astype(np.int64)
 
     @cached_property
     def first_rel(self) -> NDArray[np.int64]:
@@ -155,131 +254,60 @@ class PrefixSums:
         cum = self._rel_cum
         # the running count is still 0 at exactly the ranks before the first relevant one
         before = (cum[1:] == 0).sum(axis=0, dtype=cum.dtype)
-        return np.where(cum[-1] > 0, before.astype(np.int64) + 1, 0)
+        return _frozen(np.where(cum[-1] > 0, before.astype(np.int64) + 1, 0))
 
     @cached_property
     def _hits(self) -> _Entries:
+        if self.relevant is self._gains.nonzero:
+            return self._gains.entries
         return _Entries.of(self.relevant)
 
     @cached_property
     def _precision_terms(self) -> Floats:
         """P@r at each relevant rank r, per entry of _hits."""
         hits = self._hits
-        cum = self._rel_cum  # (depth+1, n): row r+1 of a cell at rank r is cell + n
-        found = cum.reshape(-1)[hits.cells + cum.shape[1]]  # relevant within the top r
-        return found / (hits.rank + 1.0)  # type: ignore[no-any-return]
+        cum = self._rel_cum  # (depth+1, n): row r+1 holds a cell at rank r, n entries later
+        found = cum.reshape(-1)[cum.shape[1]:][hits.cells]  # relevant within the top r
+        terms = hits.rank.astype(np.float64)
+        terms += 1.0
+        return np.divide(found, terms, out=terms)
 
     def prec_sum(self, k: int | None) -> Floats:
         """(queries,): sum of P@r over the relevant ranks r <= k (AP's numerator)."""
         col = _cut(k, self.depth)
         if col not in self._prec:
-            self._prec[col] = self._hits.column_sum(self._precision_terms, col)
+            self._prec[col] = _frozen(self._hits.column_sum(self._precision_terms, col))
         return self._prec[col]
 
     def dcg(self, k: int | None) -> Floats:
         """(queries,): DCG of the top k, gain = label, discount log2(rank + 1)."""
-        return _gains(self.arrays).dcg(k)
+        return self._gains.dcg(k)
 
     def idcg(self, k: int | None) -> Floats:
         """(queries,): ideal DCG at cut-off k (None: every judged document)."""
-        return _gains(self.arrays).idcg(k)
-
-
-class _Gains:
-    """Discounted gains of a RankedLabels, per cut-off (independent of the relevance level)."""
-
-    def __init__(self, arrays: RankedLabels) -> None:
-        self.arrays = arrays
-        self.width = int(arrays.ideal.shape[1])
-        self._dcg: dict[int, Floats] = {}
-        self._idcg: dict[int, Floats] = {}
-
-    @cached_property
-    def _entries(self) -> _Entries:
-        labels = self.arrays.labels
-        if np.issubdtype(labels.dtype, np.integer):
-            # labels are never negative (RankedLabels), so an integer label != 0 is one >= 1
-            return prefix_sums(self.arrays, 1)._hits
-        return _Entries.of(np.not_equal(labels.T, 0, order="C"))
-
-    @cached_property
-    def _terms(self) -> Floats:
-        e = self._entries
-        labels = self.arrays.labels
-        discount = _discount(self.arrays.depth)
-        if np.issubdtype(labels.dtype, np.integer) and labels.size and labels.max() <= 1:
-            return (1.0 / discount)[e.rank]  # every gain is 1: the same quotient, looked up
-        if labels.flags.f_contiguous:  # rank-major storage: the cells index it directly
-            gains = labels.T.reshape(-1)[e.cells]
-        else:
-            gains = labels[e.query, e.rank]
-        return gains / discount[e.rank]  # type: ignore[no-any-return]
-
-    def dcg(self, k: int | None) -> Floats:
-        col = _cut(k, self.arrays.depth)
-        if col not in self._dcg:
-            self._dcg[col] = self._entries.column_sum(self._terms, col)
-        return self._dcg[col]
-
-    @cached_property
-    def _binary_ideal(self) -> NDArray[np.int64] | None:
-        """Per query, how many 1s its ideal row holds when every value is 0 or 1; else None.
-
-        Ideal rows are sorted (descending) by contract, so a 0/1 row is its 1s, then 0s: its
-        ideal DCG at k is a table lookup (the running sum of 1/log2(r+1) up to min(ones, k)).
-        """
-        ideal = self.arrays.ideal
-        if not np.issubdtype(ideal.dtype, np.integer):
-            return None
-        if ideal.size and (ideal.min() < 0 or ideal.max() > 1):
-            return None
-        return ideal.sum(axis=1, dtype=count_dtype(self.width)).astype(np.int64)  # type: ignore[no-any-return]
-
-    @cached_property
-    def _ideal_entries(self) -> tuple[_Entries, Floats]:
-        """Graded ideal rows: their gains as entries and terms (when not binary)."""
-        ideal = self.arrays.ideal
-        entries = _Entries.of(np.not_equal(ideal.T, 0, order="C"))
-        return entries, ideal[entries.query, entries.rank] / _discount(self.width)[entries.rank]
-
-    def idcg(self, k: int | None) -> Floats:
-        col = _cut(k, self.width)
-        if col not in self._idcg:
-            ones = self._binary_ideal
-            if ones is None:
-                entries, terms = self._ideal_entries
-                self._idcg[col] = entries.column_sum(terms, col)
-            else:
-                self._idcg[col] = _ideal_binary_dcg(self.width)[np.minimum(ones, col)]
-        return self._idcg[col]
+        return self._gains.idcg(k)
 
 
 _CACHE: WeakKeyDictionary[RankedLabels, dict[Any, Any]] = WeakKeyDictionary()
-
-
-def _cached(arrays: RankedLabels, key: Any, make: Callable[[], Any]) -> Any:
-    store = _CACHE.setdefault(arrays, {})
-    if key not in store:
-        store[key] = make()
-    return store[key]
 
 
 def prefix_sums(arrays: RankedLabels, rel: int | None = None) -> PrefixSums:
     """The running sums of arrays at relevance level rel (default: arrays.rel_level), cached."""
     level = arrays.rel_level if rel is None else rel
     check_rel_level(level)
-    return _cached(arrays, ("sums", level), lambda: PrefixSums(arrays, level))  # type: ignore[no-any-return]
-
-
-def _gains(arrays: RankedLabels) -> _Gains:
-    return _cached(arrays, "gains", lambda: _Gains(arrays))  # type: ignore[no-any-return]
+    store = _CACHE.setdefault(arrays, {})
+    if level not in store:
+        if "gains" not in store:
+            store["gains"] = _Gains(arrays.labels, arrays.ideal)
+        store[level] = PrefixSums(arrays, level, store["gains"])
+    return store[level]
 
 
 def ratio(num: ArrayLike, den: ArrayLike) -> Floats:
     """num / den, and 0 where den is 0 (trec_eval leaves such values at their initial 0)."""
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    out = np.zeros(np.broadcast(num, den).shape, dtype=np.float64)
+    num, den = np.asarray(num), np.asarray(den)
+    out = np.zeros(np.broadcast_shapes(num.shape, den.shape), dtype=np.float64)
+    # divide casts integer inputs to float64 a block at a time: no float copies of them
     np.divide(num, den, out=out, where=den != 0)
     return out
 
@@ -298,7 +326,9 @@ def rel_ret_at_k(arrays: RankedLabels, k: int | None = None, rel: int | None = N
 def precision_at_k(arrays: RankedLabels, k: int, rel: int | None = None) -> Floats:
     """P@k = rel_ret@k / k; k is the divisor even when fewer than k were retrieved (trec_eval P_k)."""
     k = _check_cutoff(k)
-    return rel_ret_at_k(arrays, k, rel) / k
+    values = rel_ret_at_k(arrays, k, rel)
+    values /= k
+    return values
 
 
 def recall_at_k(arrays: RankedLabels, k: int, rel: int | None = None) -> Floats:
@@ -316,7 +346,7 @@ def f1_at_k(arrays: RankedLabels, k: int, rel: int | None = None) -> Floats:
 
 def hit_at_k(arrays: RankedLabels, k: int, rel: int | None = None) -> Floats:
     """Hit@k = 1 when a relevant document is in the top k, else 0 (trec_eval success_k)."""
-    return (rel_ret_at_k(arrays, _check_cutoff(k), rel) > 0).astype(np.float64)
+    return (prefix_sums(arrays, rel).rel_ret(_check_cutoff(k)) > 0).astype(np.float64)
 
 
 def reciprocal_rank(arrays: RankedLabels, k: int | None = None, rel: int | None = None) -> Floats:

@@ -197,6 +197,8 @@ def aggregate(
     sum for counts; NaN when no query is scored."""
     spec = parse(measure).spec
     values = np.asarray(values, dtype=np.float64)
+    if weights is None and spec.aggregate == "mean" and values.size and not np.isnan(values.sum()):
+        return float(values.mean())  # every query scored: the common case, no mask needed
     scored = ~np.isnan(values)  # NaN = the query is not scored on this measure: left out
     if spec.aggregate == "sum":
         return float(np.sum(values[scored]))
