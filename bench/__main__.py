@@ -9,31 +9,42 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import matching_speed, recompute, report, trec_e2e
+from bench import matching_speed, native_scale, recompute, report, trec_e2e
 from bench.common import ScenarioResult
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-SCENARIOS = ("trec", "recompute", "matching")
+SCENARIOS = ("trec", "recompute", "matching", "native_scale")
+GROWTH_SVG = "benchmarks_growth.svg"
 
 #: full sizes (the brief's) and --quick sizes (seconds, for the smoke test and a first look)
 FULL: dict[str, dict[str, Any]] = {
     "trec": {"n_queries": 10_000, "depth": 100},
     "recompute": {"n_queries": 100_000, "repeats": 15, "slow_repeats": 3},
     "matching": {"n_queries": 334, "difflib_sample": 3000, "repeats": 3},
+    "native_scale": {"sizes": (10_000, 100_000)},
+}
+#: added by --scale (make bench passes it): the issue's large sizes, minutes each
+SCALE: dict[str, dict[str, Any]] = {
+    "trec": {"scale_queries": 100_000},
+    "native_scale": {"sizes": (10_000, 100_000, 1_000_000)},
 }
 QUICK: dict[str, dict[str, Any]] = {
     "trec": {"n_queries": 200, "depth": 100},
     "recompute": {"n_queries": 2_000, "repeats": 5, "slow_repeats": 3},
     "matching": {"n_queries": 10, "difflib_sample": 200, "repeats": 2},
+    "native_scale": {"sizes": (500, 2_000)},
 }
 
 
 def run_scenarios(
     names: Sequence[str], quick: bool, workdir: Path, with_ranx: bool = True,
-    progress: Callable[[str], None] = print,
+    progress: Callable[[str], None] = print, scale: bool = False,
 ) -> list[ScenarioResult]:
-    """Run the named scenarios at full or quick sizes; progress(text) after each."""
-    sizes = QUICK if quick else FULL
+    """Run the named scenarios at full or quick sizes (plus --scale's); progress(text) after each."""
+    sizes = {name: dict(values) for name, values in (QUICK if quick else FULL).items()}
+    if scale:
+        for name, values in SCALE.items():
+            sizes[name].update(values)
     results = []
     for name in names:
         started = time.perf_counter()
@@ -43,6 +54,8 @@ def run_scenarios(
             result = recompute.run(**sizes["recompute"])
         elif name == "matching":
             result = matching_speed.run(**sizes["matching"])
+        elif name == "native_scale":
+            result = native_scale.run(workdir / "native", **sizes["native_scale"])
         else:
             raise ValueError(f"unknown scenario {name!r} (expected one of {', '.join(SCENARIOS)})")
         results.append(result)
@@ -60,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"page to write (default: {DOCS.relative_to(DOCS.parents[1])} for a full run)")
     parser.add_argument("--no-write", action="store_true", help="print only, write no page")
     parser.add_argument("--no-ranx", action="store_true", help="leave ranx out (its JIT takes a while)")
+    parser.add_argument("--scale", action="store_true",
+                        help="add the large sizes: TREC at 100,000 queries and a native import of "
+                             "1,000,000 queries (about 11 GB of JSON written to the temp folder; "
+                             "several minutes)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in SCENARIOS]
@@ -67,12 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown scenario(s) {', '.join(unknown)} (expected {', '.join(SCENARIOS)})")
 
     facts = report.machine_facts()
-    print(f"rageval bench{' (--quick)' if args.quick else ''}: {facts['cpu']}, {facts['cores']} cores, "
+    print(f"rageval bench{' (--quick)' if args.quick else ''}{' (--scale)' if args.scale else ''}: {facts['cpu']}, {facts['cores']} cores, "
           f"Python {facts['python']}, load {facts['load_before']}", flush=True)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rageval-bench-") as tmp:
         results = run_scenarios(names, args.quick, Path(tmp), with_ranx=not args.no_ranx,
-                                progress=lambda text: print(text, flush=True))
+                                progress=lambda text: print(text, flush=True), scale=args.scale)
     elapsed = time.perf_counter() - started
     facts["load_after"] = report.load_average()
     print("\n## Summary\n\n" + report.headline(results).markdown())
@@ -82,7 +99,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out if args.out is not None else (None if args.quick else DOCS)
     if out is not None and not args.no_write:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(report.render(results, facts, elapsed, args.quick), encoding="utf-8")
+        images = {}
+        growth = [r for r in results if r.key == "native_scale" and len(r.data["points"]) > 1]
+        if growth:
+            svg = out.with_name(GROWTH_SVG)
+            svg.write_text(report.growth_svg(growth[0].data["points"]), encoding="utf-8")
+            images["native_scale"] = svg.name
+            print(f"wrote {svg}")
+        out.write_text(report.render(results, facts, elapsed, args.quick, images=images),
+                       encoding="utf-8")
         print(f"wrote {out}")
     return 0
 

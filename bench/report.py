@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from collections.abc import Sequence
@@ -75,11 +76,23 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
                      fmt_ratio(ratios["direct_vs_pytrec_eval"]), "time ratio (above 1x: rageval slower)"))
         rows.append(("TREC end to end, rageval store path / pytrec_eval",
                      fmt_ratio(ratios["store_vs_pytrec_eval"]), "time ratio"))
+        rows.append(("TREC end to end, rageval Query-object route / pytrec_eval",
+                     fmt_ratio(ratios["queries_vs_pytrec_eval"]), "time ratio"))
         if "direct_vs_ranx" in ratios:
             rows.append(("TREC end to end, rageval direct path / ranx (warm)",
                          fmt_ratio(ratios["direct_vs_ranx"]), "time ratio"))
             rows.append(("TREC end to end, rageval store path / ranx (warm)",
                          fmt_ratio(ratios["store_vs_ranx"]), "time ratio"))
+    if "native_scale" in by_key and by_key["native_scale"].data["points"]:
+        data = by_key["native_scale"].data
+        largest = data["points"][-1]
+        rows.append((f"native JSONL import, {largest['n_queries']:,} queries "
+                     f"({largest['bytes'] / 1e9:.1f} GB)", f"{largest['mb_per_s']:.1f} MB/s",
+                     f"target {data['target_mb_s']:.0f} MB/s: {'met' if data['met_speed'] else 'MISSED'}"))
+        rows.append((f"native JSONL import, {largest['n_queries']:,} queries, peak RSS",
+                     f"{largest['peak_rss_mb']:,.0f} MB",
+                     f"target under {data['target_peak_mb']:,.0f} MB: "
+                     f"{'met' if data['met_memory'] else 'MISSED'}"))
     if "recompute" in by_key:
         data = by_key["recompute"].data
         t = data["timings"]["new_k_threshold"]["median_s"]
@@ -93,8 +106,58 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
     return Table(("comparison", "result", "meaning"), tuple(rows), text_columns=(0, 2))
 
 
-def render(results: Sequence[ScenarioResult], facts: dict[str, Any], elapsed_s: float, quick: bool) -> str:
-    """The whole docs/benchmarks.md page."""
+def growth_svg(points: Sequence[dict[str, Any]], width: int = 760, height: int = 300) -> str:
+    """Time and peak memory against queries, log-log, with a linear-growth reference (an SVG)."""
+    panel_w, top, bottom, left = (width - 40) // 2, 40, 50, 60
+    plot_w, plot_h = panel_w - left - 20, height - top - bottom
+    xs = [float(p["n_queries"]) for p in points]
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+    ]
+    for panel, (key, title, unit) in enumerate((("seconds", "import time", "s"),
+                                                 ("peak_rss_mb", "peak memory", "MB"))):
+        ox = 20 + panel * (panel_w + 20)
+        ys = [float(p[key]) for p in points]
+        x_lo, x_hi = math.log10(min(xs)) - 0.1, math.log10(max(xs)) + 0.1
+        reference = [ys[0] * x / xs[0] for x in xs]  # linear growth through the first point
+        y_all = ys + reference
+        y_lo, y_hi = math.log10(min(y_all)) - 0.1, math.log10(max(y_all)) + 0.1
+
+        def px(x: float, ox: int = ox, x_lo: float = x_lo, x_hi: float = x_hi) -> float:
+            return ox + left + (math.log10(x) - x_lo) / (x_hi - x_lo) * plot_w
+
+        def py(y: float, y_lo: float = y_lo, y_hi: float = y_hi) -> float:
+            return top + plot_h - (math.log10(y) - y_lo) / (y_hi - y_lo) * plot_h
+
+        parts.append(f'<text x="{ox + left}" y="{top - 15}" font-weight="bold">{title} ({unit}), '
+                     'log-log</text>')
+        parts.append(f'<rect x="{ox + left}" y="{top}" width="{plot_w}" height="{plot_h}" '
+                     'fill="none" stroke="#999"/>')
+        ref = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, reference, strict=True))
+        parts.append(f'<polyline points="{ref}" fill="none" stroke="#999" stroke-dasharray="4 3"/>')
+        line = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
+        parts.append(f'<polyline points="{line}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
+        for x, y in zip(xs, ys, strict=True):
+            parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="#1f77b4"/>')
+            label = f"{y:,.1f}" if y < 100 else f"{y:,.0f}"
+            parts.append(f'<text x="{px(x) + 6:.1f}" y="{py(y) - 6:.1f}">{label}</text>')
+            parts.append(f'<text x="{px(x):.1f}" y="{top + plot_h + 18}" text-anchor="middle">'
+                         f"{x:,.0f}</text>")
+        parts.append(f'<text x="{ox + left + plot_w / 2:.1f}" y="{height - 8}" '
+                     'text-anchor="middle">queries</text>')
+    parts.append(f'<text x="{width - 20}" y="{height - 8}" text-anchor="end" fill="#666">'
+                 "dashed: linear growth from the smallest size</text>")
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def render(
+    results: Sequence[ScenarioResult], facts: dict[str, Any], elapsed_s: float, quick: bool,
+    images: dict[str, str] | None = None,
+) -> str:
+    """The whole docs/benchmarks.md page (images: scenario key -> a picture beside the page)."""
     v = facts["versions"]
     machine = Table(("fact", "value"), text_columns=(0, 1), rows=(
         ("date", facts["date"]),
@@ -114,7 +177,8 @@ def render(results: Sequence[ScenarioResult], facts: dict[str, Any], elapsed_s: 
         "# Benchmarks",
         "",
         "Generated by `make bench` (`.venv/bin/python -m bench`, sources in `bench/`); do not edit "
-        "by hand, run it again. `python -m bench --quick` runs the same scenarios at small sizes.",
+        "by hand, run it again. `python -m bench --quick` runs the same scenarios at small sizes; "
+        "`--scale` adds the large ones (TREC at 100,000 queries, a 1,000,000-query native import).",
         "Times are wall-clock medians of repeated calls after one untimed warm-up call; ratios "
         "are rageval's time divided by the other tool's (above 1x: rageval is slower) except for "
         "matching, where the ratio is difflib's time per pair over partial's (the speed-up).",
@@ -132,4 +196,6 @@ def render(results: Sequence[ScenarioResult], facts: dict[str, Any], elapsed_s: 
     ]
     for result in results:
         parts.append(result.text())
+        if images and result.key in images:
+            parts += [f"![{result.title}: growth]({images[result.key]})", ""]
     return "\n".join(parts).rstrip() + "\n"

@@ -1,17 +1,27 @@
 """Scenario 1: TREC run + qrels files to P@10, R@100, RR, AP and nDCG@10, end to end.
 
 Every tool starts from the same two files and ends with per-query values and their means:
-rageval by its direct reader path and by its store path, pytrec_eval with its own parsers, and
-ranx with its own loaders after a warm-up call (numba compiles on first use). The values are
-checked against each other on every query, not only on the means.
+rageval by its direct route (trec.read_arrays: DuckDB's CSV reader, no Query objects), by its
+store route (import through column batches, load_run_data, evaluate) and by the Query-object
+route (trec.read -> ranked_labels_from_queries), pytrec_eval with its own parsers, and ranx with
+its own loaders after a warm-up call (numba compiles on first use). The values are checked
+against each other on every query, not only on the means. Peak memory is measured per tool in
+a child process (`python -m bench.trec_e2e TOOL RUN QRELS`), and with --scale the same is done
+at 100,000 queries.
 """
 
 from __future__ import annotations
 
 import cProfile
 import io
+import json
 import math
 import pstats
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,7 +107,19 @@ def write_trec_files(directory: Path, n_queries: int, depth: int = 100, seed: in
 
 
 def rageval_direct(files: TrecFiles) -> tuple[Any, dict[str, float]]:
-    """formats.trec.read -> ranked_labels_from_queries -> registry.compute (+ run means)."""
+    """trec.read_arrays (bulk CSV read, sort and join in DuckDB) -> registry.compute (+ means)."""
+    sw = Stopwatch()
+    log = ProblemLog()
+    arrays, _ = trec.read_arrays(files.run, files.qrels, log)
+    sw.lap("read + labels")
+    values = compute(METRICS, arrays)
+    means = {name: aggregate(name, v) for name, v in values.items()}
+    sw.lap("metrics")
+    return (arrays.query_ids, values, means), sw.stages
+
+
+def rageval_queries(files: TrecFiles) -> tuple[Any, dict[str, float]]:
+    """trec.read -> ranked_labels_from_queries (Query objects) -> registry.compute (+ run means)."""
     sw = Stopwatch()
     log = ProblemLog()
     parsed = trec.read(files.run, files.qrels, log)
@@ -175,6 +197,64 @@ def values_ranx(raw: Any) -> tuple[PerQuery, dict[str, float]]:
             {m: float(means[RANX[m]]) for m in METRICS})
 
 
+#: every way from the files to the values, by key; LABELS name them in tables
+TOOLS: dict[str, Callable[[TrecFiles], tuple[Any, dict[str, float]]]] = {
+    "direct": rageval_direct,
+    "store": rageval_store,
+    "queries": rageval_queries,
+    "pytrec_eval": pytrec_eval_run,
+    "ranx": ranx_run,
+}
+CONVERT: dict[str, Callable[[Any], tuple[PerQuery, dict[str, float]]]] = {
+    "direct": values_direct, "store": values_direct, "queries": values_direct,
+    "pytrec_eval": values_pytrec, "ranx": values_ranx,
+}
+LABELS = {
+    "direct": "rageval direct (trec.read_arrays -> compute)",
+    "store": "rageval store (import -> load_run_data -> evaluate)",
+    "queries": "rageval Query objects (trec.read -> ranked_labels_from_queries -> compute)",
+    "pytrec_eval": "pytrec_eval (parse_run/parse_qrel -> evaluate)",
+    "ranx": "ranx, warm (from_file -> evaluate)",
+}
+
+
+def in_child(tool: str, files: TrecFiles, calls: int) -> dict[str, Any]:
+    """Run one tool calls times in a fresh Python: seconds of each call, peak RSS, the means.
+
+    The first call warms up (ranx's numba, the page cache); peak RSS (VmHWM) covers all calls.
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.trec_e2e", tool, str(files.run), str(files.qrels), str(calls)],
+        capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[1],
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{tool} failed in its child process: {done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _child_main(argv: list[str]) -> int:
+    tool, run_file, qrels_file, calls = argv[0], Path(argv[1]), Path(argv[2]), int(argv[3])
+    files = TrecFiles(run_file, qrels_file, 0, 0, 0, frozenset())
+    seconds, means = [], {}
+    for _ in range(calls):
+        started = time.perf_counter()
+        raw, _ = TOOLS[tool](files)
+        seconds.append(time.perf_counter() - started)
+        means = CONVERT[tool](raw)[1]
+        del raw
+    print(json.dumps({"tool": tool, "seconds": seconds, "peak_mb": peak_rss_mb(), "means": means}))
+    return 0
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM), in MB."""
+    for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def max_difference(a: PerQuery, b: PerQuery, queries: set[str] | None = None) -> tuple[float, set[str]]:
     """Largest |a - b| over every metric and query (or the given queries); queries that differ."""
     worst = 0.0
@@ -215,19 +295,18 @@ def run(
     with_ranx: bool = True,
     profile: bool | None = None,
     repeats: int | None = None,
+    memory: bool = True,
+    scale_queries: int | None = None,
 ) -> ScenarioResult:
     """Time every tool on the same generated files and check their values agree.
 
     profile None: profile the direct path only when it is slower than pytrec_eval or ranx.
+    memory: each tool's peak RSS in a child process. scale_queries: the same (time and memory,
+    in children) on files of that many queries too.
     """
     files = write_trec_files(workdir, n_queries, depth, seed)
-    tools: dict[str, Any] = {
-        "rageval direct (trec.read -> labels -> compute)": (rageval_direct, values_direct),
-        "rageval store (import -> load_run_data -> evaluate)": (rageval_store, values_direct),
-        "pytrec_eval (parse_run/parse_qrel -> evaluate)": (pytrec_eval_run, values_pytrec),
-    }
-    if with_ranx:
-        tools["ranx, warm (from_file -> evaluate)"] = (ranx_run, values_ranx)
+    tools: dict[str, Any] = {label: (TOOLS[key], CONVERT[key]) for key, label in LABELS.items()
+                             if with_ranx or key != "ranx"}
     timings: dict[str, Timing] = {}
     values: dict[str, tuple[PerQuery, dict[str, float]]] = {}
     for label, (fn, convert) in tools.items():
@@ -238,7 +317,7 @@ def run(
     first_call = {label: t.warmup_s for label, t in timings.items() if t.warmup_s is not None}
 
     labels = list(tools)
-    direct, store, pyt = labels[0], labels[1], labels[2]
+    direct, store, pyt = LABELS["direct"], LABELS["store"], LABELS["pytrec_eval"]
     reference = values[pyt][0]
     agreement: dict[str, Any] = {}
     for label in labels:
@@ -283,13 +362,45 @@ def run(
     check_table = Table(("against pytrec_eval", "max |mean diff|", "max |per-query diff|",
                          "queries differing", "max diff, untied queries"), check_rows)
 
-    direct_slower = [x for x in labels[2:] if timings[direct].median > timings[x].median]
+    others = [x for x in labels if x.startswith(("pytrec", "ranx"))]
+    direct_slower = [x for x in others if timings[direct].median > timings[x].median]
     tables: list[tuple[str, Table]] = [
         ("Wall-clock time from the two files to the five means:", time_table),
         ("Means (every tool computed every query):", value_table),
         (f"Agreement with pytrec_eval ({len(files.tied):,} of {n_queries:,} queries hold tied "
          f"scores):", check_table),
     ]
+    keys = [k for k in LABELS if with_ranx or k != "ranx"]
+    peaks: dict[str, dict[str, Any]] = {}
+    if memory:
+        peaks = {key: in_child(key, files, 1) for key in keys}
+        rows_mem = tuple((LABELS[key], f"{peaks[key]['peak_mb']:,.0f} MB") for key in keys)
+        tables.append((f"Peak memory at {n_queries:,} queries (one call in a fresh Python; VmHWM, "
+                       "interpreter and imports included):",
+                       Table(("tool / path", "peak RSS"), rows_mem)))
+    scale: dict[str, Any] = {}
+    if scale_queries:
+        big = write_trec_files(workdir / "scale", scale_queries, depth, seed)
+        # the Query-object route would take minutes here: the fast routes stand for rageval
+        scale_keys = [k for k in keys if k != "queries"]
+        scale = {key: in_child(key, big, 2) for key in scale_keys}
+        pyt_s = scale["pytrec_eval"]["seconds"][-1]
+        rows_scale = []
+        for key in scale_keys:
+            got = scale[key]
+            agree = max(abs(got["means"][m] - scale["pytrec_eval"]["means"][m]) for m in METRICS)
+            rows_scale.append((LABELS[key], fmt_seconds(got["seconds"][-1]),
+                               fmt_seconds(got["seconds"][0]), f"{got['peak_mb']:,.0f} MB",
+                               fmt_ratio(got["seconds"][-1] / pyt_s), f"{agree:.1e}"))
+        tables.append((
+            f"At {scale_queries:,} queries x {depth} ({scale_queries * depth:,} run lines), each tool "
+            "in a fresh Python: a warm-up call, then the timed call:",
+            Table(("tool / path", "timed call", "warm-up call", "peak RSS", "time / pytrec_eval",
+                   "max |mean diff| vs pytrec_eval"), tuple(rows_scale)),
+        ))
+        for path in (big.run, big.qrels):
+            path.unlink(missing_ok=True)
+
     profile_note = None
     if profile or (profile is None and direct_slower):
         ptable, profile_note = profile_direct(files)
@@ -318,12 +429,28 @@ def run(
         else:
             notes.append(f"{_short(label)} DISAGREES with pytrec_eval (max {a['max_query_difference']:.2e}).")
     if with_ranx:
-        label = labels[3]
+        label = LABELS["ranx"]
         notes.append(f"ranx's first call in this process took {fmt_seconds(first_call[label])} "
                      f"(numba compiles, or loads its on-disk cache), against "
                      f"{fmt_seconds(timings[label].median)} once warm; only warm calls are in the ratios.")
     if profile_note:
         notes.append(profile_note)
+    if peaks:
+        lowest_other = min(peaks[k]["peak_mb"] for k in keys if k in ("pytrec_eval", "ranx"))
+        notes.append(
+            f"Peak memory at {n_queries:,} queries: rageval direct {peaks['direct']['peak_mb']:,.0f} MB, "
+            f"store {peaks['store']['peak_mb']:,.0f} MB; the lower of pytrec_eval and ranx "
+            f"{lowest_other:,.0f} MB.")
+    if scale:
+        pyt_s = scale["pytrec_eval"]["seconds"][-1]
+        rivals = {k: v for k, v in scale.items() if k in ("pytrec_eval", "ranx")}
+        for key in ("direct", "store"):
+            faster = all(scale[key]["seconds"][-1] < v["seconds"][-1] for v in rivals.values())
+            leaner = all(scale[key]["peak_mb"] < v["peak_mb"] for v in rivals.values())
+            notes.append(
+                f"At {scale_queries:,} queries, rageval {key}: {fmt_ratio(scale[key]['seconds'][-1] / pyt_s)} "
+                f"of pytrec_eval's time; {'faster' if faster else 'NOT faster'} than "
+                f"{' and '.join(rivals)}, {'with less' if leaner else 'NOT with less'} peak memory.")
 
     return ScenarioResult(
         key="trec",
@@ -344,11 +471,14 @@ def run(
             "per_query": {label: v[0] for label, v in values.items()},
             "agreement": agreement,
             "first_call_s": first_call,
+            "peak_mb": {key: v["peak_mb"] for key, v in peaks.items()},
+            "scale": {"n_queries": scale_queries, "tools": scale} if scale else None,
             "ratios": {
                 "direct_vs_pytrec_eval": timings[direct].median / timings[pyt].median,
                 "store_vs_pytrec_eval": timings[store].median / timings[pyt].median,
-                **({"direct_vs_ranx": timings[direct].median / timings[labels[3]].median,
-                    "store_vs_ranx": timings[store].median / timings[labels[3]].median}
+                "queries_vs_pytrec_eval": timings[LABELS["queries"]].median / timings[pyt].median,
+                **({"direct_vs_ranx": timings[direct].median / timings[LABELS["ranx"]].median,
+                    "store_vs_ranx": timings[store].median / timings[LABELS["ranx"]].median}
                    if with_ranx else {}),
             },
         },
@@ -357,4 +487,8 @@ def run(
 
 def _short(label: str) -> str:
     return label.split(" (")[0]
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main(sys.argv[1:]))
 

@@ -18,16 +18,27 @@ _SAMPLE_RUNS = Path(__file__).resolve().parents[1] / "sample_runs"
 
 
 def import_dirs() -> list[Path]:
-    """The folders a path import may read from, resolved ($RAGEVAL_IMPORT_DIRS or the defaults)."""
+    """The folders a path import may read from, resolved ($RAGEVAL_IMPORT_DIRS or the defaults).
+
+    By default the working directory and sample_runs/; the working directory is left out when
+    it is the filesystem root or the home folder, which hold far more than run files.
+    """
     raw = os.environ.get(IMPORT_DIRS_ENV)
-    dirs = [Path(d) for d in raw.split(os.pathsep) if d.strip()] if raw else [Path.cwd(), _SAMPLE_RUNS]
+    if raw:
+        dirs = [Path(d) for d in raw.split(os.pathsep) if d.strip()]
+    else:
+        cwd = Path.cwd().resolve()
+        too_wide = cwd == Path(cwd.anchor) or cwd == Path.home().resolve()
+        dirs = [_SAMPLE_RUNS] if too_wide else [cwd, _SAMPLE_RUNS]
     return [d.expanduser().resolve() for d in dirs]
 
 
 def check_import_path(text: str) -> Path:
     """The file a typed path names, or UsageError when it lies outside import_dirs().
 
-    Symlinks and '..' are resolved first, so neither can lead out of an allowed folder.
+    Symlinks and '..' are resolved first, so neither can lead out of an allowed folder. Hidden
+    files and folders inside it (.env, .git/, .streamlit/secrets.toml, the store itself) are
+    refused too: a file read as a run can end up quoted in an error message.
     """
     raw = text.strip()
     if not raw:
@@ -35,10 +46,15 @@ def check_import_path(text: str) -> Path:
     path = Path(raw).expanduser()
     resolved = (path if path.is_absolute() else Path.cwd() / path).resolve()
     allowed = import_dirs()
-    if not any(resolved.is_relative_to(d) for d in allowed):
+    inside = [d for d in allowed if resolved.is_relative_to(d)]
+    if not inside:
         listed = ", ".join(str(d) for d in allowed)
         raise UsageError(f"{raw}: outside the folders imports may read from ({listed}); "
                           f"set {IMPORT_DIRS_ENV} to allow another folder")
+    if not any(all(not part.startswith(".") for part in resolved.relative_to(d).parts)
+               for d in inside):
+        raise UsageError(f"{raw}: a hidden file or folder (a name starting with '.'); "
+                          f"imports never read those")
     if not resolved.exists():
         raise UsageError(f"{raw}: no such file")
     if not resolved.is_file():

@@ -61,7 +61,7 @@ def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
 for interrupted in state.take_interrupted():
     # a process killed mid-import (or mid-scoring) since the last look; its source is user text
     st.warning("An import or scoring was interrupted before it finished; nothing of it was stored:")
-    st.code(interrupted, language=None)
+    st.code(interrupted, language=None, wrap_lines=True)
 
 note = state.take_flash()
 if note is not None:

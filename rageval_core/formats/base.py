@@ -137,7 +137,7 @@ def read_sidecar(path: Path, log: ProblemLog) -> RunInfo | None:
     shown = display_path(sidecar)
     try:
         obj = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:  # deep nesting too
         log.error(shown, getattr(e, "lineno", 0), HEADER_KEY, f"not valid JSON: {e}")
         return None
     if isinstance(obj, Mapping) and HEADER_KEY in obj:

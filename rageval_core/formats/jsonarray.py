@@ -22,7 +22,32 @@ from rageval_core.model import Chunk
 
 Layout = Literal["array", "object", "lines"]
 
-_DECODER = json.JSONDecoder()
+
+
+class _Decoder(json.JSONDecoder):
+    """A JSONDecoder that reports nesting too deep to follow as a JSON error, not a crash."""
+
+    def raw_decode(self, s: str, idx: int = 0) -> tuple[Any, int]:
+        try:
+            return super().raw_decode(s, idx)
+        except RecursionError:
+            # Python's parser recurses per level: thousands of "[" would end the import
+            raise json.JSONDecodeError("nested too deeply to read", s, idx) from None
+
+
+#: the largest token count the store keeps (BIGINT), and the range of a relevance label (INTEGER)
+MAX_COUNT = 2**63 - 1
+MIN_LABEL, MAX_LABEL = -(2**31), 2**31 - 1
+
+#: the decoder every reader uses (native.py too): deep nesting is reported, never a crash
+DECODER = _Decoder()
+_DECODER = DECODER
+_LENIENT = _Decoder(strict=False)
+
+
+def loads(text: str, strict: bool = True) -> Any:
+    """json.loads, with nesting too deep to read raised as a JSONDecodeError like any other."""
+    return (_DECODER if strict else _LENIENT).decode(text)
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None, "NaN": math.nan,
@@ -73,7 +98,7 @@ def layout_of(text: str) -> Layout:
     if first.rstrip().endswith("}"):
         return "lines"  # even when that line is broken: then each line is reported on its own
     try:
-        json.loads(first)
+        loads(first)
         return "lines"
     except json.JSONDecodeError:
         pass
@@ -81,7 +106,7 @@ def layout_of(text: str) -> Layout:
     # line of a pretty-printed object is '"key": ...', which never parses alone).
     second = next((line for line in rest.splitlines() if line.strip()), "")
     try:
-        return "lines" if isinstance(json.loads(second), dict) else "object"
+        return "lines" if isinstance(loads(second), dict) else "object"
     except json.JSONDecodeError:
         return "object"
 
@@ -183,7 +208,7 @@ def iter_lines(lines: Iterable[str], file: str, log: ProblemLog) -> Iterator[tup
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw.rstrip())  # so an error at the end has this line's column
+            value = loads(raw.rstrip())  # so an error at the end has this line's column
         except json.JSONDecodeError as e:
             log.error(file, number, "json", f"{e.msg} (column {e.colno})")
             if log.full:
@@ -297,7 +322,7 @@ def peek_first(head: bytes) -> Any:
         return None
     try:
         value, _, _ = _partial(text, start, lenient=True)
-    except _NotJson:
+    except (_NotJson, RecursionError):  # nesting deeper than the parser follows: not sniffable
         return None
     return value
 
@@ -486,9 +511,9 @@ def parse_extras(entry: Mapping[str, Any], line: int, file: str, log: ProblemLog
             ok = False
             continue
         for name, value in counts.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
                 log.error(file, line, f"{key}.{name}",
-                          f"expected an integer >= 0, got {describe(value)}")
+                          f"expected an integer from 0 to {MAX_COUNT}, got {describe(value)}")
                 ok = False
             else:
                 name = str(name)

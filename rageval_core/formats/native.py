@@ -31,6 +31,8 @@ from rageval_core.formats.base import (
     type_name,
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+from rageval_core.formats.jsonarray import DECODER as safe_json  # deep nesting: a JSON error
+from rageval_core.formats.jsonarray import MAX_COUNT, MAX_LABEL, MIN_LABEL
 
 if TYPE_CHECKING:
     from rageval_core.store.rows import ColumnBatch
@@ -122,7 +124,7 @@ def sniff(path: Path, head: bytes) -> str | None:
         if not first.startswith("{"):
             return None
         try:
-            obj, _ = json.JSONDecoder().raw_decode(first)
+            obj, _ = safe_json.raw_decode(first)
         except json.JSONDecodeError:
             # cut by the head limit, or broken: fall back to the key names
             return PRIMARY if _names_native_keys(first.split("}", 1)[0]) else None
@@ -130,7 +132,7 @@ def sniff(path: Path, head: bytes) -> str | None:
     if text.startswith("{"):
         line = text.split("\n", 1)[0]
         try:
-            obj = json.loads(line)
+            obj = safe_json.decode(line)
         except json.JSONDecodeError:
             return PRIMARY if _names_native_keys(line) else None
         return PRIMARY if _is_native_record(obj) else None
@@ -183,7 +185,7 @@ def _jsonl_header(path: Path, lineno: int, shown: str, log: ProblemLog) -> RunIn
     with path.open("rb") as fh:
         raw = next(itertools.islice(fh, lineno - 1, None))
     try:
-        obj = json.loads(raw.removeprefix(_BOM).decode("utf-8"))
+        obj = safe_json.decode(raw.removeprefix(_BOM).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None  # reported when the stream reaches this line
     return _header_info(obj, shown, lineno, log)
@@ -227,7 +229,7 @@ def _jsonl_records(path: Path, shown: str, log: ProblemLog, skip: int) -> Iterat
                 continue
             try:
                 # without the line break, a column in the message is a column of this line
-                obj = json.loads(text.rstrip("\r\n"))
+                obj = safe_json.decode(text.rstrip("\r\n"))
             except json.JSONDecodeError as e:
                 log.error(shown, lineno, "json", f"{e.msg} (column {e.colno})")
                 obj = _UNREADABLE
@@ -244,7 +246,7 @@ def _array_records(path: Path, shown: str, log: ProblemLog) -> Iterator[tuple[in
         log.error(shown, line, "file", "invalid UTF-8")
         yield line, _UNREADABLE
         return
-    decoder = json.JSONDecoder()
+    decoder = safe_json
     line, counted = 1, 0
 
     def line_at(pos: int) -> int:
@@ -449,6 +451,8 @@ def _plain_chunk(item: Any) -> Chunk | None:
 
 #: JSONL bytes per column batch (whole lines): bounds the memory a batch holds
 COLUMN_BLOCK_BYTES = 32 << 20
+#: at most this many queries per column batch (as the store's query route batches them)
+COLUMN_BATCH_QUERIES = 5_000
 _NONE = type(None)
 _STR_OR_NONE = frozenset({str, _NONE})
 _NUMBER_OR_NONE = frozenset({float, int, _NONE})
@@ -487,12 +491,13 @@ def _jsonl_columns(path: Path, skip: int) -> Iterator[ColumnBatch]:
                     continue
                 try:
                     records.append(_LOADS(line.rstrip("\r\n")))
-                except ValueError:
+                except (ValueError, RecursionError):  # deep nesting: the line reader reports it
                     raise UseQueries from None
             del text
-            if records:
-                yield _column_batch(records, n_done, seen)
-                n_done += len(records)
+            for lo in range(0, len(records), COLUMN_BATCH_QUERIES):
+                part = records[lo:lo + COLUMN_BATCH_QUERIES]
+                yield _column_batch(part, n_done, seen)
+                n_done += len(part)
     if n_done == 0:
         raise UseQueries  # "no queries" is the line reader's to report
 
@@ -654,6 +659,9 @@ def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, int] | Non
                     check.error(
                         f"relevance.{doc_id}", f"expected an integer label, got {_shown(label)}"
                     )
+                elif not MIN_LABEL <= label <= MAX_LABEL:  # the store keeps 32-bit labels
+                    check.error(f"relevance.{doc_id}",
+                                f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {label}")
                 else:
                     out[doc_id] = label
     return out
@@ -698,6 +706,8 @@ def parse_counts(value: Any, field: str, check: Check) -> dict[str, int]:
     for key, item in _entries(value, field, check):
         if isinstance(item, bool) or not isinstance(item, int) or item < 0:
             check.error(f"{field}.{key}", f"expected an integer >= 0, got {_shown(item)}")
+        elif item > MAX_COUNT:  # the store keeps 64-bit counts
+            check.error(f"{field}.{key}", f"expected an integer from 0 to {MAX_COUNT}, got {item}")
         else:
             out[key] = item
     return out

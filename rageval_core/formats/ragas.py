@@ -28,6 +28,7 @@ from rageval_core.formats.jsonarray import (
     id_text,
     iter_array,
     iter_lines,
+    loads,
     read_text,
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
@@ -296,7 +297,7 @@ class _RowParser:
 def _parse_list_cell(cell: str) -> list[Any] | None:
     """A CSV cell holding a list: JSON first, then a Python literal (never eval)."""
     try:
-        value = json.loads(cell, strict=False)  # strict=False: a raw newline inside a string
+        value = loads(cell, strict=False)  # strict=False: a raw newline inside a string
     except json.JSONDecodeError:
         try:
             value = ast.literal_eval(cell.strip())

@@ -35,6 +35,7 @@ from rageval_core.formats.native import (
     quoted,
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+from rageval_core.formats.jsonarray import loads  # deep nesting is a JSON error
 
 FORMAT = "table"
 PRIMARY = "run"
@@ -220,17 +221,19 @@ def _check_columns(names: list[str], shown: str, line: int, log: ProblemLog) -> 
             log.error(shown, line, name, "missing column")
             ok = False
     seen: set[str] = set()
-    for name in names:
+    for number, name in enumerate(names, start=1):
+        # a blank header cell still needs a name in the message
+        field = name if name.strip() else f"column {number} (no name)"
         if name in seen:
-            log.error(shown, line, name, "column given twice")
+            log.error(shown, line, field, "column given twice")
             ok = False
         seen.add(name)
         prefixed = name.startswith(_ROW_PREFIXES + _QUERY_PREFIXES)
         if prefixed and name.endswith("."):
-            log.error(shown, line, name, "column name needs a key after the dot")
+            log.error(shown, line, field, "column name needs a key after the dot")
             ok = False
         elif not prefixed and name not in _ROW_COLUMNS and name not in _QUERY_COLUMNS:
-            log.warn(shown, line, name, "unknown column, ignored")
+            log.warn(shown, line, field, "unknown column, ignored")
     return ok
 
 
@@ -366,7 +369,7 @@ def _evidence(value: Any) -> Any:
     """A JSON list of spans when the cell is one; otherwise the cell is a single span."""
     if isinstance(value, str) and value.lstrip().startswith("["):
         try:
-            parsed = json.loads(value)
+            parsed = loads(value)
         except json.JSONDecodeError:
             return value
         return parsed if isinstance(parsed, list) else value
@@ -377,7 +380,7 @@ def _json_cell(value: Any, col: str, check: Check) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return loads(value)
     except json.JSONDecodeError as e:
         check.error(col, f"not valid JSON: {e.msg} (column {e.colno})")
         return None

@@ -3,7 +3,9 @@
 The dashboard is a long-lived process; a Store kept open for its whole life would lock every
 `rageval import` out of the file (DuckDB: one process per file). A LeasedStore opens the file
 on first use (waiting, with backoff, while another process holds it), shares that connection
-between threads while any of them works, and closes it once nobody has used it for idle_s.
+between threads while any of them works, and closes it once nobody has used it for idle_s, or
+as soon as the calls under way finish when another process is waiting for the file (it leaves
+a marker, locking.waiters): new calls then wait until that process has had its turn.
 Reopening costs about 50-100 ms (docs/reliability.md), so a burst of calls (one page render)
 pays it once.
 """
@@ -11,6 +13,7 @@ pays it once.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,10 +21,13 @@ from pathlib import Path
 import duckdb
 
 from rageval_core.errors import StoreError
+from rageval_core.store import locking
 from rageval_core.store.store import Store, default_path
 
 #: seconds without use after which the file is let go
 DEFAULT_IDLE_S = 0.25
+#: longest a call waits, before opening the file, for another waiting process to take its turn
+YIELD_S = 2.0
 
 
 class LeasedStore(Store):
@@ -41,7 +47,8 @@ class LeasedStore(Store):
         self._con: duckdb.DuckDBPyConnection | None = None
         self.idle_s = idle_s
         self.wait_s = wait_s
-        self._lock = threading.RLock()
+        self._cond = threading.Condition(threading.RLock())
+        self._held = threading.local()  # how many holds the calling thread has open
         self._users = 0
         self._timer: threading.Timer | None = None
         #: how many times the file was opened (for measurements and tests)
@@ -79,32 +86,50 @@ class LeasedStore(Store):
 
     def close(self) -> None:
         """Let go of the file now (a later call opens it again)."""
-        with self._lock:
+        with self._cond:
             self._cancel_timer()
             self._close_connection()
 
     # -- the lease ----------------------------------------------------------------------------
 
     def _acquire(self, wait_s: float | None) -> None:
-        with self._lock:
+        limit = locking.wait_s() if wait_s is None else wait_s
+        deadline = time.monotonic() + limit
+        mine = getattr(self._held, "n", 0)
+        with self._cond:
             self._cancel_timer()
+            # Another process waits for the file: finish the calls under way, let go, and let it
+            # in before opening again (else a busy dashboard could lock an import out for good).
+            # A thread already holding the lease never waits for itself.
+            # Yielding is bounded (YIELD_S): a waiter that never opens cannot stall us.
+            yield_until = min(deadline, time.monotonic() + YIELD_S)
+            while mine == 0 and time.monotonic() < yield_until and locking.waiters(self.path):
+                if self._con is not None and self._users == 0:
+                    self._close_connection()
+                self._cond.wait(0.05)
             if self._con is None:
                 # Store() waits for the file, migrates, and marks dead imports interrupted.
-                opened = Store(self.path, wait_s=wait_s)
+                opened = Store(self.path, wait_s=max(deadline - time.monotonic(), 0.0))
                 self._con, opened._con = opened._con, None
                 self.opens += 1
             self._users += 1
+        self._held.n = mine + 1
 
     def _release(self) -> None:
-        with self._lock:
+        self._held.n = getattr(self._held, "n", 1) - 1
+        with self._cond:
             self._users -= 1
+            self._cond.notify_all()
             if self._users == 0 and self._con is not None:
+                if locking.waiters(self.path):
+                    self._close_connection()
+                    return
                 self._timer = threading.Timer(self.idle_s, self._close_if_idle)
                 self._timer.daemon = True
                 self._timer.start()
 
     def _close_if_idle(self) -> None:
-        with self._lock:
+        with self._cond:
             if self._users == 0 and self._timer is threading.current_thread():
                 self._timer = None
                 self._close_connection()

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import random
 import re
+import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import duckdb
 
@@ -23,6 +25,8 @@ WAIT_ENV = "RAGEVAL_BUSY_WAIT_S"
 #: first pause between tries, and the longest one (the pause doubles, with jitter)
 FIRST_PAUSE_S = 0.05
 MAX_PAUSE_S = 0.5
+#: a process waiting for the file leaves FILE.wait-PID-THREAD beside it while it waits
+WAIT_SUFFIX = ".wait-"
 
 
 class StoreBusyError(StoreError):
@@ -64,23 +68,69 @@ def connect(
 
     wait: seconds to keep trying (None: wait_s()); on_wait(waited_s) is called before each pause,
     so a caller can say it is waiting. StoreBusyError once the wait is over; any other failure
-    to open is raised at once.
+    to open is raised at once. While it waits, a marker file beside the store tells a
+    LeasedStore (the dashboard) to let go of the file at once rather than after its idle time.
     """
     limit = wait_s() if wait is None else wait
     started = time.monotonic()
     pause = FIRST_PAUSE_S
-    while True:
+    marker: Path | None = None
+    try:
+        while True:
+            try:
+                return duckdb.connect(path)
+            except duckdb.Error as e:
+                if not is_lock_error(e):
+                    raise
+                waited = time.monotonic() - started
+                if waited >= limit:
+                    pid = re.search(r"PID (\d+)", str(e))
+                    holder = f" (PID {pid.group(1)})" if pid else ""
+                    raise StoreBusyError(path, holder, waited) from e
+                if marker is None:
+                    marker = _announce(path)
+                if on_wait is not None:
+                    on_wait(waited)
+                # jitter: two waiters that met once do not keep meeting
+                time.sleep(min(pause * random.uniform(0.5, 1.0), max(limit - waited, 0.0)))
+                pause = min(pause * 2, MAX_PAUSE_S)
+    finally:
+        if marker is not None:
+            marker.unlink(missing_ok=True)
+
+
+def _marker_prefix(path: str) -> Path:
+    return Path(path).with_name(Path(path).name + WAIT_SUFFIX)
+
+
+def _announce(path: str) -> Path | None:
+    """Leave a marker saying this process waits for the file (a LeasedStore lets go for it)."""
+    marker = Path(f"{_marker_prefix(path)}{os.getpid()}-{threading.get_ident()}")
+    try:
+        marker.touch()
+    except OSError:
+        return None  # a read-only folder: waiting still works, only without priority
+    return marker
+
+
+def waiters(path: str) -> list[int]:
+    """Pids of other live processes waiting to open path (stale markers are removed)."""
+    prefix = _marker_prefix(path)
+    try:
+        names = [p for p in prefix.parent.iterdir() if p.name.startswith(prefix.name)]
+    except OSError:
+        return []
+    found = []
+    for marker in names:
+        pid_text = marker.name[len(prefix.name):].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
         try:
-            return duckdb.connect(path)
-        except duckdb.Error as e:
-            if not is_lock_error(e):
-                raise
-            waited = time.monotonic() - started
-            if waited >= limit:
-                pid = re.search(r"PID (\d+)", str(e))
-                raise StoreBusyError(path, f" (PID {pid.group(1)})" if pid else "", waited) from e
-            if on_wait is not None:
-                on_wait(waited)
-            # jitter: two waiters that met once do not keep meeting
-            time.sleep(min(pause * random.uniform(0.5, 1.0), max(limit - waited, 0.0)))
-            pause = min(pause * 2, MAX_PAUSE_S)
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            marker.unlink(missing_ok=True)  # its process died while waiting
+            continue
+        except PermissionError:
+            pass
+        found.append(int(pid_text))
+    return found

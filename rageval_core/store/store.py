@@ -39,6 +39,8 @@ ENV_VAR = "RAGEVAL_DB"
 #: Queries per insert batch, and a cap on rows per batch so long rankings do not blow memory.
 BATCH_QUERIES = 5_000
 MAX_BATCH_ROWS = 250_000
+#: DuckDB's memory cap while a file-backed store imports (see _import_memory)
+IMPORT_MEMORY_LIMIT = "512MB"
 
 _RUN_COLUMNS = (
     "run_id, name, content_hash, format, sources, created_at, description, imported_at, settings, "
@@ -436,17 +438,66 @@ def _insert_rows(
 
     Returns (queries, chunks, longest ranking). Both routes give the same rows and content hash.
     """
-    if parsed.columns is not None:
-        try:
-            return _insert_batches(cur, run_id, parsed.columns, hasher, progress)
-        except UseQueries:
-            # The fast route met something only the line reader judges exactly (a problem, or
-            # a rare shape): drop its rows, this transaction's own, and read the queries.
-            for table in QUERY_TABLES:
-                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-            hasher.reset()
-    batches = batches_from_queries(parsed.queries, BATCH_QUERIES, MAX_BATCH_ROWS)
-    return _insert_batches(cur, run_id, batches, hasher, progress)
+    with _import_memory(cur):
+        if parsed.columns is not None:
+            try:
+                return _insert_batches(cur, run_id, parsed.columns, hasher, progress)
+            except UseQueries:
+                # The fast route met something only the line reader judges exactly (a problem,
+                # or a rare shape): drop its rows, this transaction's own, and read the queries.
+                for table in QUERY_TABLES:
+                    cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+                hasher.reset()
+        batches = batches_from_queries(parsed.queries, BATCH_QUERIES, MAX_BATCH_ROWS)
+        return _insert_batches(cur, run_id, batches, hasher, progress)
+
+
+@contextmanager
+def _import_memory(cur: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Cap DuckDB's memory at IMPORT_MEMORY_LIMIT while a file-backed store imports.
+
+    DuckDB keeps the blocks a long insert writes cached up to its memory limit (80% of RAM by
+    default), so a multi-GB run would grow the process by as much; capped, they are evicted
+    (they are on disk already). An in-memory store cannot evict, and a limit someone set by
+    hand is theirs: both are left alone. RESET gives the default back exactly.
+    """
+    path = first_row(
+        cur.execute(
+            "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchall()
+    )
+    setting = "SELECT current_setting('memory_limit')"
+    lower = False
+    if path is not None and path[0] is not None:
+        before = first_row(cur.execute(setting).fetchall())
+        with duckdb.connect(":memory:") as fresh:
+            default = first_row(fresh.execute(setting).fetchall())
+        lower = (
+            before is not None
+            and before == default
+            and _bytes(str(before[0])) > _bytes(IMPORT_MEMORY_LIMIT)
+        )
+    if lower:
+        cur.execute(f"SET memory_limit = '{IMPORT_MEMORY_LIMIT}'")
+    try:
+        yield
+    finally:
+        if lower:
+            with suppress(duckdb.Error):
+                cur.execute("RESET memory_limit")
+
+
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?) ?([KMGT]?i?B)")
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def _bytes(size: str) -> float:
+    """'18.8 GiB' -> bytes (inf for a spelling not known here: a default is then taken as large)."""
+    match = _SIZE.fullmatch(size.strip())
+    if match is None or match.group(2) not in _UNITS:
+        return float("inf") if size.strip() else 0.0
+    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def _insert_batches(
@@ -457,10 +508,16 @@ def _insert_batches(
     progress: Callable[[int], None] | None,
 ) -> tuple[int, int, int]:
     n_queries = n_chunks = max_depth = 0
-    # The reader parses the next batch in a worker thread while DuckDB inserts this one.
-    for batch in prefetch(batches):
+
+    def hashed(batches: Iterable[ColumnBatch]) -> Iterator[ColumnBatch]:
+        for batch in batches:
+            hasher.add(batch)
+            yield batch
+
+    # The reader parses (and hashes) the next batch in a worker thread while DuckDB inserts
+    # this one: on 2 cores the two halves overlap.
+    for batch in prefetch(hashed(batches)):
         _insert_batch(cur, run_id, batch)
-        hasher.add(batch)
         n_queries += batch.n_queries
         n_chunks += batch.n_chunks
         max_depth = max(max_depth, batch.max_depth)
@@ -470,13 +527,13 @@ def _insert_batches(
 
 
 def _insert_batch(cur: duckdb.DuckDBPyConnection, run_id: int, batch: ColumnBatch) -> None:
-    """Bulk insert through registered Arrow tables (executemany is ~1000x slower)."""
-    for table, arrow in batch.tables.items():
-        cur.register("rageval_batch", arrow)
-        try:
-            cur.execute(f"INSERT INTO {table} SELECT ?, * FROM rageval_batch", [run_id])
-        finally:
-            cur.unregister("rageval_batch")
+    """Bulk insert Arrow tables by DuckDB's replacement scan (executemany is ~1000x slower).
+
+    Not cur.register(): a registered table stays referenced until the transaction ends, so a
+    large import would hold every batch in memory at once.
+    """
+    for table, rageval_batch in batch.tables.items():  # noqa: B007 (read by name in the SQL)
+        cur.execute(f"INSERT INTO {table} SELECT ?, * FROM rageval_batch", [run_id])
 
 
 def _choose_name(name: str | None, parsed: ParsedRun, taken: set[str]) -> str:

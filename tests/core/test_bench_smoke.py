@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from bench import matching_speed, recompute, trec_e2e
+from bench import matching_speed, native_scale, recompute, report, trec_e2e
 from bench.__main__ import main
 
-DIRECT = "rageval direct (trec.read -> labels -> compute)"
+DIRECT = "rageval direct (trec.read_arrays -> compute)"
 STORE = "rageval store (import -> load_run_data -> evaluate)"
+QUERIES = "rageval Query objects (trec.read -> ranked_labels_from_queries -> compute)"
 PYTREC = "pytrec_eval (parse_run/parse_qrel -> evaluate)"
 RANX = "ranx, warm (from_file -> evaluate)"
 
@@ -55,16 +56,26 @@ def test_trec_files_are_deterministic_and_shaped_as_described(tmp_path: Path) ->
 
 
 def test_trec_scenario_values_equal_pytrec_eval(tmp_path: Path) -> None:
-    result = trec_e2e.run(tmp_path, n_queries=120, depth=100, with_ranx=False, profile=True, repeats=1)
+    result = trec_e2e.run(tmp_path, n_queries=120, depth=100, with_ranx=False, profile=True, repeats=1,
+                          scale_queries=150)
     data = result.data
     assert {"timings", "means", "per_query", "agreement", "ratios", "n_tied_queries"} <= set(data)
-    assert set(data["timings"]) == {DIRECT, STORE, PYTREC}
+    assert set(data["timings"]) == {DIRECT, STORE, QUERIES, PYTREC}
+    # peak memory of each tool, in a child process, and the larger size's run (children too)
+    assert set(data["peak_mb"]) == {"direct", "store", "queries", "pytrec_eval"}
+    assert all(mb > 10 for mb in data["peak_mb"].values())
+    scale = data["scale"]["tools"]
+    assert set(scale) == {"direct", "store", "pytrec_eval"}
+    for got in scale.values():
+        assert len(got["seconds"]) == 2
+        for metric in trec_e2e.METRICS:
+            assert got["means"][metric] == pytest.approx(scale["pytrec_eval"]["means"][metric], abs=1e-9)
     assert {"direct_vs_pytrec_eval", "store_vs_pytrec_eval"} <= set(data["ratios"])
     assert all(t["median_s"] > 0 and t["repeats"] == 1 for t in data["timings"].values())
     assert data["n_tied_queries"] > 0  # trec_eval's tie order is exercised
 
     expected = reference_values(tmp_path)
-    for label in (DIRECT, STORE):
+    for label in (DIRECT, STORE, QUERIES):
         got = data["per_query"][label]
         for metric, values in expected.items():
             assert set(got[metric]) == set(values)
@@ -86,6 +97,36 @@ def test_trec_scenario_with_ranx_agrees_off_ties(tmp_path: Path) -> None:
     assert agreement["max_query_difference_untied"] <= 1e-9
     assert {"direct_vs_ranx", "store_vs_ranx"} <= set(result.data["ratios"])
     assert result.data["first_call_s"][RANX] > 0
+
+
+def test_native_scale_scenario_imports_with_the_cli(tmp_path: Path) -> None:
+    result = native_scale.run(tmp_path, sizes=(30, 90))
+    points = result.data["points"]
+    assert [p["n_queries"] for p in points] == [30, 90]
+    for p in points:
+        assert p["mb_per_s"] > 0 and p["peak_rss_mb"] > 10 and p["cpu_s"] > 0
+        assert f"({p['n_queries']} queries, depth 20)" in p["stdout"]  # the CLI's own report
+    assert set(result.data["steps_s"]) == {"read", "json", "columns", "insert", "hash"}
+    assert "Where the time goes" in result.text()
+    svg = report.growth_svg(points)
+    assert svg.startswith("<svg") and svg.count("<circle") == 4  # 2 sizes x 2 panels
+
+
+def test_native_run_generator_is_deterministic_and_valid(tmp_path: Path) -> None:
+    from rageval_core.errors import ProblemLog
+    from rageval_core.formats import native
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    native_scale.write_native_run(a, 25, seed=4)
+    native_scale.write_native_run(b, 25, seed=4)
+    assert a.read_bytes() == b.read_bytes()
+    log = ProblemLog()
+    queries = list(native.read(a, None, log).queries)
+    assert log.problems == [] and len(queries) == 25
+    assert all(q.retrieved is not None and len(q.retrieved) == 20 for q in queries)
+    texts = [c.text or "" for q in queries for c in q.retrieved or ()]
+    assert 450 <= sum(map(len, texts)) / len(texts) <= 500
+    assert all(q.evidence and q.latency_ms and q.tokens and q.relevance for q in queries)
 
 
 def test_recompute_scenario_times_the_real_evaluate(tmp_path: Path) -> None:

@@ -110,9 +110,8 @@ def test_a_leased_store_lets_go_of_the_file_when_idle(tmp_path: Path) -> None:
         holder.wait(timeout=30)
         holder = hold(db, -1)
         try:
-            with pytest.raises(StoreBusyError, match="is busy"):
-                with leased.hold(wait_s=0.5):
-                    pass
+            with pytest.raises(StoreBusyError, match="is busy"), leased.hold(wait_s=0.5):
+                pass
         finally:
             holder.communicate("", timeout=30)
     finally:
@@ -176,6 +175,7 @@ def test_readers_and_imports_in_another_process_take_turns(tmp_path: Path) -> No
     assert_consistent(db)
     OPERATIONS["lease readers (reads + evaluations)"] = ops["reads"] + ops["evaluations"]
     OPERATIONS["CLI imports while reading"] = len(imports)
+    print(f"\nconcurrency (core): {ops}, imports {len(imports)}, lease opens {leased.opens}")
 
 
 def test_a_store_held_for_good_locks_imports_out(tmp_path: Path) -> None:

@@ -285,6 +285,7 @@ def test_killing_the_real_cli_at_any_moment_never_leaves_half_a_run(tmp_path: Pa
                 assert ("import" in told) == ("import" in started_kinds)
                 outcomes.append("nothing")
     assert_consistent(db)
+    print(f"\nreal CLI kills: {outcomes}")
     # the schedule hit the middle of the work at least once
     assert "nothing" in outcomes, outcomes
 
