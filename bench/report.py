@@ -106,9 +106,9 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
     return Table(("comparison", "result", "meaning"), tuple(rows), text_columns=(0, 2))
 
 
-def growth_svg(points: Sequence[dict[str, Any]], width: int = 760, height: int = 300) -> str:
+def growth_svg(points: Sequence[dict[str, Any]], width: int = 760, height: int = 320) -> str:
     """Time and peak memory against queries, log-log, with a linear-growth reference (an SVG)."""
-    panel_w, top, bottom, left = (width - 40) // 2, 40, 50, 60
+    panel_w, top, bottom, left = (width - 40) // 2, 40, 70, 60
     plot_w, plot_h = panel_w - left - 20, height - top - bottom
     xs = [float(p["n_queries"]) for p in points]
     parts = [
@@ -139,16 +139,19 @@ def growth_svg(points: Sequence[dict[str, Any]], width: int = 760, height: int =
         parts.append(f'<polyline points="{ref}" fill="none" stroke="#999" stroke-dasharray="4 3"/>')
         line = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
         parts.append(f'<polyline points="{line}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
-        for x, y in zip(xs, ys, strict=True):
+        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
             parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="#1f77b4"/>')
             label = f"{y:,.1f}" if y < 100 else f"{y:,.0f}"
-            parts.append(f'<text x="{px(x) + 6:.1f}" y="{py(y) - 6:.1f}">{label}</text>')
+            # the last label sits left of its point, inside the frame
+            anchor, dx = ("end", -8) if i == len(xs) - 1 else ("start", 6)
+            parts.append(f'<text x="{px(x) + dx:.1f}" y="{py(y) - 6:.1f}" '
+                         f'text-anchor="{anchor}">{label}</text>')
             parts.append(f'<text x="{px(x):.1f}" y="{top + plot_h + 18}" text-anchor="middle">'
                          f"{x:,.0f}</text>")
-        parts.append(f'<text x="{ox + left + plot_w / 2:.1f}" y="{height - 8}" '
+        parts.append(f'<text x="{ox + left + plot_w / 2:.1f}" y="{top + plot_h + 36}" '
                      'text-anchor="middle">queries</text>')
-    parts.append(f'<text x="{width - 20}" y="{height - 8}" text-anchor="end" fill="#666">'
-                 "dashed: linear growth from the smallest size</text>")
+    parts.append(f'<text x="{width / 2:.0f}" y="{height - 8}" text-anchor="middle" fill="#666">'
+                 "blue: measured; dashed: linear growth from the smallest size</text>")
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 

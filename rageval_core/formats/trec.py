@@ -204,6 +204,7 @@ class _Staged:
             ).fetchall())
             n_lines = run_layout.n_lines
             if counts is None or counts[0] != n_lines or n_lines == 0 or counts[1] or counts[2]:
+                con.close()
                 return None
             con.execute(
                 "CREATE TABLE qmap AS SELECT qid, (row_number() OVER (ORDER BY first) - 1)::INTEGER "
@@ -214,6 +215,7 @@ class _Staged:
             if qrels is not None and qrels_layout is not None:
                 missing_or_none = cls._load_qrels(con, qrels, qrels_layout)
                 if missing_or_none is None:
+                    con.close()
                     return None
                 missing = missing_or_none
         except duckdb.Error:

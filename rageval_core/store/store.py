@@ -39,7 +39,7 @@ ENV_VAR = "RAGEVAL_DB"
 #: Queries per insert batch, and a cap on rows per batch so long rankings do not blow memory.
 BATCH_QUERIES = 5_000
 MAX_BATCH_ROWS = 250_000
-#: DuckDB's memory cap while a file-backed store imports (see _import_memory)
+#: DuckDB's memory cap while a file-backed store imports (see _import_settings)
 IMPORT_MEMORY_LIMIT = "512MB"
 
 _RUN_COLUMNS = (
@@ -438,7 +438,7 @@ def _insert_rows(
 
     Returns (queries, chunks, longest ranking). Both routes give the same rows and content hash.
     """
-    with _import_memory(cur):
+    with _import_settings(cur):
         if parsed.columns is not None:
             try:
                 return _insert_batches(cur, run_id, parsed.columns, hasher, progress)
@@ -453,38 +453,46 @@ def _insert_rows(
 
 
 @contextmanager
-def _import_memory(cur: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Cap DuckDB's memory at IMPORT_MEMORY_LIMIT while a file-backed store imports.
+def _import_settings(cur: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB settings for a file-backed store's import: less cache, cheaper string compression.
 
-    DuckDB keeps the blocks a long insert writes cached up to its memory limit (80% of RAM by
-    default), so a multi-GB run would grow the process by as much; capped, they are evicted
-    (they are on disk already). An in-memory store cannot evict, and a limit someone set by
-    hand is theirs: both are left alone. RESET gives the default back exactly.
+    - memory_limit IMPORT_MEMORY_LIMIT: DuckDB keeps the blocks a long insert writes cached up
+      to its limit (80% of RAM by default), so a multi-GB run would grow the process by as much;
+      capped, they are evicted (they are on disk already).
+    - force_compression 'zstd' (strings only; numbers keep their own methods): DuckDB's default
+      for strings, dictionary + FSST, costs a third of a large import's CPU time; zstd writes
+      files as small on chunk texts (docs/benchmarks.md) at much less CPU.
+    An in-memory store (which compresses nothing and cannot evict) and settings someone chose
+    by hand are left alone; RESET gives the defaults back exactly.
     """
     path = first_row(
         cur.execute(
             "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
         ).fetchall()
     )
-    setting = "SELECT current_setting('memory_limit')"
-    lower = False
-    if path is not None and path[0] is not None:
-        before = first_row(cur.execute(setting).fetchall())
-        with duckdb.connect(":memory:") as fresh:
-            default = first_row(fresh.execute(setting).fetchall())
-        lower = (
-            before is not None
-            and before == default
-            and _bytes(str(before[0])) > _bytes(IMPORT_MEMORY_LIMIT)
-        )
-    if lower:
-        cur.execute(f"SET memory_limit = '{IMPORT_MEMORY_LIMIT}'")
+    if path is None or path[0] is None:
+        yield
+        return
+    changed = []
+    with duckdb.connect(":memory:") as fresh:
+        for name, value in (("memory_limit", IMPORT_MEMORY_LIMIT), ("force_compression", "zstd")):
+            query = f"SELECT current_setting('{name}')"
+            before = first_row(cur.execute(query).fetchall())
+            if before is None or before != first_row(fresh.execute(query).fetchall()):
+                continue  # set by hand: theirs
+            if name == "memory_limit" and _bytes(str(before[0])) <= _bytes(value):
+                continue  # a small machine's default is lower already
+            try:
+                cur.execute(f"SET {name} = '{value}'")
+            except duckdb.Error:
+                continue  # an older DuckDB without zstd for strings: keep its default
+            changed.append(name)
     try:
         yield
     finally:
-        if lower:
+        for name in changed:
             with suppress(duckdb.Error):
-                cur.execute("RESET memory_limit")
+                cur.execute(f"RESET {name}")
 
 
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?) ?([KMGT]?i?B)")

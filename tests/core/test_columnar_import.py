@@ -309,21 +309,24 @@ def test_file_store_memory_limit_is_restored(tmp_path: Path) -> None:
             assert store.connection.execute("SELECT current_setting('memory_limit')").fetchall() == before
 
 
-def test_file_store_import_runs_under_the_import_memory_cap(tmp_path: Path) -> None:
+def test_file_store_import_runs_under_the_import_settings(tmp_path: Path) -> None:
     path = write(tmp_path / "gen.jsonl", random_native_run(random.Random(5), 10))
+    query = "SELECT current_setting('memory_limit'), current_setting('force_compression')"
     seen: list[Any] = []
     for db in (tmp_path / "s.duckdb", ":memory:"):
         with Store(db) as store:
             def progress(done: int, store: Store = store) -> None:
-                seen.append(store.connection.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+                seen.append(store.connection.execute(query).fetchall()[0])
 
             log = ProblemLog()
             store.import_run(read_inputs([path], None, log)[0], log, progress=progress)
+            seen.append(store.connection.execute(query).fetchall()[0])  # after: as before
     capped = duckdb.connect().execute(
         f"SET memory_limit = '{store_module.IMPORT_MEMORY_LIMIT}'; SELECT current_setting('memory_limit')"
     ).fetchall()[0][0]
-    default = duckdb.connect().execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    assert seen == [capped, default]  # file store: capped; in-memory store: left alone
+    default = duckdb.connect().execute(query).fetchall()[0]
+    # file store: capped and zstd during the import, defaults after; in-memory: left alone
+    assert seen == [(capped, "zstd"), default, default, default]
 
 
 def test_prefetch_passes_items_errors_and_stops_early() -> None:
