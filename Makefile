@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RAGEVAL := $(VENV)/bin/rageval
 PYTHON ?= python3
 
-.PHONY: help run test bench lint import setup setup-test browser clean
+.PHONY: help run test bench bench-quick lint import setup setup-test browser clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -42,8 +42,11 @@ browser:  ## install Debian's chromium for the browser tests when it is missing
 test: setup-test browser  ## set up (with test extras) and run every test
 	$(PY) -m pytest
 
-bench: $(VENV)/.installed-bench  ## speed against pytrec_eval, ranx and difflib (writes docs/benchmarks.md)
-	$(PY) -m bench
+bench: $(VENV)/.installed-bench  ## the issue's sizes against pytrec_eval, ranx and difflib (~30 min; writes docs/benchmarks.md)
+	$(PY) -m bench --scale
+
+bench-quick: $(VENV)/.installed-bench  ## every bench scenario at small sizes (a minute; writes nothing)
+	$(PY) -m bench --quick
 
 lint: setup-test  ## ruff + mypy on the core
 	$(VENV)/bin/ruff check rageval_core dashboard tests bench

@@ -19,18 +19,20 @@ GROWTH_SVG = "benchmarks_growth.svg"
 #: full sizes (the brief's) and --quick sizes (seconds, for the smoke test and a first look)
 FULL: dict[str, dict[str, Any]] = {
     "trec": {"n_queries": 10_000, "depth": 100},
-    "recompute": {"n_queries": 100_000, "repeats": 15, "slow_repeats": 3},
+    "recompute": {"n_queries": 100_000, "repeats": 15, "slow_repeats": 3,
+                  "growth_sizes": (10_000, 100_000)},
     "matching": {"n_queries": 334, "difflib_sample": 3000, "repeats": 3},
     "native_scale": {"sizes": (10_000, 100_000)},
 }
 #: added by --scale (make bench passes it): the issue's large sizes, minutes each
 SCALE: dict[str, dict[str, Any]] = {
     "trec": {"scale_queries": 100_000},
+    "recompute": {"growth_sizes": (10_000, 100_000, 1_000_000)},
     "native_scale": {"sizes": (10_000, 100_000, 1_000_000)},
 }
 QUICK: dict[str, dict[str, Any]] = {
     "trec": {"n_queries": 200, "depth": 100},
-    "recompute": {"n_queries": 2_000, "repeats": 5, "slow_repeats": 3},
+    "recompute": {"n_queries": 2_000, "repeats": 5, "slow_repeats": 3, "growth_sizes": (500, 2_000)},
     "matching": {"n_queries": 10, "difflib_sample": 200, "repeats": 2},
     "native_scale": {"sizes": (500, 2_000)},
 }
@@ -99,14 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out if args.out is not None else (None if args.quick else DOCS)
     if out is not None and not args.no_write:
         out.parent.mkdir(parents=True, exist_ok=True)
-        images = {}
-        growth = [r for r in results if r.key == "native_scale" and len(r.data["points"]) > 1]
-        if growth:
+        series = report.growth_series(results)
+        growth_image = None
+        if series:
             svg = out.with_name(GROWTH_SVG)
-            svg.write_text(report.growth_svg(growth[0].data["points"]), encoding="utf-8")
-            images["native_scale"] = svg.name
+            svg.write_text(report.growth_svg(series), encoding="utf-8")
+            growth_image = svg.name
             print(f"wrote {svg}")
-        out.write_text(report.render(results, facts, elapsed, args.quick, images=images),
+        out.write_text(report.render(results, facts, elapsed, args.quick, growth_image=growth_image),
                        encoding="utf-8")
         print(f"wrote {out}")
     return 0

@@ -8,6 +8,8 @@ where evaluate() finds a run's kept pair scores, so the timed call is the dashbo
 from __future__ import annotations
 
 import itertools
+import tracemalloc
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -79,9 +81,50 @@ def make_run_data(scores: np.ndarray, n_spans: np.ndarray, n_ret: np.ndarray, re
     return data
 
 
+def growth(sizes: Sequence[int], depth: int = 20, spans: int = 3, seed: int = 0,
+           repeats: int = 5) -> list[dict[str, Any]]:
+    """Per size: first evaluate(), a new (k, threshold), a full sweep, and the memory they take.
+
+    Memory is the tensor plus tracemalloc's peak during the first evaluate() (numpy reports its
+    buffers to tracemalloc), i.e. what the run's arrays and the metrics need, without the
+    interpreter. Each size builds its own tensor; the previous one is freed first.
+    """
+    with Store(":memory:") as store:  # one-time costs (imports, first calls) out of the first size
+        evaluate(make_run_data(*make_tensor(100, depth, spans, seed)), store=store, relevance="evidence")
+    return [_growth_point(n, depth, spans, seed, repeats) for n in sizes]
+
+
+def _growth_point(n: int, depth: int, spans: int, seed: int, repeats: int) -> dict[str, Any]:
+    """One size of growth(): its arrays live only for this call."""
+    scores, n_spans, n_ret, retriever = make_tensor(n, depth, spans, seed)
+    data = make_run_data(scores, n_spans, n_ret, retriever)
+    rng = np.random.default_rng(seed + 2)
+    pairs = itertools.cycle(zip(rng.integers(1, depth + 1, 100).tolist(),
+                                np.round(rng.uniform(0.5, 0.95, 100), 4).tolist(), strict=True))
+    with Store(":memory:") as store:
+        tracemalloc.start()
+        first = measure(lambda: evaluate(data, store=store, relevance="evidence"), 1, warmup=False)[0]
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+
+        def new_setting() -> Any:
+            k, t = next(pairs)
+            return evaluate(data, store=store, relevance="evidence", k=k, threshold=t)
+
+        new, _ = measure(new_setting, repeats)
+        cov = coverage(store, data, Settings())
+    sweep, _ = measure(lambda: {k: threshold_sweep(cov.with_threshold(0.7), THRESHOLDS, k)
+                                for k in range(1, depth + 1)}, 1, warmup=False)
+    return {
+        "n_queries": n, "seconds": first.median, "first_s": first.median,
+        "new_setting_s": new.median, "sweep_s": sweep.median,
+        "peak_mb": (scores.nbytes + peak) / 1e6,
+    }
+
+
 def run(
     n_queries: int = 100_000, depth: int = 20, spans: int = 3, seed: int = 0,
-    repeats: int = 15, slow_repeats: int = 3,
+    repeats: int = 15, slow_repeats: int = 3, growth_sizes: Sequence[int] = (),
 ) -> ScenarioResult:
     """Time prepare_coverage, a new (k, threshold) through evaluate(), and a full sweep."""
     scores, n_spans, n_ret, retriever = make_tensor(n_queries, depth, spans, seed)
@@ -158,6 +201,17 @@ def run(
          fmt_runs(sweep_warm), f"{fmt_seconds(sweep_warm.median / depth)} per k"),
     )
     table = Table(("step", "median", "runs (fastest - slowest)", "against the target"), rows, text_columns=(0, 3))
+    tables: list[tuple[str, Table]] = [("", table)]
+    points = growth(growth_sizes, depth, spans, seed) if growth_sizes else []
+    if points:
+        tables.append((
+            "Growth: the same synthetic run at each size (first evaluate() includes "
+            "prepare_coverage; memory = the score tensor + the peak numpy allocations of that call):",
+            Table(("queries", "first evaluate()", "new (k, threshold)", "sweep 101 x every k",
+                   "memory"),
+                  tuple((f"{p['n_queries']:,}", fmt_seconds(p["first_s"]),
+                         fmt_seconds(p["new_setting_s"]), fmt_seconds(p["sweep_s"]),
+                         f"{p['peak_mb']:,.0f} MB") for p in points))))
     n_excluded = int(np.count_nonzero(n_spans == 0))
     return ScenarioResult(
         key="recompute",
@@ -167,7 +221,7 @@ def run(
                f"{n_excluded:,} queries without gold spans, seed {seed}. Timed through "
                "evaluate(RunData, relevance='evidence', k=..., threshold=...), as the dashboard "
                "calls it; each timed call uses a (k, threshold) not seen before."),
-        tables=(("", table),),
+        tables=tuple(tables),
         notes=(
             f"A new (k, threshold) takes {fmt_seconds(full.median)} (median of "
             f"{len(full.seconds)}): {verdict} the 50 ms target. Of that, the 5 evidence metrics "
@@ -200,5 +254,8 @@ def run(
             "new_k_same_threshold": k_only.to_json(),
             "report_settings": {"k": report.settings["k"], "threshold": report.settings["threshold"]},
             "report_metrics": dict(report.metrics),
+            # the growth plot's series (bench/report.py growth_series): seconds = first evaluate()
+            "growth": points,
+            "growth_label": "metrics: first evaluate() (synthetic scored run)",
         },
     )

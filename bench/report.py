@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 import os
 import platform
@@ -106,26 +107,71 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
     return Table(("comparison", "result", "meaning"), tuple(rows), text_columns=(0, 2))
 
 
-def growth_svg(points: Sequence[dict[str, Any]], width: int = 760, height: int = 320) -> str:
-    """Time and peak memory against queries, log-log, with a linear-growth reference (an SVG)."""
-    panel_w, top, bottom, left = (width - 40) // 2, 40, 70, 60
+#: line colours of the growth plot's series, in order
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
+
+
+def growth_series(results: Sequence[ScenarioResult]) -> list[dict[str, Any]]:
+    """Every scenario's time/memory-by-size points: [{label, points: [{n_queries, seconds, peak_mb}]}].
+
+    A scenario offers them as data["growth"] (with "seconds" and "peak_mb" per point) and
+    data["growth_label"]; the native import's sizes are its data["points"].
+    """
+    series = []
+    for result in results:
+        if result.key == "native_scale":
+            points = [{"n_queries": p["n_queries"], "seconds": p["seconds"], "peak_mb": p["peak_rss_mb"]}
+                      for p in result.data.get("points", [])]
+            label = "import: rageval import (native JSONL, child process)"
+        else:
+            points = [{"n_queries": p["n_queries"], "seconds": p["seconds"], "peak_mb": p["peak_mb"]}
+                      for p in result.data.get("growth", [])]
+            label = result.data.get("growth_label", result.key)
+        if len(points) > 1:
+            series.append({"label": label, "points": points})
+    return series
+
+
+def growth_table(series: Sequence[dict[str, Any]]) -> Table:
+    """Time and memory per size, and how much each grew per x10 queries (1.0 = linear)."""
+    rows = []
+    for s in series:
+        pts = s["points"]
+        for prev, cur in zip([None, *pts[:-1]], pts, strict=True):
+            if prev is None:
+                exponent_t = exponent_m = ""
+            else:
+                x = math.log(cur["n_queries"] / prev["n_queries"])
+                exponent_t = f"{math.log(cur['seconds'] / prev['seconds']) / x:.2f}"
+                exponent_m = f"{math.log(cur['peak_mb'] / prev['peak_mb']) / x:.2f}"
+            rows.append((s["label"], f"{cur['n_queries']:,}", fmt_seconds(cur["seconds"]),
+                         f"{cur['peak_mb']:,.0f} MB", exponent_t, exponent_m))
+    return Table(("step", "queries", "time", "memory", "time growth exponent",
+                  "memory growth exponent"), tuple(rows))
+
+
+def growth_svg(series: Sequence[dict[str, Any]], width: int = 860, height: int = 360) -> str:
+    """Time and memory against queries, log-log, one line per series, with linear references."""
+    panel_w, top, bottom, left = (width - 40) // 2, 40, 110, 60
     plot_w, plot_h = panel_w - left - 20, height - top - bottom
-    xs = [float(p["n_queries"]) for p in points]
+    xs_all = [float(p["n_queries"]) for s in series for p in s["points"]]
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
     ]
-    for panel, (key, title, unit) in enumerate((("seconds", "import time", "s"),
-                                                 ("peak_rss_mb", "peak memory", "MB"))):
+    x_lo, x_hi = math.log10(min(xs_all)) - 0.15, math.log10(max(xs_all)) + 0.15
+    for panel, (key, title, unit) in enumerate((("seconds", "time", "s"), ("peak_mb", "memory", "MB"))):
         ox = 20 + panel * (panel_w + 20)
-        ys = [float(p[key]) for p in points]
-        x_lo, x_hi = math.log10(min(xs)) - 0.1, math.log10(max(xs)) + 0.1
-        reference = [ys[0] * x / xs[0] for x in xs]  # linear growth through the first point
-        y_all = ys + reference
-        y_lo, y_hi = math.log10(min(y_all)) - 0.1, math.log10(max(y_all)) + 0.1
+        lines = []
+        for s in series:
+            xs = [float(p["n_queries"]) for p in s["points"]]
+            ys = [max(float(p[key]), 1e-6) for p in s["points"]]
+            lines.append((xs, ys, [ys[0] * x / xs[0] for x in xs]))  # linear through the first
+        y_all = [y for _, ys, ref in lines for y in ys + ref]
+        y_lo, y_hi = math.log10(min(y_all)) - 0.15, math.log10(max(y_all)) + 0.15
 
-        def px(x: float, ox: int = ox, x_lo: float = x_lo, x_hi: float = x_hi) -> float:
+        def px(x: float, ox: int = ox) -> float:
             return ox + left + (math.log10(x) - x_lo) / (x_hi - x_lo) * plot_w
 
         def py(y: float, y_lo: float = y_lo, y_hi: float = y_hi) -> float:
@@ -135,32 +181,38 @@ def growth_svg(points: Sequence[dict[str, Any]], width: int = 760, height: int =
                      'log-log</text>')
         parts.append(f'<rect x="{ox + left}" y="{top}" width="{plot_w}" height="{plot_h}" '
                      'fill="none" stroke="#999"/>')
-        ref = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, reference, strict=True))
-        parts.append(f'<polyline points="{ref}" fill="none" stroke="#999" stroke-dasharray="4 3"/>')
-        line = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
-        parts.append(f'<polyline points="{line}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
-        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
-            parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="#1f77b4"/>')
-            label = f"{y:,.1f}" if y < 100 else f"{y:,.0f}"
-            # the last label sits left of its point, inside the frame
-            anchor, dx = ("end", -8) if i == len(xs) - 1 else ("start", 6)
-            parts.append(f'<text x="{px(x) + dx:.1f}" y="{py(y) - 6:.1f}" '
-                         f'text-anchor="{anchor}">{label}</text>')
+        for x in sorted(set(xs_all)):
             parts.append(f'<text x="{px(x):.1f}" y="{top + plot_h + 18}" text-anchor="middle">'
                          f"{x:,.0f}</text>")
         parts.append(f'<text x="{ox + left + plot_w / 2:.1f}" y="{top + plot_h + 36}" '
                      'text-anchor="middle">queries</text>')
-    parts.append(f'<text x="{width / 2:.0f}" y="{height - 8}" text-anchor="middle" fill="#666">'
-                 "blue: measured; dashed: linear growth from the smallest size</text>")
+        for colour, (xs, ys, ref) in zip(COLOURS, lines, strict=False):
+            pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ref, strict=True))
+            parts.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" '
+                         'stroke-opacity="0.5" stroke-dasharray="4 3"/>')
+            pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
+            parts.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>')
+            for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+                parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="{colour}"/>')
+                label = f"{y:,.2f}" if y < 10 else f"{y:,.0f}"
+                anchor, dx = ("end", -8) if i == len(xs) - 1 else ("start", 6)
+                parts.append(f'<text x="{px(x) + dx:.1f}" y="{py(y) - 6:.1f}" fill="{colour}" '
+                             f'text-anchor="{anchor}">{label}</text>')
+    for i, (colour, s) in enumerate(zip(COLOURS, series, strict=False)):
+        y = top + plot_h + 56 + i * 16
+        parts.append(f'<line x1="80" y1="{y - 4}" x2="104" y2="{y - 4}" stroke="{colour}" stroke-width="2"/>')
+        parts.append(f'<text x="110" y="{y}">{html.escape(s["label"])}</text>')
+    parts.append(f'<text x="{width - 20}" y="{height - 8}" text-anchor="end" fill="#666">'
+                 "solid: measured; dashed: linear growth from the smallest size</text>")
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
 
 def render(
     results: Sequence[ScenarioResult], facts: dict[str, Any], elapsed_s: float, quick: bool,
-    images: dict[str, str] | None = None,
+    growth_image: str | None = None,
 ) -> str:
-    """The whole docs/benchmarks.md page (images: scenario key -> a picture beside the page)."""
+    """The whole docs/benchmarks.md page (growth_image: the growth plot beside the page)."""
     v = facts["versions"]
     machine = Table(("fact", "value"), text_columns=(0, 1), rows=(
         ("date", facts["date"]),
@@ -199,6 +251,16 @@ def render(
     ]
     for result in results:
         parts.append(result.text())
-        if images and result.key in images:
-            parts += [f"![{result.title}: growth]({images[result.key]})", ""]
+    series = growth_series(results)
+    if series:
+        parts += [
+            "## Growth with the number of queries", "",
+            "Each step's time and memory at every size it ran at. The growth exponent between two "
+            "sizes is log(ratio of times or memories) / log(ratio of queries): 1.0 is linear "
+            "growth, below 1 the fixed costs (start-up, imports) still weigh, above 1 a "
+            "superlinear step.", "",
+            growth_table(series).markdown(), "",
+        ]
+        if growth_image:
+            parts += [f"![time and memory against queries, log-log]({growth_image})", ""]
     return "\n".join(parts).rstrip() + "\n"

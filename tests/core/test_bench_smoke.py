@@ -108,7 +108,9 @@ def test_native_scale_scenario_imports_with_the_cli(tmp_path: Path) -> None:
         assert f"({p['n_queries']} queries, depth 20)" in p["stdout"]  # the CLI's own report
     assert set(result.data["steps_s"]) == {"read", "json", "columns", "insert", "hash"}
     assert "Where the time goes" in result.text()
-    svg = report.growth_svg(points)
+    series = report.growth_series([result])
+    assert [p["n_queries"] for p in series[0]["points"]] == [30, 90]
+    svg = report.growth_svg(series)
     assert svg.startswith("<svg") and svg.count("<circle") == 4  # 2 sizes x 2 panels
 
 
@@ -148,6 +150,18 @@ def test_recompute_scenario_times_the_real_evaluate(tmp_path: Path) -> None:
     assert "50 ms" in result.text()
 
 
+def test_recompute_growth_reports_each_size() -> None:
+    result = recompute.run(n_queries=300, repeats=1, slow_repeats=1, growth_sizes=(200, 600))
+    points = result.data["growth"]
+    assert [p["n_queries"] for p in points] == [200, 600]
+    # memory holds at least the score tensor itself (n x 20 x 3 float32)
+    assert all(p["peak_mb"] >= p["n_queries"] * 20 * 3 * 4 / 1e6 for p in points)
+    assert all(p["seconds"] > 0 and p["sweep_s"] > 0 and p["new_setting_s"] > 0 for p in points)
+    rows = report.growth_table(report.growth_series([result])).rows
+    assert [row[1] for row in rows] == ["200", "600"] and rows[0][4] == "" and rows[1][4] != ""
+    assert "Growth:" in result.text()
+
+
 def test_matching_scenario_reports_the_ratio() -> None:
     result = matching_speed.run(n_queries=3, difflib_sample=50, repeats=1)
     data = result.data
@@ -168,6 +182,10 @@ def test_main_quick_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixtur
                  "numpy / duckdb", "load average"):
         assert part in page
     assert "| CPU" in page and "cores" in page
+    # the quick sizes run recompute at two sizes: the growth section and its plot are written
+    assert "## Growth with the number of queries" in page
+    svg = out.with_name("benchmarks_growth.svg").read_text(encoding="utf-8")
+    assert "benchmarks_growth.svg" in page and svg.count("<circle") == 4
     assert "## Summary" in capsys.readouterr().out
 
 
