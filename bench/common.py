@@ -48,7 +48,7 @@ class Table:
 
     def markdown(self) -> str:
         right = [i not in self.text_columns for i in range(len(self.headers))]
-        widths = [max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.headers)]
+        widths = [max([len(h), *(len(r[i]) for r in self.rows)]) for i, h in enumerate(self.headers)]
 
         def line(cells: Sequence[str]) -> str:
             padded = (c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
