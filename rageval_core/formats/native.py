@@ -167,6 +167,12 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
         skip = first_line if header is not None else first_line - 1
         queries = _queries(_jsonl_records(primary, shown, log, skip), shown, log)
         columns = _jsonl_columns(primary, skip)
+        # a large file DuckDB can vouch for is read by DuckDB; else by the column route above,
+        # else (UseQueries) by the line reader
+        from rageval_core.formats import native_duckdb  # imports the store (which imports us)
+
+        if primary.stat().st_size >= native_duckdb.MIN_FILE_BYTES:
+            columns = native_duckdb.columns(primary, skip, header is not None, instead=columns)
     info = merge_info(info, read_sidecar(primary, log))
     return ParsedRun(info, queries, FORMAT, (shown,), columns)
 

@@ -83,7 +83,15 @@ def store_json(value: Mapping[str, Any]) -> str:
 
 
 class UseQueries(Exception):
-    """Raised by a reader's column stream: this input needs the line reader (ParsedRun.queries)."""
+    """Raised by a reader's column stream: this input needs another route.
+
+    instead, when given, is the next column route to try (the native reader's DuckDB route hands
+    over to its Python column route); else the line reader (ParsedRun.queries).
+    """
+
+    def __init__(self, instead: Iterable[ColumnBatch] | None = None) -> None:
+        super().__init__()
+        self.instead = instead
 
 
 @dataclass(frozen=True, slots=True)

@@ -436,18 +436,20 @@ def _insert_rows(
 ) -> tuple[int, int, int]:
     """Insert the run's rows from the reader's column batches when it offers them, else its queries.
 
-    Returns (queries, chunks, longest ranking). Both routes give the same rows and content hash.
+    Returns (queries, chunks, longest ranking). Every route gives the same rows and content hash.
     """
     with _import_settings(cur):
-        if parsed.columns is not None:
+        columns = parsed.columns
+        while columns is not None:
             try:
-                return _insert_batches(cur, run_id, parsed.columns, hasher, progress)
-            except UseQueries:
-                # The fast route met something only the line reader judges exactly (a problem,
-                # or a rare shape): drop its rows, this transaction's own, and read the queries.
+                return _insert_batches(cur, run_id, columns, hasher, progress)
+            except UseQueries as e:
+                # The fast route met something only a slower one judges exactly (a problem, or
+                # a rare shape): drop its rows, this transaction's own, and try the next route.
                 for table in QUERY_TABLES:
                     cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
                 hasher.reset()
+                columns = e.instead
         batches = batches_from_queries(parsed.queries, BATCH_QUERIES, MAX_BATCH_ROWS)
         return _insert_batches(cur, run_id, batches, hasher, progress)
 

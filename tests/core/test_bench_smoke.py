@@ -106,7 +106,8 @@ def test_native_scale_scenario_imports_with_the_cli(tmp_path: Path) -> None:
     for p in points:
         assert p["mb_per_s"] > 0 and p["peak_rss_mb"] > 10 and p["cpu_s"] > 0
         assert f"({p['n_queries']} queries, depth 20)" in p["stdout"]  # the CLI's own report
-    assert set(result.data["steps_s"]) == {"read", "json", "columns", "insert", "hash"}
+    assert set(result.data["steps_s"]) == {"witness", "rows", "tables", "hash", "insert", "read", "json",
+                                           "python_columns"}
     assert "Where the time goes" in result.text()
     series = report.growth_series([result])
     assert [p["n_queries"] for p in series[0]["points"]] == [30, 90]
