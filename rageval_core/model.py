@@ -74,3 +74,6 @@ class ParsedRun:
     format: str
     sources: tuple[str, ...]
     columns: Iterable[ColumnBatch] | None = None
+    #: about how many queries the stream holds (e.g. the lines of a large JSONL file), for a
+    #: progress bar's total; None when unknown. A hint only: nothing relies on it being exact.
+    expected_queries: int | None = None

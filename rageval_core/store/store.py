@@ -213,7 +213,7 @@ class Store:
         parsed: ParsedRun,
         log: ProblemLog,
         name: str | None = None,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int, int | None], None] | None = None,
     ) -> ImportResult:
         """Store parsed in one transaction; identical content already stored is returned as is.
 
@@ -432,17 +432,18 @@ def _insert_rows(
     run_id: int,
     parsed: ParsedRun,
     hasher: ContentHasher,
-    progress: Callable[[int], None] | None,
+    progress: Callable[[int, int | None], None] | None,
 ) -> tuple[int, int, int]:
     """Insert the run's rows from the reader's column batches when it offers them, else its queries.
 
     Returns (queries, chunks, longest ranking). Every route gives the same rows and content hash.
     """
+    expected = parsed.expected_queries
     with _import_settings(cur):
         columns = parsed.columns
         while columns is not None:
             try:
-                return _insert_batches(cur, run_id, columns, hasher, progress)
+                return _insert_batches(cur, run_id, columns, hasher, progress, expected)
             except UseQueries as e:
                 # The fast route met something only a slower one judges exactly (a problem, or
                 # a rare shape): drop its rows, this transaction's own, and try the next route.
@@ -451,7 +452,7 @@ def _insert_rows(
                 hasher.reset()
                 columns = e.instead
         batches = batches_from_queries(parsed.queries, BATCH_QUERIES, MAX_BATCH_ROWS)
-        return _insert_batches(cur, run_id, batches, hasher, progress)
+        return _insert_batches(cur, run_id, batches, hasher, progress, expected)
 
 
 @contextmanager
@@ -515,8 +516,10 @@ def _insert_batches(
     run_id: int,
     batches: Iterable[ColumnBatch],
     hasher: ContentHasher,
-    progress: Callable[[int], None] | None,
+    progress: Callable[[int, int | None], None] | None,
+    expected: int | None = None,
 ) -> tuple[int, int, int]:
+    """Insert column batches; progress(queries so far, expected queries or None) after each."""
     n_queries = n_chunks = max_depth = 0
 
     def hashed(batches: Iterable[ColumnBatch]) -> Iterator[ColumnBatch]:
@@ -532,7 +535,7 @@ def _insert_batches(
         n_chunks += batch.n_chunks
         max_depth = max(max_depth, batch.max_depth)
         if progress is not None:
-            progress(n_queries)
+            progress(n_queries, expected)
     return n_queries, n_chunks, max_depth
 
 

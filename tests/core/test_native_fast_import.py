@@ -399,7 +399,8 @@ def test_progress_counts_queries_on_the_duckdb_route(tmp_path: Path) -> None:
     seen: list[int] = []
     log = ProblemLog()
     with Store(tmp_path / "s.duckdb") as store:
-        store.import_run(read_inputs([path], None, log)[0], log, progress=seen.append)
+        store.import_run(read_inputs([path], None, log)[0], log,
+                         progress=lambda done, _total: seen.append(done))
     assert len(seen) > 2 and seen == sorted(seen) and seen[-1] == 40
 
 
@@ -418,3 +419,25 @@ def test_mutated_files(seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     lines[i] = lines[i][:pos] + rng.choice(TOKENS) + lines[i][pos:]
     path = write(tmp_path / "mutated.jsonl", "".join(lines))
     assert_same(path, monkeypatch)
+
+
+def test_a_large_file_reports_its_expected_queries_to_the_progress_bar(tmp_path: Path) -> None:
+    # sample run: a header line, then one line per query; a blank line at the end is counted
+    # too (the total is an estimate for the bar, the stored count stays exact)
+    source = ROOT / "sample_runs" / "bm25.jsonl"
+    run = write(tmp_path / "run.jsonl", source.read_text(encoding="utf-8") + "\n")
+    n_lines = run.read_bytes().count(b"\n")
+    log = ProblemLog()
+    parsed = native.read(run, None, log)
+    assert parsed.expected_queries == n_lines - 1
+    seen: list[tuple[int, int | None]] = []
+    with Store(":memory:") as store:
+        result = store.import_run(parsed, log, progress=lambda done, total: seen.append((done, total)))
+    assert result.run.n_queries == n_lines - 2  # the blank line is no query
+    assert seen and seen[-1] == (result.run.n_queries, n_lines - 1)
+    assert all(total == n_lines - 1 for _, total in seen)
+
+
+def test_count_lines_counts_a_last_line_without_newline(tmp_path: Path) -> None:
+    for text, expected in (("", 0), ("a", 1), ("a\n", 1), ("a\nb", 2), ("\n\n", 2)):
+        assert native._count_lines(write(tmp_path / "f", text), block=2) == expected

@@ -305,8 +305,8 @@ def test_failed_import_leaves_store_unchanged(
     log = ProblemLog()
     seen: list[int] = []
     parsed = ParsedRun(RunInfo(name="bad"), _error_midway(qs, log, at=6), "native", ("bad.jsonl",))
-    with pytest.raises(InputError, match="bad.jsonl:7: retrieved: expected an array"):
-        store.import_run(parsed, log, progress=seen.append)
+    with pytest.raises(InputError, match=r"bad\.jsonl:7: retrieved: expected an array"):
+        store.import_run(parsed, log, progress=lambda done, _total: seen.append(done))
     assert seen == [2, 4, 6, 8]  # batches were written before the rollback
     assert store.table_counts() == before_counts
     assert store.table_rows("kept") == before_rows
@@ -315,7 +315,7 @@ def test_failed_import_leaves_store_unchanged(
     seen.clear()
     parsed = ParsedRun(RunInfo(name="bad"), _raise_midway(qs, at=5), "native", ("bad.jsonl",))
     with pytest.raises(RuntimeError, match="disk went away"):
-        store.import_run(parsed, ProblemLog(), progress=seen.append)
+        store.import_run(parsed, ProblemLog(), progress=lambda done, _total: seen.append(done))
     assert seen == [2, 4]
     assert store.table_counts() == before_counts
     assert store.table_rows("kept") == before_rows
@@ -328,9 +328,9 @@ def test_failed_import_leaves_store_unchanged(
 
 def test_progress_reports_running_totals(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store_module, "BATCH_QUERIES", 3)
-    seen: list[int] = []
-    import_queries(store, make_queries(7), progress=seen.append)
-    assert seen == [3, 6, 7]
+    seen: list[tuple[int, int | None]] = []
+    import_queries(store, make_queries(7), progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(3, None), (6, None), (7, None)]  # a list of queries gives no estimate
 
 
 def test_sql_looking_text_is_stored_verbatim(store: Store) -> None:
