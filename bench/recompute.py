@@ -178,6 +178,8 @@ def run(
     sweep_cold, _ = measure(lambda: sweep(cov.with_threshold(0.7)), slow_repeats)
     sweep_warm, _ = measure(lambda: sweep(cov), repeats)
 
+    # the floor of any new threshold: every kept score read once (a numpy comparison and count)
+    floor, _ = measure(lambda: np.count_nonzero(scores >= np.float32(0.7)), repeats)
     verdict = "within" if full.median <= TARGET_SECONDS else "OVER"
     rows = (
         ("prepare_coverage (once per run, scorer and score cut)", fmt_seconds(prepare.median),
@@ -256,6 +258,13 @@ def run(
             "report_metrics": dict(report.metrics),
             # the growth plot's series (bench/report.py growth_series): seconds = first evaluate()
             "growth": points,
+            "limits": [{
+                "figure": f"new (k, threshold) on {n_queries:,} queries",
+                "measured": fmt_seconds(full.median),
+                "limit": (f"{fmt_seconds(floor.median)}: one numpy pass over the {scores.size:,} "
+                          "kept scores (every new threshold must read each score once)"),
+                "distance": f"{full.median / floor.median:.1f}x of it",
+            }],
             "growth_label": "metrics: first evaluate() (synthetic scored run)",
         },
     )

@@ -47,7 +47,25 @@ def machine_facts() -> dict[str, Any]:
         "python": platform.python_version(),
         "versions": versions,
         "load_before": load_average(),
+        "memory_gb_s": memory_bandwidth_gb_s(),
     }
+
+
+def memory_bandwidth_gb_s(mb: int = 256, repeats: int = 5) -> float:
+    """Bytes moved per second by a large numpy copy (read + write), best of a few: the ceiling
+    for any step that only streams arrays through memory."""
+    import time
+
+    import numpy as np
+
+    src = np.ones(mb * 2**20 // 8)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - started)
+    return 2 * src.nbytes / best / 1e9
 
 
 def _memory_gib() -> float | None:
@@ -65,6 +83,16 @@ def load_average() -> str:
         return ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "unknown"
+
+
+def limits_table(results: Sequence[ScenarioResult]) -> Table:
+    """Every scenario's data["limits"] rows: figure, measured, limit and why, how far from it."""
+    rows = tuple(
+        (row["figure"], row["measured"], row["limit"], row["distance"])
+        for result in results for row in result.data.get("limits", ())
+    )
+    return Table(("figure", "measured", "the limit on this machine", "how far from it"), rows,
+                 text_columns=(0, 2, 3))
 
 
 def headline(results: Sequence[ScenarioResult]) -> Table:
@@ -104,6 +132,12 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
         ratio = data["ratio_all_cores"]
         rows.append((f"partial (all {data['cpus']} cores) vs difflib, per pair", fmt_ratio(ratio),
                      f"target 20x: {'met' if ratio >= data['target_ratio'] else 'MISSED'}"))
+    if "distributed" in by_key:
+        data = by_key["distributed"].data
+        ratio = data["timings"]["spark"]["median_s"] / data["timings"]["single"]["median_s"]
+        rows.append((f"Spark local[{data['workers']}] / one machine, {data['n_queries']:,} queries, "
+                     "file to metrics", fmt_ratio(ratio),
+                     f"time ratio; values within {data['max_difference']:.0e} of evaluate()'s (scale-out.md)"))
     return Table(("comparison", "result", "meaning"), tuple(rows), text_columns=(0, 2))
 
 
@@ -219,6 +253,7 @@ def render(
         ("CPU", facts["cpu"]),
         ("cores", f"{facts['cores']} ({facts['usable_cores']} usable by this process)"),
         ("memory", f"{facts['memory_gib']} GiB"),
+        ("memory bandwidth (numpy copy, read + write)", f"{facts['memory_gb_s']:.1f} GB/s"),
         ("OS", facts["os"]),
         ("Python", facts["python"]),
         ("numpy / duckdb / rapidfuzz", f"{v['numpy']} / {v['duckdb']} / {v['rapidfuzz']}"),
@@ -239,6 +274,9 @@ def render(
         "matching, where the ratio is difflib's time per pair over partial's (the speed-up).",
         "The load average shows whether other work shared the machine during the run: with a "
         "load above the core count, absolute times are inflated and ratios are noisier.",
+        "Past one machine: how scoring and metrics run on a distributed engine (Spark, Ray) is "
+        "described in [scale-out.md](scale-out.md); its small working example is the Spark "
+        "scenario below.",
         "",
         "## Summary",
         "",
@@ -249,6 +287,15 @@ def render(
         machine.markdown(),
         "",
     ]
+    limits = limits_table(results)
+    if limits.rows:
+        parts += [
+            "## Where the time goes, and the limit on this machine", "",
+            "For each headline figure: what bounds it on this machine (measured in the same run), "
+            "and how far the figure is from that bound. Each scenario's section has the profile "
+            "the bound comes from.", "",
+            limits.markdown(), "",
+        ]
     for result in results:
         parts.append(result.text())
     series = growth_series(results)

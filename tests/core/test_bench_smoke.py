@@ -185,6 +185,10 @@ def test_main_quick_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "| CPU" in page and "cores" in page
     # the quick sizes run recompute at two sizes: the growth section and its plot are written
     assert "## Growth with the number of queries" in page
+    # the limits table: recompute's floor (one pass over the kept scores) and how far from it
+    assert "## Where the time goes, and the limit on this machine" in page
+    assert "one numpy pass over the 120,000 kept scores" in page
+    assert "memory bandwidth" in page
     svg = out.with_name("benchmarks_growth.svg").read_text(encoding="utf-8")
     assert "benchmarks_growth.svg" in page and svg.count("<circle") == 4
     assert "## Summary" in capsys.readouterr().out
