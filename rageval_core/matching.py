@@ -24,9 +24,11 @@ import multiprocessing
 import os
 import re
 import string
+import threading
+import time
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +50,11 @@ POOL_MIN_PAIRS = 10_000
 
 #: Distinct chunk text handled per block (characters): bounds the offset maps held in memory.
 BLOCK_CHARS = 16_000_000
+
+#: Pairs per pool job: enough to make a job's pickling and hand-over (~1 ms) small next to
+#: its scoring (~40 us a pair), few enough to keep both workers busy to the end of a block.
+BATCH_MIN = 500
+BATCH_MAX = 4_000
 
 _SEP = "\x00"  # joins texts in a normalisation batch; NULs inside texts are read as spaces
 _N_CODEPOINTS = 0x110000
@@ -154,13 +161,91 @@ def normalise_many(
     texts: Sequence[str], norm: Normalisation = Normalisation()
 ) -> list[tuple[str, NDArray[np.int32]]]:
     """normalise() every text in one vectorised pass: [(normalised, offset_map), ...]."""
+    normalised, maps = _normalise_texts(texts, norm)
+    return [(text, np.arange(m, m + len(text), dtype=np.int32) if isinstance(m, int) else m)
+            for text, m in zip(normalised, maps, strict=True)]
+
+
+#: an offset map, or the shift of one that is a plain range (normalised i -> original i + shift)
+OffsetMap = NDArray[np.int32] | int
+
+
+def _normalise_texts(texts: Sequence[str], norm: Normalisation) -> tuple[list[str], list[OffsetMap]]:
+    """Normalised texts and their offset maps (an int: the map is i -> i + that shift).
+
+    A text that default normalisation only lowercases, and trims of the spaces at its ends
+    (see _plain_shifts), skips the per-character pass: most chunks of clean text.
+    """
+    if not all(issubclass(kind, str) for kind in set(map(type, texts))):
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise UsageError(f"text {i} is {type(text).__name__}, expected str")
     if not texts:
-        return []
+        return [], []
+    if norm.strip_punct or norm.strip_articles:
+        done = _normalise_arrays(texts, norm)
+        return [t for t, _ in done], [m for _, m in done]
+    lowered = list(map(str.lower, texts))
+    shifts = _plain_shifts(texts, lowered)
+    # str.strip gives the same object back when there is nothing to strip
+    normalised = [low.strip(" ") for low in lowered]
+    maps: list[OffsetMap] = shifts.tolist()
+    dirty = np.flatnonzero(shifts < 0).tolist()
+    if dirty:
+        for i, (text, m) in zip(dirty, _normalise_arrays([texts[i] for i in dirty], norm),
+                                strict=True):
+            normalised[i], maps[i] = text, m
+    return normalised, maps
+
+
+def _plain_shifts(texts: Sequence[str], lowered: list[str]) -> NDArray[np.int64]:
+    """Per text, where default normalisation is text.lower() less its edge spaces: their count
+    at the start (the map is then i -> i + that); -1 where it is not.
+
+    It is exactly that when lowercasing keeps the length (each character maps to one) and,
+    spaces at either end left out, the lowercase text holds no NUL and no whitespace but
+    single spaces between other characters: nothing else is dropped or replaced. ASCII texts
+    are checked together on their bytes (ASCII whitespace and NUL are all below 33; any other
+    control character also sends its text to the full pass, which is merely slower); others
+    with str.split, whose whitespace is str.isspace, the set _space_table holds.
+    """
+    shifts = np.full(len(texts), -1, dtype=np.int64)
+    is_ascii = np.fromiter(map(str.isascii, texts), dtype=np.bool_, count=len(texts))
+    ids = np.flatnonzero(is_ascii)
+    if ids.size:
+        parts = [lowered[i] for i in ids.tolist()] if ids.size < len(texts) else lowered
+        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+        ends = np.cumsum(lengths)
+        data = np.frombuffer("".join(parts).encode("ascii"), dtype=np.uint8)
+        plain = np.ones(len(parts), dtype=np.bool_)
+        plain[np.searchsorted(ends, np.flatnonzero(data < 32), side="right")] = False
+        shifts[ids[plain]] = 0
+        # Texts with a space at an end, or two spaces in a row (the text of the first one
+        # holds both, or ends with a space): trim the ends' spaces, then look again.
+        space = data == 32
+        full = np.flatnonzero(lengths > 0)
+        edgy = np.zeros(len(parts), dtype=np.bool_)
+        edgy[full[space[ends[full] - lengths[full]] | space[ends[full] - 1]]] = True
+        edgy[np.searchsorted(ends, np.flatnonzero(space[1:] & space[:-1]), side="right")] = True
+        look = np.flatnonzero(plain & edgy)
+        shifts[ids[look]] = [len(low) - len(low.lstrip(" ")) if "  " not in low.strip(" ") else -1
+                             for low in map(parts.__getitem__, look.tolist())]
+    if ids.size < len(texts):
+        for i, (text, low) in enumerate(zip(texts, lowered, strict=True)):
+            if not text.isascii() and len(low) == len(text) and _SEP not in low:
+                core = low.strip(" ")
+                if " ".join(core.split()) == core:
+                    shifts[i] = len(low) - len(low.lstrip(" "))
+    return shifts
+
+
+def _normalise_arrays(
+    texts: Sequence[str], norm: Normalisation
+) -> list[tuple[str, NDArray[np.int32]]]:
+    """The per-character pass over every text at once (numpy over code points)."""
     lowered: list[str] = []
     special: dict[int, NDArray[np.int32]] = {}
     for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise UsageError(f"text {i} is {type(text).__name__}, expected str")
         low, index = _lower_with_map(text)
         if index is not None:
             special[i] = index
@@ -329,43 +414,75 @@ def _pair_indices(values: ArrayLike, n_texts: int, what: str) -> NDArray[np.int6
 
 def _unique_texts(texts: Sequence[str], what: str) -> tuple[list[str], NDArray[np.int64]]:
     """Distinct texts (first-seen order) and, per input text, its index among them."""
-    seen: dict[str, int] = {}
-    ids = np.empty(len(texts), dtype=np.int64)
+    _check_str(texts, what)
+    index = {text: i for i, text in enumerate(dict.fromkeys(texts))}
+    ids = np.fromiter(map(index.__getitem__, texts), dtype=np.int64, count=len(texts))
+    return list(index), ids
+
+
+def _check_str(texts: Sequence[object], what: str) -> None:
+    """UsageError naming the first text that is not a str (checked by type, in bulk)."""
+    if all(issubclass(kind, str) for kind in set(map(type, texts))):
+        return
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise UsageError(f"{what}[{i}] is {type(text).__name__}, expected str")
-        ids[i] = seen.setdefault(text, len(seen))
-    return list(seen), ids
 
 
-def _run_batch(kind: str, evidence: list[str], chunks: list[str]) -> tuple[
-    NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]
-]:
-    """Python-level scoring of one batch of pairs (runs in a pool worker or in-process)."""
+Windows = tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]
+
+
+def _run_batch(kind: str, evidence: list[str], chunks: list[str]) -> Windows:
+    """Python-level scoring of one batch of pairs (runs in a pool worker or in-process).
+
+    kind "align": partial_ratio_alignment of each pair, with its window in the normalised
+    chunk less a space at either edge, (-1, -1) for a zero score or no window left;
+    "find_align": the same, but 1.0 and the evidence's place for an exact substring (the
+    evidence not empty); any other kind: that scorer's pair function, no window.
+    """
     n = len(evidence)
-    scores = np.empty(n, dtype=np.float64)
     starts = np.full(n, -1, dtype=np.int64)
     ends = np.full(n, -1, dtype=np.int64)
-    if kind == "align":
-        align = fuzz.partial_ratio_alignment
-        for i, (e, c) in enumerate(zip(evidence, chunks, strict=True)):
-            a = align(e, c)
-            if a is None:  # only with a score_cutoff, which is not given: typing's sake
-                scores[i] = 0.0
-                continue
-            scores[i] = a.score / 100.0
-            starts[i], ends[i] = a.dest_start, a.dest_end
-    else:
+    if kind not in ("align", "find_align"):
         pair = SCORERS[kind].pair
-        for i, (e, c) in enumerate(zip(evidence, chunks, strict=True)):
-            scores[i] = pair(e, c)
-    return scores, starts, ends
+        return np.fromiter(map(pair, evidence, chunks), dtype=np.float64, count=n), starts, ends
+    align = fuzz.partial_ratio_alignment
+    find = kind == "find_align"
+    scores = [0.0] * n
+    first_of: list[int] = []
+    end_of: list[int] = []
+    at: list[int] = []
+    for i, (e, c) in enumerate(zip(evidence, chunks, strict=True)):
+        if find:
+            pos = c.find(e)
+            if pos >= 0:  # the evidence's edges are never spaces: nothing to trim
+                scores[i] = 1.0
+                at.append(i)
+                first_of.append(pos)
+                end_of.append(pos + len(e))
+                continue
+        a = align(e, c)
+        if a is None or a.score <= 0.0:  # None only with a score_cutoff, which is not given
+            continue
+        scores[i] = a.score / 100.0
+        first, last = a.dest_start, a.dest_end - 1
+        if last < first:
+            continue
+        first += c[first] == " "
+        last -= c[last] == " "
+        if last >= first:
+            at.append(i)
+            first_of.append(first)
+            end_of.append(last + 1)
+    starts[at] = first_of
+    ends[at] = end_of
+    return np.asarray(scores, dtype=np.float64), starts, ends
 
 
-def _run_packed(args: tuple[str, list[str], list[str]]) -> tuple[
-    NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]
-]:
-    return _run_batch(*args)
+def _run_packed(args: tuple[str, list[str], list[str], NDArray[np.int32], NDArray[np.int32]]) -> Windows:
+    """A pool job: each distinct text sent once, the pairs as indices into them."""
+    kind, evidence, chunks, pe, pc = args
+    return _run_batch(kind, [evidence[i] for i in pe.tolist()], [chunks[j] for j in pc.tolist()])
 
 
 @functools.cache
@@ -383,65 +500,81 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+def _exit_with(pid: int) -> None:
+    """Pool worker start: leave when process pid (the pool's owner) is gone, even if killed.
+
+    A killed owner never shuts its pool down; its workers would wait for work forever (and
+    hold the fork server open), so each watches the owner once a second.
+    """
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # the pid is taken by another user's process: ours is gone
+                os._exit(1)
+
+    threading.Thread(target=watch, name="rageval-owner-watch", daemon=True).start()
+
+
+def _no_pairs() -> Windows:
+    return np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+
+
 class _Pool:
     """A process pool started on first need and closed by the caller."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self._executor: Executor | None = None
+        self._executor: ProcessPoolExecutor | None = None
 
-    def map_pairs(self, kind: str, evidence: list[str], chunks: list[str]) -> tuple[
-        NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]
-    ]:
-        n = len(evidence)
+    def map_pairs(
+        self, kind: str, evidence: list[str], chunks: list[str],
+        pe: NDArray[np.int64], pc: NDArray[np.int64],
+    ) -> Callable[[], Windows]:
+        """Start scoring pairs (evidence[pe[i]], chunks[pc[i]]); call the result to wait for them."""
+        n = int(pe.size)
+        if n == 0:
+            return _no_pairs
         if self.workers <= 1 or n < POOL_MIN_PAIRS:
-            return _run_batch(kind, evidence, chunks)
+            done = _run_batch(kind, [evidence[i] for i in pe.tolist()],
+                              [chunks[j] for j in pc.tolist()])
+            return lambda: done
         if self._executor is None:
-            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context())
-        size = max(500, math.ceil(n / (self.workers * 8)))  # small batches balance the load
-        batches = ((kind, evidence[i : i + size], chunks[i : i + size]) for i in range(0, n, size))
-        parts = list(self._executor.map(_run_packed, batches))
-        return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
+            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(),
+                                                 initializer=_exit_with, initargs=(os.getpid(),))
+        # Small batches balance the load; each sends its distinct texts once (a chunk is
+        # paired with several spans) and the pairs as int32 indices: a fraction of the bytes.
+        size = max(BATCH_MIN, min(BATCH_MAX, math.ceil(n / (self.workers * 8))))
+        futures = []
+        for lo in range(0, n, size):
+            e_ids, e_at = np.unique(pe[lo : lo + size], return_inverse=True)
+            c_ids, c_at = np.unique(pc[lo : lo + size], return_inverse=True)
+            job = (kind, [evidence[i] for i in e_ids.tolist()], [chunks[j] for j in c_ids.tolist()],
+                   e_at.astype(np.int32), c_at.astype(np.int32))
+            futures.append(self._executor.submit(_run_packed, job))
+
+        def collect() -> Windows:
+            parts = [f.result() for f in futures]
+            return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
+
+        return collect
 
     def close(self) -> None:
         if self._executor is not None:
-            self._executor.shutdown()
+            self._executor.shutdown(cancel_futures=True)
             self._executor = None
-
-
-def _score_fuzzy(
-    scorer: Scorer,
-    evidence: list[str],
-    chunks: list[str],
-    min_align_score: float,
-    workers: int,
-    pool: _Pool,
-) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
-    """Scores (and normalised-text windows) of pairs that are not exact substrings."""
-    n = len(evidence)
-    if scorer.aligns and min_align_score <= 0.0:
-        # Every pair needs its window: partial_ratio_alignment yields score and window in one
-        # call, so one pass over the pairs (process pool) beats cpdist followed by alignment.
-        return pool.map_pairs("align", evidence, chunks)
-    if scorer.cdist is None:
-        return pool.map_pairs(scorer.name, evidence, chunks)
-    # rapidfuzz releases the GIL inside cpdist only: the C++ scorers run on every core.
-    raw = process.cpdist(evidence, chunks, scorer=scorer.cdist, workers=workers,
-                         dtype=np.float64)
-    scores = np.asarray(raw, dtype=np.float64) * scorer.scale
-    starts = np.full(n, -1, dtype=np.int64)
-    ends = np.full(n, -1, dtype=np.int64)
-    if scorer.aligns:
-        todo = np.flatnonzero(scores >= min_align_score)
-        if todo.size:
-            _, s, e = pool.map_pairs(
-                "align", [evidence[i] for i in todo], [chunks[i] for i in todo])
-            starts[todo], ends[todo] = s, e
-    return scores, starts, ends
 
 
 def _blocks(lengths: NDArray[np.int64], limit: int) -> Iterator[tuple[int, int]]:
     """Consecutive [lo, hi) ranges of texts whose total length stays near `limit`."""
+    if int(lengths.sum()) <= limit:  # the usual case: one block, no loop over the texts
+        if lengths.size:
+            yield 0, int(lengths.size)
+        return
     lo, total = 0, 0
     for i, length in enumerate(lengths.tolist()):
         if total and total + length > limit:
@@ -450,6 +583,172 @@ def _blocks(lengths: NDArray[np.int64], limit: int) -> Iterator[tuple[int, int]]
         total += length
     if lo < len(lengths):
         yield lo, len(lengths)
+
+
+class PairScorer:
+    """score_pairs for a stream of blocks, with one process pool for all of them.
+
+    submit() prepares a block (distinct texts and pairs, normalisation), hands its pairs to
+    the pool and returns at once with a function that waits for the PairScores: the caller
+    reads the next block while the pool works. Results are exactly score_pairs'. Use as a
+    context manager (the pool is closed on exit).
+    """
+
+    def __init__(
+        self,
+        scorer: str = "partial",
+        norm: Normalisation = Normalisation(),
+        workers: int = 0,
+        min_align_score: float = 0.0,
+    ) -> None:
+        self.spec = SCORERS[scorer]
+        self.norm = norm
+        self.workers = _resolve_workers(workers)
+        if not (isinstance(min_align_score, (int, float)) and math.isfinite(min_align_score)):
+            raise UsageError(f"min_align_score must be a finite number, got {min_align_score!r}")
+        self.min_align_score = float(min_align_score)
+        self._pool = _Pool(self.workers)
+
+    def __enter__(self) -> PairScorer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the pool (pending blocks are cancelled)."""
+        self._pool.close()
+
+    def submit(
+        self,
+        evidence: Sequence[str],
+        chunks: Sequence[str],
+        pair_ev: ArrayLike,
+        pair_ch: ArrayLike,
+    ) -> Callable[[], PairScores]:
+        """Start scoring the pairs (evidence[pair_ev[i]], chunks[pair_ch[i]]) as score_pairs would."""
+        ev_texts, ev_ids = _unique_texts(evidence, "evidence")
+        ch_texts, ch_ids = _unique_texts(chunks, "chunks")
+        pe = _pair_indices(pair_ev, len(evidence), "pair_ev")
+        pc = _pair_indices(pair_ch, len(chunks), "pair_ch")
+        if pe.shape != pc.shape:
+            raise UsageError(f"pair_ev and pair_ch differ in length ({pe.size} vs {pc.size})")
+
+        # Distinct (evidence, chunk) pairs, ordered by chunk so chunk blocks are contiguous.
+        width = max(len(ev_texts), 1)
+        ukey, inverse = np.unique(ch_ids[pc] * width + ev_ids[pe], return_inverse=True)
+        u_ev = ukey % width
+        u_ch = ukey // width
+        out: Windows = (np.zeros(ukey.size, dtype=np.float64),
+                        np.full(ukey.size, -1, dtype=np.int64), np.full(ukey.size, -1, dtype=np.int64))
+        ev_norm, _ = _normalise_texts(ev_texts, self.norm)
+        ch_len = np.fromiter(map(len, ch_texts), dtype=np.int64, count=len(ch_texts))
+        bounds = np.searchsorted(u_ch, np.arange(len(ch_texts) + 1))  # pairs of each chunk
+        waiting: list[Callable[[], None]] = []
+        for lo, hi in _blocks(ch_len, BLOCK_CHARS):
+            p_lo, p_hi = int(bounds[lo]), int(bounds[hi])
+            if p_lo == p_hi:
+                continue
+            waiting.append(self._start_block(ev_norm, ch_texts, u_ev[p_lo:p_hi], u_ch[p_lo:p_hi],
+                                             slice(p_lo, p_hi), out))
+            if len(waiting) > 1:  # at most two blocks' texts held at once
+                waiting.pop(0)()
+
+        def result() -> PairScores:
+            for finish in waiting:
+                finish()
+            waiting.clear()
+            score, start, end = out
+            return PairScores(
+                score=score[inverse].astype(np.float32),
+                start=start[inverse].astype(np.int32),
+                end=end[inverse].astype(np.int32),
+            )
+
+        return result
+
+    def _start_block(
+        self,
+        ev_norm: list[str],
+        ch_texts: list[str],
+        e_ids: NDArray[np.int64],
+        c_ids: NDArray[np.int64],
+        rows: slice,
+        out: Windows,
+    ) -> Callable[[], None]:
+        """Score the pairs of one block of chunks; the returned function writes them to out."""
+        used = np.unique(c_ids)  # only chunks that appear in some pair
+        ch_norm, ch_maps = _normalise_texts([ch_texts[c] for c in used.tolist()], self.norm)
+        cj = np.searchsorted(used, c_ids)  # index into this block's chunks
+        # An evidence text that normalises to nothing scores 0 (it is in every chunk).
+        real = np.fromiter(map(bool, ev_norm), dtype=np.bool_, count=len(ev_norm))[e_ids]
+        sc = np.zeros(cj.size, dtype=np.float64)
+        ns = np.full(cj.size, -1, dtype=np.int64)
+        ne = np.full(cj.size, -1, dtype=np.int64)
+        if self.spec.aligns and self.min_align_score <= 0.0:
+            # Every pair needs its window: the pool's jobs try the exact substring and else
+            # partial_ratio_alignment (score and window in one call), pair by pair.
+            todo = np.flatnonzero(real)
+            collect = self._pool.map_pairs("find_align", ev_norm, ch_norm, e_ids[todo], cj[todo])
+        else:
+            # Exact substring first: str.find is far cheaper than any fuzzy scorer.
+            pos = np.fromiter(
+                (ch_norm[c].find(ev_norm[e]) if ok else -2
+                 for e, c, ok in zip(e_ids.tolist(), cj.tolist(), real.tolist(), strict=True)),
+                dtype=np.int64, count=cj.size)
+            hit = np.flatnonzero(pos >= 0)
+            sc[hit], ns[hit] = 1.0, pos[hit]
+            ne[hit] = pos[hit] + np.fromiter((len(ev_norm[e]) for e in e_ids[hit].tolist()),
+                                             dtype=np.int64, count=hit.size)
+            todo = np.flatnonzero(pos == -1)  # not a substring, evidence not empty
+            collect = self._score_fuzzy(ev_norm, ch_norm, e_ids[todo], cj[todo])
+
+        def finish() -> None:
+            if todo.size:
+                sc[todo], ns[todo], ne[todo] = collect()
+            # Windows are in normalised text, already without an edge space (a substring's
+            # edges are the evidence's, never a space); nothing to show for a zero score.
+            ok = (ns >= 0) & (sc > 0.0)
+            arrays = [j for j, m in enumerate(ch_maps) if not isinstance(m, int)]
+            shift = np.zeros(len(ch_maps), dtype=np.int64)
+            if len(arrays) < len(ch_maps):
+                shift[:] = [m if isinstance(m, int) else 0 for m in ch_maps]
+            start = np.where(ok, ns + shift[cj], -1)
+            end = np.where(ok, ne + shift[cj], -1)
+            if arrays:  # chunks whose offset map is not a plain shift
+                lens = np.fromiter((ch_maps[j].size for j in arrays), dtype=np.int64,  # type: ignore[union-attr]
+                                   count=len(arrays))
+                base = np.full(len(ch_maps), -1, dtype=np.int64)
+                base[arrays] = np.cumsum(lens) - lens
+                flat_map = np.concatenate([ch_maps[j] for j in arrays])  # type: ignore[misc]
+                at = base[cj]
+                sel = np.flatnonzero(ok & (at >= 0))
+                start[sel] = flat_map[at[sel] + ns[sel]]
+                end[sel] = flat_map[at[sel] + ne[sel] - 1] + 1
+            out[0][rows], out[1][rows], out[2][rows] = sc, start, end
+
+        return finish
+
+    def _score_fuzzy(
+        self, ev_norm: list[str], ch_norm: list[str], pe: NDArray[np.int64], pc: NDArray[np.int64]
+    ) -> Callable[[], Windows]:
+        """Scores (and normalised-text windows) of pairs that are not exact substrings."""
+        spec = self.spec
+        if pe.size == 0:
+            return _no_pairs
+        if spec.cdist is None:
+            return self._pool.map_pairs(spec.name, ev_norm, ch_norm, pe, pc)
+        # rapidfuzz releases the GIL inside cpdist only: the C++ scorers run on every core.
+        raw = process.cpdist([ev_norm[i] for i in pe.tolist()], [ch_norm[j] for j in pc.tolist()],
+                             scorer=spec.cdist, workers=self.workers, dtype=np.float64)
+        scores = np.asarray(raw, dtype=np.float64) * spec.scale
+        starts = np.full(pe.size, -1, dtype=np.int64)
+        ends = np.full(pe.size, -1, dtype=np.int64)
+        if spec.aligns:
+            todo = np.flatnonzero(scores >= self.min_align_score)
+            _, starts[todo], ends[todo] = self._pool.map_pairs(
+                "align", ev_norm, ch_norm, pe[todo], pc[todo])()
+        return lambda: (scores, starts, ends)
 
 
 def score_pairs(
@@ -471,84 +770,8 @@ def score_pairs(
     workers: processes/threads to use, 0 = os.cpu_count(). min_align_score: windows of the
     `partial` scorer are computed only for pairs scoring at least this (0.0 = every pair).
     """
-    spec = SCORERS[scorer]
-    n_workers = _resolve_workers(workers)
-    if not (isinstance(min_align_score, (int, float)) and math.isfinite(min_align_score)):
-        raise UsageError(f"min_align_score must be a finite number, got {min_align_score!r}")
-    ev_texts, ev_ids = _unique_texts(evidence, "evidence")
-    ch_texts, ch_ids = _unique_texts(chunks, "chunks")
-    pe = _pair_indices(pair_ev, len(evidence), "pair_ev")
-    pc = _pair_indices(pair_ch, len(chunks), "pair_ch")
-    if pe.shape != pc.shape:
-        raise UsageError(f"pair_ev and pair_ch differ in length ({pe.size} vs {pc.size})")
-
-    # Distinct (evidence, chunk) pairs, ordered by chunk so chunk blocks are contiguous.
-    key = ch_ids[pc] * max(len(ev_texts), 1) + ev_ids[pe]
-    ukey, inverse = np.unique(key, return_inverse=True)
-    u_ev = ukey % max(len(ev_texts), 1)
-    u_ch = ukey // max(len(ev_texts), 1)
-    score = np.zeros(ukey.size, dtype=np.float64)
-    start = np.full(ukey.size, -1, dtype=np.int64)
-    end = np.full(ukey.size, -1, dtype=np.int64)
-
-    ev_norm = [text for text, _ in normalise_many(ev_texts, norm)]
-    ev_len = np.fromiter(map(len, ev_norm), dtype=np.int64, count=len(ev_norm))
-    ch_len = np.fromiter(map(len, ch_texts), dtype=np.int64, count=len(ch_texts))
-    bounds = np.searchsorted(u_ch, np.arange(len(ch_texts) + 1))  # pairs of each chunk
-    pool = _Pool(n_workers)
-    try:
-        for lo, hi in _blocks(ch_len, BLOCK_CHARS):
-            p_lo, p_hi = int(bounds[lo]), int(bounds[hi])
-            if p_lo == p_hi:
-                continue
-            used = np.unique(u_ch[p_lo:p_hi])  # only chunks that appear in some pair
-            normalised = normalise_many([ch_texts[c] for c in used], norm)
-            ch_norm = [text for text, _ in normalised]
-            lens = np.fromiter((m.size for _, m in normalised), dtype=np.int64, count=len(used))
-            flat_map = np.concatenate([m for _, m in normalised] + [np.zeros(1, np.int32)])
-            flat_space = np.append(_codepoints("".join(ch_norm)) == 32, False)
-            base = np.cumsum(lens) - lens
-
-            rows = np.arange(p_lo, p_hi)
-            cj = np.searchsorted(used, u_ch[p_lo:p_hi])  # index into this block's chunks
-            e_list = u_ev[p_lo:p_hi].tolist()
-            c_list = cj.tolist()
-            # Exact substring first: str.find is far cheaper than any fuzzy scorer.
-            pos = np.fromiter(
-                (ch_norm[c].find(ev_norm[e]) if ev_norm[e] else -2
-                 for e, c in zip(e_list, c_list, strict=True)),
-                dtype=np.int64, count=rows.size)
-            hit = pos >= 0
-            ns = np.where(hit, pos, -1)
-            ne = np.where(hit, pos + ev_len[u_ev[p_lo:p_hi]], -1)
-            sc = np.where(hit, 1.0, 0.0)
-            fuzzy = np.flatnonzero(pos == -1)  # not a substring, evidence not empty
-            if fuzzy.size:
-                s, a, b = _score_fuzzy(
-                    spec,
-                    [ev_norm[e_list[i]] for i in fuzzy],
-                    [ch_norm[c_list[i]] for i in fuzzy],
-                    float(min_align_score), n_workers, pool)
-                sc[fuzzy], ns[fuzzy], ne[fuzzy] = s, a, b
-            # Normalised window -> original window, without the (single, collapsed) space a
-            # window may start or end with; nothing to show for a zero score.
-            ok = (ns >= 0) & (ne > ns) & (sc > 0.0)
-            first = np.where(ok, base[cj] + ns, 0)
-            last = np.where(ok, base[cj] + ne - 1, 0)
-            first += flat_space[first] & ok
-            last -= flat_space[last] & ok
-            ok &= last >= first
-            score[rows] = sc
-            start[rows] = np.where(ok, flat_map[first], -1)
-            end[rows] = np.where(ok, flat_map[last] + 1, -1)
-    finally:
-        pool.close()
-
-    return PairScores(
-        score=score[inverse].astype(np.float32),
-        start=start[inverse].astype(np.int32),
-        end=end[inverse].astype(np.int32),
-    )
+    with PairScorer(scorer, norm, workers, min_align_score) as pairs:
+        return pairs.submit(evidence, chunks, pair_ev, pair_ch)()
 
 
 def score_one(

@@ -7,21 +7,24 @@ nothing here is called again when those move.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from rageval_core.matching import Normalisation, get_scorer, score_pairs
+from rageval_core.matching import Normalisation, PairScorer, PairScores, get_scorer
 from rageval_core.store import journal
 from rageval_core.store.schema import first_row
-from rageval_core.store.store import RunRef, Store
+from rageval_core.store.store import IMPORT_MEMORY_LIMIT, RunRef, Store, _bytes
 
-#: queries scored per block: bounds the texts held in memory at once
-BLOCK_QUERIES = 20_000
+#: queries read and scored per block: two blocks' texts are held at once (one being scored,
+#: the next being read), about 10 MB of chunk text each at 20 chunks of 500 characters
+BLOCK_QUERIES = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +63,8 @@ def ensure_scored(
 
     One transaction: an interrupted scoring leaves no partial rows, and its journal row (done
     inside the same transaction) says at the next open that it was interrupted.
-    progress(done, total) is called per block of queries.
+    progress(done, total) is called per block of queries. Blocks are pipelined: while the
+    pool scores one, the next is read and the previous one's scores are inserted.
     """
     get_scorer(scorer)  # unknown names fail before any work
     run = store.run(ref)
@@ -78,11 +82,19 @@ def ensure_scored(
         entry = journal.begin(store, "scoring", f"run {run.name!r} ({scorer}, {norm.key})")
         cur.begin()
         try:
-            for lo in range(0, max(run.n_queries, 1), BLOCK_QUERIES):
-                hi = lo + BLOCK_QUERIES
-                n_pairs += _score_block(cur, run.run_id, lo, hi, scorer, norm, workers)
-                if progress is not None:
-                    progress(min(hi, run.n_queries), run.n_queries)
+            with _capped_cache(cur), PairScorer(scorer, norm, workers) as pairs:
+                waiting: _Block | None = None
+                for lo in range(0, max(run.n_queries, 1), BLOCK_QUERIES):
+                    block = _start_block(cur, pairs, run.run_id, lo, lo + BLOCK_QUERIES)
+                    if waiting is not None:
+                        n_pairs += _store_block(cur, waiting, run.run_id, scorer, norm)
+                        if progress is not None:
+                            progress(min(waiting.hi, run.n_queries), run.n_queries)
+                    waiting = block
+                if waiting is not None:
+                    n_pairs += _store_block(cur, waiting, run.run_id, scorer, norm)
+                    if progress is not None:
+                        progress(min(waiting.hi, run.n_queries), run.n_queries)
             seconds = time.perf_counter() - started
             cur.execute(
                 "INSERT INTO scorings VALUES (?, ?, ?, ?, ?, ?)",
@@ -98,23 +110,62 @@ def ensure_scored(
     return Scoring(run.run_id, scorer, norm.key, n_pairs, seconds, cached=False)
 
 
-def _score_block(cur, run_id: int, lo: int, hi: int, scorer: str, norm: Normalisation, workers: int) -> int:  # type: ignore[no-untyped-def]
-    ev = cur.execute(
-        "SELECT qidx, eidx, text FROM evidence WHERE run_id = ? AND qidx >= ? AND qidx < ? "
-        "ORDER BY qidx, eidx",
+@contextmanager
+def _capped_cache(cur: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB's memory_limit lowered to the import's cap while a file-backed store is scored.
+
+    Scoring reads every chunk text of the run once, and DuckDB keeps each block it reads
+    cached up to its limit (80% of RAM by default): the process would grow by the texts' size
+    on disk (300 MB at 100,000 queries). A limit set by hand, or lower already, is left alone.
+    """
+    path = first_row(cur.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall())
+    query = "SELECT current_setting('memory_limit')"
+    before = first_row(cur.execute(query).fetchall())
+    if path is None or path[0] is None or before is None:
+        yield
+        return
+    with duckdb.connect(":memory:") as fresh:
+        default = first_row(fresh.execute(query).fetchall())
+    if before != default or _bytes(str(before[0])) <= _bytes(IMPORT_MEMORY_LIMIT):
+        yield
+        return
+    cur.execute(f"SET memory_limit = '{IMPORT_MEMORY_LIMIT}'")  # our own constant
+    try:
+        yield
+    finally:
+        with suppress(duckdb.Error):
+            cur.execute("RESET memory_limit")
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """One block of queries whose pairs are being scored: their keys, and the scores to come."""
+
+    hi: int
+    qidx: NDArray[np.int32]
+    rank: NDArray[np.int32]
+    eidx: NDArray[np.int32]
+    scores: Callable[[], PairScores]
+
+
+def _start_block(cur, pairs: PairScorer, run_id: int, lo: int, hi: int) -> _Block:  # type: ignore[no-untyped-def]
+    """Read the texts of queries [lo, hi) and hand every (span, chunk) pair to the scorer."""
+    ev = _in_order(cur.execute(
+        "SELECT qidx, eidx, text FROM evidence WHERE run_id = ? AND qidx >= ? AND qidx < ?",
         [run_id, lo, hi],
-    ).fetchnumpy()
+    ).fetchnumpy(), "eidx")
+    empty = np.zeros(0, dtype=np.int32)
     if len(ev["qidx"]) == 0:
-        return 0
-    ch = cur.execute(
+        return _Block(hi, empty, empty, empty, _nothing)
+    ch = _in_order(cur.execute(
         "SELECT qidx, rank, text FROM chunks WHERE run_id = ? AND qidx >= ? AND qidx < ? "
-        "AND text IS NOT NULL ORDER BY qidx, rank",
+        "AND text IS NOT NULL",
         [run_id, lo, hi],
-    ).fetchnumpy()
+    ).fetchnumpy(), "rank")
     ev_q = np.asarray(ev["qidx"], dtype=np.int64) - lo
     ch_q = np.asarray(ch["qidx"], dtype=np.int64) - lo
-    width = hi - lo
-    ev_count = np.bincount(ev_q, minlength=width)
+    ev_count = np.bincount(ev_q, minlength=hi - lo)
     ev_first = np.cumsum(ev_count) - ev_count
     # every chunk paired with every gold span of its query
     per_chunk = ev_count[ch_q]
@@ -122,29 +173,51 @@ def _score_block(cur, run_id: int, lo: int, hi: int, scorer: str, norm: Normalis
     offsets = np.arange(pair_ch.size) - np.repeat(np.cumsum(per_chunk) - per_chunk, per_chunk)
     pair_ev = ev_first[ch_q][pair_ch] + offsets
     if pair_ch.size == 0:
-        return 0
-    scores = score_pairs(
-        list(ev["text"]), list(ch["text"]), pair_ev, pair_ch, scorer=scorer, norm=norm, workers=workers
+        return _Block(hi, empty, empty, empty, _nothing)
+    scores = pairs.submit(ev["text"].tolist(), ch["text"].tolist(), pair_ev, pair_ch)
+    return _Block(
+        hi,
+        qidx=(ch_q[pair_ch] + lo).astype(np.int32),
+        rank=np.asarray(ch["rank"], dtype=np.int32)[pair_ch],
+        eidx=np.asarray(ev["eidx"], dtype=np.int32)[pair_ev],
+        scores=scores,
     )
-    n = int(pair_ch.size)
-    table = pa.table(
+
+
+def _in_order(columns: dict[str, np.ndarray], then: str) -> dict[str, np.ndarray]:
+    """Rows ordered by (qidx, then): sorted here, as SQL's ORDER BY costs more on long texts."""
+    order = np.lexsort((columns[then], columns["qidx"]))
+    if np.array_equal(order, np.arange(order.size)):  # rows come in insertion order, usually sorted
+        return columns
+    return {name: values[order] for name, values in columns.items()}
+
+
+def _nothing() -> PairScores:
+    empty = np.zeros(0, dtype=np.int32)
+    return PairScores(np.zeros(0, dtype=np.float32), empty, empty)
+
+
+def _store_block(cur, block: _Block, run_id: int, scorer: str, norm: Normalisation) -> int:  # type: ignore[no-untyped-def]
+    """Wait for a block's scores and insert them; the number of pairs."""
+    n = int(block.qidx.size)
+    if n == 0:
+        return 0
+    scores = block.scores()
+    rageval_scores = pa.table(  # noqa: F841 (read by name in the SQL: DuckDB's replacement scan)
         {
-            "run_id": pa.array(np.full(n, run_id, dtype=np.int64)),
-            "scorer": pa.array([scorer] * n, type=pa.string()),
-            "norm": pa.array([norm.key] * n, type=pa.string()),
-            "qidx": pa.array((ch_q[pair_ch] + lo).astype(np.int32)),
-            "rank": pa.array(np.asarray(ch["rank"], dtype=np.int32)[pair_ch]),
-            "eidx": pa.array(np.asarray(ev["eidx"], dtype=np.int32)[pair_ev]),
-            "score": pa.array(scores.score),
-            "span_start": pa.array(scores.start),
-            "span_end": pa.array(scores.end),
+            "qidx": block.qidx, "rank": block.rank, "eidx": block.eidx, "score": scores.score,
+            "span_start": scores.start, "span_end": scores.end,
         }
     )
-    cur.register("rageval_scores", table)
-    try:
-        cur.execute("INSERT INTO pair_scores SELECT * FROM rageval_scores")
-    finally:
-        cur.unregister("rageval_scores")
+    # Read by name, not register()ed: DuckDB 2.0 keeps every registered table alive until the
+    # transaction ends, ~2 MB a block, 400 MB more at 100,000 queries. The run, scorer and
+    # normalisation are the same on every row: parameters, not columns.
+    cur.execute(
+        "INSERT INTO pair_scores (run_id, scorer, norm, qidx, rank, eidx, score, span_start, "
+        "span_end) SELECT ?, ?, ?, qidx, rank, eidx, score, span_start, span_end "
+        "FROM rageval_scores",
+        [run_id, scorer, norm.key],
+    )
     return n
 
 
