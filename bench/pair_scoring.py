@@ -108,6 +108,14 @@ def run(
         "import": {k: facts.get(k) for k in ("jsonl_bytes", "import_s", "import_peak_rss_mb")},
         "growth": [{"n_queries": n_queries, "seconds": wall, "peak_mb": first["peak_pss_mb"]}],
         "growth_label": "pair scoring: ensure_scored (partial, all cores)",
+        "limits": [{
+            "figure": f"pair scoring, {n_pairs:,} pairs (partial, both cores)",
+            "measured": fmt_seconds(wall),
+            "limit": (f"{fmt_seconds(floor_s)}: rapidfuzz's partial_ratio_alignment alone on each "
+                      f"of the {counts['fuzzy']:,} fuzzy pairs ({fmt_seconds(align_pair)} CPU "
+                      "each), spread over 2 cores"),
+            "distance": f"{wall / floor_s:.2f}x of it",
+        }],
     }
 
     main_rows = (

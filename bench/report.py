@@ -132,6 +132,14 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
         ratio = data["ratio_all_cores"]
         rows.append((f"partial (all {data['cpus']} cores) vs difflib, per pair", fmt_ratio(ratio),
                      f"target 20x: {'met' if ratio >= data['target_ratio'] else 'MISSED'}"))
+    if "pair_scoring" in by_key:
+        data = by_key["pair_scoring"].data
+        rows.append((f"pair scoring, {data['n_pairs']:,} (span, chunk) pairs, partial, all cores",
+                     f"{data['pairs_per_s']:,.0f} pairs/s",
+                     f"{fmt_ratio(data['ratio_vs_difflib'])} difflib's rate on a sample of the same pairs"))
+        rows.append(("pair scoring again, same run and scorer (kept scores reused)",
+                     fmt_seconds(data["reused"]["call_median_s"]),
+                     f"{data['reused']['new_pairs_scored']} pairs scored"))
     if "distributed" in by_key:
         data = by_key["distributed"].data
         ratio = data["timings"]["spark"]["median_s"] / data["timings"]["single"]["median_s"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from bench import pair_scoring
+from bench import pair_scoring, report
 from bench.__main__ import QUICK
 from bench.large_run import build_large_store, read_marker
 
@@ -68,4 +68,9 @@ def test_pair_scoring_scenario_at_quick_size(tmp_path: Path) -> None:
     text = result.text()
     assert result.title in text and f"{data['n_pairs']:,}" in text
     json.dumps(data)  # the report keeps it as JSON
+    headline = report.headline([result]).markdown()
+    assert f"pair scoring, {data['n_pairs']:,} (span, chunk) pairs" in headline
+    assert "0 pairs scored" in headline  # the re-run's row
+    (limit,) = report.limits_table([result]).rows
+    assert limit[0].startswith("pair scoring") and limit[3].endswith("x of it")
     assert not list(tmp_path.glob("pair_scoring_*.duckdb"))  # the scored copy is removed
