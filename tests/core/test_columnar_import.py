@@ -315,7 +315,7 @@ def test_file_store_import_runs_under_the_import_settings(tmp_path: Path) -> Non
     seen: list[Any] = []
     for db in (tmp_path / "s.duckdb", ":memory:"):
         with Store(db) as store:
-            def progress(done: int, store: Store = store) -> None:
+            def progress(done: int, total: int | None, store: Store = store) -> None:
                 seen.append(store.connection.execute(query).fetchall()[0])
 
             log = ProblemLog()
