@@ -9,11 +9,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import matching_speed, native_scale, recompute, report, trec_e2e
+from bench import distributed, matching_speed, native_scale, pair_scoring, recompute, report, trec_e2e
+from bench import dashboard_scale
 from bench.common import ScenarioResult
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-SCENARIOS = ("trec", "recompute", "matching", "native_scale")
+SCENARIOS = ("trec", "recompute", "matching", "native_scale", "pair_scoring", "distributed",
+             "dashboard_scale")
 GROWTH_SVG = "benchmarks_growth.svg"
 
 #: full sizes (the brief's) and --quick sizes (seconds, for the smoke test and a first look)
@@ -23,18 +25,26 @@ FULL: dict[str, dict[str, Any]] = {
                   "growth_sizes": (10_000, 100_000)},
     "matching": {"n_queries": 334, "difflib_sample": 3000, "repeats": 3},
     "native_scale": {"sizes": (10_000, 100_000)},
+    "pair_scoring": {"n_queries": 10_000},
+    "distributed": {"n_queries": 5_000, "repeats": 3},
+    "dashboard_scale": {"n_queries": 10_000},
 }
 #: added by --scale (make bench passes it): the issue's large sizes, minutes each
 SCALE: dict[str, dict[str, Any]] = {
     "trec": {"scale_queries": 100_000},
     "recompute": {"growth_sizes": (10_000, 100_000, 1_000_000)},
     "native_scale": {"sizes": (10_000, 100_000, 1_000_000)},
+    "pair_scoring": {"n_queries": 100_000},
+    "dashboard_scale": {"n_queries": 100_000},
 }
 QUICK: dict[str, dict[str, Any]] = {
     "trec": {"n_queries": 200, "depth": 100},
     "recompute": {"n_queries": 2_000, "repeats": 5, "slow_repeats": 3, "growth_sizes": (500, 2_000)},
     "matching": {"n_queries": 10, "difflib_sample": 200, "repeats": 2},
     "native_scale": {"sizes": (500, 2_000)},
+    "pair_scoring": {"n_queries": 300, "subset_queries": 100, "difflib_sample": 200},
+    "distributed": {"n_queries": 300, "repeats": 1},
+    "dashboard_scale": {"n_queries": 500, "moves": 2, "baseline": False},
 }
 
 
@@ -58,6 +68,12 @@ def run_scenarios(
             result = matching_speed.run(**sizes["matching"])
         elif name == "native_scale":
             result = native_scale.run(workdir / "native", **sizes["native_scale"])
+        elif name == "pair_scoring":  # workdir / "large": bench/large_run.py's stores, shared
+            result = pair_scoring.run(workdir / "large", **sizes["pair_scoring"])
+        elif name == "dashboard_scale":  # a fresh `streamlit run` + chromium, and AppTest
+            result = dashboard_scale.run(workdir / "dashboard", **sizes["dashboard_scale"])
+        elif name == "distributed":  # needs pyspark (the bench extra) and Java 17+
+            result = distributed.run(workdir / "distributed", **sizes["distributed"])
         else:
             raise ValueError(f"unknown scenario {name!r} (expected one of {', '.join(SCENARIOS)})")
         results.append(result)

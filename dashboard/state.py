@@ -23,9 +23,10 @@ import streamlit as st
 from rageval_core import curves, drilldown, opsview, tuning
 from rageval_core.compare import Comparison, TrendRow, compare, trends
 from rageval_core.errors import RagevalError
-from rageval_core.evaluate import Report, Settings, evaluate
+from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
 from rageval_core.importing import ImportOutcome, import_paths
 from rageval_core.matching import SCORERS, Normalisation
+from rageval_core.metrics import registry
 from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store
 from rageval_core.store.lease import LeasedStore
@@ -95,17 +96,81 @@ def _calm(fn: F) -> F:
     return call  # type: ignore[return-value]
 
 
+@st.cache_resource(show_spinner=False)
+def _listed() -> dict[str, tuple[tuple[Any, ...], list[RunRecord]]]:
+    # store path -> (its files' signature, the runs listed then); shared by every session
+    return {}
+
+
+def _signature(path: str) -> tuple[Any, ...]:
+    """(mtime, size) of the store file and its write-ahead log: any committed write changes it."""
+    out: list[Any] = []
+    for name in (path, path + ".wal"):
+        try:
+            found = os.stat(name)
+        except OSError:
+            out.append(None)
+        else:
+            out.append((found.st_mtime_ns, found.st_size))
+    return tuple(out)
+
+
+def _held_elsewhere(path: str) -> bool:
+    """Whether another process holds the store file's lock (DuckDB's, listed in /proc/locks).
+
+    True when that cannot be told (no /proc/locks): the caller then takes the careful path.
+    """
+    try:
+        inode = os.stat(path).st_ino
+        lines = Path("/proc/locks").read_text(encoding="ascii", errors="replace").splitlines()
+    except OSError:
+        return True
+    me = os.getpid()
+    for line in lines:  # "1: POSIX  ADVISORY  WRITE 12634 fe:00:2149620 0 EOF"
+        fields = line.split()
+        for i, field in enumerate(fields[1:], start=1):
+            if field.count(":") == 2:
+                pid, ino = fields[i - 1], field.rsplit(":", 1)[1]
+                if pid.isdigit() and ino.isdigit() and int(ino) == inode and int(pid) != me:
+                    return True
+                break
+    return False
+
+
+def _runs_if_unchanged() -> tuple[tuple[Any, ...], list[RunRecord] | None]:
+    """The runs listed before, if no process has written to the store since (no file open).
+
+    None while another process holds the file: the sidebar then takes its turn and says so.
+    """
+    path = store().path
+    sig = _signature(path)
+    kept = _listed().get(path)
+    if kept is None or kept[0] != sig or _held_elsewhere(path):
+        return sig, None
+    return sig, kept[1]
+
+
 @_calm
 def runs() -> list[RunRecord]:
-    return store().runs()
+    """The stored runs (listed again only when the store's files have changed)."""
+    sig, found = _runs_if_unchanged()
+    if found is None:
+        found = store().runs()
+        _listed()[store().path] = (sig, found)
+    return found
 
 
 def runs_when_free() -> list[RunRecord] | None:
     """The stored runs; while another process holds the store, a live "retrying" message.
 
     Called first on every page (by the sidebar). None, after a clear message and a Try again
-    button, when the store stayed busy for BUSY_GATE_S.
+    button, when the store stayed busy for BUSY_GATE_S. When the store's files have not changed
+    since the last listing, that listing is reused without opening the file: a slider move on
+    a page whose results are cached never touches the store (opening it costs 50-100 ms).
     """
+    sig, found = _runs_if_unchanged()
+    if found is not None:
+        return found
     leased = store()
     note = None
     started = time.monotonic()
@@ -115,6 +180,7 @@ def runs_when_free() -> list[RunRecord] | None:
                 found = leased.runs()
             if note is not None:
                 note.empty()
+            _listed()[leased.path] = (sig, found)
             return found
         except StoreBusyError:
             waited = time.monotonic() - started
@@ -147,9 +213,12 @@ def run_data(run_id: int, content_hash: str, db: str | None = None) -> RunData:
 @st.cache_resource(show_spinner=False, max_entries=256)
 def _report(run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...],
             metrics: tuple[str, ...] | None, by: str | None) -> Report:
-    settings = settings_from_key(settings_key)
-    return evaluate(run_data(run_id, content_hash, db), list(metrics) if metrics else None,
-                    store=store(), settings=settings, by=by)
+    data = run_data(run_id, content_hash, db)
+    if by is not None:  # the breakdown regroups the report's per-query values: no re-evaluation
+        return with_breakdown(data, _report(run_id, content_hash, db, settings_key, metrics, None),
+                              by)
+    return evaluate(data, list(metrics) if metrics else None, store=store(),
+                    settings=settings_from_key(settings_key))
 
 
 @_calm
@@ -200,8 +269,9 @@ def settings_from_key(key: tuple[Any, ...]) -> Settings:
 def clear_caches() -> None:
     """After an import, rename or delete: every derived result is recomputed (the Store stays)."""
     st.cache_data.clear()
+    _listed().clear()
     for cached in (run_data, _report, _query_ops, _latency_by_tag, _query_texts, _query_table,
-                   _query_detail, _borderline):
+                   _query_detail, _borderline, _pair_labels):
         cached.clear()
 
 
@@ -263,6 +333,8 @@ def sidebar() -> View | None:
 LATENCY_METRIC, LATENCY_TAG, LATENCY_BY = "latency.metric", "latency.tag", "latency.by"
 LATENCY_BY_STAGE = "latency.by_stage"
 LATENCY_LOG_X, LATENCY_DIST = "latency.log_x", "latency.dist"
+#: the per-query table's page (rows per page as the Queries page)
+LATENCY_PAGE, LATENCY_PAGE_ROWS = "latency.page", 1000
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -293,6 +365,9 @@ QUERIES_FAILING, QUERIES_TAG, QUERIES_TAG_VALUES = "queries.failing", "queries.t
 QUERIES_SEARCH, QUERIES_SORT, QUERIES_TABLE = "queries.search", "queries.sort", "queries.table"
 #: the table selection last acted on (a new one opens its query) and the "q" last mirrored to the URL
 QUERIES_SEEN_ROWS, QUERIES_MIRRORED = "queries.seen_rows", "queries.mirrored"
+#: the table shows this many rows at a time (a page); filters and sorts act on every row, and
+#: the downloads hold every filtered row: a 100,000-query run never ships 100,000 rows per rerun
+QUERIES_PAGE, QUERIES_PAGE_ROWS = "queries.page", 1000
 QUERY_PARAM = "q"
 
 
@@ -304,8 +379,8 @@ def _query_texts(run_id: int, content_hash: str, db: str | None) -> Any:
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _query_table(run_id: int, content_hash: str, db: str | None,
                  settings_key: tuple[Any, ...]) -> drilldown.QueryTable:
-    current = View(run=store().run(run_id), settings=settings_from_key(settings_key))
-    return drilldown.query_table(report(current), run_data(run_id, content_hash, db),
+    return drilldown.query_table(_report(run_id, content_hash, db, settings_key, None, None),
+                                  run_data(run_id, content_hash, db),
                                   _query_texts(run_id, content_hash, db))
 
 
@@ -350,10 +425,21 @@ def borderline(view: View, band: float, limit: int = TUNING_LIMIT) -> list[tunin
                        round(float(band), 4), limit)
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _pair_labels(run_id: int, content_hash: str, db: str | None, scorer: str, norm: str,
+                 signature: tuple[Any, ...]) -> tuning.Labels:
+    return tuning.labels(store(), run_id, scorer, norm)
+
+
 @_calm
 def pair_labels(view: View) -> tuning.Labels:
-    """The run's labels for the view's scorer and normalisation (read fresh: they change here)."""
-    return tuning.labels(store(), view.run.run_id, view.settings.scorer, view.settings.norm)
+    """The run's labels for the view's scorer and normalisation.
+
+    Keyed by the store files' signature: a label written here or by another process changes
+    the files, so it is read again then, and not on every slider move.
+    """
+    return _pair_labels(view.run.run_id, view.run.content_hash, _db(), view.settings.scorer,
+                        view.settings.norm.key, _signature(store().path))
 
 
 def label_pair(view: View, key: tuple[int, int, int], label: bool | None) -> None:
@@ -393,9 +479,26 @@ def _curves_k(run_id: int, content_hash: str, db: str | None, key: tuple[Any, ..
 
 @_calm
 def curves_k(view: View, names: Sequence[str]) -> dict[str, np.ndarray]:
-    """Run values at k = 1..depth (cached; keyed without k: moving k reuses them)."""
-    key = settings_key(dataclasses.replace(view.settings, k=1))
-    return _curves_k(view.run.run_id, view.run.content_hash, _db(), key, tuple(names))
+    """Run values at k = 1..depth (cached; keyed without k: moving k reuses them).
+
+    With relevance from the qrels (ids), ranking curves do not depend on the threshold: they
+    are keyed without it, so a threshold move recomputes only the evidence curves.
+    """
+    s = view.settings
+    key = settings_key(dataclasses.replace(s, k=1))
+    run = (view.run.run_id, view.run.content_hash, _db())
+    if s.relevance != "ids":
+        return _curves_k(*run, key, tuple(names))
+    ranking = tuple(n for n in names
+                    if registry.REGISTRY[registry.ALIASES.get(n, n)].family == "ranking")
+    other = tuple(n for n in names if n not in ranking)
+    found: dict[str, np.ndarray] = {}
+    if ranking:
+        found.update(_curves_k(*run, settings_key(dataclasses.replace(s, k=1, threshold=0.0)),
+                               ranking))
+    if other:
+        found.update(_curves_k(*run, key, other))
+    return {n: found[n] for n in names}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -8,13 +8,17 @@ Moving k or the threshold touches only the last two steps.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from rageval_core import ops
@@ -28,9 +32,10 @@ from rageval_core.metrics.arrays import (
     ranked_labels_from_rows,
 )
 from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
-from rageval_core.metrics.generation import AnswerInputs
-from rageval_core.rundata import RunData, evidence_tensor, load_run_data
+from rageval_core.metrics.generation import GENERATION_METRICS, AnswerInputs, generation_scores
+from rageval_core.rundata import RunData, _floats, evidence_tensor, load_run_data
 from rageval_core.store import Store
+from rageval_core.store.store import RunRef
 
 Relevance = Literal["ids", "evidence"]
 Floats = NDArray[np.float64]
@@ -88,8 +93,10 @@ class Report:
     query_ids: NDArray[np.object_]  # (n,) every query of the run, file order
     per_query: dict[str, Floats]  # metric -> (n,), NaN where the query is not scored on it
     counts: dict[str, int]
-    ops: dict[str, Any]
+    ops: Mapping[str, Any]  # computed on first read (Deferred)
     by: dict[str, Any] | None = None
+    #: per-query weights of the pooled metrics (EvidenceRecall: span counts), for with_breakdown
+    weights: dict[str, Floats] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n_queries(self) -> int:
@@ -205,31 +212,129 @@ def evidence_labels(store: Store, data: RunData, s: Settings) -> tuple[RankedLab
 
 
 def answer_inputs(store: Store, data: RunData) -> tuple[AnswerInputs, NDArray[np.int64]]:
-    """The texts answer metrics read, for the queries with an answer (loaded once per run)."""
+    """The answer metrics of the queries with an answer, and their row numbers (once per run).
+
+    Read from the store's answer_scores, where the import keeps them; a run imported without
+    scoring (or by an older rageval) has them computed and kept here, once.
+    """
 
     def make() -> tuple[AnswerInputs, NDArray[np.int64]]:
-        rid = data.run.run_id
-        with store._cursor() as cur:
-            q = cur.execute(
-                "SELECT qidx, answer, reference_answer, query, in_run FROM queries "
-                "WHERE run_id = ? AND answer IS NOT NULL ORDER BY qidx", [rid]).fetchall()
-            ch = cur.execute(
-                "SELECT c.qidx, c.text FROM chunks c JOIN queries q "
-                "ON q.run_id = c.run_id AND q.qidx = c.qidx "
-                "WHERE c.run_id = ? AND q.answer IS NOT NULL ORDER BY c.qidx, c.rank", [rid]
-            ).fetchall()
-        texts: dict[int, list[str | None]] = {}
-        for qidx, text in ch:
-            texts.setdefault(qidx, []).append(text)
-        inputs = AnswerInputs(
-            answers=[r[1] for r in q],
-            references=[r[2] for r in q],
-            queries=[r[3] for r in q],
-            chunk_texts=[texts.get(r[0], []) if r[4] else None for r in q],
-        )
-        return inputs, np.asarray([r[0] for r in q], dtype=np.int64)
+        kept = _kept_answer_scores(store, data.run.run_id)
+        if kept is None:
+            ensure_answer_scores(store, data.run.run_id)
+            kept = _kept_answer_scores(store, data.run.run_id)
+        if kept is None:  # pragma: no cover - ensure_answer_scores keeps every metric
+            raise UsageError(f"the answer metrics of run {data.run.name} could not be kept")
+        return kept
 
     return _memo(data, ("answers",), make)  # type: ignore[no-any-return]
+
+
+#: queries whose answer metrics are computed at a time: bounds the texts held in memory
+ANSWER_BLOCK = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerScoring:
+    """How a run's answer metrics were kept: found already (cached) or just computed."""
+
+    run_id: int
+    n_answers: int  # queries with an answer (each has one row per metric)
+    seconds: float
+    cached: bool
+
+
+def ensure_answer_scores(
+    store: Store, ref: RunRef, progress: Callable[[int, int], None] | None = None
+) -> AnswerScoring:
+    """Compute the answer metrics of every query with an answer and keep them, unless kept.
+
+    One transaction: an interrupted computation keeps nothing (evaluate computes them again).
+    progress(done, total) is called per block of queries.
+    """
+    run = store.run(ref)
+    rid = run.run_id
+    names = tuple(GENERATION_METRICS)
+    with store._cursor() as cur:
+        counts = dict(cur.execute(
+            "SELECT metric, count(*) FROM answer_scores WHERE run_id = ? GROUP BY metric",
+            [rid]).fetchall())
+        if not run.has_answers or all(name in counts for name in names):
+            return AnswerScoring(rid, int(counts.get(names[0], 0)), 0.0, cached=True)
+        started = time.perf_counter()
+        n_answers = 0
+        cur.begin()
+        try:
+            if counts:  # kept by a rageval with fewer answer metrics: computed again, whole
+                cur.execute("DELETE FROM answer_scores WHERE run_id = ?", [rid])
+            for lo in range(0, max(run.n_queries, 1), ANSWER_BLOCK):
+                hi = lo + ANSWER_BLOCK
+                n_answers += _keep_answer_block(cur, rid, lo, hi)
+                if progress is not None:
+                    progress(min(hi, run.n_queries), run.n_queries)
+            cur.commit()
+        except BaseException:
+            cur.rollback()
+            raise
+    return AnswerScoring(rid, n_answers, time.perf_counter() - started, cached=False)
+
+
+def _keep_answer_block(cur: Any, run_id: int, lo: int, hi: int) -> int:
+    """Score the answered queries with lo <= qidx < hi and insert their rows; how many."""
+    q = cur.execute(
+        "SELECT qidx, answer, reference_answer, query, in_run FROM queries "
+        "WHERE run_id = ? AND qidx >= ? AND qidx < ? AND answer IS NOT NULL ORDER BY qidx",
+        [run_id, lo, hi]).fetchall()
+    if not q:
+        return 0
+    ch = cur.execute(
+        "SELECT qidx, text FROM chunks WHERE run_id = ? AND qidx >= ? AND qidx < ? AND qidx IN "
+        "(SELECT qidx FROM queries WHERE run_id = ? AND qidx >= ? AND qidx < ? "
+        "AND answer IS NOT NULL) ORDER BY qidx, rank",
+        [run_id, lo, hi, run_id, lo, hi]).fetchall()
+    texts: dict[int, list[str | None]] = {}
+    for qidx, text in ch:
+        texts.setdefault(qidx, []).append(text)
+    scores = generation_scores(
+        [r[1] for r in q], [r[2] for r in q], [r[3] for r in q],
+        # a query absent from the run (judged only) has no chunk list at all, not an empty one
+        [texts.get(r[0], []) if r[4] else None for r in q],
+    )
+    qidx = pa.array(np.asarray([r[0] for r in q], dtype=np.int32))
+    parts = []
+    for name, values in scores.items():
+        n = values.size
+        parts.append(pa.table({
+            "run_id": pa.array(np.full(n, run_id, dtype=np.int64)),
+            "metric": pa.array([name] * n, type=pa.string()),
+            "qidx": qidx,
+            "value": pa.array(values, mask=np.isnan(values)),  # NaN (not scored) kept as NULL
+        }))
+    rageval_answers = pa.concat_tables(parts)  # noqa: F841 (read by name in the SQL below)
+    cur.execute("INSERT INTO answer_scores SELECT * FROM rageval_answers")
+    return len(q)
+
+
+def _kept_answer_scores(store: Store, run_id: int) -> tuple[AnswerInputs, NDArray[np.int64]] | None:
+    """The kept answer metrics of a run, one column per metric; None when some are not kept."""
+    names = tuple(GENERATION_METRICS)
+    columns: dict[str, Floats] = {}
+    rows: NDArray[np.int64] | None = None
+    with store._cursor() as cur:
+        has_answers = cur.execute(
+            "SELECT count(*) FROM queries WHERE run_id = ? AND answer IS NOT NULL", [run_id]
+        ).fetchall()[0][0]
+        for name in names:
+            res = cur.execute(
+                "SELECT qidx, value FROM answer_scores WHERE run_id = ? AND metric = ? ORDER BY qidx",
+                [run_id, name]).fetchnumpy()
+            found = np.asarray(res["qidx"], dtype=np.int64)
+            if found.size != has_answers:
+                return None
+            if rows is None:
+                rows = found
+            columns[name] = _floats(res["value"])
+    return AnswerInputs.from_scores(columns), (np.zeros(0, np.int64) if rows is None else rows)
 
 
 # --- the report --------------------------------------------------------------------------
@@ -355,8 +460,10 @@ def _evaluate(store: Store, data: RunData, metrics: Sequence[str] | None, s: Set
         if w is not None:
             weights[name] = scatter(w, rows)
 
-    # latency, tokens and cost do not depend on k, the threshold or the scorer: once per run
-    report_ops = _memo(data, ("ops",), lambda: ops_summary(data))
+    # latency, tokens and cost do not depend on k, the threshold or the scorer: once per run,
+    # when first read (Deferred)
+    rows_ops = _ops_rows(data)
+    report_ops = Deferred(rows_ops.summary)
     by_out = breakdown(data, per_query, weights, by) if by else None
     return Report(
         run=data.run.name,
@@ -368,13 +475,24 @@ def _evaluate(store: Store, data: RunData, metrics: Sequence[str] | None, s: Set
         counts=counts,
         ops=report_ops,
         by=by_out,
+        weights=weights,
     )
 
 
+def with_breakdown(data: RunData, report: Report, tag: str) -> Report:
+    """report with its by-tag breakdown (report.by), from its per-query values: nothing is recomputed.
+
+    Equals evaluate(..., by=tag) at the report's settings; data is the run it was evaluated on.
+    """
+    if report.n_queries != data.n_queries:
+        raise UsageError(f"report of run {report.run} does not belong to run {data.run.name}")
+    return dataclasses.replace(report, by=breakdown(data, report.per_query, report.weights, tag))
+
+
 def _aggregate(
-    name: str, values: Floats, weights: Floats | None, rows: NDArray[np.bool_] | None = None
+    name: str, values: Floats, weights: Floats | None, rows: NDArray[Any] | None = None
 ) -> float:
-    """The run value of a per-query column (over the rows of a mask, when given)."""
+    """The run value of a per-query column (over the rows of a mask or an index, when given)."""
     if rows is not None:
         values = values[rows]
         weights = None if weights is None else weights[rows]
@@ -383,14 +501,124 @@ def _aggregate(
 
 def ops_summary(data: RunData, rows: NDArray[np.bool_] | None = None) -> dict[str, Any]:
     """Latency percentiles per stage, tokens, and cost, for all queries or a subset (mask)."""
-    lat_sel = slice(None) if rows is None else rows[data.latency_q]
-    tok_sel = slice(None) if rows is None else rows[data.tokens_q]
-    latency = ops.latency_summary(data.latency_stage[lat_sel], data.latency_ms[lat_sel])
-    tokens = ops.token_summary(data.tokens_kind[tok_sel], data.tokens_n[tok_sel])
-    costs = query_costs(data)
-    if rows is not None:
-        costs = ops.QueryCosts(costs.cost_usd[rows], costs.has_tokens[rows], costs.price_missing)
-    return {"latency_ms": latency, "tokens": tokens, "cost_usd": ops.cost_summary(costs)}
+    return _ops_rows(data).summary(rows)
+
+
+#: the keys of an ops summary (ops_summary), also present in every by-tag group
+OPS_KEYS = ("latency_ms", "tokens", "cost_usd")
+
+
+@dataclass(frozen=True, eq=False)
+class _OpsRows:
+    """What every ops summary of a run reads: its long latency and token rows, per-query costs.
+
+    A Report keeps this (not its RunData) until its ops are first read, and the summaries
+    computed from it are kept here, so every report of a run shares them.
+    """
+
+    latency_q: NDArray[np.int64]
+    latency_stage: NDArray[np.str_]
+    latency_ms: Floats
+    tokens_q: NDArray[np.int64]
+    tokens_kind: NDArray[np.str_]
+    tokens_n: NDArray[np.int64]
+    costs: ops.QueryCosts
+    _kept: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def summary(self, rows: NDArray[np.bool_] | None = None) -> dict[str, Any]:
+        """ops_summary over every query (kept) or over a mask of them."""
+        if rows is None:
+            return self._keep(None, lambda: self._summary(None))  # type: ignore[no-any-return]
+        return self._summary(rows)
+
+    def by_group(self, tag: str, labels: NDArray[np.str_]) -> dict[str, dict[str, Any]]:
+        """{tag value: ops summary of its queries}, every group in one grouped call (kept)."""
+
+        def make() -> dict[str, dict[str, Any]]:
+            latency = ops.latency_summary(self.latency_stage, self.latency_ms,
+                                          labels[self.latency_q])
+            tokens = ops.token_summary(self.tokens_kind, self.tokens_n, labels[self.tokens_q])
+            out = {}
+            for group in set(labels.tolist()):
+                mask = labels == group
+                costs = ops.QueryCosts(self.costs.cost_usd[mask], self.costs.has_tokens[mask],
+                                       self.costs.price_missing)
+                out[group] = {"latency_ms": latency.get(group, {}), "tokens": tokens.get(group, {}),
+                              "cost_usd": ops.cost_summary(costs)}
+            return out
+
+        return self._keep(("by", tag), make)  # type: ignore[no-any-return]
+
+    def _keep(self, key: Any, make: Callable[[], Any]) -> Any:
+        with self._lock:  # reports are shared between the dashboard's sessions (threads)
+            if key not in self._kept:
+                self._kept[key] = make()
+            return self._kept[key]
+
+    def _summary(self, rows: NDArray[np.bool_] | None) -> dict[str, Any]:
+        lat_sel = slice(None) if rows is None else rows[self.latency_q]
+        tok_sel = slice(None) if rows is None else rows[self.tokens_q]
+        latency = ops.latency_summary(self.latency_stage[lat_sel], self.latency_ms[lat_sel])
+        tokens = ops.token_summary(self.tokens_kind[tok_sel], self.tokens_n[tok_sel])
+        costs = self.costs
+        if rows is not None:
+            costs = ops.QueryCosts(costs.cost_usd[rows], costs.has_tokens[rows], costs.price_missing)
+        return {"latency_ms": latency, "tokens": tokens, "cost_usd": ops.cost_summary(costs)}
+
+
+def _ops_rows(data: RunData) -> _OpsRows:
+    return _memo(data, ("ops_rows",), lambda: _OpsRows(  # type: ignore[no-any-return]
+        data.latency_q, data.latency_stage, data.latency_ms, data.tokens_q, data.tokens_kind,
+        data.tokens_n, query_costs(data)))
+
+
+class Deferred(Mapping[str, Any]):
+    """A read-only mapping computed on its first read, then kept (thread-safe).
+
+    Report.ops and the ops part of each by-tag group: sorting a large run's latency rows into
+    percentiles takes longer than every metric of a view, and only the views that show
+    latency or cost read them. Known keys are listed without computing anything; a copy or a
+    pickle is a plain dict.
+    """
+
+    def __init__(self, make: Callable[[], Mapping[str, Any]], keys: Sequence[str] = OPS_KEYS,
+                 eager: Mapping[str, Any] | None = None) -> None:
+        self._make: Callable[[], Mapping[str, Any]] | None = make
+        self._value: Mapping[str, Any] = {}
+        self._keys = tuple(keys)
+        self._eager = dict(eager or {})
+        self._lock = threading.Lock()
+
+    def _computed(self) -> Mapping[str, Any]:
+        if self._make is not None:
+            with self._lock:
+                if self._make is not None:
+                    self._value, self._make = self._make(), None
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._eager:
+            return self._eager[key]
+        if key not in self._keys:
+            raise KeyError(key)
+        return self._computed()[key]
+
+    def __contains__(self, key: object) -> bool:  # without computing anything
+        return key in self._eager or key in self._keys
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._eager
+        yield from self._keys
+
+    def __len__(self) -> int:
+        return len(self._eager) + len(self._keys)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
 
 
 def query_costs(data: RunData) -> ops.QueryCosts:
@@ -418,16 +646,26 @@ def breakdown(
     if tag not in data.tags:
         known = ", ".join(sorted(data.tags)) or "none"
         raise UsageError(f"run {data.run.name} has no tag {tag!r} (tags: {known})")
+    groups: dict[str, Any] = {}
+    labels, found = _memo(data, ("groups", tag), lambda: _groups_of(data, tag))
+    rows_ops = _ops_rows(data)
+    for group, rows in found:
+        metrics = {name: _aggregate(name, col, weights.get(name), rows)
+                   for name, col in per_query.items()}
+        # the ops part is read lazily (Deferred): the grouped percentiles are computed, once per
+        # run and tag, by the first view that shows them
+        groups[group] = Deferred(functools.partial(_group_ops, rows_ops, tag, labels, group),
+                                 eager={"n": int(rows.size), "metrics": metrics})
+    return {"tag": tag, "groups": groups}
+
+
+def _group_ops(rows_ops: _OpsRows, tag: str, labels: NDArray[np.str_], group: str) -> dict[str, Any]:
+    return rows_ops.by_group(tag, labels)[group]
+
+
+def _groups_of(data: RunData, tag: str) -> tuple[NDArray[np.str_], list[tuple[str, NDArray[np.int64]]]]:
+    """(each query's value of the tag, [(value, its queries' row numbers)]), NO_TAG last."""
     values = data.tags[tag]
     labels = np.where(values == None, ops.NO_TAG, values).astype(str)  # noqa: E711
-    groups: dict[str, Any] = {}
-    for group in sorted(set(labels.tolist()), key=lambda g: (g == ops.NO_TAG, g)):
-        mask = labels == group
-        groups[group] = {
-            "n": int(mask.sum()),
-            "metrics": {
-                name: _aggregate(name, col, weights.get(name), mask) for name, col in per_query.items()
-            },
-            **_memo(data, ("ops", tag, group), lambda mask=mask: ops_summary(data, mask)),
-        }
-    return {"tag": tag, "groups": groups}
+    order = sorted(set(labels.tolist()), key=lambda g: (g == ops.NO_TAG, g))
+    return labels, [(group, np.flatnonzero(labels == group)) for group in order]

@@ -16,7 +16,8 @@ from rageval_core.errors import InputError, Problem, ProblemLog, UsageError
 from rageval_core.store import RunRecord, Store
 from rageval_core.store.scores import Scoring, ensure_scored
 
-#: progress(stage, label, done, total): stage "import" (queries read; total None) or "score"
+#: progress(stage, label, done, total): stage "import" (queries read; total: the reader's
+#: estimate, or None) or "score"
 Progress = Callable[[str, str, int, int | None], None]
 
 
@@ -79,6 +80,11 @@ def import_paths(
                 store, run.run_id,
                 progress=scored,
             ))
+        if score and result.run.has_answers:
+            # answer metrics read texts only: computed once here, read back by every evaluate()
+            from rageval_core.evaluate import ensure_answer_scores
+
+            ensure_answer_scores(store, result.run.run_id)
     return out
 
 

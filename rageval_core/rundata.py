@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from rageval_core.matching import Normalisation
 from rageval_core.store import RunRecord, Store
-from rageval_core.store.scores import load_pair_rows
+from rageval_core.store.scores import ensure_scored
 from rageval_core.store.store import RunRef
 
 Floats = NDArray[np.float64]
@@ -37,10 +39,10 @@ class RunData:
     n_spans: Ints  # (n,) gold evidence spans
     tags: dict[str, NDArray[np.object_]]  # key -> (n,) value or None
     latency_q: Ints  # one row per (query, stage)
-    latency_stage: NDArray[np.object_]
+    latency_stage: NDArray[np.str_]  # fixed-width strings: ops groups them without a Python loop
     latency_ms: Floats
     tokens_q: Ints  # one row per (query, kind)
-    tokens_kind: NDArray[np.object_]
+    tokens_kind: NDArray[np.str_]
     tokens_n: Ints
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
@@ -54,74 +56,117 @@ class RunData:
 
 
 def load_run_data(store: Store, ref: RunRef) -> RunData:
-    """Read one run's numeric rows (not its texts) into dense arrays."""
+    """Read one run's numeric rows (not its texts) into dense arrays.
+
+    Columns come as Arrow (no Python object per row); strings that repeat (tag keys and values,
+    stage and token names) are dictionary-encoded, so each distinct string becomes one Python
+    object however many rows hold it.
+    """
     run = store.run(ref)
     rid = run.run_id
     n = run.n_queries
     with store._cursor() as cur:
-        q = cur.execute(
-            "SELECT query_id, in_run, has_qrels FROM queries WHERE run_id = ? ORDER BY qidx", [rid]
-        ).fetchnumpy()
+
+        def fetch(sql: str) -> pa.Table:
+            return cur.sql(sql, params=[rid]).to_arrow_table()  # type: ignore[union-attr]
+
+        q = fetch("SELECT query_id, in_run, has_qrels FROM queries WHERE run_id = ? ORDER BY qidx")
+        ch = fetch("SELECT qidx, rank, score FROM chunks WHERE run_id = ?")
         # The label of a chunk is its document's qrels label, at the document's first rank only
         # (a repeated document cannot be found twice): as trec_eval's -c/duplicate handling.
-        ch = cur.execute(
-            """SELECT c.qidx, c.rank, c.score,
-                      CASE WHEN row_number() OVER (PARTITION BY c.qidx, c.doc_id ORDER BY c.rank) = 1
-                           THEN coalesce(r.rel, 0) ELSE 0 END AS label
-               FROM chunks c LEFT JOIN qrels r
-                 ON r.run_id = c.run_id AND r.qidx = c.qidx AND r.doc_id = c.doc_id
-               WHERE c.run_id = ?""",
-            [rid],
-        ).fetchnumpy()
-        judged = cur.execute("SELECT qidx, rel FROM qrels WHERE run_id = ?", [rid]).fetchnumpy()
-        spans = cur.execute(
-            "SELECT qidx, count(*) AS n FROM evidence WHERE run_id = ? GROUP BY qidx", [rid]
-        ).fetchnumpy()
-        tags = cur.execute("SELECT qidx, key, value FROM tags WHERE run_id = ?", [rid]).fetchnumpy()
-        lat = cur.execute("SELECT qidx, stage, ms FROM latency WHERE run_id = ?", [rid]).fetchnumpy()
-        tok = cur.execute("SELECT qidx, kind, n FROM tokens WHERE run_id = ?", [rid]).fetchnumpy()
+        # Only judged chunks come back (the join); every other chunk is labelled 0.
+        lab = cur.sql(
+            """SELECT c.qidx, c.rank, r.rel FROM chunks c JOIN qrels r
+                 ON r.qidx = c.qidx AND r.doc_id = c.doc_id
+               WHERE c.run_id = ? AND r.run_id = ?
+               QUALIFY row_number() OVER (PARTITION BY c.qidx, c.doc_id ORDER BY c.rank) = 1""",
+            params=[rid, rid]).to_arrow_table()  # type: ignore[union-attr]
+        judged = fetch("SELECT qidx, rel FROM qrels WHERE run_id = ?")
+        spans = fetch("SELECT qidx, count(*) AS n FROM evidence WHERE run_id = ? GROUP BY qidx")
+        tags = fetch("SELECT qidx, key, value FROM tags WHERE run_id = ?")
+        lat = fetch("SELECT qidx, stage, ms FROM latency WHERE run_id = ?")
+        tok = fetch("SELECT qidx, kind, n FROM tokens WHERE run_id = ?")
 
     depth = run.max_depth
-    cq = np.asarray(ch["qidx"], dtype=np.int64)
-    cr = np.asarray(ch["rank"], dtype=np.int64) - 1
+    cq = _ints(ch, "qidx")
+    cr = _ints(ch, "rank") - 1
     labels = np.zeros((n, depth), dtype=np.int32)
     # a negative label is "judged, never relevant" (trec_eval): gain 0, as RankedLabels expects
-    labels[cq, cr] = np.maximum(np.asarray(ch["label"], dtype=np.int32), 0)
+    labels[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.maximum(_ints(lab, "rel"), 0)
     chunk_score = np.full((n, depth), np.nan)
-    chunk_score[cq, cr] = _floats(ch["score"])
+    chunk_score[cq, cr] = _floats(ch.column("score"))
     n_ret = np.bincount(cq, minlength=n).astype(np.int64)
     n_spans = np.zeros(n, dtype=np.int64)
-    n_spans[np.asarray(spans["qidx"], dtype=np.int64)] = np.asarray(spans["n"], dtype=np.int64)
+    n_spans[_ints(spans, "qidx")] = _ints(spans, "n")
     tag_values: dict[str, NDArray[np.object_]] = {}
-    keys = np.asarray(tags["key"], dtype=object)
-    for key in dict.fromkeys(keys.tolist()):
+    tag_q = _ints(tags, "qidx")
+    key_codes, key_names = _codes(tags.column("key"))
+    values = _strings(tags.column("value"))
+    # keys in first-seen order, as the rows came (a dictionary lists its values in that order)
+    for code, key in enumerate(key_names):
         col = np.full(n, None, dtype=object)
-        sel = keys == key
-        col[np.asarray(tags["qidx"], dtype=np.int64)[sel]] = np.asarray(tags["value"], dtype=object)[sel]
+        sel = key_codes == code
+        col[tag_q[sel]] = values[sel]
         tag_values[key] = col
     return RunData(
         run=run,
-        query_ids=np.asarray(q["query_id"], dtype=object),
-        in_run=np.asarray(q["in_run"], dtype=bool),
-        has_qrels=np.asarray(q["has_qrels"], dtype=bool),
+        query_ids=_strings(q.column("query_id"), dictionary=False),
+        in_run=q.column("in_run").to_numpy(zero_copy_only=False).astype(bool),
+        has_qrels=q.column("has_qrels").to_numpy(zero_copy_only=False).astype(bool),
         n_ret=n_ret,
         labels=labels,
         chunk_score=chunk_score,
-        judged_q=np.asarray(judged["qidx"], dtype=np.int64),
-        judged_label=np.asarray(judged["rel"], dtype=np.int32),
+        judged_q=_ints(judged, "qidx"),
+        judged_label=_ints(judged, "rel").astype(np.int32),
         n_spans=n_spans,
         tags=tag_values,
-        latency_q=np.asarray(lat["qidx"], dtype=np.int64),
-        latency_stage=np.asarray(lat["stage"], dtype=object),
-        latency_ms=_floats(lat["ms"]),
-        tokens_q=np.asarray(tok["qidx"], dtype=np.int64),
-        tokens_kind=np.asarray(tok["kind"], dtype=object),
-        tokens_n=np.asarray(tok["n"], dtype=np.int64),
+        latency_q=_ints(lat, "qidx"),
+        latency_stage=_names(lat.column("stage")),
+        latency_ms=_floats(lat.column("ms")),
+        tokens_q=_ints(tok, "qidx"),
+        tokens_kind=_names(tok.column("kind")),
+        tokens_n=_ints(tok, "n"),
     )
 
 
+def _codes(column: pa.ChunkedArray) -> tuple[NDArray[np.int64], list[str]]:
+    """A non-NULL string column as (code per row, the distinct strings in first-seen order)."""
+    encoded = pc.dictionary_encode(column.combine_chunks())
+    return (np.asarray(encoded.indices.to_numpy(), dtype=np.int64),
+            encoded.dictionary.to_pylist())
+
+
+def _names(column: pa.ChunkedArray) -> NDArray[np.str_]:
+    """A non-NULL column of a few distinct strings (stage or token kind names) as a str array."""
+    encoded = pc.dictionary_encode(column.combine_chunks())
+    names = np.asarray(encoded.dictionary.to_pylist(), dtype=str)
+    return names[encoded.indices.to_numpy()] if len(encoded) else np.zeros(0, dtype=str)
+
+
+def _ints(table: pa.Table, name: str) -> Ints:
+    """A non-NULL integer column as int64."""
+    return np.asarray(table.column(name).to_numpy(), dtype=np.int64)
+
+
+def _strings(column: pa.ChunkedArray, dictionary: bool = True) -> NDArray[np.object_]:
+    """A string column as an object array (None for NULL).
+
+    dictionary: the column repeats a few values (tag values, stage names): encode it first, so
+    each distinct string is one Python object shared by every row that holds it.
+    """
+    if not dictionary or len(column) == 0:
+        return np.asarray(column.to_pylist(), dtype=object).reshape(len(column))
+    encoded = pc.dictionary_encode(column.combine_chunks())
+    names = np.asarray([*encoded.dictionary.to_pylist(), None], dtype=object)
+    codes = encoded.indices.fill_null(len(encoded.dictionary)).to_numpy()
+    return names[codes]
+
+
 def _floats(column: Any) -> Floats:
-    """A DuckDB numeric column (maybe masked for NULLs) as float64 with NaN for NULL."""
+    """A DuckDB numeric column (numpy, maybe masked for NULLs, or Arrow) as float64, NaN for NULL."""
+    if isinstance(column, (pa.ChunkedArray, pa.Array)):
+        return np.asarray(column.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False),
+                          dtype=np.float64)
     if isinstance(column, np.ma.MaskedArray):
         return np.ma.filled(column.astype(np.float64), np.nan)
     return np.asarray(column, dtype=np.float64)
@@ -138,13 +183,20 @@ def evidence_tensor(
     key = ("evidence", scorer, norm.key)
     if key in data._cache:
         return data._cache[key]  # type: ignore[no-any-return]
-    rows = load_pair_rows(store, data.run.run_id, scorer, norm)
+    ensure_scored(store, data.run.run_id, scorer, norm)
+    # only the four columns the tensor needs, in storage order: no sort, no span offsets
+    with store._cursor() as cur:
+        rows = cur.sql(
+            "SELECT qidx, rank, eidx, score FROM pair_scores "
+            "WHERE run_id = ? AND scorer = ? AND norm = ?",
+            params=[data.run.run_id, scorer, norm.key]).to_arrow_table()  # type: ignore[union-attr]
     width = int(data.n_spans.max()) if data.n_queries else 0
     tensor = np.full((data.n_queries, data.depth, width), np.nan, dtype=np.float32)
     exists = (np.arange(data.depth)[None, :, None] < data.n_ret[:, None, None]) & (
         np.arange(width)[None, None, :] < data.n_spans[:, None, None]
     )
     tensor[exists] = 0.0
-    tensor[rows.qidx, rows.rank - 1, rows.eidx] = rows.score
+    tensor[_ints(rows, "qidx"), _ints(rows, "rank") - 1, _ints(rows, "eidx")] = (
+        rows.column("score").to_numpy())
     data._cache[key] = tensor
     return tensor

@@ -101,17 +101,32 @@ else:
 
 if qops.has_latency or qops.has_tokens:
     with st.expander("Per-query latency, tokens and cost"):
-        per_query = fo.per_query_frame(qops.query_ids, qops.total_ms, qops.stages, qops.tokens,
-                                       qops.cost_usd)
-        st.dataframe(per_query, hide_index=True, width="stretch", key="latency.per_query")
+        # one page of rows goes to the browser; the downloads hold every query (built on click)
+        n_pages = max(1, -(-qops.n_queries // state.LATENCY_PAGE_ROWS))
+        if st.session_state.get(state.LATENCY_PAGE, 1) > n_pages:  # another, smaller run
+            st.session_state[state.LATENCY_PAGE] = n_pages
+        page_no = 1
+        if n_pages > 1:
+            page_no = int(st.number_input(
+                f"Page (of {n_pages:,}, {state.LATENCY_PAGE_ROWS:,} queries each, query order)",
+                1, n_pages, key=state.LATENCY_PAGE))
+        rows = slice((page_no - 1) * state.LATENCY_PAGE_ROWS, page_no * state.LATENCY_PAGE_ROWS)
+
+        def per_query(rows: slice = slice(None)) -> pd.DataFrame:
+            return fo.per_query_frame(qops.query_ids[rows], qops.total_ms[rows],
+                                      {k: v[rows] for k, v in qops.stages.items()},
+                                      {k: v[rows] for k, v in qops.tokens.items()},
+                                      qops.cost_usd[rows])
+
+        st.dataframe(per_query(rows), hide_index=True, width="stretch", key="latency.per_query")
         c1, c2 = st.columns(2)
-        # built on click only (callables): 10,000 rows of JSON should not slow every rerun
-        c1.download_button("Download CSV", lambda: per_query.to_csv(index=False).encode("utf-8"),
+        # built on click only (callables): 100,000 rows of JSON should not slow every rerun
+        c1.download_button("Download CSV", lambda: per_query().to_csv(index=False).encode("utf-8"),
                            file_name=f"{file_stem}_per_query_ops.csv", mime="text/csv",
                            on_click="ignore", key="latency.per_query.csv",
                            icon=":material/download:")
         c2.download_button("Download JSON", lambda: json.dumps(
-                               ops.to_json_value(per_query.to_dict(orient="records")),
+                               ops.to_json_value(per_query().to_dict(orient="records")),
                                ensure_ascii=False).encode("utf-8"),
                            file_name=f"{file_stem}_per_query_ops.json", mime="application/json",
                            on_click="ignore", key="latency.per_query.json",

@@ -53,9 +53,22 @@ sort_by = c5.selectbox("Sort by", sorts, key=state.QUERIES_SORT)
 mask = dd.filter_rows(table, failing_only=failing_only, tag=None if tag == ANY_TAG else tag,
                       tag_values=values, text=search or "")
 order = dd.sort_rows(table, mask, sort_by)
-frame = fq.table_frame(table, order)
-st.caption(f"{order.size} of {table.n_queries} queries shown · {int(table.failing.sum())} failing "
-           f"at k = {k} · click a row to open it below")
+# one page of rows goes to the browser; the filters, the sort and the downloads see every row
+n_pages = max(1, -(-order.size // state.QUERIES_PAGE_ROWS))
+if ss.get(state.QUERIES_PAGE, 1) > n_pages:  # the filters shrank the list
+    ss[state.QUERIES_PAGE] = n_pages
+page_no = 1
+if n_pages > 1:
+    page_no = int(st.number_input(f"Page (of {n_pages:,}, {state.QUERIES_PAGE_ROWS:,} rows each)",
+                                  1, n_pages, key=state.QUERIES_PAGE))
+first = (page_no - 1) * state.QUERIES_PAGE_ROWS
+page_rows = order[first:first + state.QUERIES_PAGE_ROWS]
+frame = fq.table_frame(table, page_rows)
+shown = (f"{order.size} of {table.n_queries} queries shown" if n_pages == 1 else
+         f"{order.size:,} of {table.n_queries:,} queries match (rows {first + 1:,}-"
+         f"{first + page_rows.size:,} shown)")
+st.caption(f"{shown} · {int(table.failing.sum()):,} failing at k = {k} · click a row to open it "
+           "below")
 
 # --- the table -------------------------------------------------------------------------------
 metric_cols = {name: st.column_config.NumberColumn(name, format="%.3f") for name in table.metrics}
@@ -72,13 +85,13 @@ event = st.dataframe(
 rows = list(event.selection.rows) if event is not None else []
 if rows != ss.get(state.QUERIES_SEEN_ROWS, []):  # a new click (not a selection left from before)
     ss[state.QUERIES_SEEN_ROWS] = rows
-    if rows and rows[0] < order.size:
-        ss[state.SELECTED_QUERY] = str(table.query_ids[order[rows[0]]])
+    if rows and rows[0] < page_rows.size:
+        ss[state.SELECTED_QUERY] = str(table.query_ids[page_rows[rows[0]]])
 
 d1, d2, _ = st.columns([1, 1, 5])
 meta = {"run": view.run.name, "settings": state.report(view).settings}
-# built on click only (callables): a JSON of 10,000 rows should not slow every rerun
-d1.download_button("Download CSV", lambda: fq.table_csv(frame),
+# built on click only (callables), from every filtered row (not only the page shown)
+d1.download_button("Download CSV", lambda: fq.table_csv(fq.table_frame(table, order)),
                    file_name=f"{view.run.name}_queries.csv", mime="text/csv", on_click="ignore",
                    key="queries.csv")
 d2.download_button("Download JSON", lambda: fq.table_json(table, order, meta),

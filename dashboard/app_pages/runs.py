@@ -42,10 +42,13 @@ def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
     bar = st.progress(0.0, text="Reading the files ...")
 
     def progress(stage: str, label: str, done: int, total: int | None) -> None:
+        # total: the reader's estimate for an import (None when unknown), exact for scoring
+        share = min(done / total, 1.0) if total else 0.0
         if stage == "import":
-            bar.progress(0.0, text=f"Importing {label}: {done:,} queries read")
+            of = f" of about {total:,}" if total else ""
+            bar.progress(share, text=f"Importing {label}: {done:,}{of} queries read")
         else:
-            bar.progress(done / max(total or 1, 1), text=f"Scoring the evidence of {label}: {done:,} queries")
+            bar.progress(share, text=f"Scoring the evidence of {label}: {done:,} queries")
 
     try:
         outcome = state.import_files(paths, progress, upload_dir=upload_dir)

@@ -36,23 +36,47 @@ def _line(name: str) -> dict[str, Any]:
     return line
 
 
+def marker(x: float, text: str, colour: str = MARK, position: str = "right",
+           dash: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(shape, annotation) of a vertical line at x with a label at its top, as layout dicts.
+
+    What fig.add_vline draws, without its per-call layout pass (which costs more than the
+    rest of a small figure): figures are rebuilt on every slider move.
+    """
+    line: dict[str, Any] = {"color": colour, "width": 2}
+    if dash:
+        line["dash"] = dash
+    shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+             "line": line}
+    note = {"x": x, "xref": "x", "y": 1, "yref": "paper", "text": text, "showarrow": False,
+            "xanchor": "left" if position == "right" else "right", "yanchor": "top"}
+    return shape, note
+
+
+def figure(traces: Sequence[Any], layout: dict[str, Any],
+           markers: Sequence[tuple[dict[str, Any], dict[str, Any]]] = ()) -> go.Figure:
+    """One Figure from its traces, layout and markers, built in one validation pass."""
+    if markers:
+        layout = {**layout, "shapes": [*layout.get("shapes", []), *(m[0] for m in markers)],
+                  "annotations": [*layout.get("annotations", []), *(m[1] for m in markers)]}
+    return go.Figure(data=list(traces), layout=layout)
+
+
 def curves_over_k(curves: Mapping[str, ArrayLike], k: int, title: str = "Metrics vs k") -> go.Figure:
     """One line per metric over k = 1..depth, the current k marked by a vertical line."""
-    fig = go.Figure()
+    traces = []
     depth = 0
     for name, values in curves.items():
         y = np.asarray(values, dtype=np.float64)
         depth = max(depth, y.size)
-        fig.add_scatter(x=np.arange(1, y.size + 1), y=y, mode="lines+markers" if y.size <= 30 else "lines",
-                        name=f"{name}@k", line=_line(name),
-                        hovertemplate="%{y:.3f}")
-    fig.add_vline(x=k, line_color=MARK, line_width=2, annotation_text=f"k = {k}",
-                  annotation_position="top right")
-    fig.update_layout(**_LAYOUT, title=title,
-                      xaxis={"title": "k (cut-off)", "range": [0.5, max(depth, 1) + 0.5],
-                             "dtick": 1 if depth <= 20 else None},
-                      yaxis={"title": "run value", "range": [0, 1.02]})
-    return fig
+        traces.append(go.Scatter(x=np.arange(1, y.size + 1), y=y,
+                                 mode="lines+markers" if y.size <= 30 else "lines",
+                                 name=f"{name}@k", line=_line(name), hovertemplate="%{y:.3f}"))
+    layout = {**_LAYOUT, "title": title,
+              "xaxis": {"title": "k (cut-off)", "range": [0.5, max(depth, 1) + 0.5],
+                        "dtick": 1 if depth <= 20 else None},
+              "yaxis": {"title": "run value", "range": [0, 1.02]}}
+    return figure(traces, layout, [marker(k, f"k = {k}")])
 
 
 def curves_over_threshold(
@@ -64,41 +88,36 @@ def curves_over_threshold(
     k: int | None = None,
 ) -> go.Figure:
     """Metrics over the coverage threshold (evidence on a fine grid, ranking on a coarse one)."""
-    fig = go.Figure()
     x = np.asarray(fine_x, dtype=np.float64)
-    for name, values in fine.items():
-        fig.add_scatter(x=x, y=np.asarray(values, dtype=np.float64), mode="lines", name=_at(name, k),
-                        line=_line(name), hovertemplate="%{y:.3f}")
+    traces = [go.Scatter(x=x, y=np.asarray(values, dtype=np.float64), mode="lines",
+                         name=_at(name, k), line=_line(name), hovertemplate="%{y:.3f}")
+              for name, values in fine.items()]
     if coarse and coarse_x is not None:
         cx = np.asarray(coarse_x, dtype=np.float64)
-        for name, values in coarse.items():
-            fig.add_scatter(x=cx, y=np.asarray(values, dtype=np.float64), mode="lines+markers",
-                            name=_at(name, k), line=_line(name), hovertemplate="%{y:.3f}")
-    fig.add_vline(x=threshold, line_color=MARK, line_width=2,
-                  annotation_text=f"threshold {threshold:.2f}", annotation_position="top right")
+        traces += [go.Scatter(x=cx, y=np.asarray(values, dtype=np.float64), mode="lines+markers",
+                              name=_at(name, k), line=_line(name), hovertemplate="%{y:.3f}")
+                   for name, values in coarse.items()]
     title = "Metrics vs threshold" + (f" (at k = {k})" if k is not None else "")
-    fig.update_layout(**_LAYOUT, title=title,
-                      xaxis={"title": "fuzzy match threshold", "range": [0, 1]},
-                      yaxis={"title": "run value", "range": [0, 1.02]})
-    return fig
+    layout = {**_LAYOUT, "title": title,
+              "xaxis": {"title": "fuzzy match threshold", "range": [0, 1]},
+              "yaxis": {"title": "run value", "range": [0, 1.02]}}
+    return figure(traces, layout, [marker(threshold, f"threshold {threshold:.2f}")])
 
 
 def breakdown_bars(frame: pd.DataFrame, tag: str, names: Sequence[str]) -> go.Figure:
     """Grouped bars: one group per tag value, one bar per metric (a breakdown_frame)."""
-    fig = go.Figure()
     labels = (frame[tag].astype(str) if tag in frame else pd.Series(dtype=str)).map(html.escape)
     counts = frame["queries"] if "queries" in frame else pd.Series(dtype=int)
-    for name in names:
-        if name not in frame:
-            continue
-        fig.add_bar(x=labels, y=frame[name], name=name, customdata=counts,
-                    marker_color=COLOURS.get(name.split("@", 1)[0]),
-                    hovertemplate="%{x}: %{y:.3f} (%{customdata} queries)<extra>" + name + "</extra>")
-    fig.update_layout(**{**_LAYOUT, "hovermode": "closest"}, barmode="group",
-                      title="Metrics by tag value",
-                      xaxis={"title": html.escape(tag), "type": "category"},
-                      yaxis={"title": "run value", "range": [0, 1.02]})
-    return fig
+    traces = [go.Bar(x=labels, y=frame[name], name=name, customdata=counts,
+                     marker_color=COLOURS.get(name.split("@", 1)[0]),
+                     hovertemplate="%{x}: %{y:.3f} (%{customdata} queries)<extra>" + name
+                                   + "</extra>")
+              for name in names if name in frame]
+    layout = {**_LAYOUT, "hovermode": "closest", "barmode": "group",
+              "title": "Metrics by tag value",
+              "xaxis": {"title": html.escape(tag), "type": "category"},
+              "yaxis": {"title": "run value", "range": [0, 1.02]}}
+    return figure(traces, layout)
 
 
 def _at(name: str, k: int | None) -> str:

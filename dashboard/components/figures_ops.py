@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from numpy.typing import NDArray
 
 from rageval_core import ops
 from rageval_core.opsview import ScatterPoints, ecdf
@@ -24,6 +25,11 @@ STAT_COLOURS = {"p50": "#9ecae1", "p90": "#4292c6", "p95": "#2171b5", "p99": "#0
                 "mean": "#f28e2b"}
 #: above this many points the scatter draws with WebGL (SVG slows down past a few thousand)
 WEBGL_POINTS = 2000
+#: the scatter draws at most this many queries: a 100,000-query run would otherwise ship
+#: 100,000 points (and hover ids) to the browser on every rerun, and build them for seconds
+SCATTER_POINTS = 3000
+#: histograms are binned here (numpy), not by plotly.js from every raw value
+HISTOGRAM_BINS = 60
 _LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "height": 380,
                            "legend": {"orientation": "h", "y": -0.18}}
 
@@ -84,78 +90,125 @@ def per_query_frame(
 
 def percentile_bars(frame: pd.DataFrame, log_y: bool = False) -> go.Figure:
     """Grouped bars: for each stage, p50, p90, p95, p99 and mean latency in ms."""
-    fig = go.Figure()
     stages = _esc(frame["stage"])
-    for stat in STAT_COLUMNS:
-        fig.add_bar(
-            name=stat, x=stages, y=frame[stat].astype(float), marker_color=STAT_COLOURS[stat],
-            hovertemplate=f"%{{x}}<br>{stat}: %{{y:,.1f}} ms<extra></extra>",
-        )
-    fig.update_layout(barmode="group", title="Latency per stage", **_LAYOUT)
-    fig.update_yaxes(type="log" if log_y else "linear", title="ms" + (" (log)" if log_y else ""))
-    return fig
+    traces = [go.Bar(name=stat, x=stages, y=frame[stat].astype(float),
+                     marker_color=STAT_COLOURS[stat],
+                     hovertemplate=f"%{{x}}<br>{stat}: %{{y:,.1f}} ms<extra></extra>")
+              for stat in STAT_COLUMNS]
+    return go.Figure(data=traces, layout={
+        **_LAYOUT, "barmode": "group", "title": "Latency per stage",
+        "yaxis": {"type": "log" if log_y else "linear", "title": "ms" + (" (log)" if log_y else "")},
+    })
+
+
+def binned(values: np.ndarray, bins: int = HISTOGRAM_BINS,
+           edges: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(bin edges, counts) of the finite values: what a histogram draws, a few numbers long."""
+    v = values[np.isfinite(values)]
+    if edges is None:
+        edges = np.histogram_bin_edges(v, bins=bins) if v.size else np.array([0.0, 1.0])
+    counts, _ = np.histogram(v, bins=edges)
+    return edges, counts
+
+
+def _bars(edges: np.ndarray, counts: np.ndarray, **kwargs: Any) -> go.Bar:
+    """A histogram as bars: one bar per bin, centred, as wide as the bin."""
+    return go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges),
+                  customdata=np.stack([edges[:-1], edges[1:]], axis=1), **kwargs)
 
 
 def stage_distribution(stages: Mapping[str, np.ndarray], log_x: bool = False,
                        kind: str = "ecdf") -> go.Figure:
     """Per-stage latency distribution: ECDF step lines (kind="ecdf") or overlaid histograms."""
-    fig = go.Figure()
-    for name, col in stages.items():
-        label = html.escape(name, quote=False)
-        if kind == "ecdf":
+    traces = []
+    if kind == "ecdf":
+        for name, col in stages.items():
+            label = html.escape(name, quote=False)
             x, y = ecdf(col)
-            fig.add_scatter(
+            traces.append(go.Scatter(
                 x=x, y=y, mode="lines", line_shape="hv", name=label,
-                hovertemplate=f"{label}<br>%{{y:.1%}} of queries ≤ %{{x:,.1f}} ms<extra></extra>",
-            )
-        else:
+                hovertemplate=f"{label}<br>%{{y:.1%}} of queries ≤ %{{x:,.1f}} ms<extra></extra>"))
+        layout = {"yaxis": {"title": "share of queries", "tickformat": ".0%"},
+                  "xaxis": {"type": "log" if log_x else "linear",
+                            "title": "ms" + (" (log)" if log_x else "")}}
+    else:
+        # plotly bins on a log axis poorly: bin log10(ms) instead and label the axis as such;
+        # every stage on the same edges, so the overlaid bars line up
+        cols = {}
+        for name, col in stages.items():
             v = col[np.isfinite(col)]
             if log_x:
-                v = v[v > 0]
-            fig.add_histogram(x=np.log10(v) if log_x else v, name=label, opacity=0.6,
-                              hovertemplate=f"{label}<br>%{{y}} queries<extra></extra>")
-    if kind == "ecdf":
-        fig.update_layout(yaxis_title="share of queries", yaxis_tickformat=".0%")
-        fig.update_xaxes(type="log" if log_x else "linear", title="ms" + (" (log)" if log_x else ""))
-    else:
-        # plotly bins on a log axis poorly: bin log10(ms) instead and label the axis as such
-        fig.update_layout(barmode="overlay", yaxis_title="queries")
-        fig.update_xaxes(title="log10(ms)" if log_x else "ms")
-    fig.update_layout(title="Latency distribution per stage", **_LAYOUT)
-    return fig
+                v = np.log10(v[v > 0])
+            cols[name] = v
+        every = np.concatenate(list(cols.values())) if cols else np.zeros(0)
+        edges, _ = binned(every)
+        unit = "log10(ms)" if log_x else "ms"
+        for name, v in cols.items():
+            label = html.escape(name, quote=False)
+            traces.append(_bars(*binned(v, edges=edges), name=label, opacity=0.6,
+                                hovertemplate=f"{label}<br>{unit} %{{customdata[0]:,.2f}} to "
+                                              f"%{{customdata[1]:,.2f}}: %{{y}} queries"
+                                              "<extra></extra>"))
+        layout = {"barmode": "overlay", "bargap": 0, "yaxis": {"title": "queries"},
+                  "xaxis": {"title": unit}}
+    return go.Figure(data=traces, layout={**layout, "title": "Latency distribution per stage",
+                                          **_LAYOUT})
 
 
 def cost_histogram(cost_usd: np.ndarray) -> go.Figure:
-    """Histogram of the cost of each query in USD (queries with a known cost)."""
-    v = cost_usd[np.isfinite(cost_usd)]
-    fig = go.Figure()
-    fig.add_histogram(x=v, marker_color="#59a14f",
-                      hovertemplate="$%{x}<br>%{y} queries<extra></extra>")
-    fig.update_layout(title="Cost per query", xaxis_title="USD", yaxis_title="queries",
-                      xaxis_tickformat="$.5f", bargap=0.05, **_LAYOUT)
-    return fig
+    """Histogram of the cost of each query in USD (queries with a known cost), binned here."""
+    bars = _bars(*binned(cost_usd), marker_color="#59a14f",
+                 hovertemplate="$%{customdata[0]:.5f} to $%{customdata[1]:.5f}<br>%{y} queries"
+                               "<extra></extra>")
+    return go.Figure(data=[bars], layout={
+        "title": "Cost per query", "xaxis": {"title": "USD", "tickformat": "$.5f"},
+        "yaxis": {"title": "queries"}, "bargap": 0.05, **_LAYOUT,
+    })
 
 
-def latency_quality_scatter(points: ScatterPoints, metric: str, tag: str | None) -> go.Figure:
-    """Total latency (x) against a per-query metric (y), one trace per tag value, hover = query id."""
-    fig = go.Figure()
+def thinned(points: ScatterPoints, max_points: int = SCATTER_POINTS) -> NDArray[np.intp]:
+    """Indices of at most max_points points, evenly spaced in latency order (fastest and
+    slowest kept), so the drawn cloud keeps the latency distribution and its extremes."""
+    n = points.x_ms.size
+    if n <= max_points:
+        return np.arange(n)
+    order = np.argsort(points.x_ms, kind="stable")
+    return np.sort(order[np.unique(np.linspace(0, n - 1, max_points).round().astype(np.intp))])
+
+
+def latency_quality_scatter(points: ScatterPoints, metric: str, tag: str | None,
+                            max_points: int = SCATTER_POINTS) -> go.Figure:
+    """Total latency (x) against a per-query metric (y), one trace per tag value, hover = query id.
+
+    More than max_points queries are thinned (thinned()); the title says how many are drawn.
+    """
+    keep = thinned(points, max_points)
+    x, y, group, ids = (points.x_ms[keep], points.y[keep], points.group[keep],
+                        points.query_id[keep])
     groups = [""] if tag is None else _group_order(points.group)
-    trace = go.Scattergl if points.x_ms.size > WEBGL_POINTS else go.Scatter
+    trace = go.Scattergl if x.size > WEBGL_POINTS else go.Scatter
+    metric_text = html.escape(metric, quote=False)
+    traces = []
     for g in groups:
-        sel = points.group == g
+        sel = group == g if tag else np.ones(x.size, dtype=bool)
         name = html.escape(g, quote=False) if tag else "queries"
-        fig.add_trace(trace(
-            x=points.x_ms[sel], y=points.y[sel], mode="markers", name=name,
-            customdata=_esc(points.query_id[sel]), marker={"size": 7, "opacity": 0.7},
-            hovertemplate=(f"%{{customdata}}<br>{html.escape(metric, quote=False)}: %{{y:.3f}}"
+        traces.append(trace(
+            x=x[sel], y=y[sel], mode="markers", name=name,
+            customdata=_esc(ids[sel]), marker={"size": 7, "opacity": 0.7},
+            hovertemplate=(f"%{{customdata}}<br>{metric_text}: %{{y:.3f}}"
                            f"<br>total: %{{x:,.1f}} ms<extra>{name}</extra>"),
         ))
-    fig.update_layout(
-        title=f"Latency against {html.escape(metric, quote=False)}", xaxis_title="total latency (ms)",
-        yaxis_title=html.escape(metric, quote=False), showlegend=tag is not None,
-        legend_title_text=html.escape(tag, quote=False) if tag else None, **_LAYOUT,
-    )
-    return fig
+    title = f"Latency against {metric_text}"
+    if keep.size < points.x_ms.size:
+        title += (f" ({keep.size:,} of {points.x_ms.size:,} queries drawn, evenly spaced by "
+                  "latency)")
+    return go.Figure(data=traces, layout={
+        "title": title, "xaxis": {"title": "total latency (ms)"}, "yaxis": {"title": metric_text},
+        "showlegend": tag is not None,
+        "legend": {**_LAYOUT["legend"], **({"title": {"text": html.escape(tag, quote=False)}}
+                                           if tag else {})},
+        **{k: v for k, v in _LAYOUT.items() if k != "legend"},
+    })
 
 
 def _group_order(groups: np.ndarray) -> list[str]:

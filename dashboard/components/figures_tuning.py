@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
+from dashboard.components.figures import figure, marker
 from rageval_core.tuning import Agreement, BorderlinePair, Labels
 
 COVERED, UNCOVERED = "#2171b5", "#bdbdbd"
@@ -44,24 +45,25 @@ def span_histogram(
     edges = np.linspace(0.0, 1.0, round(1.0 / bin_width) + 1)
     covered = finite >= np.float32(threshold)
     centres = (edges[:-1] + edges[1:]) / 2
-    fig = go.Figure()
+    traces = []
     for mask, name, colour in ((~covered, "not covered", UNCOVERED), (covered, "covered", COVERED)):
         counts, _ = np.histogram(np.clip(finite[mask], 0.0, 1.0), bins=edges)
-        fig.add_bar(x=centres, y=counts, width=bin_width, name=name, marker_color=colour,
-                    customdata=np.stack([edges[:-1], edges[1:]], axis=1),
-                    hovertemplate="best score %{customdata[0]:.2f} to %{customdata[1]:.2f}: "
-                                  "%{y} spans<extra>" + name + "</extra>")
+        traces.append(go.Bar(x=centres, y=counts, width=bin_width, name=name, marker_color=colour,
+                             customdata=np.stack([edges[:-1], edges[1:]], axis=1),
+                             hovertemplate="best score %{customdata[0]:.2f} to "
+                                           "%{customdata[1]:.2f}: %{y} spans<extra>" + name
+                                           + "</extra>"))
     lo, hi = max(round(threshold - delta, 6), 0.0), min(round(threshold + delta, 6), 1.0)
-    fig.add_vrect(x0=lo, x1=hi, fillcolor="#fdd0a2", opacity=0.35, line_width=0, layer="below")
-    fig.add_vline(x=threshold, line_color="#e6550d", line_width=2,
-                  annotation_text=f"threshold {threshold:.2f}", annotation_position="top left")
+    band = {"type": "rect", "xref": "x", "yref": "paper", "x0": lo, "x1": hi, "y0": 0, "y1": 1,
+            "fillcolor": "#fdd0a2", "opacity": 0.35, "line": {"width": 0}, "layer": "below"}
     missing = int(values.size - finite.size)
     title = f"Best score of each gold span ({finite.size:,} spans"
     title += f"; {missing:,} with no chunk in the top k)" if missing else ")"
-    fig.update_layout(**_LAYOUT, barmode="stack", bargap=0.05, title=title,
-                      xaxis={"title": "best match score in the top k", "range": [0, 1.0]},
-                      yaxis={"title": "gold spans"})
-    return fig
+    layout = {**_LAYOUT, "barmode": "stack", "bargap": 0.05, "title": title, "shapes": [band],
+              "xaxis": {"title": "best match score in the top k", "range": [0, 1.0]},
+              "yaxis": {"title": "gold spans"}}
+    return figure(traces, layout,
+                  [marker(threshold, f"threshold {threshold:.2f}", "#e6550d", position="left")])
 
 
 def agreement_figure(
@@ -75,36 +77,34 @@ def agreement_figure(
 
     The labelled pairs sit as ticks along the top (match) and bottom (no match) edges.
     """
-    fig = go.Figure()
+    traces = []
     series = {"F1": curve.f1, "accuracy": curve.accuracy, "precision": curve.precision,
               "recall": curve.recall}
     for name, values in series.items():
-        fig.add_scatter(x=curve.thresholds, y=values, mode="lines", name=name,
-                        line={"color": CURVE_COLOURS[name], "width": 3 if name == "F1" else 1.5},
-                        hovertemplate="threshold %{x:.2f}: %{y:.3f}<extra>" + name + "</extra>")
+        traces.append(go.Scatter(
+            x=curve.thresholds, y=values, mode="lines", name=name,
+            line={"color": CURVE_COLOURS[name], "width": 3 if name == "F1" else 1.5},
+            hovertemplate="threshold %{x:.2f}: %{y:.3f}<extra>" + name + "</extra>"))
     scores = np.asarray(label_scores, dtype=np.float64)
     values = np.asarray(label_values, dtype=bool)
     for sel, y, name, colour in ((values, 1.06, "labelled match", MATCH),
                                  (~values, -0.06, "labelled no match", NO_MATCH)):
         if np.any(sel):
-            fig.add_scatter(x=scores[sel], y=np.full(int(sel.sum()), y), mode="markers", name=name,
-                            marker={"symbol": "line-ns-open", "size": 12, "color": colour},
-                            hovertemplate="score %{x:.3f}<extra>" + name + "</extra>")
+            traces.append(go.Scatter(
+                x=scores[sel], y=np.full(int(sel.sum()), y), mode="markers", name=name,
+                marker={"symbol": "line-ns-open", "size": 12, "color": colour},
+                hovertemplate="score %{x:.3f}<extra>" + name + "</extra>"))
     if suggested is not None and round(suggested, 2) == round(current, 2):
-        fig.add_vline(x=current, line_color=MATCH, line_width=2,
-                      annotation_text=f"current = suggested {current:.2f}",
-                      annotation_position="top right")
+        markers = [marker(current, f"current = suggested {current:.2f}", MATCH)]
     else:
-        fig.add_vline(x=current, line_color="#e6550d", line_dash="dash",
-                      annotation_text=f"current {current:.2f}", annotation_position="top left")
+        markers = [marker(current, f"current {current:.2f}", "#e6550d", position="left",
+                          dash="dash")]
         if suggested is not None:
-            fig.add_vline(x=suggested, line_color=MATCH, line_width=2,
-                          annotation_text=f"suggested {suggested:.2f}",
-                          annotation_position="top right")
-    fig.update_layout(**_LAYOUT, title="Agreement of each threshold with your labels",
-                      xaxis={"title": "threshold", "range": [0, 1.0]},
-                      yaxis={"range": [-0.12, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1]})
-    return fig
+            markers.append(marker(suggested, f"suggested {suggested:.2f}", MATCH))
+    layout = {**_LAYOUT, "title": "Agreement of each threshold with your labels",
+              "xaxis": {"title": "threshold", "range": [0, 1.0]},
+              "yaxis": {"range": [-0.12, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1]}}
+    return figure(traces, layout, markers)
 
 
 # --- pair cards ----------------------------------------------------------------------------

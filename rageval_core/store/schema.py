@@ -159,6 +159,22 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             )""",
         ),
     ),
+    (
+        5,
+        (
+            # Answer metrics (metrics/generation.py) of every query with an answer, one row per
+            # (query, metric), computed once per run (after the import's scoring, or at the
+            # first evaluation) and read back by evaluate: they read texts only, so no setting
+            # changes them, and scoring them is the slow part of a first view. value NULL: the
+            # query is not scored on that metric (e.g. no reference answer).
+            """CREATE TABLE answer_scores (
+                run_id BIGINT NOT NULL,
+                metric VARCHAR NOT NULL,
+                qidx INTEGER NOT NULL,
+                value DOUBLE
+            )""",
+        ),
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -167,7 +183,7 @@ LATEST_VERSION = MIGRATIONS[-1][0]
 QUERY_TABLES = ("queries", "chunks", "evidence", "qrels", "latency", "tokens", "tags")
 #: Tables derived from a run's rows (recomputable, deleted with the run), and the labels a
 #: person gave its pairs (not recomputable, but meaningless without the run).
-DERIVED_TABLES = ("scorings", "pair_scores", "pair_labels")
+DERIVED_TABLES = ("scorings", "pair_scores", "pair_labels", "answer_scores")
 #: Every table the store owns (for counts and deletes).
 ALL_TABLES = ("schema_version", "runs", *QUERY_TABLES, *DERIVED_TABLES)
 
