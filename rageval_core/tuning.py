@@ -20,9 +20,8 @@ from rageval_core.errors import UsageError
 from rageval_core.evaluate import Settings
 from rageval_core.matching import Normalisation, get_scorer
 from rageval_core.metrics.evidence import Coverage
-from rageval_core.rundata import RunData
+from rageval_core.rundata import RunData, evidence_tensor
 from rageval_core.store import Store
-from rageval_core.store.scores import ensure_scored
 from rageval_core.store.store import RunRef, _rollback_quietly
 
 Floats = NDArray[np.float64]
@@ -147,28 +146,18 @@ class BorderlinePair:
         return (self.qidx, self.rank, self.eidx)
 
 
+#: The texts of chosen pairs; the inner join with pair_scores drops a candidate that has no kept
+#: score row (a chunk without text: 0.0 in the tensor, never scored), as the metrics' SQL did.
 _BORDERLINE_SQL = """
-WITH kept AS (
-    SELECT qidx, rank, row_number() OVER (PARTITION BY qidx ORDER BY rank) AS cut_rank
-    FROM chunks
-    WHERE run_id = ? AND (? OR score IS NULL OR score >= ?)
-),
-near AS (
-    SELECT p.qidx, p.rank, k.cut_rank, p.eidx, p.score, abs(p.score - ?) AS distance,
-           p.span_start, p.span_end
-    FROM pair_scores p JOIN kept k ON k.qidx = p.qidx AND k.rank = p.rank
-    WHERE p.run_id = ? AND p.scorer = ? AND p.norm = ? AND k.cut_rank <= ?
-      AND abs(p.score - ?) <= ?
-    ORDER BY distance, p.qidx, p.rank, p.eidx
-    LIMIT ?
-)
-SELECT n.qidx, q.query_id, q.query, n.rank, n.cut_rank, n.eidx, c.doc_id, n.score, n.distance,
-       e.text, c.text, n.span_start, n.span_end
-FROM near n
+SELECT n.i, q.query_id, q.query, c.doc_id, e.text, c.text, p.span_start, p.span_end
+FROM (SELECT unnest(?::BIGINT[]) AS i, unnest(?::INTEGER[]) AS qidx,
+             unnest(?::INTEGER[]) AS rank, unnest(?::INTEGER[]) AS eidx) n
+JOIN pair_scores p ON p.run_id = ? AND p.scorer = ? AND p.norm = ?
+                  AND p.qidx = n.qidx AND p.rank = n.rank AND p.eidx = n.eidx
 JOIN queries q ON q.run_id = ? AND q.qidx = n.qidx
 JOIN chunks c ON c.run_id = ? AND c.qidx = n.qidx AND c.rank = n.rank
 JOIN evidence e ON e.run_id = ? AND e.qidx = n.qidx AND e.eidx = n.eidx
-ORDER BY n.distance, n.qidx, n.rank, n.eidx
+ORDER BY n.i
 """
 
 
@@ -184,34 +173,52 @@ def borderline_pairs(
 
     Every kept (gold span, chunk) pair counts, not only each span's best. Ranks and k follow
     the retriever-score cut of settings, as the metrics do. Ties: by query, rank, span.
+    The pairs are chosen in numpy from the run's kept score tensor (cached per run, so a
+    slider move reads no scores from the store); only the chosen pairs' texts are fetched.
     """
     if not (np.isfinite(band) and band >= 0):
         raise UsageError(f"band must be a number >= 0, got {band!r}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise UsageError(f"limit must be an integer >= 1, got {limit!r}")
     settings.check()
-    rid = data.run.run_id
-    ensure_scored(store, rid, settings.scorer, settings.norm)
+    scores = evidence_tensor(store, data, settings.scorer, settings.norm)  # (n, depth, spans)
+    depth = scores.shape[1] if scores.ndim == 3 else 0
+    in_list = np.arange(depth)[None, :] < data.n_ret[:, None]
     cut = settings.score_threshold
-    # float32 like the kept scores, so a score equal to the threshold is at distance 0
+    kept = in_list if cut is None else in_list & ~(data.chunk_score[:, :depth] < cut)  # NaN kept
+    cut_rank = np.cumsum(kept, axis=1)
+    # float32 like the kept scores, so a score equal to the threshold is at distance 0; the
+    # distance itself in float64, as the SQL it replaces computed it
     t = float(np.float32(settings.threshold))
-    params = [
-        rid, cut is None, 0.0 if cut is None else float(cut),
-        t, rid, settings.scorer, settings.norm.key, settings.k, t, float(band), limit,
-        rid, rid, rid,
-    ]
-    with store._cursor() as cur:
-        rows = cur.execute(_BORDERLINE_SQL, params).fetchall()
-    out = []
-    for (qidx, query_id, query, rank, cut_rank, eidx, doc_id, score, distance, evidence, text,
-         start, end) in rows:
-        before, window, after, clip_b, clip_a = _window(text or "", start, end, context_chars)
-        out.append(BorderlinePair(
-            qidx=int(qidx), query_id=query_id, query=query, rank=int(rank),
-            cut_rank=int(cut_rank), eidx=int(eidx), doc_id=doc_id, score=float(score),
-            distance=float(distance), evidence=evidence, before=before, window=window,
-            after=after, clipped_before=clip_b, clipped_after=clip_a,
-        ))
+    with np.errstate(invalid="ignore"):
+        distance = np.abs(scores.astype(np.float64) - t)
+        near = (distance <= float(band)) & (kept & (cut_rank <= settings.k))[:, :, None]
+    q, r, e = np.nonzero(near)
+    d = distance[q, r, e]
+    order = np.lexsort((e, r, q, d))
+    rid = data.run.run_id
+    out: list[BorderlinePair] = []
+    # a candidate without a kept score row (no chunk text) is dropped by the join: fetch more
+    step = 2 * limit
+    for lo in range(0, order.size, step):
+        chosen = order[lo:lo + step]
+        with store._cursor() as cur:
+            rows = cur.execute(_BORDERLINE_SQL, [
+                list(range(chosen.size)), q[chosen].tolist(), (r[chosen] + 1).tolist(), e[chosen].tolist(),
+                rid, settings.scorer, settings.norm.key, rid, rid, rid,
+            ]).fetchall()
+        for i, query_id, query, doc_id, evidence, text, start, end in rows:
+            j = chosen[i]  # i: the position in closest-first order
+            before, window, after, clip_b, clip_a = _window(text or "", start, end, context_chars)
+            out.append(BorderlinePair(
+                qidx=int(q[j]), query_id=query_id, query=query, rank=int(r[j]) + 1,
+                cut_rank=int(cut_rank[q[j], r[j]]), eidx=int(e[j]), doc_id=doc_id,
+                score=float(scores[q[j], r[j], e[j]]), distance=float(d[j]), evidence=evidence,
+                before=before, window=window, after=after, clipped_before=clip_b,
+                clipped_after=clip_a,
+            ))
+            if len(out) == limit:
+                return out
     return out
 
 

@@ -310,3 +310,18 @@ def test_no_suggestion_with_too_few_labels() -> None:
     assert got.threshold is None and np.isnan(got.f1)
     assert "at least 5 labels of each kind" in got.message and "4 match" in got.message
     assert tuning.suggest_threshold([*y, True], [*s, 0.8], 0.7).threshold is not None
+
+
+def test_borderline_pairs_leave_out_chunks_without_text() -> None:
+    """A chunk without text has no kept score (the tensor reads it as 0.0): never a pair."""
+    store = Store(":memory:")
+    run = ParsedRun(RunInfo(name="notext"), [Query(
+        query_id="a", query="q",
+        retrieved=(Chunk("d1", None, 0.9), Chunk("d2", "zzzz qqqq", 0.5)),
+        evidence=("alpha beta",),
+    )], "native", ("notext.jsonl",))
+    store.import_run(run, ProblemLog())
+    data = load_run_data(store, "notext")
+    pairs = tuning.borderline_pairs(store, data, Settings(threshold=0.0), band=1.0)
+    assert keys(pairs) == [(0, 2, 0)]  # d2 only, whatever its score
+    assert pairs[0].doc_id == "d2" and pairs[0].cut_rank == 2
