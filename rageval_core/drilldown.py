@@ -125,8 +125,19 @@ def query_table(report: Report, data: RunData, texts: Sequence[str | None] | Obj
         fail_coverage=np.asarray(fail_coverage, dtype=bool),
         fail_hit=np.asarray(fail_hit, dtype=bool),
         k=k,
-        _haystack=_haystack(data.query_ids, text_col),
+        _haystack=_run_haystack(data, texts, text_col),
     )
+
+
+def _run_haystack(data: RunData, texts: object, text_col: Objects) -> NDArray[Any]:
+    """The search haystack, kept on the run's data for the same texts object (a slider move
+    builds a new table for the same run and texts: the haystack does not change)."""
+    kept = data._cache.get(("haystack",))
+    if kept is not None and kept[0] is texts:
+        return kept[1]  # type: ignore[no-any-return]
+    haystack = _haystack(data.query_ids, text_col)
+    data._cache[("haystack",)] = (texts, haystack)
+    return haystack
 
 
 def _haystack(ids: Objects, texts: Objects) -> NDArray[Any]:

@@ -189,7 +189,8 @@ def scatter_points(
 
 def _labels(values: ArrayLike) -> NDArray[Any]:
     arr = np.asarray(values, dtype=object).reshape(-1)
-    missing = np.frompyfunc(lambda v: v is None or (isinstance(v, float) and v != v), 1, 1)(arr)
+    # None, or NaN (the one value unequal to itself): element-wise in C, no Python call per value
+    missing = (arr == None) | (arr != arr)  # noqa: E711
     out = arr.copy()
-    out[missing.astype(bool)] = ops.NO_TAG
+    out[missing] = ops.NO_TAG
     return out.astype(str)

@@ -267,3 +267,16 @@ def test_drilldown_imports_without_ui() -> None:
             "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_search_index_is_built_once_per_run_and_texts(tiny) -> None:  # type: ignore[no-untyped-def]
+    store, data = tiny
+    texts = dd.query_texts(store, data)
+    at3 = dd.query_table(evaluate(data, store=store, settings=Settings(k=3)), data, texts)
+    at2 = dd.query_table(evaluate(data, store=store, settings=Settings(k=2)), data, texts)
+    assert at2._haystack is at3._haystack  # a new k: the same index
+    assert dd.filter_rows(at2, text="A").tolist() == dd.filter_rows(at3, text="a").tolist()
+    # other texts (here: none) get their own index, and search the ids only
+    bare = dd.query_table(evaluate(data, store=store, settings=Settings(k=2)), data, None)
+    assert bare._haystack is not at2._haystack
+    assert dd.filter_rows(bare, text="b").tolist() == [False, True, False, False, False]
