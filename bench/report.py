@@ -140,6 +140,18 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
         rows.append(("pair scoring again, same run and scorer (kept scores reused)",
                      fmt_seconds(data["reused"]["call_median_s"]),
                      f"{data['reused']['new_pairs_scored']} pairs scored"))
+    if "dashboard_scale" in by_key:
+        data = by_key["dashboard_scale"].data
+        big = data["points"][0]
+        judged = big["browser"] or big["apptest"]  # as the scenario judges it
+        rows.append((f"dashboard, {big['n_queries']:,} queries: Overview's first render "
+                     f"({data['measured_in']})", fmt_seconds(judged["first_s"]),
+                     f"target {data['target_first_s']:g} s: {'met' if data['met_first'] else 'MISSED'}"))
+        page, worst = max(data["slowest_move_s"].items(), key=lambda kv: kv[1])
+        rows.append((f"dashboard, {big['n_queries']:,} queries: slowest page's median slider move "
+                     f"({data['measured_in']}, {page})", fmt_seconds(worst),
+                     f"target {data['target_move_s'] * 1000:.0f} ms: "
+                     f"{'met' if data['met_moves'] else 'MISSED'}"))
     if "distributed" in by_key:
         data = by_key["distributed"].data
         ratio = data["timings"]["spark"]["median_s"] / data["timings"]["single"]["median_s"]

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from bench import dashboard_scale as ds
+from bench import report
 from rageval_core.store import Store
 
 N = 500
@@ -49,3 +50,6 @@ def test_dashboard_scale_measures_every_page(tmp_path: Path) -> None:
     assert set(slowest) == {t for t, *_ in ds.PAGES}
     assert result.data["met_moves"] == all(v < ds.TARGET_MOVE_S for v in slowest.values())
     assert ("met" in text or "MISSED" in text) and "Load average" in text
+    headline = report.headline([result]).markdown()
+    assert f"dashboard, {N:,} queries: Overview's first render (browser)" in headline
+    assert "slowest page's median slider move (browser, " in headline
