@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,25 +62,35 @@ def run_scenarios(
     results = []
     for name in names:
         started = time.perf_counter()
-        if name == "trec":
-            result = trec_e2e.run(workdir / "trec", with_ranx=with_ranx, **sizes["trec"])
-        elif name == "recompute":
-            result = recompute.run(**sizes["recompute"])
-        elif name == "matching":
-            result = matching_speed.run(**sizes["matching"])
-        elif name == "native_scale":
-            result = native_scale.run(workdir / "native", **sizes["native_scale"])
-        elif name == "pair_scoring":  # workdir / "large": bench/large_run.py's stores, shared
-            result = pair_scoring.run(workdir / "large", **sizes["pair_scoring"])
-        elif name == "dashboard_scale":  # a fresh `streamlit run` + chromium, and AppTest
-            result = dashboard_scale.run(workdir / "dashboard", **sizes["dashboard_scale"])
-        elif name == "distributed":  # needs pyspark (the bench extra) and Java 17+
-            result = distributed.run(workdir / "distributed", **sizes["distributed"])
-        else:
-            raise ValueError(f"unknown scenario {name!r} (expected one of {', '.join(SCENARIOS)})")
+        try:
+            result = _run_one(name, sizes, workdir, with_ranx)
+        except Exception as e:  # one scenario's failure must not lose the others' results
+            trace = traceback.format_exc().strip().splitlines()
+            result = ScenarioResult(
+                key=f"{name}:failed", title=f"{name}: FAILED", setup=f"{type(e).__name__}: {e}",
+                tables=(), notes=tuple(trace[-6:]), data={"failed": True})
         results.append(result)
         progress(f"\n{result.text()}\n({name}: {time.perf_counter() - started:.0f} s)")
     return results
+
+
+def _run_one(name: str, sizes: dict[str, dict[str, Any]], workdir: Path, with_ranx: bool) -> ScenarioResult:
+    """One scenario at its sizes."""
+    if name == "trec":
+        return trec_e2e.run(workdir / "trec", with_ranx=with_ranx, **sizes["trec"])
+    if name == "recompute":
+        return recompute.run(**sizes["recompute"])
+    if name == "matching":
+        return matching_speed.run(**sizes["matching"])
+    if name == "native_scale":
+        return native_scale.run(workdir / "native", **sizes["native_scale"])
+    if name == "pair_scoring":  # workdir / "large": bench/large_run.py's stores, shared
+        return pair_scoring.run(workdir / "large", **sizes["pair_scoring"])
+    if name == "dashboard_scale":  # a fresh `streamlit run` + chromium, and AppTest
+        return dashboard_scale.run(workdir / "dashboard", **sizes["dashboard_scale"])
+    if name == "distributed":  # needs pyspark (the bench extra) and Java 17+
+        return distributed.run(workdir / "distributed", **sizes["distributed"])
+    raise ValueError(f"unknown scenario {name!r} (expected one of {', '.join(SCENARIOS)})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.write_text(report.render(results, facts, elapsed, args.quick, growth_image=growth_image),
                        encoding="utf-8")
         print(f"wrote {out}")
+    failed = [r.title for r in results if r.data.get("failed")]
+    if failed:
+        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -198,3 +198,24 @@ def test_main_rejects_an_unknown_scenario(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["--quick", "--only", "nope"])
     assert "unknown scenario" in capsys.readouterr().err
+
+
+def test_a_failing_scenario_is_reported_and_the_others_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import bench.__main__ as bench_main
+
+    real = bench_main._run_one
+
+    def run_one(name: str, *args: object) -> object:
+        if name == "matching":
+            raise RuntimeError("the disk went away")
+        return real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bench_main, "_run_one", run_one)
+    out = tmp_path / "benchmarks.md"
+    assert main(["--quick", "--only", "matching,recompute", "--out", str(out)]) == 1
+    page = out.read_text(encoding="utf-8")
+    assert "## matching: FAILED" in page and "RuntimeError: the disk went away" in page
+    assert "2. Recompute" in page  # the scenario after it still ran and was written
+    assert "FAILED: matching: FAILED" in capsys.readouterr().err
