@@ -107,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="add the large sizes: TREC at 100,000 queries and a native import of "
                              "1,000,000 queries (about 11 GB of JSON written to the temp folder; "
                              "several minutes)")
+    parser.add_argument("--update", action="store_true",
+                        help="re-run the --only scenarios and replace their sections and summary "
+                             "rows in the existing page (e.g. one disturbed by other work)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in SCENARIOS]
@@ -127,7 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"after {facts['load_after']}")
 
     out = args.out if args.out is not None else (None if args.quick else DOCS)
-    if out is not None and not args.no_write:
+    if args.update and out is not None and not args.no_write:
+        ok = [r for r in results if not r.data.get("failed")]
+        out.write_text(report.update_page(out.read_text(encoding="utf-8"), ok, facts), encoding="utf-8")
+        print(f"updated {out}")
+    elif out is not None and not args.no_write:
         out.parent.mkdir(parents=True, exist_ok=True)
         series = report.growth_series(results)
         growth_image = None

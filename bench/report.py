@@ -331,3 +331,37 @@ def render(
         if growth_image:
             parts += [f"![time and memory against queries, log-log]({growth_image})", ""]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def update_page(page: str, results: Sequence[ScenarioResult], facts: dict[str, Any]) -> str:
+    """An existing page with the sections and summary rows of results replaced by theirs.
+
+    For a scenario re-run on its own (`python -m bench --update --only NAME`): its section says
+    when and under what load it ran; the Machine table and every other section stay those of
+    the run that wrote the page. Raises ValueError when the page lacks a section to replace.
+    """
+    lines = page.splitlines()
+    for row in headline(results).rows:
+        label = f"| {row[0]} "
+        at = [i for i, line in enumerate(lines) if line.startswith(label)]
+        if not at:
+            raise ValueError(f"the page has no summary row {row[0]!r}")
+        old = lines[at[0]]
+        widths = [len(cell) for cell in old.strip("|").split("|")]
+        cells = [f" {row[0]} ".ljust(widths[0]), f" {row[1]} ".rjust(widths[1]),
+                 f" {row[2]} ".ljust(widths[2])]
+        lines[at[0]] = "|" + "|".join(cells) + "|"
+    text = "\n".join(lines) + "\n"
+    for result in results:
+        head = f"## {result.title}\n"
+        start = text.find(head)
+        if start < 0:
+            raise ValueError(f"the page has no section {result.title!r}")
+        end = text.find("\n## ", start + len(head))
+        end = len(text) if end < 0 else end + 1
+        section = result.text() + (
+            f"- This section was re-run on its own (`python -m bench --update`) at {facts['date']}, "
+            f"load average before {facts['load_before']}, after {facts.get('load_after', 'unknown')}; "
+            "the rest of the page comes from the run described under Machine.\n\n")
+        text = text[:start] + section + text[end:]
+    return text

@@ -219,3 +219,20 @@ def test_a_failing_scenario_is_reported_and_the_others_kept(
     assert "## matching: FAILED" in page and "RuntimeError: the disk went away" in page
     assert "2. Recompute" in page  # the scenario after it still ran and was written
     assert "FAILED: matching: FAILED" in capsys.readouterr().err
+
+
+def test_update_replaces_one_section_and_its_summary_rows(tmp_path: Path) -> None:
+    out = tmp_path / "benchmarks.md"
+    assert main(["--quick", "--only", "recompute,matching", "--out", str(out)]) == 0
+    before = out.read_text(encoding="utf-8")
+    assert main(["--quick", "--only", "recompute", "--out", str(out), "--update"]) == 0
+    after = out.read_text(encoding="utf-8")
+    assert after.count("## 2. Recompute") == 1 and after.count("## 3. Evidence matching") == 1
+    assert "re-run on its own (`python -m bench --update`)" in after
+    # matching's section and the Machine table are the first run's, untouched
+    section = before[before.index("## 3. Evidence matching"):]
+    assert section.split("\n## ")[0] in after
+    assert before[before.index("## Machine"):before.index("## Where")] in after
+    row = next(line for line in after.splitlines() if line.startswith("| new (k, threshold) on 2,000"))
+    assert row.rstrip("| ").endswith(("target 50 ms: met", "target 50 ms: MISSED"))
+    assert len(row) == len(next(line for line in before.splitlines() if line.startswith("| new (k, threshold)")))
