@@ -75,7 +75,7 @@ def test_formats_are_tried_in_the_documented_order() -> None:
 def test_every_registered_module_has_the_reader_interface() -> None:
     for name in FORMATS:
         module = module_for(name)
-        assert module.FORMAT == name
+        assert name == module.FORMAT
         assert module.PRIMARY and module.PRIMARY != module.COMPANION
         assert isinstance(module.COMPANION_REQUIRED, bool)
         assert not (module.COMPANION_REQUIRED and module.COMPANION is None)
