@@ -1,34 +1,41 @@
-# The README's commands. `make run` and `make test` set everything up on a fresh machine.
+# The README's commands. `make run` and `make test` set everything up on a fresh machine,
+# installing exactly the versions in uv.lock (uv itself comes from PyPI, pinned with hashes in
+# requirements/uv.txt).
 SHELL := /bin/bash
-VENV ?= .venv
+PYTHON ?= python3
+VENV := .venv
 PY := $(VENV)/bin/python
 RAGEVAL := $(VENV)/bin/rageval
-PYTHON ?= python3
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+# never let uv fetch a Python build: the machine's python3 (3.11+) is the interpreter
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON := $(PYTHON)
+# pytest's worker count (pytest-xdist); `make test XDIST=0` runs in one process
+XDIST ?= 2
+# tests whose behaviour differs in CI (../shared must be there) read CI; keep the caller's value
+PYTEST := $(PY) -m pytest -n $(XDIST)
 
-.PHONY: help run test bench bench-quick lint import setup setup-test browser clean
+.PHONY: help run test test-fast test-latest test-lowest bench bench-quick lint lock shell import \
+	setup setup-test setup-bench browser clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
-$(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-
-$(VENV)/.installed-run: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e .
+$(UV): requirements/uv.txt
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r requirements/uv.txt
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[test,dev]'
-	touch $@ $(VENV)/.installed-run
+# uv sync is a quick no-op when .venv already matches the lock, so it runs every time
+setup: | $(UV)  ## create .venv with rageval and what the app needs, from uv.lock
+	$(UV) sync --locked --inexact --quiet
 
-$(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-test
-	$(PY) -m pip install -q -e '.[test,bench]'
-	touch $@
+setup-test: | $(UV)  ## .venv exactly as uv.lock has it with the test and dev extras
+	$(UV) sync --locked --extra test --extra dev --quiet
 
-setup: $(VENV)/.installed-run  ## create .venv and install rageval
-
-setup-test: $(VENV)/.installed-test  ## create .venv with the test extras
+setup-bench: | $(UV)
+	$(UV) sync --locked --extra test --extra dev --extra bench --quiet
 
 import: setup  ## import sample_runs/ into the store (idempotent)
 	$(RAGEVAL) import sample_runs/*.jsonl
@@ -36,21 +43,44 @@ import: setup  ## import sample_runs/ into the store (idempotent)
 run: import  ## set up, import the sample runs, open the dashboard on http://localhost:8501
 	$(RAGEVAL) dashboard --port 8501
 
+shell: setup  ## a shell with .venv active, so `rageval` is on PATH (or: source .venv/bin/activate)
+	@echo "rageval is on PATH in this shell; exit to leave it"
+	@VIRTUAL_ENV="$(CURDIR)/$(VENV)" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $${SHELL:-bash} -i
+
 browser:  ## install Debian's chromium for the browser tests when it is missing
 	@bash scripts/ensure-chromium.sh
 
-test: setup-test browser  ## set up (with test extras) and run every test
-	$(PY) -m pytest
+test: setup-test browser  ## set up (from the lock, with test extras and chromium) and run every test
+	$(PYTEST)
 
-bench: $(VENV)/.installed-bench  ## the issue's sizes against pytrec_eval, ranx and difflib (~30 min; writes docs/benchmarks.md)
+test-fast: setup-test  ## the core tests without the slow ones, for the inner loop (under a minute)
+	$(PYTEST) tests/core -m "not slow"
+
+test-latest: browser | $(UV)  ## every test on the newest releases the floors allow (.venv-latest, no lock)
+	$(UV) venv --quiet --allow-existing .venv-latest
+	$(UV) pip install --quiet --python .venv-latest/bin/python --upgrade --reinstall-package rageval -e '.[test,dev]'
+	@.venv-latest/bin/python -c "import duckdb, streamlit, pandas, pyarrow, numpy; print('latest:', *(f'{m.__name__} {m.__version__}' for m in (duckdb, streamlit, pandas, pyarrow, numpy)))"
+	.venv-latest/bin/python -m pytest -n $(XDIST)
+
+test-lowest: browser | $(UV)  ## every test on the lowest versions pyproject.toml declares (checks the floors)
+	$(UV) venv --quiet --allow-existing .venv-lowest
+	$(UV) pip install --quiet --python .venv-lowest/bin/python --resolution lowest-direct --reinstall-package rageval -e '.[test,dev]'
+	@.venv-lowest/bin/python -c "import duckdb, streamlit, pandas, pyarrow, numpy; print('lowest:', *(f'{m.__name__} {m.__version__}' for m in (duckdb, streamlit, pandas, pyarrow, numpy)))"
+	.venv-lowest/bin/python -m pytest -n $(XDIST)
+
+lock: | $(UV)  ## regenerate uv.lock after a change to pyproject.toml (keeps other pins); UPGRADE=1 takes the newest
+	$(UV) lock $(if $(UPGRADE),--upgrade,)
+	@echo "uv.lock written; commit it with the pyproject.toml change"
+
+bench: setup-bench  ## the issue's sizes against pytrec_eval, ranx and difflib (~30 min; writes docs/benchmarks.md)
 	$(PY) -m bench --scale
 
-bench-quick: $(VENV)/.installed-bench  ## every bench scenario at small sizes (a minute; writes nothing)
+bench-quick: setup-bench  ## every bench scenario at small sizes (a minute; writes nothing)
 	$(PY) -m bench --quick
 
 lint: setup-test  ## ruff + mypy on the core
 	$(VENV)/bin/ruff check rageval_core dashboard tests bench
 	$(VENV)/bin/mypy rageval_core
 
-clean:  ## remove the virtualenv and the local store
-	rm -rf $(VENV) .rageval
+clean:  ## remove the virtualenvs and the local store
+	rm -rf $(VENV) .venv-latest .venv-lowest $(TOOLS) .rageval

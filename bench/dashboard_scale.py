@@ -39,6 +39,7 @@ from typing import Any
 
 from bench.common import ScenarioResult, Table, fmt_seconds
 from bench.dashboard_speed import write_big_run
+from dashboard import server
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "dashboard" / "app.py"
@@ -333,13 +334,11 @@ def _free_port() -> int:
 
 @contextmanager
 def serve(db: Path, port: int | None = None) -> Iterator[tuple[str, float]]:
-    """A fresh `streamlit run dashboard/app.py` on port (a free one); (its URL, seconds to healthy)."""
+    """A fresh Streamlit on port (a free one), started as `rageval dashboard` starts it; (its URL,
+    seconds to healthy)."""
     port = port or _free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true",
-           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, "RAGEVAL_DB": str(db)},
+    proc = subprocess.Popen(server.command(port), cwd=REPO, env={**os.environ, "RAGEVAL_DB": str(db)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

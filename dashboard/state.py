@@ -31,6 +31,7 @@ from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store
 from rageval_core.store.lease import LeasedStore
 from rageval_core.store.locking import StoreBusyError
+from rageval_core.store.store import default_path
 
 # widget keys = query parameter names (short, stable: they appear in shared links)
 RUN, K, THRESHOLD, SCORER, PUNCT, ARTICLES, CUT_ON, CUT, RELEVANCE = (
@@ -72,13 +73,19 @@ def _store(path: str | None) -> LeasedStore:
     return LeasedStore(path, wait_s=BUSY_DEEP_S)
 
 
+def store_path() -> str:
+    """The store file this server shows, as an absolute path: $RAGEVAL_DB (`rageval dashboard`
+    sets it), else the default under the folder the server was started in."""
+    return str(Path(default_path()).expanduser().resolve())
+
+
 def store() -> Store:
-    """The store at $RAGEVAL_DB, shared by every session of the server process.
+    """The store at store_path(), shared by every session of the server process.
 
     A LeasedStore: the file is opened while some page works on it and let go a moment after,
     so `rageval import` can write to it while the dashboard is open (docs/reliability.md).
     """
-    return _store(os.environ.get("RAGEVAL_DB") or None)
+    return _store(store_path())
 
 
 def _calm(fn: F) -> F:
@@ -234,9 +241,9 @@ def data(view: View) -> RunData:
     return run_data(view.run.run_id, view.run.content_hash, _db())
 
 
-def _db() -> str | None:
+def _db() -> str:
     # part of every cache key: tests (and a user) may point the same server at another store
-    return os.environ.get("RAGEVAL_DB") or None
+    return store_path()
 
 
 def view() -> View | None:
@@ -275,6 +282,12 @@ def clear_caches() -> None:
         cached.clear()
 
 
+def show_store_path() -> None:
+    """The store file, at the foot of the sidebar: which file this dashboard shows is never a guess."""
+    st.sidebar.caption("Store file")
+    st.sidebar.text(store_path())  # st.text: a path is shown as typed, never as Markdown
+
+
 def sidebar() -> View | None:
     """The shared controls; None (with a message on the page) when there is no run yet."""
     try:
@@ -286,6 +299,7 @@ def sidebar() -> View | None:
     if all_runs is None:  # still busy: the message and a Try again button are on the page
         st.stop()
     if not all_runs:
+        show_store_path()
         return None
     by_name = {r.name: r for r in all_runs}
     sb = st.sidebar
@@ -320,6 +334,7 @@ def sidebar() -> View | None:
         if cut_on:
             cut = st.number_input("Retriever score cut-off", value=0.0, step=0.05, key=CUT,
                                   bind="query-params")
+    show_store_path()
     settings = Settings(
         k=int(k), threshold=round(float(threshold), 2), scorer=scorer,
         norm=Normalisation(strip_punct=punct, strip_articles=articles),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -75,13 +73,18 @@ class _Bars:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    return _import(args, [Path(p) for p in args.files], args.format, args.name, not args.no_score)
+
+
+def _import(args: argparse.Namespace, paths: list[Path], fmt: str | None, name: str | None,
+            score: bool) -> int:
+    """Import paths into the store of args (--db), printing what happened; the exit code."""
     from rageval_core.importing import import_paths
 
     bars = _Bars()
     with _store(args) as store:
         try:
-            out = import_paths(store, [Path(p) for p in args.files], args.format, args.name,
-                               progress=bars, score=not args.no_score)
+            out = import_paths(store, paths, fmt, name, progress=bars, score=score)
         finally:
             bars.close()
     _print_problems(out.problems)
@@ -167,18 +170,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     paths = generate(out, n_queries=args.queries, seed=args.seed, progress=lambda s: print(s, file=sys.stderr))
     for p in paths:
         print(f"wrote {p} ({p.stat().st_size / 1e6:.1f} MB)")
-    return 0
+    if args.db is None:  # --db given: the new runs go into that store too
+        print(f"import them with: rageval import {' '.join(str(p) for p in paths)}")
+        return 0
+    return _import(args, paths, None, None, True)
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    import dashboard
+    from dashboard import server
+    from rageval_core.store.store import default_path
 
-    app = Path(dashboard.__file__).parent / "app.py"
-    env = dict(os.environ)
-    if args.db:
-        env["RAGEVAL_DB"] = str(Path(args.db).resolve())
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
-    return subprocess.call(cmd, env=env)
+    db = Path(args.db or default_path()).expanduser().resolve()
+    if not server.is_loopback(args.host):
+        print(f"rageval: warning: the dashboard listens on {args.host}, not on this machine only: "
+              "anyone who can reach this port sees every stored run's queries, chunks and answers",
+              file=sys.stderr)
+    print(f"rageval: store {db}", file=sys.stderr)
+    return server.serve(db, args.port, args.host)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -389,7 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", required=True, metavar="FILE", help="output .jsonl file")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("demo", parents=[common], help="regenerate the sample runs")
+    p = sub.add_parser("demo", parents=[common],
+                       help="regenerate the sample runs (and import them into the store given by --db)")
     p.add_argument("--out", default="sample_runs", help="output folder (default: sample_runs)")
     p.add_argument("--queries", type=int, default=360, help="queries per run (default: 360)")
     p.add_argument("--seed", type=int, default=7)
@@ -440,7 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("dashboard", parents=[common], help="start the dashboard")
-    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--port", type=int, default=8501, help="(default: 8501)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default: 127.0.0.1, this machine only; another "
+                        "address is warned about)")
     p.set_defaults(func=cmd_dashboard)
     return parser
 

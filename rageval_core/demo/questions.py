@@ -1141,8 +1141,15 @@ def build_questions(corpus: Corpus, n: int, seed: int = 7) -> list[GoldQuery]:
     docs = list(corpus.documents)
     rng.shuffle(docs)
     # the absent-evidence questions reuse facts from the far end of the shuffled list
-    take([partial(b.absent, f) for f in numeric[::-1]], k_absent)
-    take([partial(b.missing, d) for d in docs], counts["unanswerable"] - k_absent)
+    absent: list[Callable[[], GoldQuery | None]] = [partial(b.absent, f) for f in numeric[::-1]]
+    missing: list[Callable[[], GoldQuery | None]] = [partial(b.missing, d) for d in docs]
+    take(absent, k_absent)
+    take(missing, counts["unanswerable"] - k_absent)
+    if len(out) < n:
+        # a type ran out of candidates before its share: the others fill in, so a large n still
+        # gives n questions while the collection has them (the mix then leans to the larger types)
+        everything = [partial(b.single, f) for f in _interleave(split + numeric + definitions)]
+        take([*everything, *comparisons, *hops, *absent, *missing], n - len(out))
 
     rng.shuffle(out)
     for i, q in enumerate(out, 1):

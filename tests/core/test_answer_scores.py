@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 import string
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from rageval_core.metrics import generation as g
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
+from tests.cli import rageval
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = list(g.GENERATION_METRICS)
@@ -119,8 +118,7 @@ def test_import_keeps_them_and_delete_removes_them(tmp_path: Path) -> None:
 def test_no_score_import_leaves_them_to_the_first_evaluation(tmp_path: Path) -> None:
     db = tmp_path / "n.duckdb"
     sample = REPO / "sample_runs" / "bm25.jsonl"
-    subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import",
-                    str(sample), "--no-score"], check=True, capture_output=True, cwd=REPO)
+    assert rageval("import", str(sample), "--no-score", db=db).returncode == 0
     with Store(db) as store:
         assert store.table_counts()["answer_scores"] == 0
         first = ev.ensure_answer_scores(store, "bm25")

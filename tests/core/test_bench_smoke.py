@@ -18,6 +18,19 @@ STORE = "rageval store (import -> load_run_data -> evaluate)"
 QUERIES = "rageval Query objects (trec.read -> ranked_labels_from_queries -> compute)"
 PYTREC = "pytrec_eval (parse_run/parse_qrel -> evaluate)"
 RANX = "ranx, warm (from_file -> evaluate)"
+#: `python -m bench --quick` as the tests run it: the smallest sizes that still exercise every part
+#: of the page (two recompute sizes for the growth section)
+SMALLEST = {
+    "recompute": {"n_queries": 200, "repeats": 1, "slow_repeats": 1, "growth_sizes": (100, 200)},
+    "matching": {"n_queries": 3, "difflib_sample": 50, "repeats": 1},
+}
+
+
+@pytest.fixture()
+def smallest(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bench.__main__ as bench_main
+
+    monkeypatch.setattr(bench_main, "QUICK", {**bench_main.QUICK, **SMALLEST})
 
 
 def reference_values(workdir: Path) -> dict[str, dict[str, float]]:
@@ -175,6 +188,7 @@ def test_matching_scenario_reports_the_ratio() -> None:
         assert mix["difflib_s_per_pair"] > 0 and mix["partial_all_cores_s_per_pair"] > 0
 
 
+@pytest.mark.usefixtures("smallest")
 def test_main_quick_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "benchmarks.md"
     assert main(["--quick", "--only", "recompute", "--out", str(out)]) == 0
@@ -187,7 +201,7 @@ def test_main_quick_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "## Growth with the number of queries" in page
     # the limits table: recompute's floor (one pass over the kept scores) and how far from it
     assert "## Where the time goes, and the limit on this machine" in page
-    assert "one numpy pass over the 120,000 kept scores" in page
+    assert "one numpy pass over the 12,000 kept scores" in page  # 200 queries x 20 ranks x 3 spans
     assert "memory bandwidth" in page
     svg = out.with_name("benchmarks_growth.svg").read_text(encoding="utf-8")
     assert "benchmarks_growth.svg" in page and svg.count("<circle") == 4
@@ -200,6 +214,7 @@ def test_main_rejects_an_unknown_scenario(capsys: pytest.CaptureFixture[str]) ->
     assert "unknown scenario" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("smallest")
 def test_a_failing_scenario_is_reported_and_the_others_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -221,6 +236,7 @@ def test_a_failing_scenario_is_reported_and_the_others_kept(
     assert "FAILED: matching: FAILED" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("smallest")
 def test_update_replaces_one_section_and_its_summary_rows(tmp_path: Path) -> None:
     out = tmp_path / "benchmarks.md"
     assert main(["--quick", "--only", "recompute,matching", "--out", str(out)]) == 0
@@ -233,6 +249,6 @@ def test_update_replaces_one_section_and_its_summary_rows(tmp_path: Path) -> Non
     section = before[before.index("## 3. Evidence matching"):]
     assert section.split("\n## ")[0] in after
     assert before[before.index("## Machine"):before.index("## Where")] in after
-    row = next(line for line in after.splitlines() if line.startswith("| new (k, threshold) on 2,000"))
+    row = next(line for line in after.splitlines() if line.startswith("| new (k, threshold) on 200 "))
     assert row.rstrip("| ").endswith(("target 50 ms: met", "target 50 ms: MISSED"))
     assert len(row) == len(next(line for line in before.splitlines() if line.startswith("| new (k, threshold)")))

@@ -1,22 +1,17 @@
-"""The `rageval` command end to end, in subprocesses: exit codes, messages, nothing lost."""
+"""The `rageval` command end to end: exit codes, messages, nothing lost.
+
+Called in-process through cli.main (tests/cli.py); the smoke tests at the end run the real
+entry point in a child process."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def rageval(*args: str, db: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rageval_core.cli", "--db", str(db), *args],
-        capture_output=True, text=True, cwd=cwd or REPO,
-    )
+from tests.cli import rageval, rageval_subprocess
+from tests.paths import REPO
 
 
 def write_run(path: Path, n: int, name: str | None = None, bad_line: int | None = None) -> Path:
@@ -101,7 +96,10 @@ def _every_format() -> dict[str, list[Path]]:
     return EVERY_FORMAT
 
 
-@pytest.mark.parametrize("fmt", sorted(_every_format()))
+@pytest.mark.parametrize(
+    "fmt",
+    [pytest.param(f, marks=[pytest.mark.oracle] if f.startswith("trec") else []) for f in sorted(_every_format())],
+)
 def test_evaluate_works_on_every_format(fmt: str, tmp_path: Path) -> None:
     run, *companion = (str(p) for p in _every_format()[fmt])
     if fmt.startswith("trec"):
@@ -129,3 +127,22 @@ def test_evaluate_every_sample_run_from_the_store(name: str, tmp_path: Path) -> 
     assert 0.0 < out["metrics"]["EvidenceRecall@10"] <= 1.0
     assert out["ops"]["latency_ms"]["total"]["count"] == 360
     assert sum(g["n"] for g in out["by"]["groups"].values()) == 360
+
+
+# --- the real entry point, in child processes ------------------------------------------------------
+
+
+def test_smoke_import_and_bad_file_through_a_process(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    r = rageval_subprocess("import", str(write_run(tmp_path / "a.jsonl", 3, name="alpha")), db=db)
+    assert r.returncode == 0 and "imported: alpha (3 queries" in r.stdout, r.stderr
+    bad = rageval_subprocess("import", str(write_run(tmp_path / "bad.jsonl", 3, bad_line=2)), db=db)
+    assert bad.returncode == 2 and "bad.jsonl:2:" in bad.stderr and "Traceback" not in bad.stderr
+    listed = rageval_subprocess("runs", "--json", db=db)
+    assert [x["name"] for x in json.loads(listed.stdout)] == ["alpha"]
+
+
+def test_smoke_help_through_a_process() -> None:
+    r = rageval_subprocess("--help")
+    assert r.returncode == 0 and "usage: rageval" in r.stdout
+    assert rageval_subprocess("nosuchcommand").returncode == 2

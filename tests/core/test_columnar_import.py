@@ -28,6 +28,7 @@ from rageval_core.formats import native, read_inputs, trec
 from rageval_core.metrics import ranked_labels_from_queries
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.store import Store
+from tests.paths import ORACLE
 from rageval_core.store import store as store_module
 from rageval_core.store.rows import (
     BATCH_SCHEMAS,
@@ -40,7 +41,6 @@ from rageval_core.store.rows import (
 
 ROOT = Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data"
-ORACLE = ROOT.parent / "shared" / "oracle" / "trec_eval"
 NATIVE_GOOD = [*sorted((ROOT / "sample_runs").glob("*.jsonl")), DATA / "good" / "native_full.jsonl"]
 NATIVE_BAD = sorted((DATA / "bad").glob("native_*.jsonl"))
 
@@ -455,6 +455,7 @@ def test_trec_read_arrays_equals_the_query_route(
         np.testing.assert_array_equal(getattr(arrays, name), getattr(expected, name), err_msg=name)
 
 
+@pytest.mark.oracle
 def test_trec_oracle_files_cleaned_take_the_bulk_route(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = clean_copy(ORACLE / "results.test", tmp_path / "results.test")
     qrels = clean_copy(ORACLE / "qrels.test", tmp_path / "qrels.test")

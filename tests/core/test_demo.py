@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 from rapidfuzz import fuzz
 
-from rageval_core.demo import build_corpus, build_questions, generate
+from rageval_core.demo import MAX_QUERIES, build_corpus, build_questions, generate
 from rageval_core.demo.corpus import MAX_CHUNK_CHARS, Corpus, chunk_document, split_units
 from rageval_core.demo.paraphrase import lcs_length, similarity
 from rageval_core.demo.questions import GoldQuery
 from rageval_core.demo.retrievers import BM25, CharTfidf, char_ngrams, rrf, tokenize
 from rageval_core.errors import ProblemLog
 from rageval_core.formats import native
+from tests.cli import rageval
 
 SEED = 7
 N = 40
@@ -331,3 +332,27 @@ def test_rrf_by_hand() -> None:
     assert [i for i, _ in fused] == [2, 1, 3]
     assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
     assert fused[1][1] == pytest.approx(1 / 61)
+
+
+def test_more_questions_than_the_collection_holds_is_refused(corpus: Corpus, tmp_path: Path) -> None:
+    """`rageval demo --queries N` gives N queries or says how many it can; never fewer in silence."""
+    out = tmp_path / "out"
+    for n in ("10000", "0"):
+        r = rageval("demo", "--out", str(out), "--queries", n)
+        assert r.returncode == 2 and "Traceback" not in r.stderr
+        assert f"--queries {n}: the demo collection gives 1 to 5,000 distinct questions" in r.stderr
+    assert not out.exists()  # nothing was written
+    # the most it offers is given, of every type (a type that runs out is filled in by the others)
+    most = build_questions(corpus, MAX_QUERIES, SEED)
+    assert len(most) == MAX_QUERIES == len({q.text for q in most})
+    assert {q.query_type for q in most} == {q.query_type for q in build_questions(corpus, 360, SEED)}
+
+
+def test_demo_with_db_imports_the_runs_it_writes(tmp_path: Path) -> None:
+    db = tmp_path / "demo.duckdb"
+    r = rageval("demo", "--out", str(tmp_path / "out"), "--queries", "6", db=db)
+    assert r.returncode == 0, r.stderr
+    listed = {x["name"]: x["n_queries"] for x in json.loads(rageval("runs", "--json", db=db).stdout)}
+    assert listed == {name: 6 for name in RUNS}
+    plain = rageval("demo", "--out", str(tmp_path / "plain"), "--queries", "6")
+    assert plain.returncode == 0 and "import them with: rageval import" in plain.stdout

@@ -18,6 +18,7 @@ from rageval_core.store.scores import ensure_scored
 from tests.core.test_ranking_conformance import CASES, COUNTS, oracle, ours, read_out
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_store_path_matches_trec_eval(case: str) -> None:
     """The DuckDB-fed arrays give trec_eval's numbers, per query and mean, like the reader path."""

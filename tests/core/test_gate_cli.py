@@ -1,24 +1,17 @@
-"""`rageval compare` and `rageval gate` in subprocesses: output, JSON, exit codes 0 / 1 / 2."""
+"""`rageval compare` and `rageval gate` (in-process, tests/cli.py): output, JSON, exit codes 0 / 1 / 2."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.cli import rageval
+from tests.paths import REPO
+
 FAST = ("--permutations", "2000", "--bootstrap", "500")
-
-
-def rageval(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rageval_core.cli", "--db", str(db), *args],
-        capture_output=True, text=True, cwd=REPO,
-    )
 
 
 def write_run(path: Path, ranks: Mapping[str, int | None], latency_ms: float = 100.0) -> Path:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from dashboard import imports
 from rageval_core.errors import NotFoundError, ProblemLog, UsageError
 from rageval_core.formats import read_inputs
 from rageval_core.store import Store
+from tests.cli import Result, rageval
 from tests.core.test_crash import make_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,9 +58,8 @@ def hostile_run(path: Path) -> Path:
     return path
 
 
-def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+def cli(db: Path, *args: str) -> Result:
+    return rageval(*args, db=db)
 
 
 def store_state(db: Path) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from rageval_core.errors import ProblemLog
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.store import Store
+from tests.paths import ORACLE
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD_FILES = sorted((ROOT / "tests" / "data" / "good").glob("*.jsonl"))
@@ -166,15 +167,14 @@ def test_hand_built_queries_survive_export_and_reread(tmp_path: Path) -> None:
         assert_native_round_trip_is_lossless(first, run_id, tmp_path)
 
 
-ORACLE_DIR = ROOT.parent / "shared" / "oracle" / "trec_eval"
 DATA = ROOT / "tests" / "data"
 #: one good input of every format (a run file plus its companion where the format has one)
 EVERY_FORMAT = {
     "native-jsonl": [DATA / "good" / "native_full.jsonl"],
     "native-array": [DATA / "good" / "native_full.json"],
     "table-csv": [DATA / "good" / "table.csv"],
-    "trec": [ORACLE_DIR / "results.test", ORACLE_DIR / "qrels.test"],
-    "trec-msmarco": [ORACLE_DIR / "results.comment.test", ORACLE_DIR / "qrels.comment.test"],
+    "trec": [ORACLE / "results.test", ORACLE / "qrels.test"],
+    "trec-msmarco": [ORACLE / "results.comment.test", ORACLE / "qrels.comment.test"],
     "tatrag": [DATA / "tatrag" / "retrieval.json", DATA / "tatrag" / "gold.json"],
     "qa_pairs": [DATA / "qa_pairs" / "retrieval.json", DATA / "qa_pairs" / "pairs.jsonl"],
     "ragas-jsonl": [DATA / "ragas" / "rows.jsonl"],
@@ -182,7 +182,10 @@ EVERY_FORMAT = {
 }
 
 
-@pytest.mark.parametrize("fmt", sorted(EVERY_FORMAT))
+@pytest.mark.parametrize(
+    "fmt",
+    [pytest.param(f, marks=[pytest.mark.oracle] if f.startswith("trec") else []) for f in sorted(EVERY_FORMAT)],
+)
 def test_every_format_round_trips_through_native(fmt: str, tmp_path: Path) -> None:
     """Detected, imported, exported to native and re-imported: identical tables."""
     from rageval_core.formats import read_inputs

@@ -392,8 +392,9 @@ def test_a_store_in_use_by_another_process_is_a_readable_error(tmp_path: Path) -
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        # a short wait injected: the default (10 s) would only be waited out
         with pytest.raises(StoreError, match=r"in use by another process \(PID \d+\)") as info:
-            Store(db)
+            Store(db, wait_s=0.2)
         assert str(db) in str(info.value)
         assert isinstance(info.value.__cause__, duckdb.Error)
     finally:

@@ -11,8 +11,8 @@ from rageval_core.errors import ProblemLog
 from rageval_core.formats import trec
 from rageval_core.formats.base import HEAD_BYTES, display_path
 from rageval_core.model import Query
+from tests.paths import ORACLE
 
-ORACLE = Path(__file__).parents[2] / ".." / "shared" / "oracle" / "trec_eval"
 BAD = Path(__file__).parents[1] / "data" / "bad"
 
 
@@ -118,8 +118,8 @@ def test_sniff_tells_run_from_qrels_from_other_files(tmp_path: Path) -> None:
     assert trec.sniff(tmp_path / "x", b"") is None
 
 
+@pytest.mark.oracle
 def test_sniff_recognises_the_oracle_files() -> None:
-    assert ORACLE.is_dir(), f"trec_eval oracle files not found at {ORACLE.resolve()}"
     kinds = {p.name: trec.sniff(p, p.read_bytes()[:HEAD_BYTES]) for p in sorted(ORACLE.iterdir())}
     assert kinds["results.test"] == kinds["results.trunc"] == kinds["results.comment.test"] == "run"
     assert kinds["qrels.test"] == kinds["qrels.rel_level"] == "qrels"
@@ -127,8 +127,8 @@ def test_sniff_recognises_the_oracle_files() -> None:
     assert kinds["out.test"] is None and kinds["README.md"] is None
 
 
+@pytest.mark.oracle
 def test_oracle_run_reads_whole() -> None:
-    assert ORACLE.is_dir(), f"trec_eval oracle files not found at {ORACLE.resolve()}"
     parsed, queries, log = read_all(ORACLE / "results.trunc", ORACLE / "qrels.test")
     assert log.errors == []
     assert [q.query_id for q in queries] == ["301", "303", "302"]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from tests.cli import rageval
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "dashboard" / "app.py"
@@ -20,10 +20,8 @@ def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("dash") / "rageval.duckdb"
     samples = sorted(str(p) for p in (REPO / "sample_runs").glob("*.jsonl"))
     assert len(samples) == 3, "sample_runs/ must hold the three sample runs"
-    subprocess.run(
-        [sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import", *samples],
-        check=True, capture_output=True,
-    )
+    done = rageval("import", *samples, db=db)
+    assert done.returncode == 0, done.stderr
     return db
 
 

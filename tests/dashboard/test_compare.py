@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from rageval_core.evaluate import Settings, evaluate
 from rageval_core.formats import read_inputs
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
+from tests.cli import import_files
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((REPO / "sample_runs").glob("*.jsonl"))  # app_db imports them in this order
@@ -64,8 +63,7 @@ def markdown(at: AppTest) -> list[str]:
 
 def one_store(tmp_path: Path, *files: Path) -> Path:
     db = tmp_path / "store.duckdb"
-    subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import",
-                    *map(str, files)], check=True, capture_output=True, cwd=REPO)
+    import_files(db, *files)
     return db
 
 

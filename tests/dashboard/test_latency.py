@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rageval_core.store import Store
+from tests.cli import import_files
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = "latency.py"
@@ -37,8 +36,7 @@ def import_run(tmp_path: Path, name: str, records: list[dict]) -> Path:  # type:
     path = tmp_path / f"{name}.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     db = tmp_path / f"{name}.duckdb"
-    subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import", str(path)],
-                   check=True, capture_output=True, cwd=REPO)
+    import_files(db, path)
     return db
 
 

@@ -20,14 +20,14 @@ from rageval_core.evaluate import Settings, evaluate
 from rageval_core.opsview import ScatterPoints
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
+from tests.cli import import_files
 
 REPO = Path(__file__).resolve().parents[2]
 N_BIG = 1_250  # more than one page of the Queries table
 
 
 def cli_import(db: Path, *files: Path) -> None:
-    subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import",
-                    *map(str, files)], check=True, capture_output=True, cwd=REPO)
+    import_files(db, *files)
 
 
 @pytest.fixture(scope="module")

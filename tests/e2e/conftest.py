@@ -8,11 +8,8 @@ its store (DuckDB lets one process hold a store file at a time).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +18,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+from dashboard import server
+from tests.servers import free_port, wait_healthy
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -33,27 +33,6 @@ HOSTILE = REPO / "tests" / "data" / "xss" / "hostile.jsonl"
 RUN, K, THRESHOLD = "bm25", 10, 0.7
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"{url} did not become healthy in {timeout_s} s")
-
-
 def import_runs(db: Path, files: list[Path]) -> None:
     """Import with the real CLI, as a user would."""
     subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import",
@@ -62,15 +41,12 @@ def import_runs(db: Path, files: list[Path]) -> None:
 
 @contextmanager
 def serve(db: Path) -> Iterator[str]:
-    """`streamlit run dashboard/app.py` on a free port with RAGEVAL_DB=db; yields its URL."""
+    """Streamlit on a free port with RAGEVAL_DB=db, started as `rageval dashboard` starts it
+    (dashboard/server.py: the same options); yields its URL."""
     port = free_port()
     env = {**os.environ, "RAGEVAL_DB": str(db)}
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
-        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-    ]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(server.command(port), cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)

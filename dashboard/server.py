@@ -1,0 +1,107 @@
+"""How `rageval dashboard` starts Streamlit: its own options, an absolute store path, signals passed on.
+
+Streamlit reads `.streamlit/config.toml` only from the folder it is started in, so an installed
+`rageval dashboard` started anywhere else would listen on every interface, send usage statistics
+and show the Deploy button. The options below go on Streamlit's command line instead, which wins
+over any config file; `.streamlit/config.toml` repeats them for `streamlit run dashboard/app.py`
+from the repository (a test keeps the two equal). This module does not import Streamlit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ipaddress
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+APP = Path(__file__).resolve().parent / "app.py"
+DEFAULT_HOST = "127.0.0.1"
+DB_ENV = "RAGEVAL_DB"
+#: after SIGTERM/SIGINT, how long Streamlit gets to stop before it is killed (the port is then free)
+STOP_GRACE_S = 1.5
+
+#: Streamlit's options for this app (`section.key`: value)
+OPTIONS: dict[str, Any] = {
+    # local only: the app shows users' run data; an address also skips Streamlit's external-IP
+    # lookup (no network at run time)
+    "server.address": DEFAULT_HOST,
+    "server.headless": True,
+    # uploads larger than this get Streamlit's own clear message
+    "server.maxUploadSize": 200,
+    "server.runOnSave": False,
+    "server.fileWatcherType": "none",
+    "browser.gatherUsageStats": False,
+    # no Deploy button, no developer menu
+    "client.toolbarMode": "viewer",
+    "theme.base": "light",
+    "theme.primaryColor": "#2563eb",
+}
+
+
+def is_loopback(host: str) -> bool:
+    """Whether host names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _flag_value(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def command(port: int, host: str = DEFAULT_HOST) -> list[str]:
+    """`python -m streamlit run app.py` with every option of OPTIONS, the port and the host."""
+    options = {**OPTIONS, "server.address": host, "server.port": port}
+    flags = [f"--{name}={_flag_value(value)}" for name, value in options.items()]
+    return [sys.executable, "-m", "streamlit", "run", str(APP), *flags]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the child gets SIGTERM when `rageval dashboard` dies, even by SIGKILL."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def serve(db: Path, port: int, host: str = DEFAULT_HOST) -> int:
+    """Run Streamlit on db until it exits or this process gets SIGTERM/SIGINT/SIGHUP (passed on;
+    Streamlit is killed if it has not stopped STOP_GRACE_S later). Returns its exit code."""
+    env = {**os.environ, DB_ENV: str(db)}
+    proc = subprocess.Popen(command(port, host), env=env,
+                            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+    stop_at: list[float] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if not stop_at:
+            stop_at.append(time.monotonic() + STOP_GRACE_S)
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    caught = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous = {s: signal.signal(s, forward) for s in caught}
+    try:
+        while True:
+            try:
+                code = proc.wait(timeout=0.1)
+                break
+            except subprocess.TimeoutExpired:
+                if stop_at and time.monotonic() > stop_at[0]:
+                    proc.kill()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if stop_at:  # stopped on request: that is a normal end
+        return 0
+    return code if code >= 0 else 128 - code

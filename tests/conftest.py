@@ -1,0 +1,30 @@
+"""Test tiers by folder, and the trec_eval oracle: skipped with the reason on a user's clone,
+a failure in CI."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.paths import ORACLE, ORACLE_MISSING, REPO, in_ci
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "oracle: reads trec_eval's files under ../shared/oracle")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    e2e = REPO / "tests" / "e2e"
+    for item in items:
+        if e2e in item.path.parents:
+            item.add_marker(pytest.mark.e2e)
+            # one pytest-xdist worker runs every browser test: its servers start once
+            item.add_marker(pytest.mark.xdist_group("e2e"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("oracle") is None or ORACLE.is_dir():
+        return
+    if in_ci():
+        pytest.fail(f"{ORACLE_MISSING} ({ORACLE}); CI runs with ../shared beside the clone",
+                    pytrace=False)
+    pytest.skip(f"{ORACLE_MISSING} (they sit beside the project for its developers and CI)")

@@ -1,0 +1,17 @@
+"""Where the tests find what lies outside tests/data: the repository and trec_eval's oracle files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+#: trec_eval's own test files and expected outputs; they sit beside the project (../shared) for its
+#: developers and CI, not in a user's clone
+ORACLE = REPO.parent / "shared" / "oracle" / "trec_eval"
+ORACLE_MISSING = "trec_eval oracle files not found at ../shared/oracle"
+
+
+def in_ci() -> bool:
+    """CI=true (or any value but empty/0/false/no): what may be skipped elsewhere must be there."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
