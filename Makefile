@@ -57,14 +57,14 @@ test-fast: setup-test  ## the core tests without the slow ones, for the inner lo
 	$(PYTEST) tests/core -m "not slow"
 
 test-latest: browser | $(UV)  ## every test on the newest releases the floors allow (.venv-latest, no lock)
-	$(UV) venv --quiet --allow-existing .venv-latest
-	$(UV) pip install --quiet --python .venv-latest/bin/python --upgrade --reinstall-package rageval -e '.[test,dev]'
+	rm -rf .venv-latest && $(UV) venv --quiet .venv-latest
+	$(UV) pip install --quiet --python .venv-latest/bin/python -e '.[test,dev]'
 	@.venv-latest/bin/python -c "import duckdb, streamlit, pandas, pyarrow, numpy; print('latest:', *(f'{m.__name__} {m.__version__}' for m in (duckdb, streamlit, pandas, pyarrow, numpy)))"
 	.venv-latest/bin/python -m pytest -n $(XDIST)
 
 test-lowest: browser | $(UV)  ## every test on the lowest versions pyproject.toml declares (checks the floors)
-	$(UV) venv --quiet --allow-existing .venv-lowest
-	$(UV) pip install --quiet --python .venv-lowest/bin/python --resolution lowest-direct --reinstall-package rageval -e '.[test,dev]'
+	rm -rf .venv-lowest && $(UV) venv --quiet .venv-lowest
+	$(UV) pip install --quiet --python .venv-lowest/bin/python --resolution lowest-direct -e '.[test,dev]'
 	@.venv-lowest/bin/python -c "import duckdb, streamlit, pandas, pyarrow, numpy; print('lowest:', *(f'{m.__name__} {m.__version__}' for m in (duckdb, streamlit, pandas, pyarrow, numpy)))"
 	.venv-lowest/bin/python -m pytest -n $(XDIST)
 

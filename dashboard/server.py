@@ -59,9 +59,10 @@ def _flag_value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def command(port: int, host: str = DEFAULT_HOST) -> list[str]:
-    """`python -m streamlit run app.py` with every option of OPTIONS, the port and the host."""
-    options = {**OPTIONS, "server.address": host, "server.port": port}
+def command(port: int, host: str = DEFAULT_HOST, overrides: dict[str, Any] | None = None) -> list[str]:
+    """`python -m streamlit run app.py` with every option of OPTIONS (overrides win), the port
+    and the host."""
+    options = {**OPTIONS, **(overrides or {}), "server.address": host, "server.port": port}
     flags = [f"--{name}={_flag_value(value)}" for name, value in options.items()]
     return [sys.executable, "-m", "streamlit", "run", str(APP), *flags]
 

@@ -44,3 +44,12 @@ def make_app(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
         return at
 
     yield make
+
+
+def url_param(at: AppTest, key: str) -> str | None:
+    """The URL's value for key as the app set it (AppTest gives a one-item list before 1.64)."""
+    value = at.query_params.get(key)
+    if isinstance(value, list):
+        assert len(value) == 1, f"{key} holds {value}"
+        return str(value[0])
+    return value

@@ -13,6 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.components.highlight import HIT_CLASS, chunk_card, highlight
+from tests.dashboard.conftest import url_param
 from rageval_core import drilldown as dd
 from rageval_core.errors import ProblemLog
 from rageval_core.evaluate import Settings, evaluate
@@ -114,7 +115,7 @@ def test_link_opens_a_query_with_its_span_marked(make_app: Callable[..., AppTest
     assert 'data-covers="true"' in first_card and "#2e9e4f" in first_card  # green border
     marked = [html.unescape(m) for m in MARK.findall(first_card)]
     assert marked == [span]
-    assert at.query_params["q"] == "q0003"  # the selection stays in the URL
+    assert url_param(at, "q") == "q0003"  # the selection stays in the URL
 
 
 def test_prev_next_move_between_failing_queries(make_app: Callable[..., AppTest], app_db: Path) -> None:
@@ -128,7 +129,7 @@ def test_prev_next_move_between_failing_queries(make_app: Callable[..., AppTest]
     at.button(key="queries.next").click().run()
     assert not at.exception
     assert opened(at) == table.query_ids[nxt]
-    assert at.query_params["q"] == table.query_ids[nxt]  # mirrored to the URL
+    assert url_param(at, "q") == table.query_ids[nxt]  # mirrored to the URL
     at.button(key="queries.prev").click().run()
     at.button(key="queries.prev").click().run()
     assert opened(at) == table.query_ids[prev]

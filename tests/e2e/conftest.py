@@ -40,13 +40,13 @@ def import_runs(db: Path, files: list[Path]) -> None:
 
 
 @contextmanager
-def serve(db: Path) -> Iterator[str]:
+def serve(db: Path, options: dict[str, Any] | None = None) -> Iterator[str]:
     """Streamlit on a free port with RAGEVAL_DB=db, started as `rageval dashboard` starts it
-    (dashboard/server.py: the same options); yields its URL."""
+    (dashboard/server.py: the same options, with `options` over them); yields its URL."""
     port = free_port()
     env = {**os.environ, "RAGEVAL_DB": str(db)}
-    proc = subprocess.Popen(server.command(port), cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(server.command(port, overrides=options), cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)

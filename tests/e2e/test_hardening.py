@@ -209,8 +209,7 @@ def test_an_oversize_upload_gets_a_clear_message(page: Any, tmp_path: Path,
     Store(db).close()
     big = make_run(tmp_path / "big.jsonl", 2_000)
     assert big.stat().st_size > 1024 * 1024
-    monkeypatch.setenv("STREAMLIT_SERVER_MAX_UPLOAD_SIZE", "1")
-    with serve(db) as url:
+    with serve(db, {"server.maxUploadSize": 1}) as url:
         page.goto(f"{url}/runs")
         wait_idle(page)
         page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(big))
