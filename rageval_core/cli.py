@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from rageval_core.errors import InputError, RagevalError, UsageError
+from rageval_core.errors import EXIT_CODES, InputError, RagevalError, UsageError
+from rageval_core.terminal import EscapingWriter, json_text, shown, text_table
 
 
 def _store(args: argparse.Namespace) -> Any:
@@ -35,14 +40,6 @@ def _tell_interrupted(store: Any) -> None:
     store.acknowledge_interrupted(found)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in r] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def _print_problems(problems: Sequence[Any], truncated: int = 0) -> None:
     for p in problems:
         print(p, file=sys.stderr)
@@ -62,8 +59,10 @@ class _Bars:
         key = (stage, label)
         if key not in self.bars:
             desc = f"importing {label}" if stage == "import" else f"scoring evidence of {label}"
-            self.bars[key] = tqdm(desc=desc, unit=" queries", total=total, delay=0.5,
-                                  file=sys.stderr, leave=False)
+            # the bar redraws with \r on the stream under main()'s EscapingWriter; its label is
+            # user text (a file or run name), escaped here
+            self.bars[key] = tqdm(desc=shown(desc), unit=" queries", total=total, delay=0.5,
+                                  file=getattr(sys.stderr, "raw", sys.stderr), leave=False)
         bar = self.bars[key]
         bar.update(done - bar.n)
 
@@ -109,11 +108,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with _store(args) as store:
         runs = store.runs()
     if args.json:
-        print(json.dumps([_run_json(r) for r in runs], indent=2, default=str))
+        print(json_text([_run_json(r) for r in runs], default=str))
     elif not runs:
         print("no runs yet: `rageval import FILE` or `make run` imports the sample runs")
     else:
-        print(_table(["name", "format", "queries", "depth", "created_at", "imported"], [_run_row(r) for r in runs]))
+        print(text_table(["name", "format", "queries", "depth", "created_at", "imported"], [_run_row(r) for r in runs]))
     return 0
 
 
@@ -132,12 +131,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         run = store.run(args.run)
     facts = _run_json(run)
     if args.json:
-        print(json.dumps(facts, indent=2, default=str))
+        print(json_text(facts, default=str))
     else:
         width = max(len(k) for k in facts)
         for k, v in facts.items():
-            shown = json.dumps(v) if isinstance(v, (dict, list)) else v
-            print(f"{k.ljust(width)}  {'' if shown is None else shown}")
+            text = json.dumps(v) if isinstance(v, (dict, list)) else v
+            print(f"{k.ljust(width)}  {'' if text is None else text}")
     return 0
 
 
@@ -214,7 +213,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         data = load_run_data(store, store.runs()[0].run_id if path.is_file() else args.run)
         report = evaluate(data, metrics, store=store, settings=settings, by=args.by)
     if args.json:
-        print(json.dumps(report.to_json(per_query=args.per_query), indent=2, ensure_ascii=False))
+        print(json_text(report.to_json(per_query=args.per_query)))
     else:
         print(format_report(report, per_query=args.per_query))
     return 0
@@ -235,13 +234,13 @@ def format_report(report: Any, per_query: bool = False) -> str:
         + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else ""),
         "counts: " + ", ".join(f"{k}={v}" for k, v in report.counts.items()),
         "",
-        _table(["metric", "value"], [[name, _num(v)] for name, v in report.metrics.items()]),
+        text_table(["metric", "value"], [[name, _num(v)] for name, v in report.metrics.items()]),
     ]
     latency = report.ops.get("latency_ms") or {}
     if latency:
         rows = [[stage, st["count"], *(_num(st[p]) for p in ("mean", "p50", "p90", "p95", "p99"))]
                 for stage, st in latency.items()]
-        out += ["", "latency (ms)", _table(["stage", "n", "mean", "p50", "p90", "p95", "p99"], rows)]
+        out += ["", "latency (ms)", text_table(["stage", "n", "mean", "p50", "p90", "p95", "p99"], rows)]
     cost = report.ops.get("cost_usd") or {}
     if cost.get("n_queries_with_tokens"):
         total, mean = cost.get("total"), cost.get("per_query")
@@ -252,12 +251,12 @@ def format_report(report: Any, per_query: bool = False) -> str:
         names = list(report.metrics)
         rows = [[g, d["n"], *(_num(d["metrics"].get(n)) for n in names)]
                 for g, d in report.by["groups"].items()]
-        out += ["", f"by {report.by['tag']}", _table([report.by["tag"], "n", *names], rows)]
+        out += ["", f"by {report.by['tag']}", text_table([report.by["tag"], "n", *names], rows)]
     if per_query:
         names = list(report.per_query)
         rows = [[qid, *(_num(float(report.per_query[n][i])) for n in names)]
                 for i, qid in enumerate(report.query_ids)]
-        out += ["", _table(["query_id", *names], rows)]
+        out += ["", text_table(["query_id", *names], rows)]
     return "\n".join(out)
 
 
@@ -325,7 +324,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
     comparison = _compare_runs(args, args.runs, metrics, args.by or (), args.worst)
     if args.json:
-        print(json.dumps(comparison.to_json(), indent=2, ensure_ascii=False))
+        print(json_text(comparison.to_json()))
     else:
         print(format_comparison(comparison, worst=args.worst))
     return 0
@@ -349,7 +348,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(f"rageval: {e}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        print(json_text(result.to_json()))
     else:
         print(format_gate(result))
     return 0 if result.passed else 1
@@ -359,7 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
     from rageval_core.formats.detect import FORMATS
 
     db_help = "the DuckDB store (default: $RAGEVAL_DB or .rageval/rageval.duckdb)"
-    parser = argparse.ArgumentParser(prog="rageval", description="Evaluate the retrieval step of RAG systems.")
+    parser = argparse.ArgumentParser(prog="rageval", description="Evaluate the retrieval step of RAG systems.",
+                                     epilog=EXIT_CODES)
     parser.add_argument("--db", help=db_help)
     # --db may come before or after the command; SUPPRESS keeps a subcommand from resetting it
     common = argparse.ArgumentParser(add_help=False)
@@ -458,6 +458,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`rageval ARGS`; returns the exit code (EXIT_CODES). Everything printed passes through
+    terminal.shown (control characters escaped); a closed pipe or Ctrl-C ends it quietly."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapingWriter(streams[0]), EscapingWriter(streams[1])  # type: ignore[assignment]
+    sigint = _SigintSeen()
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `rageval show RUN | head -1`: the reader has gone, so do we
+        _silence(streams[0])
+        return 141
+    except SystemExit:
+        raise
+    except BaseException as e:
+        # DuckDB turns Ctrl-C inside a statement into its own errors (InterruptException,
+        # RuntimeError, a failed rollback): the signal, not the error's type, says what happened
+        if sigint.seen or isinstance(e, KeyboardInterrupt) or type(e).__name__ == "InterruptException":
+            print("rageval: interrupted; the step under way was rolled back (nothing of it was "
+                  "stored)", file=sys.stderr)
+            return 130
+        raise
+    finally:
+        sigint.restore()
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -469,10 +495,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RagevalError as e:
         print(f"rageval: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+
+
+class _SigintSeen:
+    """Notes that SIGINT arrived (then raises KeyboardInterrupt as Python's own handler does)."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.previous: Any = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _silence(stdout: Any) -> None:
+    """Point stdout's file descriptor at /dev/null, so the interpreter's last flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's StringIO)
+        pass
+
+
+def entry() -> None:
+    """The `rageval` console script: main(), then exit; a Ctrl-C once the work is done (while the
+    interpreter shuts down its pools) no longer turns a finished command into a failure."""
+    code = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

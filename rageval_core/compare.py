@@ -43,6 +43,7 @@ from rageval_core.evaluate import (
     resolve_relevance,
 )
 from rageval_core.metrics import registry
+from rageval_core.terminal import text_table
 from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import Store
 
@@ -1230,14 +1231,6 @@ def _trend_values(store: Store, data: RunData, s: Settings,
 # --- text output -----------------------------------------------------------------------------
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in r] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def _f(x: float, digits: int = 4, signed: bool = False) -> str:
     if x is None or not math.isfinite(x):
         return "-" if x is None or math.isnan(x) else ("+inf" if x > 0 else "-inf")
@@ -1293,7 +1286,7 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
             if pq and tot:
                 rows.append([cand, pq.n, _ops_cell(pq, 6), _ops_cell(tot, 4)])
         out += ["", "cost (USD; queries with a known cost in both runs)",
-                _table(["run", "n", "per query", "total"], rows)]
+                text_table(["run", "n", "per query", "total"], rows)]
     elif c.cost_note:
         out += ["", f"cost: not compared ({c.cost_note})"]
     if c.metrics and worst:
@@ -1306,7 +1299,7 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
                 rows = [[w["query_id"], _f(w["baseline"]), _f(w["candidate"]), _f(w["diff"], signed=True)]
                         for w in items]
                 out += ["", f"most regressed on {m}: {cand} vs {c.baseline}",
-                        _table(["query_id", c.baseline, cand, "diff"], rows)]
+                        text_table(["query_id", c.baseline, cand, "diff"], rows)]
     for tag, groups in c.by.items():
         headers = [tag, "n", "candidate", *(f"{m} diff" for m in c.metrics)]
         rows = []
@@ -1317,7 +1310,7 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
                     t = next(t for t in seg["tests"] if t.candidate == cand and t.metric == m)
                     cells.append(_f(t.diff, signed=True) + ("*" if t.significant(o.alpha) else ""))
                 rows.append([group, seg["n"], cand, *cells])
-        out += ["", f"by {tag} (Holm within each group)", _table(headers, rows)]
+        out += ["", f"by {tag} (Holm within each group)", text_table(headers, rows)]
     return "\n".join(out)
 
 
@@ -1337,7 +1330,7 @@ def _metric_table(c: Comparison, level: str) -> str:
                          f"{t.wins}/{t.ties}/{t.losses}"])
     headers = ["metric", "run", "n", "mean", "diff", f"{level} CI", "p(t)", "p(perm)",
                "p(Holm)", "d_z", "W/T/L"]
-    return _table(headers, rows)
+    return text_table(headers, rows)
 
 
 def _ops_cell(change: OpsChange, digits: int) -> str:
@@ -1361,7 +1354,7 @@ def _latency_table(c: Comparison) -> str:
                              *(_f(x.baseline, 1) if x else "-" for x in changes)])
                 first = False
             rows.append(["", cand, changes[0].n, *(_ops_cell(x, 1) if x else "-" for x in changes)])
-    return _table(["stage", "run", "n", *stats], rows) if rows else ""
+    return text_table(["stage", "run", "n", *stats], rows) if rows else ""
 
 
 def format_gate(g: GateResult) -> str:

@@ -26,10 +26,17 @@ class Problem:
         return text if self.severity == "error" else f"{text} (warning)"
 
 
+#: the CLI's exit codes, as `rageval --help` and the README say them
+EXIT_CODES = (
+    "exit codes: 0 ok; 1 a gate rule failed; 2 bad input or usage; 3 store unavailable (in use, "
+    "corrupt, unwritable); 130 interrupted (nothing stored); 141 output pipe closed"
+)
+
+
 class RagevalError(Exception):
     """Base of every error rageval raises on purpose; the CLI prints it without a traceback."""
 
-    exit_code = 1
+    exit_code = 2
 
 
 class InputError(RagevalError):
@@ -57,7 +64,13 @@ class NotFoundError(UsageError):
 
 
 class StoreError(RagevalError):
-    """The DuckDB store failed (locked, corrupt, migration failed ...)."""
+    """The DuckDB store is unavailable (in use, corrupt, unwritable, a migration failed ...)."""
+
+    exit_code = 3
+
+
+class StoreCorruptError(StoreError):
+    """The store file is damaged: DuckDB cannot read it."""
 
 
 class ProblemLog:

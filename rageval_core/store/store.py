@@ -14,7 +14,7 @@ from typing import Any, Self
 
 import duckdb
 
-from rageval_core.errors import NotFoundError, Problem, ProblemLog, StoreError, UsageError
+from rageval_core.errors import NotFoundError, Problem, ProblemLog, StoreCorruptError, StoreError, UsageError
 from rageval_core.formats.native import write_native
 from rageval_core.model import ParsedRun, Query, RunInfo
 from rageval_core.store import journal, locking
@@ -140,17 +140,21 @@ class Store:
         """
         target = str(path) if path is not None else default_path()
         if target != ":memory:":
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            _check_folder(target)
         self.path = target
         try:
             self._con: duckdb.DuckDBPyConnection | None = locking.connect(target, wait_s)
         except duckdb.Error as e:
             raise _open_error(target, e) from e
+        except (OSError, ValueError) as e:  # a NUL in the path, a name too long ...
+            raise StoreError(f"cannot open the store {target}: {e}") from e
         try:
             migrate(self._con, target)
             journal.sweep(self._con)
         except duckdb.Error as e:
             self.close()
+            if is_corrupt_error(e):
+                raise corrupt_error(target, e) from e
             raise StoreError(f"cannot update the schema of the store {target}: {e}") from e
         except BaseException:
             self.close()
@@ -193,7 +197,10 @@ class Store:
         try:
             return self.connection.cursor()
         except duckdb.Error as e:
-            raise StoreError(f"the store {self.path}: {e}") from e
+            raise self._error(e) from e
+
+    def _error(self, e: duckdb.Error) -> StoreError:
+        return corrupt_error(self.path, e) if is_corrupt_error(e) else StoreError(f"the store {self.path}: {e}")
 
     @contextmanager
     def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -201,7 +208,7 @@ class Store:
         try:
             yield cur
         except duckdb.Error as e:
-            raise StoreError(f"the store {self.path}: {e}") from e
+            raise self._error(e) from e
         finally:
             cur.close()
 
@@ -629,9 +636,47 @@ def _rollback_quietly(cur: duckdb.DuckDBPyConnection) -> None:
         cur.rollback()
 
 
+def _check_folder(path: str) -> None:
+    """The store's folder must exist (a .rageval/ folder, the default's, is made); a clear
+    StoreError if not: a mistyped --db must not leave folders behind."""
+    if "\x00" in path:  # DuckDB would cut the name there and open another file
+        raise StoreError(f"cannot open the store {path!r}: the path holds a NUL character")
+    folder = Path(path).parent
+    try:
+        if folder.name == DEFAULT_PATH.parent.name and not folder.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+        elif not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            raise StoreError(f"cannot open the store {path}: its folder {folder} {what} "
+                             "(create it first, or give another --db / RAGEVAL_DB)")
+        if Path(path).is_dir():
+            raise StoreError(f"cannot open the store {path}: it is a folder, not a store file")
+    except (OSError, ValueError) as e:  # unreadable, a NUL in the name, a name too long ...
+        raise StoreError(f"cannot open the store {path}: {e}") from e
+
+
+#: what DuckDB says of a file it cannot read as a database
+CORRUPT_SIGNS = ("corrupt database file", "not a valid duckdb database file", "checksum")
+
+
+def is_corrupt_error(e: BaseException) -> bool:
+    text = str(e).lower()
+    return any(sign in text for sign in CORRUPT_SIGNS)
+
+
+def corrupt_error(path: str, e: BaseException) -> StoreCorruptError:
+    return StoreCorruptError(
+        f"the store {path} is corrupt: DuckDB cannot read it ({e}). Nothing was changed. To "
+        f"recover: move it aside (mv {path} {path}.corrupt), then import your runs again into a "
+        f"new store, or import native exports (`rageval export RUN --to FILE`) made from a "
+        f"backup copy; docs/reliability.md says what the crash journal keeps")
+
+
 def _open_error(path: str, e: duckdb.Error) -> StoreError:
     text = str(e)
-    if "lock" in text.lower():
+    if is_corrupt_error(e):
+        return corrupt_error(path, e)
+    if locking.is_lock_error(e):
         pid = re.search(r"PID (\d+)", text)
         who = f" (PID {pid.group(1)})" if pid else ""
         return StoreError(

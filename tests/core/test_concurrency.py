@@ -83,7 +83,7 @@ def test_a_store_that_stays_busy_is_a_clear_error(tmp_path: Path) -> None:
         waited = time.monotonic() - started
     finally:
         holder.communicate("", timeout=30)
-    assert done.returncode == 1
+    assert done.returncode == 3  # store unavailable
     assert f"the store {db} is busy: it is in use by another process (PID {holder.pid})" in done.stderr
     assert "Nothing was changed" in done.stderr and "RAGEVAL_BUSY_WAIT_S" in done.stderr
     assert "Traceback" not in done.stderr
@@ -98,7 +98,7 @@ def test_a_leased_store_lets_go_of_the_file_when_idle(tmp_path: Path) -> None:
     try:
         with leased.hold():
             # while it works, another process cannot open the file ...
-            assert cli(db, "runs", wait_s=0).returncode == 1
+            assert cli(db, "runs", wait_s=0).returncode == 3
         time.sleep(0.6)
         assert not leased.is_open
         # ... once idle, it can; and while that one holds it, the lease waits for it
@@ -184,7 +184,7 @@ def test_a_store_held_for_good_locks_imports_out(tmp_path: Path) -> None:
     run = make_run(tmp_path / "r.jsonl", 5, evidence=False)
     with Store(db):
         done = cli(db, "import", str(run), wait_s=1)
-    assert done.returncode == 1 and "is busy" in done.stderr
+    assert done.returncode == 3 and "is busy" in done.stderr
     with LeasedStore(db, idle_s=0.1) as leased:
         leased.runs()
         time.sleep(0.5)

@@ -63,7 +63,7 @@ def store() -> Iterator[Store]:
 
 
 def test_migrations_are_idempotent_and_data_survives_reopen(tmp_path: Path) -> None:
-    db = tmp_path / "nested" / "rageval.duckdb"
+    db = tmp_path / "rageval.duckdb"
     with Store(db) as s:
         s.import_run(parsed_of(make_queries()), ProblemLog())
     assert db.is_file()
@@ -95,6 +95,10 @@ def test_default_path_from_env_or_dot_rageval(
         assert Path(s.path) == Path(".rageval") / "rageval.duckdb"
     assert (tmp_path / ".rageval" / "rageval.duckdb").is_file()
     monkeypatch.setenv("RAGEVAL_DB", str(tmp_path / "other" / "db.duckdb"))
+    with pytest.raises(StoreError, match="its folder .*other does not exist"):
+        Store()  # a path of the user's: its folder is not made behind their back
+    assert not (tmp_path / "other").exists()
+    (tmp_path / "other").mkdir()
     with Store() as s:
         assert s.path == str(tmp_path / "other" / "db.duckdb")
     assert (tmp_path / "other" / "db.duckdb").is_file()
