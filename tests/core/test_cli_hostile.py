@@ -143,7 +143,7 @@ def test_ctrl_c_inside_duckdb_exits_130_with_nothing_stored(tmp_path: Path) -> N
             proc.wait(timeout=delay)
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
+        _out, err = proc.communicate(timeout=120)
         assert "Traceback" not in err, err
         assert proc.returncode in (0, 130), (proc.returncode, err)
         if proc.returncode == 130:

@@ -95,7 +95,7 @@ def test_default_path_from_env_or_dot_rageval(
         assert Path(s.path) == Path(".rageval") / "rageval.duckdb"
     assert (tmp_path / ".rageval" / "rageval.duckdb").is_file()
     monkeypatch.setenv("RAGEVAL_DB", str(tmp_path / "other" / "db.duckdb"))
-    with pytest.raises(StoreError, match="its folder .*other does not exist"):
+    with pytest.raises(StoreError, match=r"its folder .*other does not exist"):
         Store()  # a path of the user's: its folder is not made behind their back
     assert not (tmp_path / "other").exists()
     (tmp_path / "other").mkdir()
