@@ -496,8 +496,29 @@ def _context() -> multiprocessing.context.BaseContext:
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__])
+        _start_quietly()
         return context
     return multiprocessing.get_context("spawn")
+
+
+def _start_quietly() -> None:
+    """Start the fork server with its stderr (and so its workers') on /dev/null.
+
+    A worker being forked while its owner is interrupted (Ctrl-C) finds the owner's semaphores
+    gone and would print a traceback over the owner's clean "interrupted" line. Nothing else is
+    lost: a task's own exception reaches the owner through the pool.
+    """
+    from multiprocessing import forkserver
+
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        forkserver.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _exit_with(pid: int) -> None:
