@@ -88,7 +88,9 @@ def run(workdir: Path, n_queries: int = 100_000, moves: int = 5, browser: bool =
         if browser:
             if Path(CHROMIUM).exists():
                 try:
-                    point["browser"] = measure_browser(db, name, moves)
+                    # a fresh interpreter, as the other measurements: playwright's sync API
+                    # cannot start inside a process that already runs one (a test session)
+                    point["browser"] = _child("browser", db, name, moves)
                 except Exception as e:  # a browser that cannot finish is reported, not fatal
                     notes.append(f"{n:,} queries: the browser measurement failed "
                                  f"({type(e).__name__}: {str(e)[:200]}); AppTest figures only.")
@@ -489,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--workdir", type=Path, default=None)
-    ap.add_argument("--child", choices=("core", "apptest"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=("core", "apptest", "browser"), help=argparse.SUPPRESS)
     ap.add_argument("--db", help=argparse.SUPPRESS)
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -498,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.child == "apptest":
         print("RESULT " + json.dumps(apptest_measure(args.run, args.moves)), flush=True)
+        return 0
+    if args.child == "browser":
+        print("RESULT " + json.dumps(measure_browser(Path(args.db), args.run, args.moves)), flush=True)
         return 0
     import tempfile
 

@@ -21,10 +21,6 @@ SLOW_FILES = frozenset({
 })
 
 
-#: browser tests outside tests/e2e (a bench scenario that drives chromium)
-BROWSER_FILES = frozenset({"test_bench_dashboard_scale.py"})
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     e2e = REPO / "tests" / "e2e"
     for item in items:
@@ -32,13 +28,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if e2e in item.path.parents:
             item.add_marker(pytest.mark.e2e)
-        if e2e in item.path.parents or item.path.name in BROWSER_FILES:
-            # one pytest-xdist worker runs every browser test: its servers start once, and two
-            # browsers never draw at the same time on two cores
+            # one pytest-xdist worker runs every browser test: its servers start once
             item.add_marker(pytest.mark.xdist_group("e2e"))
     # the browser tests first: one worker starts on them while the others share everything else,
     # rather than all of them waiting for that one worker at the end
-    items.sort(key=lambda item: e2e not in item.path.parents and item.path.name not in BROWSER_FILES)
+    items.sort(key=lambda item: e2e not in item.path.parents)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -30,7 +30,7 @@ def test_dashboard_scale_measures_every_page(tmp_path: Path) -> None:
         counts = store.table_counts()
         assert counts["answer_scores"] > 0 and counts["pair_scores"] > 0
     browser = point["browser"]  # chromium is installed by `make test` (scripts/ensure-chromium)
-    assert browser is not None, result.notes
+    assert browser is not None, "\n".join(result.notes)
     for measured in (browser, point["apptest"]):
         assert measured["first_s"] > 0
         assert [t for t, *_ in ds.PAGES] == list(measured["pages"])
