@@ -16,7 +16,7 @@ XDIST ?= 2
 # tests whose behaviour differs in CI (../shared must be there) read CI; keep the caller's value
 PYTEST := $(PY) -m pytest -n $(XDIST)
 
-.PHONY: help run test test-fast test-latest test-lowest bench bench-quick lint lock shell import \
+.PHONY: help run test test-fast test-latest test-lowest fuzz bench bench-quick lint lock shell import \
 	setup setup-test setup-bench browser clean
 
 help:  ## list the targets
@@ -67,6 +67,9 @@ test-lowest: browser | $(UV)  ## every test on the lowest versions pyproject.tom
 	$(UV) pip install --quiet --python .venv-lowest/bin/python --resolution lowest-direct -e '.[test,dev]'
 	@.venv-lowest/bin/python -c "import duckdb, streamlit, pandas, pyarrow, numpy; print('lowest:', *(f'{m.__name__} {m.__version__}' for m in (duckdb, streamlit, pandas, pyarrow, numpy)))"
 	.venv-lowest/bin/python -m pytest -n $(XDIST)
+
+fuzz: setup-test  ## the hostile-file fuzzer run long (5,000 generated files per reader, 2,500 through the CLI)
+	RAGEVAL_FUZZ_EXAMPLES=$${RAGEVAL_FUZZ_EXAMPLES:-5000} $(PY) -m pytest -p no:cacheprovider -q tests/core/test_fuzz_readers.py
 
 lock: | $(UV)  ## regenerate uv.lock after a change to pyproject.toml (keeps other pins); UPGRADE=1 takes the newest
 	$(UV) lock $(if $(UPGRADE),--upgrade,)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import UsageError
+from rageval_core.formats.base import SIDECAR_SUFFIX, file_problem, is_file, path_problem, printable_path
 
 #: folders a path import may read from (os.pathsep-separated); default: cwd and sample_runs/
 IMPORT_DIRS_ENV = "RAGEVAL_IMPORT_DIRS"
@@ -21,16 +22,25 @@ def import_dirs() -> list[Path]:
     """The folders a path import may read from, resolved ($RAGEVAL_IMPORT_DIRS or the defaults).
 
     By default the working directory and sample_runs/; the working directory is left out when
-    it is the filesystem root or the home folder, which hold far more than run files.
+    it is the filesystem root or the home folder, which hold far more than run files. A folder
+    that names nothing (a symlink loop, a NUL byte ...) is left out: no file lies inside it.
     """
     raw = os.environ.get(IMPORT_DIRS_ENV)
     if raw:
-        dirs = [Path(d) for d in raw.split(os.pathsep) if d.strip()]
+        dirs = [_expanded(d) for d in raw.split(os.pathsep) if d.strip()]
     else:
         cwd = Path.cwd().resolve()
         too_wide = cwd == Path(cwd.anchor) or cwd == Path.home().resolve()
         dirs = [_SAMPLE_RUNS] if too_wide else [cwd, _SAMPLE_RUNS]
-    return [d.expanduser().resolve() for d in dirs]
+    return [d.resolve() for d in dirs if path_problem(d) is None]
+
+
+def _expanded(raw: str) -> Path:
+    """raw with ~ expanded; as written when that fails (~nosuchuser, a NUL byte ...)."""
+    try:
+        return Path(raw).expanduser()
+    except (RuntimeError, ValueError, UnicodeError):
+        return Path(raw)
 
 
 def check_import_path(text: str) -> Path:
@@ -38,28 +48,44 @@ def check_import_path(text: str) -> Path:
 
     Symlinks and '..' are resolved first, so neither can lead out of an allowed folder. Hidden
     files and folders inside it (.env, .git/, .streamlit/secrets.toml, the store itself) are
-    refused too: a file read as a run can end up quoted in an error message.
+    refused too: a file read as a run can end up quoted in an error message. The run facts file
+    the readers take from beside the run (FILE.run.json) is held to the same rules, symlink or
+    not. A path that names no file at all (a NUL byte, a symlink loop, a name too long ...) is a
+    UsageError too, never an exception.
     """
     raw = text.strip()
     if not raw:
         raise UsageError("an empty path was given")
-    path = Path(raw).expanduser()
+    shown = printable_path(raw)
+    path = _expanded(raw)
+    problem = path_problem(path)
+    if problem is not None:
+        raise UsageError(f"{shown}: {problem}")
     resolved = (path if path.is_absolute() else Path.cwd() / path).resolve()
     allowed = import_dirs()
+    _confine(resolved, shown, allowed)
+    problem = file_problem(resolved)
+    if problem == "not a file":
+        problem += " (give the run files, not their folder)"
+    if problem is not None:
+        raise UsageError(f"{shown}: {problem}")
+    sidecar = resolved.with_name(resolved.name + SIDECAR_SUFFIX)
+    if is_file(sidecar):  # as the readers test it: then they read it
+        _confine(sidecar.resolve(), f"{shown}{SIDECAR_SUFFIX} (the run facts beside it)", allowed)
+    return resolved
+
+
+def _confine(resolved: Path, shown: str, allowed: list[Path]) -> None:
+    """UsageError unless resolved lies inside an allowed folder, in no hidden file or folder."""
     inside = [d for d in allowed if resolved.is_relative_to(d)]
     if not inside:
         listed = ", ".join(str(d) for d in allowed)
-        raise UsageError(f"{raw}: outside the folders imports may read from ({listed}); "
+        raise UsageError(f"{shown}: outside the folders imports may read from ({listed}); "
                           f"set {IMPORT_DIRS_ENV} to allow another folder")
     if not any(all(not part.startswith(".") for part in resolved.relative_to(d).parts)
                for d in inside):
-        raise UsageError(f"{raw}: a hidden file or folder (a name starting with '.'); "
+        raise UsageError(f"{shown}: a hidden file or folder (a name starting with '.'); "
                           f"imports never read those")
-    if not resolved.exists():
-        raise UsageError(f"{raw}: no such file")
-    if not resolved.is_file():
-        raise UsageError(f"{raw}: not a file (give the run files, not their folder)")
-    return resolved
 
 
 def save_uploads(files: Sequence[Any], folder: Path) -> list[Path]:
@@ -72,6 +98,10 @@ def save_uploads(files: Sequence[Any], folder: Path) -> list[Path]:
         target = folder / name
         if target in paths:
             raise UsageError(f"two uploaded files are named {name}: rename one")
-        target.write_bytes(f.getvalue())
+        try:
+            target.write_bytes(f.getvalue())
+        except (OSError, ValueError) as e:  # a NUL byte, a lone surrogate, a name too long ...
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else "no usable file name"
+            raise UsageError(f"an uploaded file cannot be saved as {name!r}: {reason}") from None
         paths.append(target)
     return paths

@@ -7,6 +7,8 @@ from typing import Literal
 
 Severity = Literal["error", "warning"]
 
+_ONE_LINE = {ord("\n"): "\\n", ord("\r"): "\\r"}
+
 #: How many problems an import collects before it stops reading (the rest are summarised).
 MAX_PROBLEMS = 50
 
@@ -22,7 +24,8 @@ class Problem:
     severity: Severity = "error"
 
     def __str__(self) -> str:
-        text = f"{self.file}:{self.line}: {self.field}: {self.problem}"
+        # one problem, one line: a line break inside a quoted key or value is shown escaped
+        text = f"{self.file}:{self.line}: {self.field}: {self.problem}".translate(_ONE_LINE)
         return text if self.severity == "error" else f"{text} (warning)"
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rageval_core.errors import InputError, Problem, ProblemLog, UsageError
+from rageval_core.formats.base import printable_path
 from rageval_core.store import RunRecord, Store
 from rageval_core.store.scores import Scoring, ensure_scored
 
@@ -56,7 +57,7 @@ def import_paths(
         log.raise_if_errors()
     except InputError as e:
         out.problems.extend(e.problems)
-        out.failed.append(", ".join(show_source(str(p)) for p in paths))
+        out.failed.append(", ".join(show_source(printable_path(str(p))) for p in paths))
         return out
     if name and len(parsed_runs) != 1:
         raise UsageError(f"--name needs exactly one run, but the files hold {len(parsed_runs)}")

@@ -10,7 +10,7 @@ import streamlit as st
 from dashboard import state
 from dashboard.components import figures_compare as fc
 from dashboard.components import figures_queries as fq
-from dashboard.components.highlight import chunk_card, text_block
+from dashboard.components.highlight import chunk_card, escape_text, text_block
 from rageval_core import drilldown as dd
 from rageval_core.compare import Comparison, higher_is_better
 from rageval_core.errors import RagevalError
@@ -37,7 +37,7 @@ def keep_choice(key: str, options: list[str], default: str) -> None:
 
 def html_label(text: str, role: str) -> str:
     return (f'<div style="font-weight:600;font-size:1.1rem;margin:0.2rem 0 0.4rem 0">'
-            f'{fc.html_text(text)} <span style="opacity:0.6;font-weight:400">({role})</span></div>')
+            f'{escape_text(text)} <span style="opacity:0.6;font-weight:400">({role})</span></div>')
 
 
 st.title("Compare")

@@ -1,8 +1,9 @@
 """Compare page figures and tables (pure: a Comparison -> plotly Figure / pandas DataFrame).
 
 Run names, query ids and tag values are user text: they are html.escape'd before they reach
-plotly (which reads its own pseudo-HTML in names, ticks and hover text) or an HTML block, and
-Markdown-escaped before they reach a Streamlit message box. No Streamlit calls here.
+plotly (which reads its own pseudo-HTML in names, ticks and hover text), escape_text'd before an
+HTML block, and Markdown-escaped (every line break form made a space) before they reach a
+Streamlit message box. No Streamlit calls here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+
+from dashboard.components.highlight import LINE_BREAK, escape_text
 from numpy.typing import NDArray
 from pandas.io.formats.style import Styler
 from plotly.subplots import make_subplots
@@ -48,12 +51,7 @@ def _esc(value: Any) -> str:
 
 def md_text(text: str) -> str:
     """User text made inert for a Markdown box (st.error, st.info): every special char escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
-
-
-def html_text(text: str) -> str:
-    """User text for an HTML block: html.escape plus what Markdown/Streamlit would still read."""
-    return html.escape(text, quote=True).replace("$", "&#36;").replace(":", "&#58;")
+    return _MD_SPECIAL.sub(r"\\\1", LINE_BREAK.sub(" ", text))
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
@@ -134,7 +132,7 @@ def summary_html(c: Comparison) -> str:
     items = "".join(
         f'<div class="rageval-summary" style="border-left:6px solid {colours[verdict[cand]]};'
         f'padding:0.35rem 0.8rem;margin:0 0 0.4rem 0;background:rgba(128,128,128,0.06);'
-        f'border-radius:4px;font-size:1.05rem">{html_text(line)}</div>'
+        f'border-radius:4px;font-size:1.05rem">{escape_text(line)}</div>'
         for cand, line in zip(c.candidates, summary_lines(c), strict=True)
     )
     return f"<div>{items}</div>"

@@ -1,14 +1,14 @@
 """Escaped HTML for chunk texts with the matched gold-span window marked (pure; no Streamlit calls).
 
-Every piece of user text goes through html.escape before it is joined with markup, so the
-result is safe for st.markdown(..., unsafe_allow_html=True). Newlines become <br> and the
-whole block stays on one line: Markdown ends an HTML block at a blank line and would then
-parse the rest of the chunk as Markdown.
+Every piece of user text goes through escape_text before it is joined with markup, so the
+result is safe for st.markdown(..., unsafe_allow_html=True): no Markdown or HTML in it is read,
+whatever its line endings.
 """
 
 from __future__ import annotations
 
-import html
+import re
+import string
 
 HIT_CLASS = "rageval-hit"
 COVERS_COLOUR = "#2e9e4f"  # green: the chunk covers a gold span at the threshold
@@ -18,11 +18,23 @@ WEAK_STYLE = ("background-color:transparent;color:inherit;text-decoration:underl
               "text-underline-offset:3px")
 
 
-def _escape(text: str) -> str:
-    """html.escape plus what Markdown or Streamlit would still read inside an HTML block."""
-    out = html.escape(text, quote=True)
-    # "$" (LaTeX), ":" (emoji/colour directives) and newlines (blank line ends the HTML block)
-    return out.replace("$", "&#36;").replace(":", "&#58;").replace("\r\n", "\n").replace("\n", "<br>")
+#: every line break Markdown, HTML or Python may see: CRLF, CR, LF, VT, FF, FS/GS/RS, NEL, LS, PS
+LINE_BREAK = re.compile("\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+#: ASCII punctuation: every character Markdown (CommonMark, GFM autolinks, Streamlit's
+#: directives and LaTeX) or HTML gives a meaning to is among them
+_PUNCTUATION = {ord(c): f"&#{ord(c)};" for c in string.punctuation}
+
+
+def escape_text(text: str) -> str:
+    """User text for an HTML block that Streamlit renders as Markdown: nothing in it is read.
+
+    Every ASCII punctuation character becomes a numeric character reference (no link, image,
+    emphasis, heading, table, code span, autolink, `:directive[]`, `$LaTeX$` or HTML tag can
+    form), and every line break form becomes <br>, so the block stays one line (a blank line would
+    end the HTML block and the rest would be parsed as Markdown). The browser shows the text as
+    written. The one door for run-file text into st.markdown(..., unsafe_allow_html=True).
+    """
+    return "<br>".join(part.translate(_PUNCTUATION) for part in LINE_BREAK.split(text))
 
 
 def highlight(text: str, start: int, end: int, *, weak: bool = False) -> str:
@@ -33,10 +45,10 @@ def highlight(text: str, start: int, end: int, *, weak: bool = False) -> str:
     window's score is below the threshold, so it is marked paler (class "rageval-hit weak").
     """
     if not (0 <= start < end <= len(text)):
-        return _escape(text)
+        return escape_text(text)
     before, middle, after = text[:start], text[start:end], text[end:]
     cls, style = (f"{HIT_CLASS} weak", WEAK_STYLE) if weak else (HIT_CLASS, MARK_STYLE)
-    return f'{_escape(before)}<mark class="{cls}" style="{style}">{_escape(middle)}</mark>{_escape(after)}'
+    return f'{escape_text(before)}<mark class="{cls}" style="{style}">{escape_text(middle)}</mark>{escape_text(after)}'
 
 
 def chunk_card(header: str, text: str | None, start: int, end: int, covers: bool,
@@ -55,13 +67,13 @@ def chunk_card(header: str, text: str | None, start: int, end: int, covers: bool
         f'<div class="rageval-chunk" data-covers="{str(covers).lower()}" '
         f'style="border-left:6px solid {colour};padding:0.4rem 0.8rem;margin:0 0 0.6rem 0;'
         f'background:rgba(128,128,128,0.06);border-radius:4px;{opacity}">'
-        f'<div style="font-size:0.85rem;opacity:0.8;margin-bottom:0.25rem">{_escape(header)}</div>'
+        f'<div style="font-size:0.85rem;opacity:0.8;margin-bottom:0.25rem">{escape_text(header)}</div>'
         f'<div style="white-space:normal;line-height:1.5">{body}</div></div>'
     )
 
 
 def text_block(label: str, text: str | None) -> str:
     """A labelled block of user text (query, answer), escaped; an em dash when there is none."""
-    value = "—" if text is None else _escape(text)
-    return (f'<div style="margin:0 0 0.5rem 0"><span style="font-weight:600">{_escape(label)}</span>'
+    value = "—" if text is None else escape_text(text)
+    return (f'<div style="margin:0 0 0.5rem 0"><span style="font-weight:600">{escape_text(label)}</span>'
             f'<br><span style="line-height:1.5">{value}</span></div>')

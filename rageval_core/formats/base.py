@@ -16,8 +16,11 @@ Readers report problems to the log as file:line: field: problem and never raise 
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,12 +36,84 @@ SIDECAR_SUFFIX = ".run.json"
 _INFO_KEYS = {"name", "created_at", "description", "settings", "price_per_1k", "prices_per_1k"}
 
 
+#: a lone surrogate in a str: from a "\\ud800" escape in JSON, or a file name that is not UTF-8
+#: (os.fsdecode keeps each bad byte as one, U+DC80 to U+DCFF)
+SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def escaped_surrogate(char: str, *, in_name: bool = False) -> str:
+    """A lone surrogate as text can print and store: \\ud800 (or in a file name, where U+DCFF
+    stands for the byte 0xff, \\xff)."""
+    code = ord(char)
+    return f"\\x{code - 0xDC00:02x}" if in_name and 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
 def display_path(path: Path) -> str:
-    """The path as problems print it: relative to the working directory when inside it."""
+    """The path as problems print it: relative to the working directory when inside it.
+
+    Never raises (a symlink loop, a NUL byte or a name too long to resolve: the path as given);
+    a lone surrogate (a file name that is not UTF-8) is spelled as an escape, so the text can be
+    printed and stored.
+    """
     try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+        text = str(path.resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError, RuntimeError):
+        text = str(path)
+    return printable_path(text)
+
+
+def printable_path(text: str) -> str:
+    """A path's text with each lone surrogate spelled as an escape, so it can be printed and stored."""
+    return SURROGATE.sub(lambda m: escaped_surrogate(m[0], in_name=True), text)
+
+
+def path_problem(path: Path) -> str | None:
+    """Why path cannot name a file at all (a NUL byte, a lone surrogate, a symlink loop, a name
+    too long ...), or None; whether the file exists is for the caller to find out."""
+    text = str(path)
+    if "\x00" in text:
+        return "the path holds a NUL byte"
+    bad = SURROGATE.search(text)
+    if bad is not None and not 0xDC80 <= ord(bad[0]) <= 0xDCFF:  # those stand for a name's bytes
+        return f"the path holds a lone surrogate ({escaped_surrogate(bad[0])}), not a file name"
+    try:
+        path.resolve()
+    except RuntimeError:  # Python 3.11 and 3.12 say a symlink loop so
+        return "a symlink loop"
+    except OSError as e:
+        return "a symlink loop" if e.errno == errno.ELOOP else f"cannot read: {e.strerror or e}"
+    return None
+
+
+def first_line(text: str) -> str:
+    """The first line of text, whichever line break ends it: "\\n", "\\r\\n" or a lone "\\r" (a CSV
+    saved on an old Mac; Python's csv module reads those too)."""
+    return _LINE_BREAK.split(text, maxsplit=1)[0]
+
+
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+def file_problem(path: Path) -> str | None:
+    """Why path names no regular file to read (path_problem's reasons, "no such file", "not a
+    file", "cannot read: ..."), or None when it does."""
+    problem = path_problem(path)
+    if problem is not None:
+        return problem
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:  # missing, or a name too long, no permission ...
+        missing = e.errno in (errno.ENOENT, errno.ENOTDIR)
+        return "no such file" if missing else f"cannot read: {e.strerror or e}"
+    return None if stat.S_ISREG(mode) else "not a file"
+
+
+def is_file(path: Path) -> bool:
+    """Path.is_file() for any path: False, not an exception, for a name too long or a bad one."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def parse_run_info(obj: Any, file: str, line: int, log: ProblemLog) -> RunInfo:
@@ -100,7 +175,10 @@ def finite_number(value: Any) -> float | None:
     """value as a finite float, or None when it is not a finite number (bools are not numbers)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond a float (the JSON readers refuse these earlier)
+        return None
     return number if math.isfinite(number) else None
 
 
@@ -131,13 +209,21 @@ def info_to_json(info: RunInfo) -> dict[str, Any]:
 
 def read_sidecar(path: Path, log: ProblemLog) -> RunInfo | None:
     """Run facts from PATH.run.json beside a run file (any format), when that file exists."""
+    from rageval_core.formats.jsonarray import UnsoundJSON, loads  # jsonarray imports this module
+
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
-    if not sidecar.is_file():
+    if not is_file(sidecar):
         return None
     shown = display_path(sidecar)
     try:
-        obj = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:  # deep nesting too
+        obj = loads(sidecar.read_text(encoding="utf-8"))
+    except OSError as e:
+        log.error(shown, 0, "file", f"cannot read: {e.strerror or e}")
+        return None
+    except UnsoundJSON as e:  # a lone surrogate, a huge integer: at its field
+        log.error(shown, e.lineno, e.field, f"{e.msg} (column {e.colno})")
+        return None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:  # deep nesting too
         log.error(shown, getattr(e, "lineno", 0), HEADER_KEY, f"not valid JSON: {e}")
         return None
     if isinstance(obj, Mapping) and HEADER_KEY in obj:

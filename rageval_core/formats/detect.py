@@ -16,7 +16,14 @@ from pathlib import Path
 from types import ModuleType
 
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.formats.base import HEAD_BYTES, SIDECAR_SUFFIX, display_path
+from rageval_core.formats.base import (
+    HEAD_BYTES,
+    SIDECAR_SUFFIX,
+    display_path,
+    file_problem,
+    is_file,
+    path_problem,
+)
 from rageval_core.model import ParsedRun
 
 #: every reader module, in the order they are tried (the specific JSON shapes before trec and csv)
@@ -54,6 +61,10 @@ def read_inputs(paths: Sequence[Path], fmt: str | None, log: ProblemLog) -> list
         raise UsageError("no input files given")
     unique: dict[Path, Path] = {}
     for path in paths:
+        problem = path_problem(path)  # a NUL byte, a symlink loop ...: no file to look at
+        if problem is not None:
+            log.error(display_path(path), 0, "file", problem)
+            continue
         unique.setdefault(path.resolve(), path)  # the same file given twice is read once
     detected: list[_Detected] = []
     for resolved, path in unique.items():
@@ -79,7 +90,7 @@ def _is_given_sidecar(resolved: Path, given: dict[Path, Path], log: ProblemLog) 
     base = resolved.with_name(resolved.name.removesuffix(SIDECAR_SUFFIX))
     if base in given:
         return True
-    if base.is_file():
+    if is_file(base):
         shown = display_path(given[resolved])
         log.error(
             shown,
@@ -94,11 +105,9 @@ def _is_given_sidecar(resolved: Path, given: dict[Path, Path], log: ProblemLog) 
 def _detect(path: Path, forced: str | None, log: ProblemLog) -> _Detected | None:
     """The format and role of one file, or None after logging why it has none."""
     shown = display_path(path)
-    if not path.exists():
-        log.error(shown, 0, "file", "no such file")
-        return None
-    if not path.is_file():
-        log.error(shown, 0, "file", "not a file")
+    problem = file_problem(path)
+    if problem is not None:
+        log.error(shown, 0, "file", problem)
         return None
     try:
         with path.open("rb") as fh:

@@ -31,8 +31,9 @@ from rageval_core.formats.base import (
     type_name,
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
-from rageval_core.formats.jsonarray import DECODER as safe_json  # deep nesting: a JSON error
-from rageval_core.formats.jsonarray import MAX_COUNT, MAX_LABEL, MIN_LABEL
+# deep nesting, a lone surrogate, a huge integer: a JSON error, never a crash
+from rageval_core.formats.jsonarray import DECODER as safe_json
+from rageval_core.formats.jsonarray import MAX_COUNT, MAX_LABEL, MIN_LABEL, UnsoundJSON, error_field
 
 if TYPE_CHECKING:
     from rageval_core.store.rows import ColumnBatch
@@ -250,7 +251,7 @@ def _jsonl_records(path: Path, shown: str, log: ProblemLog, skip: int) -> Iterat
                 # without the line break, a column in the message is a column of this line
                 obj = safe_json.decode(text.rstrip("\r\n"))
             except json.JSONDecodeError as e:
-                log.error(shown, lineno, "json", f"{e.msg} (column {e.colno})")
+                log.error(shown, lineno, error_field(e), f"{e.msg} (column {e.colno})")
                 obj = _UNREADABLE
             yield lineno, obj
 
@@ -275,9 +276,9 @@ def _array_records(path: Path, shown: str, log: ProblemLog) -> Iterator[tuple[in
         counted = pos
         return line
 
-    def syntax(pos: int, problem: str) -> tuple[int, Any]:
+    def syntax(pos: int, problem: str, field: str = "json") -> tuple[int, Any]:
         column = pos - text.rfind("\n", 0, pos)
-        log.error(shown, line_at(pos), "json", f"{problem} (column {column})")
+        log.error(shown, line_at(pos), field, f"{problem} (column {column})")
         return line, _UNREADABLE
 
     i = _skip_ws(text, text.index("[") + 1)
@@ -292,10 +293,14 @@ def _array_records(path: Path, shown: str, log: ProblemLog) -> Iterator[tuple[in
             return
         try:
             obj, end = decoder.raw_decode(text, i)
+        except UnsoundJSON as e:  # reported at its place; the next element is read as usual
+            yield syntax(e.pos, e.msg, e.field)
+            end = e.end
         except json.JSONDecodeError as e:
             yield syntax(e.pos, e.msg)
             return
-        yield line_at(i), obj
+        else:
+            yield line_at(i), obj
         i = _skip_ws(text, end)
         if text.startswith(",", i):
             i = _skip_ws(text, i + 1)
@@ -333,10 +338,11 @@ def _queries(records: Iterable[tuple[int, Any]], shown: str, log: ProblemLog) ->
         q = parse_query(obj, check, warned)
         if q is None:
             continue
-        first = seen.setdefault(q.query_id, lineno)
-        if first != lineno:
+        first = seen.get(q.query_id)
+        if first is not None:  # also on the same line: a JSON array may be one line
             check.error("query_id", f"duplicate {quoted(q.query_id)} (first on line {first})")
             continue
+        seen[q.query_id] = lineno
         if check.ok and not (log.full and log.errors):
             yield q
     if n_records == 0:
@@ -521,7 +527,8 @@ def _jsonl_columns(path: Path, skip: int) -> Iterator[ColumnBatch]:
         raise UseQueries  # "no queries" is the line reader's to report
 
 
-_LOADS = json.JSONDecoder().decode
+#: the line reader's decoder: a lone surrogate or a huge integer sends the file its way too
+_LOADS = safe_json.decode
 
 
 def _column_batch(records: list[Any], first_qidx: int, seen: set[str]) -> ColumnBatch:

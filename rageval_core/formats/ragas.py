@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY, display_path, merge_info, read_sidecar
+from rageval_core.formats.base import HEADER_KEY, display_path, first_line, merge_info, read_sidecar
 from rageval_core.formats.jsonarray import (
     KeyWarner,
     describe,
@@ -30,6 +30,9 @@ from rageval_core.formats.jsonarray import (
     iter_lines,
     loads,
     read_text,
+    subfield,
+    unsound,
+    UnsoundJSON,
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 
@@ -60,7 +63,7 @@ def sniff(path: Path, head: bytes) -> str | None:
             return None  # native
         return PRIMARY if "user_input" in record else None
     try:
-        header = next(csv.reader([text.partition("\n")[0]]))
+        header = next(csv.reader([first_line(text)]))
     except (csv.Error, StopIteration):
         return None
     return PRIMARY if "user_input" in (cell.strip() for cell in header) else None
@@ -259,8 +262,8 @@ class _RowParser:
             return None
         if self.from_csv:
             parsed = _parse_list_cell(value)
-            if parsed is None:
-                self._error(key, "expected a JSON list or a Python list literal")
+            if isinstance(parsed, tuple):
+                self._error(subfield(key, parsed[0]), parsed[1])
                 return None
             value = parsed
         if not isinstance(value, list):
@@ -294,15 +297,22 @@ class _RowParser:
         return float(value)
 
 
-def _parse_list_cell(cell: str) -> list[Any] | None:
-    """A CSV cell holding a list: JSON first, then a Python literal (never eval)."""
+def _parse_list_cell(cell: str) -> list[Any] | tuple[str, str]:
+    """A CSV cell holding a list: JSON first, then a Python literal (never eval); or (field in
+    the cell, problem) when it holds none, or a lone surrogate or too long integer."""
+    not_a_list = ("json", "expected a JSON list or a Python list literal")
     try:
         value = loads(cell, strict=False)  # strict=False: a raw newline inside a string
+    except UnsoundJSON as e:
+        return e.field, e.msg
     except json.JSONDecodeError:
         try:
             value = ast.literal_eval(cell.strip())
         except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return None
+            return not_a_list
+        found = unsound(value)  # a Python literal spells a lone surrogate too: '\ud800'
+        if found is not None:
+            return found
     if isinstance(value, tuple):
         value = list(value)
-    return value if isinstance(value, list) else None
+    return value if isinstance(value, list) else not_a_list

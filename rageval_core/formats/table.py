@@ -20,6 +20,7 @@ from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import (
     display_path,
     finite_number,
+    first_line,
     merge_info,
     read_sidecar,
     type_name,
@@ -60,8 +61,10 @@ def sniff(path: Path, head: bytes) -> str | None:
     if head.startswith(PARQUET_MAGIC):
         return PRIMARY
     text = head.removeprefix(_BOM).decode("utf-8", errors="replace")
-    first = text.split("\n", 1)[0].rstrip("\r")
-    names = {name.strip() for name in next(csv.reader([first]), [])}
+    try:
+        names = {name.strip() for name in next(csv.reader([first_line(text)]), [])}
+    except csv.Error:
+        return None
     return PRIMARY if set(_REQUIRED) <= names else None
 
 
@@ -134,11 +137,33 @@ def _parquet_rows(path: Path, shown: str, log: ProblemLog) -> Iterator[Columns |
         yield 0, list(pf.schema_arrow.names)
         n = 0
         for batch in pf.iter_batches(batch_size=16_384):
-            for record in batch.to_pylist():
+            try:
+                records = batch.to_pylist()
+            except UnicodeDecodeError:  # Parquet does not promise valid UTF-8 in a string column
+                row, column = _invalid_utf8(batch)
+                log.error(shown, n + row, column, "text is not valid UTF-8")
+                return
+            for record in records:
                 n += 1
                 yield n, record
+    except UnicodeDecodeError:  # the schema's names (the values are caught above)
+        log.error(shown, 0, "file", "not a readable Parquet file: a column name is not valid UTF-8")
     except (pa.ArrowException, OSError) as e:
         log.error(shown, 0, "file", f"not a readable Parquet file: {e}")
+
+
+def _invalid_utf8(batch: Any) -> tuple[int, str]:
+    """(1-based row in the batch, column) of the first value that is not valid UTF-8."""
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        try:
+            column.to_pylist()
+        except UnicodeDecodeError:
+            for i in range(len(column)):
+                try:
+                    column[i].as_py()
+                except UnicodeDecodeError:
+                    return i + 1, name
+    return 1, "file"
 
 
 # --- grouping -------------------------------------------------------------------------------------

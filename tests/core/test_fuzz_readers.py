@@ -2,8 +2,10 @@
 
 Hypothesis builds files for each format from mostly-right records (wrong types, NaN and
 infinities, negative ranks, duplicate ids, ids equal after Unicode normalisation, empty and
-over-long evidence, hostile text), writes them with byte-level damage (truncation, a BOM, CRLF,
-invalid UTF-8, a Latin-1 stretch, deep nesting, a huge line) and imports them through the real
+over-long evidence, hostile text, lone surrogates, integers of hundreds of digits), writes them
+with byte-level damage (truncation, a BOM, CRLF or CR-only line ends, invalid UTF-8, a Latin-1
+stretch, NUL bytes and other control characters, deep nesting, a huge line, a lone surrogate
+escaped in JSON, an integer literal of 400 or 5,000 digits) and imports them through the real
 import verb, detecting the format or forcing the intended one. Each case must end in exactly
 one of:
 
@@ -14,6 +16,13 @@ one of:
 
 Anything else (an exception, a problem without a place, a changed store after a refusal) fails.
 A per-case alarm turns a hang into a failure. The number of cases run is in CASES.
+
+test_cli_imports_or_refuses_any_file runs the same files through the real CLI (in process):
+exit 0, or exit 2 with every problem printed as `path:line: ...`, no traceback, and the store's
+row counts unchanged.
+
+RAGEVAL_FUZZ_EXAMPLES sets the cases per test (default EXAMPLES, sized for CI); a long run:
+RAGEVAL_FUZZ_EXAMPLES=5000 python -m pytest -p no:cacheprovider -q tests/core/test_fuzz_readers.py
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import os
 import re
 import signal
 import unicodedata
@@ -41,13 +52,17 @@ from rageval_core.formats import read_inputs
 from rageval_core.formats.base import display_path
 from rageval_core.importing import import_paths
 from rageval_core.store import Store
+from tests.cli import rageval
+from tests.core.test_hostile_inputs import bystander_store
+from tests.core.test_hostile_inputs import counts as db_counts
 
 #: cases run per reader (docs/reliability.md quotes the totals)
 CASES: Counter[str] = Counter()
 OUTCOMES: Counter[str] = Counter()
 #: seconds one case may take before it counts as a hang
 CASE_TIMEOUT_S = 60
-EXAMPLES = 200
+#: cases per fuzz test: CI-sized unless RAGEVAL_FUZZ_EXAMPLES asks for a long run
+EXAMPLES = int(os.environ.get("RAGEVAL_FUZZ_EXAMPLES") or 150)
 PROBLEM_LINE = re.compile(r"^(?P<file>.+):(?P<line>\d+): (?P<field>[^:].*?): (?P<problem>.+)$", re.S)
 
 
@@ -58,6 +73,7 @@ HOSTILE = [
     "", " ", "q1", "Q1", NFC, NFD, "ﬁ", "fi", "\u00a0q1", "q1\u200b", "'; DROP TABLE runs; --",
     "<script>alert(1)</script>", "\ufeffq1", "line\nbreak", "tab\tbed", "cr\rhere", "\u2028",
     "\x00", "\x1b[31m", "[x](javascript:alert(1))", "0", "-1", "1e999", "NaN", "null",
+    "\ud800", "a\udfff", "\udcff", "\x01\x7f\x85", "\u202e",  # lone surrogates: "\ud800" in JSON
 ]
 texts = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40))
 ids = st.one_of(st.sampled_from(["q1", "q2", NFC, NFD, "ﬁ", "fi", "", " q1 ", "'; DROP TABLE runs; --"]),
@@ -65,14 +81,15 @@ ids = st.one_of(st.sampled_from(["q1", "q2", NFC, NFD, "ﬁ", "fi", "", " q1 ", 
 numbers = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(min_value=-(10**30), max_value=10**30),
-    st.sampled_from([0, -1, -0.0, 1e308, -1e-320, 2**63, 2**64 + 1]),
+    st.sampled_from([0, -1, -0.0, 1e308, -1e-320, 2**63, 2**64 + 1, 10**400, -(10**400),
+                     10**308, 2 * 10**308]),
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, texts)
 #: any JSON value: where a field is given the wrong type
 anything = st.recursive(scalars, lambda c: st.lists(c, max_size=3)
                         | st.dictionaries(texts, c, max_size=3), max_leaves=8)
-counts = st.one_of(st.integers(-5, 10**12), st.sampled_from([2**63 - 1, 2**63, 2**64 + 1]))
-labels = st.one_of(st.integers(-3, 3), st.sampled_from([2**31 - 1, 2**31, -(2**31) - 1, 10**20]))
+counts = st.one_of(st.integers(-5, 10**12), st.sampled_from([2**63 - 1, 2**63, 2**64 + 1, 10**400]))
+labels = st.one_of(st.integers(-3, 3), st.sampled_from([2**31 - 1, 2**31, -(2**31) - 1, 10**20, 10**400]))
 #: a placeholder replaced, once serialised, by nesting this deep (json.dumps would recurse)
 DEEP = "\u0001deep\u0001"
 
@@ -90,19 +107,26 @@ def chunk_texts(evidence: str) -> st.SearchStrategy[str]:
 
 # --- damage to the bytes ------------------------------------------------------------------------
 
+def encoded(text: str) -> bytes:
+    """text as UTF-8; a raw lone surrogate (json.dumps(ensure_ascii=False) keeps one) as the
+    invalid bytes CESU-8 would write."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 @st.composite
 def damaged(draw: st.DrawFn, text: str) -> bytes:
     """text as UTF-8, then zero or more kinds of damage."""
     depth = draw(st.sampled_from([50, 2_000, 100_000]))
     text = text.replace(json.dumps(DEEP), "[" * depth + "]" * depth).replace(DEEP, "[" * depth)
-    if draw(st.booleans()):
-        text = text.replace("\n", "\r\n")
+    text = draw(text_damage(text))
+    line_end = draw(st.sampled_from(["\n", "\n", "\r\n", "\r"]))  # CR alone: an old Mac file
+    text = text.replace("\n", line_end)
     if draw(st.integers(0, 9)) == 0:  # a huge line
         text = text + "\n" + json.dumps({"query_id": "huge", "retrieved": [], "query": "y" * 2_000_000})
-    data = text.encode("utf-8")
+    data = encoded(text)
     if draw(st.integers(0, 4)) == 0:
         data = b"\xef\xbb\xbf" + data  # a BOM
-    kind = draw(st.sampled_from(["none"] * 6 + ["truncate", "invalid", "latin1", "nul", "drop_line"]))
+    kind = draw(st.sampled_from(["none"] * 6 + ["truncate", "invalid", "latin1", "nul", "control", "drop_line"]))
     if kind == "truncate" and data:
         data = data[: draw(st.integers(0, len(data) - 1))]
     elif kind == "invalid" and data:
@@ -110,15 +134,40 @@ def damaged(draw: st.DrawFn, text: str) -> bytes:
         data = data[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80"])) + data[at:]
     elif kind == "latin1":
         data = data + "\nnaïve café £".encode("latin-1")  # a second encoding after the first
-    elif kind == "nul" and data:
+    elif kind in ("nul", "control") and data:
         at = draw(st.integers(0, len(data)))
-        data = data[:at] + b"\x00" + data[at:]
+        char = b"\x00" if kind == "nul" else bytes([draw(st.sampled_from([*range(1, 32), 127]))])
+        data = data[:at] + char + data[at:]
     elif kind == "drop_line":
         lines = data.split(b"\n")
         if len(lines) > 1:
             del lines[draw(st.integers(0, len(lines) - 1))]
         data = b"\n".join(lines)
     return data
+
+
+#: JSON text the generated values cannot hold (json.dumps would refuse, or escape differently)
+ESCAPES = ["\\ud800", "\\udfff", "\\uDBFF", "\\ud800\\ud800", "\\udc00\\ud800"]
+
+
+@st.composite
+def text_damage(draw: st.DrawFn, text: str) -> str:
+    """Damage at the JSON level: a lone surrogate escaped inside a string, or an integer literal
+    of hundreds or thousands of digits where a number was (or anywhere)."""
+    kind = draw(st.sampled_from(["none"] * 4 + ["surrogate", "digits"]))
+    if kind == "surrogate":
+        quotes = [m.end() for m in re.finditer('"', text)] or [0]
+        at = draw(st.sampled_from(quotes))
+        return text[:at] + draw(st.sampled_from(ESCAPES)) + text[at:]
+    if kind == "digits":
+        digits = "9" * draw(st.sampled_from([309, 400, 5_000]))
+        numbers_at = [m.span() for m in re.finditer(r"(?<![\w.])-?\d+(?![\w.])", text)]
+        if numbers_at:
+            lo, hi = draw(st.sampled_from(numbers_at))
+            return text[:lo] + draw(st.sampled_from(["", "-"])) + digits + text[hi:]
+        at = draw(st.integers(0, len(text)))
+        return text[:at] + digits + text[at:]
+    return text
 
 
 def dumps(value: Any) -> str:
@@ -352,19 +401,76 @@ def fuzz(reader: str, make: Callable[[st.DrawFn], list[tuple[str, str]]]) -> Cal
     def test(store: Store, tmp_path_factory: Any, data: st.DataObject, force: bool) -> None:
         files = make(data.draw)
         damage_one = data.draw(st.integers(0, len(files) - 1))
-        raw = [(name, data.draw(damaged(text)) if i == damage_one else text.encode())
+        raw = [(name, data.draw(damaged(text)) if i == damage_one else encoded(text))
                for i, (name, text) in enumerate(files)]
         run_case(store, tmp_path_factory, reader, raw, force)
 
     return test
 
 
-test_native = fuzz("native", lambda draw: [draw(native_file())])
-test_table = fuzz("table", lambda draw: [draw(table_file())])
-test_trec = fuzz("trec", lambda draw: draw(trec_files()))
-test_tatrag = fuzz("tatrag", lambda draw: draw(tatrag_files()))
-test_qa_pairs = fuzz("qa_pairs", lambda draw: draw(qa_files()))
-test_ragas = fuzz("ragas", lambda draw: [draw(ragas_file())])
+#: how each reader's files are made, for the CLI test
+MAKERS: dict[str, Callable[[st.DrawFn], list[tuple[str, str]]]] = {
+    "native": lambda draw: [draw(native_file())],
+    "table": lambda draw: [draw(table_file())],
+    "trec": lambda draw: draw(trec_files()),
+    "tatrag": lambda draw: draw(tatrag_files()),
+    "qa_pairs": lambda draw: draw(qa_files()),
+    "ragas": lambda draw: [draw(ragas_file())],
+}
+
+
+test_native = fuzz("native", MAKERS["native"])
+test_table = fuzz("table", MAKERS["table"])
+test_trec = fuzz("trec", MAKERS["trec"])
+test_tatrag = fuzz("tatrag", MAKERS["tatrag"])
+test_qa_pairs = fuzz("qa_pairs", MAKERS["qa_pairs"])
+test_ragas = fuzz("ragas", MAKERS["ragas"])
+
+
+@pytest.fixture(scope="module")
+def cli_db(tmp_path_factory: Any) -> Path:
+    """A store file for the CLI, holding one run from the start (so unchanged means something)."""
+    return bystander_store(tmp_path_factory.mktemp("cli"))
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=max(EXAMPLES // 2, 1))
+@given(data=st.data())
+def test_cli_imports_or_refuses_any_file(cli_db: Path, tmp_path_factory: Any, data: st.DataObject) -> None:
+    """`rageval import FILES`, in process: exit 0, or exit 2 with every problem at `path:line:`,
+    no traceback and the store unchanged; any uncaught exception fails the case."""
+    reader = data.draw(st.sampled_from(sorted(MAKERS)))
+    files = MAKERS[reader](data.draw)
+    damage_one = data.draw(st.integers(0, len(files) - 1))
+    raw = [(name, data.draw(damaged(text)) if i == damage_one else encoded(text))
+           for i, (name, text) in enumerate(files)]
+    paths = write(tmp_path_factory.mktemp(f"cli-{reader}"), raw)
+    forced = ["--format", reader] if data.draw(st.booleans()) else []
+    CASES[f"cli ({reader})"] += 1
+    before = db_counts(cli_db)
+    with alarm(CASE_TIMEOUT_S):
+        done = rageval("import", *map(str, paths), *forced, db=cli_db)
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout, done.stderr
+    assert done.returncode in (0, 2), (done.returncode, done.stderr)
+    if done.returncode == 0:
+        OUTCOMES["cli imported"] += 1
+        return
+    OUTCOMES["cli refused"] += 1
+    assert db_counts(cli_db) == before, "a refused import changed the store"
+    given_files = tuple(display_path(p) for p in paths)
+    starts = tuple(f"{name}:" for name in given_files) + tuple(f"{name}.run.json:" for name in given_files)
+    lines = done.stderr.splitlines()
+    assert lines and lines[-1].endswith(": import failed, nothing was stored"), done.stderr
+    placed = [line for line in lines if line.startswith(starts)]
+    assert placed, done.stderr
+    for line in placed:
+        if line.endswith("import failed, nothing was stored"):
+            continue
+        name = next(s for s in starts if line.startswith(s))
+        assert re.match(r"\d+: \S", line[len(name):]), line  # path:line: field: problem
+    # a line of its own that is no problem can only be the rest of a problem whose user text
+    # holds a line break (a key "a\nb" in a field name): never the first line
+    assert lines[0] in placed, done.stderr
 
 
 @pytest.mark.slow
@@ -380,11 +486,13 @@ def test_parquet(store: Store, tmp_path_factory: Any, rows: list[dict[str, Any]]
         kinds = {type(v) for v in values if v is not None}
         if kinds <= {int} and all(v is None or -(2**63) <= v < 2**63 for v in values):
             arrays[c] = pa.array(values, type=pa.int64())
-        elif kinds <= {int, float}:
-            arrays[c] = pa.array([None if v is None else float(v) for v in values], type=pa.float64())
-        else:
-            arrays[c] = pa.array([None if v is None else v if isinstance(v, str) else dumps(v)
-                                  for v in values], type=pa.string())
+        elif kinds <= {int, float}:  # an integer beyond a float is Infinity, as a writer would
+            arrays[c] = pa.array([None if v is None else float(v) if abs(v) < 2**1023 else math.inf if v > 0 else -math.inf
+                                  for v in values], type=pa.float64())
+        else:  # Parquet text is UTF-8: a lone surrogate becomes U+FFFD (invalid bytes: see
+            # test_hostile_inputs.py, which patches them in)
+            arrays[c] = pa.array([None if v is None else encoded(v if isinstance(v, str) else dumps(v))
+                                  .decode("utf-8", "replace") for v in values], type=pa.string())
     tmp = tmp_path_factory.mktemp("parquet")
     path = tmp / "run.parquet"
     pq.write_table(pa.table(arrays), path)

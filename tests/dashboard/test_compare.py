@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import html
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from rageval_core.evaluate import Settings, evaluate
 from rageval_core.formats import read_inputs
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
+from dashboard.components.highlight import escape_text
 from tests.cli import import_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,7 +105,7 @@ def test_summary_explains_the_result(make_app: Callable[..., AppTest], reference
     lines = fc.summary_lines(reference)
     assert len(lines) == 2
     for line in lines:
-        assert fc.html_text(line) in summary
+        assert escape_text(line) in summary
     # sensible: the hybrid reranker is a significant improvement on nDCG@10 (docs/compare.md),
     # character TF-IDF is not significantly better on any metric
     hybrid = reference.test("hybrid_rerank", "nDCG@10")
@@ -138,11 +138,11 @@ def test_choosing_a_regressed_query_shows_both_drilldowns(
         data = load_run_data(ref_store, run)
         detail = query_detail(ref_store, data, qidx_of(data, qid), DEFAULT)  # type: ignore[arg-type]
         docs = [c.doc_id for c in detail.chunks if c.in_top_k]
-        positions = [block.find(html.escape(d).replace(":", "&#58;")) for d in docs]
+        positions = [block.find(escape_text(d)) for d in docs]
         assert all(p >= 0 for p in positions) and positions == sorted(positions), run
     # the two runs are told apart, and the query's metric values match the regression
     assert any("bm25" in m and "(baseline)" in m for m in texts)
-    assert any("hybrid_rerank" in m and "(candidate)" in m for m in texts)
+    assert any(escape_text("hybrid_rerank") in m and "(candidate)" in m for m in texts)
     values = next(el.value for el in at.dataframe
                   if list(el.value.columns) == ["metric", "baseline", "candidate", "delta"])
     values = values.set_index("metric")
@@ -267,5 +267,5 @@ def test_user_text_is_inert_in_messages() -> None:
     for raw in ("[click]", "](", "<script>", "**bold**", "$x$", ":red["):
         assert raw not in md
     assert md.replace("\\", "") == hostile
-    block = fc.html_text(hostile)
-    assert "<script>" not in block and "&lt;script&gt;" in block and "$" not in block
+    block = escape_text(hostile)
+    assert "<script>" not in block and "&#60;script&#62;" in block and "$" not in block

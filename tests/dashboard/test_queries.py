@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components.highlight import HIT_CLASS, chunk_card, highlight
+from dashboard.components.highlight import HIT_CLASS, chunk_card, escape_text, highlight
 from tests.dashboard.conftest import url_param
 from rageval_core import drilldown as dd
 from rageval_core.errors import ProblemLog
@@ -174,7 +174,7 @@ def test_edge_states_show_messages(make_app: Callable[..., AppTest], edge_db: Pa
     assert not evil.exception
     rendered = " ".join(m.value for m in evil.markdown)
     assert "<script" not in rendered and "<img" not in rendered and "<b>doc" not in rendered
-    assert "&lt;img src=x onerror=alert(1)&gt;" in rendered and "&lt;b&gt;doc&lt;/b&gt;" in rendered
+    assert escape_text("<img src=x onerror=alert(1)>") in rendered and escape_text("<b>doc</b>") in rendered
     assert "(no chunk text in the run)" in rendered
 
 
@@ -202,7 +202,7 @@ def test_highlight_window_boundaries_and_no_window() -> None:
     assert out.startswith("abcde<mark") and MARK.findall(out) == ["f"]
     for start, end in ((-1, -1), (3, 3), (4, 2), (0, 7), (-1, 3)):
         assert highlight(text, start, end) == "abcdef"
-    assert highlight("<b>", -1, -1) == "&lt;b&gt;"
+    assert highlight("<b>", -1, -1) == "&#60;b&#62;"
 
 
 def test_highlight_multibyte_text() -> None:
@@ -219,7 +219,7 @@ def test_chunk_card_borders_and_markdown_safety() -> None:
     grey = chunk_card("#2", "text", -1, -1, covers=False)
     assert "#2e9e4f" in green and "#c4c4c4" in grey
     assert "\n" not in green  # one line: Markdown never ends the HTML block inside a chunk
-    assert "&lt;doc&gt;" in green and "<doc>" not in green
+    assert "&#60;doc&#62;" in green and "<doc>" not in green
     assert "$" not in green and ":red[" not in green
     assert "(no chunk text in the run)" in chunk_card("#3", None, -1, -1, covers=False)
 
