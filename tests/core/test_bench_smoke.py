@@ -251,4 +251,6 @@ def test_update_replaces_one_section_and_its_summary_rows(tmp_path: Path) -> Non
     assert before[before.index("## Machine"):before.index("## Where")] in after
     row = next(line for line in after.splitlines() if line.startswith("| new (k, threshold) on 200 "))
     assert row.rstrip("| ").endswith(("target 50 ms: met", "target 50 ms: MISSED"))
-    assert len(row) == len(next(line for line in before.splitlines() if line.startswith("| new (k, threshold)")))
+    # the same row, re-measured: its cells, not their widths (timings print with varying digits)
+    old = next(line for line in before.splitlines() if line.startswith("| new (k, threshold)"))
+    assert row.count("|") == old.count("|") and row.split("|")[1] == old.split("|")[1]
