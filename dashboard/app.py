@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit as st
+from PIL import Image
 
 from dashboard import state
 
 PAGES = Path(__file__).parent / "app_pages"
 
-st.set_page_config(page_title="rageval", page_icon=":material/troubleshoot:", layout="wide")
+# the favicon is drawn here: a `:material/...:` page icon is fetched from a third-party font
+# server by the browser (no request may leave the app's own origin)
+st.set_page_config(page_title="rageval", page_icon=Image.new("RGB", (32, 32), "#2563eb"), layout="wide")
 
 page = st.navigation(
     [

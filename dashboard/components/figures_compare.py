@@ -36,7 +36,6 @@ LATENCY_STATS = ("mean", "p50", "p95", "p99")
 WEBGL_POINTS = 2000
 #: |difference| at or below this is a tie (the core's tolerance for wins/ties/losses)
 TIE = 1e-12
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
 _LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10},
                            "legend": {"orientation": "h", "y": -0.15}}
 
@@ -49,9 +48,16 @@ def _esc(value: Any) -> str:
     return html.escape(str(value), quote=False)
 
 
+_AUTOLINK = re.compile(r"(?i):/|www\.|.@")
+
+
 def md_text(text: str) -> str:
-    """User text made inert for a Markdown box (st.error, st.info): every special char escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", LINE_BREAK.sub(" ", text))
+    """User text made inert for a Markdown box (st.error, st.info): one line, every ASCII
+    punctuation character a numeric reference (a backslash escape did not stop GFM's autolinks)."""
+    one_line = LINE_BREAK.sub(" ", text)
+    # Streamlit's GFM autolinks bare URLs even through character references: a zero-width space
+    # inside "://", "www." and before "@" keeps them text (the same to the eye)
+    return escape_text(_AUTOLINK.sub(lambda m: m[0][:-1] + "\u200b" + m[0][-1], one_line))
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:

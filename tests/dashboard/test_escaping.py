@@ -88,8 +88,11 @@ def test_ordinary_text_still_reads_the_same() -> None:
 
 @pytest.mark.parametrize("brk", BREAKS, ids=[repr(b) for b in BREAKS])
 def test_message_boxes_get_no_line_break_and_no_markdown(brk: str) -> None:
-    out = md_text(f"run{brk}![x](http://example.net/i.png){brk}[a](http://example.net)")
+    out = md_text(f"run{brk}![x](http://example.net/i.png){brk}[a](http://example.net) www.x.org a@b.c")
     assert not LINE_BREAK.search(out)
+    # GFM's bare-URL autolinks (Streamlit makes them even through character references): broken
+    for raw in ("://", "&#58;&#47;&#47;", "www&#46;", "a&#64;"):
+        assert raw not in out
     rendered = MarkdownIt("commonmark").render(out)
     assert "<img" not in rendered and "<a " not in rendered
 

@@ -125,3 +125,50 @@ def test_latency_scatter_hover_shows_the_id_as_text(hostile_url: str, page: Any,
         seen.append(" ".join(label.all_text_contents()))
     assert sorted(q for q in QUERIES if any(q in h for h in seen)) == sorted(QUERIES)
     assert_inert(page, dialogs, "latency hover")
+
+
+#: a port where nothing listens: an image or link built from user text would point here
+BEACON = "http://127.0.0.1:9"
+
+
+def test_line_ending_tricks_make_no_request_to_another_address(tmp_path: Any, page: Any,
+                                                                dialogs: list[str]) -> None:
+    """Issue 13: `"\\r\\r![x](http://...)"` in a query, chunk, answer, reference or evidence (and a
+    run name with line breaks) rendered a remote image. Every page and the drilldown of a run
+    full of such text, in both runs' Compare: no request leaves the app's own origin."""
+    import json
+
+    from tests.e2e.conftest import import_runs, serve
+
+    payload = "{brk}{brk}![x](" + BEACON + "/{where}.png) [l](" + BEACON + "/{where}) <img src=" + BEACON + "/{where}-tag.png>"
+    breaks = ["\r", "\n", "\r\n", "\u2028", "\x85", "\v"]
+    files = []
+    for r, name in enumerate(("cr\rrun", "nl\nrun")):
+        lines = [json.dumps({"rageval_run": {"name": name + payload.format(brk="\r", where=f"name{r}")}})]
+        for i, brk in enumerate(breaks):
+            at = lambda where, brk=brk, i=i, r=r: payload.format(brk=brk, where=f"{where}{r}{i}")  # noqa: E731
+            lines.append(json.dumps({
+                "query_id": f"q{i}", "query": "How much?" + at("query"),
+                "retrieved": [{"doc_id": f"d{i}", "text": "The premium is 5 dollars." + at("chunk"), "score": 1.0},
+                              {"doc_id": "x", "text": "other" + at("chunk2"), "score": 0.5}],
+                "relevant_ids": [f"d{i}"] if r == 0 else ["x"],
+                "evidence": ["The premium is 5 dollars." + at("evidence")],
+                "answer": "5 dollars" + at("answer"), "reference_answer": "5 dollars" + at("reference"),
+                "tags": {"kind": "t" + at("tag")}, "latency_ms": {"total": 10.0 + i},
+            }))
+        path = tmp_path / f"run{r}.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files.append(path)
+    db = tmp_path / "store.duckdb"
+    import_runs(db, files)
+    elsewhere: list[str] = []
+    with serve(db) as url:
+        page.on("request", lambda req: elsewhere.append(req.url) if not req.url.startswith(url) else None)
+        for path in [*PAGES, "compare", *(f"queries?q=q{i}" for i in range(len(breaks)))]:
+            visit(page, f"{url}/{path}")
+            time.sleep(0.3)  # images would be requested as the page draws
+            assert page.locator("[data-testid='stException']").count() == 0, path
+            found = page.locator(f"img[src^='{BEACON}'], a[href^='{BEACON}']")
+            assert found.count() == 0, (path, found.first.evaluate("e => e.parentElement.outerHTML"))
+    assert elsewhere == [], elsewhere
+    assert dialogs == []
