@@ -464,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout, sys.stderr = EscapingWriter(streams[0]), EscapingWriter(streams[1])  # type: ignore[assignment]
     sigint = _SigintSeen()
     try:
-        return _main(argv)
+        return _main(argv, sigint)
     except BrokenPipeError:  # `rageval show RUN | head -1`: the reader has gone, so do we
         _silence(streams[0])
         return 141
@@ -483,17 +483,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout, sys.stderr = streams
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except InputError as e:
-        _print_problems(e.problems, e.truncated)
-        print("nothing was stored", file=sys.stderr)
-        return e.exit_code
     except RagevalError as e:
-        print(f"rageval: {e}", file=sys.stderr)
+        if sigint.seen:  # a statement DuckDB cut short surfaced as a store error: say what happened
+            raise
+        if isinstance(e, InputError):
+            _print_problems(e.problems, e.truncated)
+            print("nothing was stored", file=sys.stderr)
+        else:
+            print(f"rageval: {e}", file=sys.stderr)
         return e.exit_code
 
 

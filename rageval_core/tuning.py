@@ -22,7 +22,8 @@ from rageval_core.matching import Normalisation, get_scorer
 from rageval_core.metrics.evidence import Coverage
 from rageval_core.rundata import RunData, evidence_tensor
 from rageval_core.store import Store
-from rageval_core.store.store import RunRef, _rollback_quietly
+from rageval_core.store.schema import rollback_quietly
+from rageval_core.store.store import RunRef
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
@@ -278,7 +279,7 @@ def set_label(
                     [*pair, bool(label), datetime.now(UTC).isoformat(timespec="seconds")])
             cur.commit()
         except BaseException:
-            _rollback_quietly(cur)
+            rollback_quietly(cur)
             raise
 
 

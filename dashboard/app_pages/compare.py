@@ -10,7 +10,8 @@ import streamlit as st
 from dashboard import state
 from dashboard.components import figures_compare as fc
 from dashboard.components import figures_queries as fq
-from dashboard.components.highlight import chunk_card, escape_text, text_block
+from dashboard.components.highlight import chunk_card, text_block
+from dashboard.components.text import escape_text
 from rageval_core import drilldown as dd
 from rageval_core.compare import Comparison, higher_is_better
 from rageval_core.errors import RagevalError
@@ -91,7 +92,8 @@ def show_comparison(c: Comparison) -> None:
                "(candidate, metric) tests.")
     not_shared = [f"{run}: {al.n_only_in[run]}" for run in al.runs if al.n_only_in[run]]
     if not_shared:
-        st.warning(fc.md_text(f"Queries not held by every run are left out ({'; '.join(not_shared)})."))
+        st.warning(escape_text(f"Queries not held by every run are left out "
+                               f"({'; '.join(not_shared)}).", one_line=True))
 
     # --- metrics ---
     st.header("Metrics", divider="gray")
@@ -158,11 +160,13 @@ def show_comparison(c: Comparison) -> None:
         download_csv(lat, f"{stem}_latency", "compare.latency.csv")
     alone = fc.stages_not_compared(c)
     if alone:
-        st.caption(fc.md_text("Stages not compared (not in both runs): " + ", ".join(alone)))
+        st.caption(escape_text("Stages not compared (not in both runs): " + ", ".join(alone),
+                               one_line=True))
     cost = fc.cost_frame(c)
     if cost.empty:
-        st.info(fc.md_text("Cost is not compared: "
-                           + (c.cost_note or "no query has a known cost in both runs") + "."))
+        st.info(escape_text("Cost is not compared: "
+                            + (c.cost_note or "no query has a known cost in both runs") + ".",
+                            one_line=True))
     else:
         st.caption("Cost in USD per query (mean) and in total over the shared queries whose cost "
                    "both runs know.")
@@ -231,7 +235,7 @@ def show_side_by_side(c: Comparison, focus_run: RunRecord, metric: str, query_id
     base_view, cand_view = run_view(baseline), run_view(focus_run)
     rows = [dd.qidx_of(state.data(v), query_id) for v in (base_view, cand_view)]
     if rows[0] is None or rows[1] is None:
-        st.info(fc.md_text(f"Query {query_id} is not in both runs."))
+        st.info(escape_text(f"Query {query_id} is not in both runs.", one_line=True))
         return
     details = [state.query_detail(base_view, rows[0]), state.query_detail(cand_view, rows[1])]
     st.markdown(text_block(f"Query {query_id}", details[0].query), unsafe_allow_html=True)
@@ -294,7 +298,7 @@ def show_segments(c: Comparison, stem: str) -> None:
         try:
             seg = state.comparison(baseline, candidates, settings, tag)
         except RagevalError as e:
-            st.error(fc.md_text(f"The segments cannot be compared: {e}"))
+            st.error(escape_text(f"The segments cannot be compared: {e}", one_line=True))
             return
     long = fc.segment_frame(seg, tag)
     st.caption("Delta (candidate - baseline) of each metric inside each value of the tag, with "
@@ -347,7 +351,7 @@ else:
         try:
             comparison = state.comparison(baseline, candidates, settings)
         except RagevalError as e:
-            st.error(fc.md_text(f"These runs cannot be compared: {e}"))
+            st.error(escape_text(f"These runs cannot be compared: {e}", one_line=True))
     if comparison is not None:
         show_comparison(comparison)
 show_trends(comparison)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.components import figures_ops as fo
+from dashboard.components.text import escape_text
 from rageval_core import ops
 from rageval_core.errors import RagevalError
 from rageval_core.opsview import scatter_points
@@ -38,7 +39,7 @@ qops = state.query_ops(view)
 try:
     report = state.report(view)
 except RagevalError as e:
-    st.error(f"This run cannot be evaluated at these settings: {e}")
+    st.error(escape_text(f"This run cannot be evaluated at these settings: {e}", one_line=True))
     st.stop()
 file_stem = f"run{run.run_id}"  # never the run name in a file name: it is user text
 

@@ -9,6 +9,8 @@ import streamlit as st
 from dashboard import state
 from dashboard.components import figures_queries as fq
 from dashboard.components.highlight import chunk_card, text_block
+from dashboard.components.tables import file_stem
+from dashboard.components.text import escape_text
 from rageval_core import drilldown as dd
 from rageval_core.errors import RagevalError
 
@@ -19,7 +21,8 @@ st.title("Queries")
 try:
     table = state.query_table(view)
 except RagevalError as e:
-    st.info(f"The per-query table cannot be computed for this run and settings: {e}")
+    st.info(escape_text(f"The per-query table cannot be computed for this run and settings: {e}",
+                        one_line=True))
     st.stop()
 data = state.data(view)
 k = view.settings.k
@@ -92,10 +95,10 @@ d1, d2, _ = st.columns([1, 1, 5])
 meta = {"run": view.run.name, "settings": state.report(view).settings}
 # built on click only (callables), from every filtered row (not only the page shown)
 d1.download_button("Download CSV", lambda: fq.table_csv(fq.table_frame(table, order)),
-                   file_name=f"{view.run.name}_queries.csv", mime="text/csv", on_click="ignore",
+                   file_name=f"{file_stem(view.run.name)}_queries.csv", mime="text/csv", on_click="ignore",
                    key="queries.csv")
 d2.download_button("Download JSON", lambda: fq.table_json(table, order, meta),
-                   file_name=f"{view.run.name}_queries.json", mime="application/json",
+                   file_name=f"{file_stem(view.run.name)}_queries.json", mime="application/json",
                    on_click="ignore", key="queries.json")
 
 # --- which query is open: a table click, prev/next, or a link with ?q=<query_id> -------------

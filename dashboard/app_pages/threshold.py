@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.components import figures_tuning as ft
+from dashboard.components.text import escape_text
 from rageval_core import tuning
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import coverage
@@ -34,7 +35,8 @@ if not run.has_evidence:
 try:
     cov = coverage(state.store(), state.data(view), settings)
 except RagevalError as e:
-    st.error(f"The evidence of this run cannot be scored at these settings: {e}")
+    st.error(escape_text(f"The evidence of this run cannot be scored at these settings: {e}",
+                         one_line=True))
     st.stop()
 
 # --- best score of each gold span ---

@@ -1,12 +1,12 @@
 """Overview figures: core results -> plotly Figures (pure: no Streamlit calls, no metric maths).
 
 Plotly reads a few HTML tags in labels (<b>, <a href>...): tag keys and values, which are user
-text, go through html.escape before they become axis ticks or titles.
+text, go through escape_text (dashboard/components/text.py) before they become axis ticks or
+titles.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
+
+from dashboard.components.text import escape_text
 
 #: evidence measures are dashed, ranking measures solid: the two families read apart at a glance
 EVIDENCE_NAMES = frozenset({"EvidenceRecall", "PerQueryCoverage", "FullCoverageRate",
@@ -106,7 +108,7 @@ def curves_over_threshold(
 
 def breakdown_bars(frame: pd.DataFrame, tag: str, names: Sequence[str]) -> go.Figure:
     """Grouped bars: one group per tag value, one bar per metric (a breakdown_frame)."""
-    labels = (frame[tag].astype(str) if tag in frame else pd.Series(dtype=str)).map(html.escape)
+    labels = (frame[tag].astype(str) if tag in frame else pd.Series(dtype=str)).map(escape_text)
     counts = frame["queries"] if "queries" in frame else pd.Series(dtype=int)
     traces = [go.Bar(x=labels, y=frame[name], name=name, customdata=counts,
                      marker_color=COLOURS.get(name.split("@", 1)[0]),
@@ -115,7 +117,7 @@ def breakdown_bars(frame: pd.DataFrame, tag: str, names: Sequence[str]) -> go.Fi
               for name in names if name in frame]
     layout = {**_LAYOUT, "hovermode": "closest", "barmode": "group",
               "title": "Metrics by tag value",
-              "xaxis": {"title": html.escape(tag), "type": "category"},
+              "xaxis": {"title": escape_text(tag), "type": "category"},
               "yaxis": {"title": "run value", "range": [0, 1.02]}}
     return figure(traces, layout)
 

@@ -1,16 +1,14 @@
 """Compare page figures and tables (pure: a Comparison -> plotly Figure / pandas DataFrame).
 
-Run names, query ids and tag values are user text: they are html.escape'd before they reach
-plotly (which reads its own pseudo-HTML in names, ticks and hover text), escape_text'd before an
-HTML block, and Markdown-escaped (every line break form made a space) before they reach a
+Run names, query ids, tag values and stage names are user text: they go through escape_text
+(dashboard/components/text.py) before they reach plotly (which reads its own pseudo-HTML in
+names, ticks and hover text) or an HTML block; the page escapes them (one_line=True) before a
 Streamlit message box. No Streamlit calls here.
 """
 
 from __future__ import annotations
 
-import html
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,11 +16,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.components.highlight import LINE_BREAK, escape_text
 from numpy.typing import NDArray
 from pandas.io.formats.style import Styler
 from plotly.subplots import make_subplots
 
+from dashboard.components.text import escape_text
 from rageval_core.compare import Comparison, OpsChange, PairedTest, TrendRow
 
 #: a change whose Holm-adjusted permutation p is below alpha, in the metric's good direction
@@ -42,22 +40,6 @@ _LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10},
 METRIC_COLUMNS = ["candidate", "metric", "better", "n", "baseline mean", "candidate mean", "delta",
                   "CI low", "CI high", "p (t-test)", "p (perm.)", "p (Holm)", "effect d_z",
                   "wins", "ties", "losses", "significant"]
-
-
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=False)
-
-
-_AUTOLINK = re.compile(r"(?i):/|www\.|.@")
-
-
-def md_text(text: str) -> str:
-    """User text made inert for a Markdown box (st.error, st.info): one line, every ASCII
-    punctuation character a numeric reference (a backslash escape did not stop GFM's autolinks)."""
-    one_line = LINE_BREAK.sub(" ", text)
-    # Streamlit's GFM autolinks bare URLs even through character references: a zero-width space
-    # inside "://", "www." and before "@" keeps them text (the same to the eye)
-    return escape_text(_AUTOLINK.sub(lambda m: m[0][:-1] + "\u200b" + m[0][-1], one_line))
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
@@ -252,7 +234,7 @@ def scatter(frame: pd.DataFrame, metric: str, higher_is_better: bool, baseline: 
             x=frame["baseline"].to_numpy()[sel], y=frame["candidate"].to_numpy()[sel],
             mode="markers", name=f"{name} ({int(sel.sum())})",
             marker={"color": colour, "size": 8, "opacity": 0.6, "line": {"width": 0}},
-            customdata=ids[:, None], text=[_esc(q) for q in ids],
+            customdata=ids[:, None], text=[escape_text(q) for q in ids],
             hovertemplate="%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}<extra></extra>",
         ))
     values = frame[["baseline", "candidate"]].to_numpy()
@@ -263,8 +245,8 @@ def scatter(frame: pd.DataFrame, metric: str, higher_is_better: bool, baseline: 
     fig.add_shape(type="line", x0=span[0], y0=span[0], x1=span[1], y1=span[1],
                   line={"color": "#888", "dash": "dash", "width": 1}, layer="below")
     fig.update_layout(
-        title=f"{_esc(metric)} per query", height=460, xaxis_title=f"{_esc(baseline)} (baseline)",
-        yaxis_title=f"{_esc(candidate)} (candidate)", xaxis_range=span, yaxis_range=span,
+        title=f"{escape_text(metric)} per query", height=460, xaxis_title=f"{escape_text(baseline)} (baseline)",
+        yaxis_title=f"{escape_text(candidate)} (candidate)", xaxis_range=span, yaxis_range=span,
         **_LAYOUT,
     )
     return fig
@@ -274,8 +256,8 @@ def wtl_bars(c: Comparison) -> go.Figure:
     """Wins / ties / losses per metric, one panel per candidate (in the metric's direction)."""
     cands = list(c.candidates)
     fig = make_subplots(rows=1, cols=len(cands), shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=[f"{_esc(x)} vs {_esc(c.baseline)}" for x in cands])
-    labels = [_esc(m) for m in c.metrics]
+                        subplot_titles=[f"{escape_text(x)} vs {escape_text(c.baseline)}" for x in cands])
+    labels = [escape_text(m) for m in c.metrics]
     for col, cand in enumerate(cands, start=1):
         tests = [c.test(cand, m) for m in c.metrics]
         for field, colour in (("wins", GREEN), ("ties", "#c4c4c4"), ("losses", RED)):
@@ -414,19 +396,19 @@ def trends_figure(rows: Sequence[TrendRow], metrics: Sequence[str], stage: str |
     """Metrics (left axis) and p95 latency of stage (right axis, dashed) over runs in time order."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = list(range(len(rows)))
-    ticks = [f"{_esc(r.run)}<br>{_esc((r.created_at or 'no date')[:10])}" for r in rows]
+    ticks = [f"{escape_text(r.run)}<br>{escape_text((r.created_at or 'no date')[:10])}" for r in rows]
     for m in metrics:
         fig.add_trace(go.Scatter(
-            x=x, y=[r.metrics.get(m, math.nan) for r in rows], mode="lines+markers", name=_esc(m),
-            customdata=[_esc(r.run) for r in rows],
-            hovertemplate=f"%{{customdata}}<br>{_esc(m)}: %{{y:.4f}}<extra></extra>",
+            x=x, y=[r.metrics.get(m, math.nan) for r in rows], mode="lines+markers", name=escape_text(m),
+            customdata=[escape_text(r.run) for r in rows],
+            hovertemplate=f"%{{customdata}}<br>{escape_text(m)}: %{{y:.4f}}<extra></extra>",
         ), secondary_y=False)
     if stage is not None:
         p95 = [r.latency_p95_ms.get(stage) for r in rows]
         fig.add_trace(go.Scatter(
             x=x, y=[math.nan if v is None else v for v in p95], mode="lines+markers",
-            name=f"p95 latency, {_esc(stage)} (ms)", line={"dash": "dash", "color": "#555"},
-            marker={"symbol": "diamond"}, customdata=[_esc(r.run) for r in rows],
+            name=f"p95 latency, {escape_text(stage)} (ms)", line={"dash": "dash", "color": "#555"},
+            marker={"symbol": "diamond"}, customdata=[escape_text(r.run) for r in rows],
             hovertemplate="%{customdata}<br>p95 %{y:.1f} ms<extra></extra>",
         ), secondary_y=True)
         fig.update_yaxes(title_text="p95 latency (ms)", secondary_y=True, rangemode="tozero")

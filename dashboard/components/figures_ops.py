@@ -2,12 +2,12 @@
 
 Plotly draws trace names, category labels and hover text through its own pseudo-HTML (it knows
 <a href>, <b>, <br> ...) and decodes entities in plain text, so every user string (tag values,
-query ids) is html.escape'd here: it then shows exactly as typed and never becomes markup.
+query ids, stage names) goes through escape_text (dashboard/components/text.py) here: it then
+shows exactly as typed and never becomes markup.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from numpy.typing import NDArray
 
+from dashboard.components.text import escape_text
 from rageval_core import ops
 from rageval_core.opsview import ScatterPoints, ecdf
 
@@ -34,8 +35,8 @@ _LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "heig
                            "legend": {"orientation": "h", "y": -0.18}}
 
 
-def _esc(values: Sequence[Any] | np.ndarray) -> list[str]:
-    return [html.escape(str(v), quote=False) for v in values]
+def _escape_all(values: Sequence[Any] | np.ndarray) -> list[str]:
+    return [escape_text(str(v)) for v in values]
 
 
 # --- tables -----------------------------------------------------------------------------
@@ -90,7 +91,7 @@ def per_query_frame(
 
 def percentile_bars(frame: pd.DataFrame, log_y: bool = False) -> go.Figure:
     """Grouped bars: for each stage, p50, p90, p95, p99 and mean latency in ms."""
-    stages = _esc(frame["stage"])
+    stages = _escape_all(frame["stage"])
     traces = [go.Bar(name=stat, x=stages, y=frame[stat].astype(float),
                      marker_color=STAT_COLOURS[stat],
                      hovertemplate=f"%{{x}}<br>{stat}: %{{y:,.1f}} ms<extra></extra>")
@@ -123,7 +124,7 @@ def stage_distribution(stages: Mapping[str, np.ndarray], log_x: bool = False,
     traces = []
     if kind == "ecdf":
         for name, col in stages.items():
-            label = html.escape(name, quote=False)
+            label = escape_text(name)
             x, y = ecdf(col)
             traces.append(go.Scatter(
                 x=x, y=y, mode="lines", line_shape="hv", name=label,
@@ -144,7 +145,7 @@ def stage_distribution(stages: Mapping[str, np.ndarray], log_x: bool = False,
         edges, _ = binned(every)
         unit = "log10(ms)" if log_x else "ms"
         for name, v in cols.items():
-            label = html.escape(name, quote=False)
+            label = escape_text(name)
             traces.append(_bars(*binned(v, edges=edges), name=label, opacity=0.6,
                                 hovertemplate=f"{label}<br>{unit} %{{customdata[0]:,.2f}} to "
                                               f"%{{customdata[1]:,.2f}}: %{{y}} queries"
@@ -187,14 +188,14 @@ def latency_quality_scatter(points: ScatterPoints, metric: str, tag: str | None,
                         points.query_id[keep])
     groups = [""] if tag is None else _group_order(points.group)
     trace = go.Scattergl if x.size > WEBGL_POINTS else go.Scatter
-    metric_text = html.escape(metric, quote=False)
+    metric_text = escape_text(metric)
     traces = []
     for g in groups:
         sel = group == g if tag else np.ones(x.size, dtype=bool)
-        name = html.escape(g, quote=False) if tag else "queries"
+        name = escape_text(g) if tag else "queries"
         traces.append(trace(
             x=x[sel], y=y[sel], mode="markers", name=name,
-            customdata=_esc(ids[sel]), marker={"size": 7, "opacity": 0.7},
+            customdata=_escape_all(ids[sel]), marker={"size": 7, "opacity": 0.7},
             hovertemplate=(f"%{{customdata}}<br>{metric_text}: %{{y:.3f}}"
                            f"<br>total: %{{x:,.1f}} ms<extra>{name}</extra>"),
         ))
@@ -205,7 +206,7 @@ def latency_quality_scatter(points: ScatterPoints, metric: str, tag: str | None,
     return go.Figure(data=traces, layout={
         "title": title, "xaxis": {"title": "total latency (ms)"}, "yaxis": {"title": metric_text},
         "showlegend": tag is not None,
-        "legend": {**_LAYOUT["legend"], **({"title": {"text": html.escape(tag, quote=False)}}
+        "legend": {**_LAYOUT["legend"], **({"title": {"text": escape_text(tag)}}
                                            if tag else {})},
         **{k: v for k, v in _LAYOUT.items() if k != "legend"},
     })

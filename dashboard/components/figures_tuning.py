@@ -2,15 +2,12 @@
 
 The pair cards are HTML built here from escaped pieces only (the page renders them with
 st.markdown(..., unsafe_allow_html=True)): chunk and gold-span texts are user text and must never
-become markup. Besides html.escape, _esc turns newlines into <br> so a card stays one HTML block
-(Markdown ends an HTML block at a blank line and would parse the rest, "## ..." included, as
-Markdown) and hides "$" and ":" from Streamlit's LaTeX and emoji syntax, as
-dashboard/components/highlight.py does for the Queries page.
+become markup: each piece goes through escape_text (dashboard/components/text.py, the one rule
+for user text), which also keeps a card one HTML block whatever the line endings.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +17,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
 from dashboard.components.figures import figure, marker
+from dashboard.components.text import escape_text
 from rageval_core.tuning import Agreement, BorderlinePair, Labels
 
 COVERED, UNCOVERED = "#2171b5", "#bdbdbd"
@@ -111,12 +109,6 @@ def agreement_figure(
 
 _BOX = ("border:1px solid rgba(128,128,128,0.35);border-radius:0.4rem;padding:0.5rem 0.7rem;"
         "word-break:break-word;font-size:0.9rem;line-height:1.45")
-
-
-def _esc(text: str) -> str:
-    """html.escape, then keep Markdown and Streamlit from reading anything in it (see above)."""
-    out = html.escape(text, quote=True).replace("$", "&#36;").replace(":", "&#58;")
-    return out.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
 _MARK = "background:#ffe08a;color:inherit;padding:0 1px;border-radius:2px"
 
 
@@ -128,24 +120,24 @@ def pair_header_html(pair: BorderlinePair, label: bool | None) -> str:
     verdict = {True: f'<b style="color:{MATCH}">labelled: match</b>',
                False: f'<b style="color:{NO_MATCH}">labelled: no match</b>',
                None: '<span style="opacity:0.6">not labelled</span>'}[label]
-    parts = [f"<b>{_esc(pair.query_id)}</b>", _esc(rank),
-             f"<code>{_esc(pair.doc_id)}</code>", f"span {pair.eidx + 1}",
+    parts = [f"<b>{escape_text(pair.query_id)}</b>", escape_text(rank),
+             f"<code>{escape_text(pair.doc_id)}</code>", f"span {pair.eidx + 1}",
              f"score <b>{pair.score:.3f}</b>", verdict]
-    query = f'<div style="opacity:0.75">{_esc(pair.query)}</div>' if pair.query else ""
+    query = f'<div style="opacity:0.75">{escape_text(pair.query)}</div>' if pair.query else ""
     return f'<div>{" · ".join(parts)}</div>{query}'
 
 
 def evidence_html(pair: BorderlinePair) -> str:
     """The gold span in a box (escaped)."""
     return (f'<div style="font-size:0.8rem;opacity:0.7">gold span</div>'
-            f'<div style="{_BOX}">{_esc(pair.evidence)}</div>')
+            f'<div style="{_BOX}">{escape_text(pair.evidence)}</div>')
 
 
 def window_html(pair: BorderlinePair) -> str:
     """The chunk's matched window, <mark>ed, with its context (each piece escaped first)."""
-    before = ("…" if pair.clipped_before else "") + _esc(pair.before)
-    after = _esc(pair.after) + ("…" if pair.clipped_after else "")
-    mark = f'<mark style="{_MARK}">{_esc(pair.window)}</mark>' if pair.window else ""
+    before = ("…" if pair.clipped_before else "") + escape_text(pair.before)
+    after = escape_text(pair.after) + ("…" if pair.clipped_after else "")
+    mark = f'<mark style="{_MARK}">{escape_text(pair.window)}</mark>' if pair.window else ""
     caption = "matched window in the chunk" if pair.window else "chunk (no window located)"
     return (f'<div style="font-size:0.8rem;opacity:0.7">{caption}</div>'
             f'<div style="{_BOX}">{before}{mark}{after}</div>')

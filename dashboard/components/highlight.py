@@ -1,14 +1,14 @@
 """Escaped HTML for chunk texts with the matched gold-span window marked (pure; no Streamlit calls).
 
-Every piece of user text goes through escape_text before it is joined with markup, so the
-result is safe for st.markdown(..., unsafe_allow_html=True): no Markdown or HTML in it is read,
-whatever its line endings.
+Every piece of user text goes through escape_text (dashboard/components/text.py: the one rule
+for user text) before it is joined with markup, so the result is safe for
+st.markdown(..., unsafe_allow_html=True): no Markdown or HTML in it is read, whatever its line
+endings.
 """
 
 from __future__ import annotations
 
-import re
-import string
+from dashboard.components.text import escape_text
 
 HIT_CLASS = "rageval-hit"
 COVERS_COLOUR = "#2e9e4f"  # green: the chunk covers a gold span at the threshold
@@ -16,25 +16,6 @@ OTHER_COLOUR = "#c4c4c4"  # grey: it does not
 MARK_STYLE = "background-color:#fde68a;color:inherit;padding:0 1px;border-radius:2px"
 WEAK_STYLE = ("background-color:transparent;color:inherit;text-decoration:underline dotted #b08900;"
               "text-underline-offset:3px")
-
-
-#: every line break Markdown, HTML or Python may see: CRLF, CR, LF, VT, FF, FS/GS/RS, NEL, LS, PS
-LINE_BREAK = re.compile("\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
-#: ASCII punctuation: every character Markdown (CommonMark, GFM autolinks, Streamlit's
-#: directives and LaTeX) or HTML gives a meaning to is among them
-_PUNCTUATION = {ord(c): f"&#{ord(c)};" for c in string.punctuation}
-
-
-def escape_text(text: str) -> str:
-    """User text for an HTML block that Streamlit renders as Markdown: nothing in it is read.
-
-    Every ASCII punctuation character becomes a numeric character reference (no link, image,
-    emphasis, heading, table, code span, autolink, `:directive[]`, `$LaTeX$` or HTML tag can
-    form), and every line break form becomes <br>, so the block stays one line (a blank line would
-    end the HTML block and the rest would be parsed as Markdown). The browser shows the text as
-    written. The one door for run-file text into st.markdown(..., unsafe_allow_html=True).
-    """
-    return "<br>".join(part.translate(_PUNCTUATION) for part in LINE_BREAK.split(text))
 
 
 def highlight(text: str, start: int, end: int, *, weak: bool = False) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -193,6 +194,13 @@ def first_row(rows: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
     return rows[0] if rows else None
 
 
+def rollback_quietly(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back if a transaction is open; a failing rollback must not hide the first error
+    (Ctrl-C inside a statement makes DuckDB end the transaction itself)."""
+    with suppress(duckdb.Error):
+        con.rollback()
+
+
 def current_version(con: duckdb.DuckDBPyConnection) -> int:
     """The highest migration applied to this database (0 for a new one)."""
     row = first_row(con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall())
@@ -223,7 +231,7 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str) -> int:
             )
             con.commit()
         except BaseException:
-            con.rollback()
+            rollback_quietly(con)
             raise
         version = number
     return version

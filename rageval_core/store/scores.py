@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from rageval_core.matching import Normalisation, PairScorer, PairScores, get_scorer
 from rageval_core.store import journal
-from rageval_core.store.schema import first_row
+from rageval_core.store.schema import first_row, rollback_quietly
 from rageval_core.store.store import IMPORT_MEMORY_LIMIT, RunRef, Store, _bytes
 
 #: queries read and scored per block: two blocks' texts are held at once (one being scored,
@@ -104,7 +104,7 @@ def ensure_scored(
             journal.finish_in(cur, entry)
             cur.commit()
         except BaseException as e:
-            cur.rollback()
+            rollback_quietly(cur)
             journal.finish(store, entry, journal.FAILED, type(e).__name__)
             raise
     return Scoring(run.run_id, scorer, norm.key, n_pairs, seconds, cached=False)

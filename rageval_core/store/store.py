@@ -32,6 +32,7 @@ from rageval_core.store.schema import (
     QUERY_TABLES,
     first_row,
     migrate,
+    rollback_quietly,
 )
 
 DEFAULT_PATH = Path(".rageval") / "rageval.duckdb"
@@ -278,7 +279,7 @@ class Store:
             finally:
                 # Any failure, the reader's InputError included, leaves the store as it was.
                 if open_txn:
-                    _rollback_quietly(cur)
+                    rollback_quietly(cur)
             return ImportResult(self._record(cur, run_id), True, log.warnings)
 
     # -- reading ------------------------------------------------------------------------------
@@ -317,7 +318,7 @@ class Store:
                     }
                     yield from build_queries(query_rows, children)
             finally:
-                _rollback_quietly(cur)
+                rollback_quietly(cur)
 
     def export_native(self, ref: RunRef, path: str | Path) -> int:
         """Write the run as native JSONL (header record included); returns the queries written."""
@@ -391,7 +392,7 @@ class Store:
                     cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
                 cur.commit()
             except BaseException:
-                _rollback_quietly(cur)
+                rollback_quietly(cur)
                 raise
             return record
 
@@ -628,12 +629,6 @@ def _records(cur: duckdb.DuckDBPyConnection, run_id: int | None) -> list[RunReco
             )
         )
     return out
-
-
-def _rollback_quietly(cur: duckdb.DuckDBPyConnection) -> None:
-    """Roll back if a transaction is open; a failing rollback must not hide the first error."""
-    with suppress(duckdb.Error):
-        cur.rollback()
 
 
 def _check_folder(path: str) -> None:

@@ -159,6 +159,47 @@ def test_ctrl_c_inside_duckdb_exits_130_with_nothing_stored(tmp_path: Path) -> N
     assert 130 in outcomes
 
 
+def test_ctrl_c_while_the_schema_is_written_exits_130_and_leaves_no_half_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C inside a migration's statement: DuckDB ends the transaction itself, so the rollback
+    that follows fails; that failure must neither hide the interruption (exit 130, not "cannot
+    update the schema", exit 3) nor leave part of a migration behind."""
+    import duckdb
+
+    from rageval_core.store import schema
+
+    db = tmp_path / "s.duckdb"
+    real_execute = duckdb.DuckDBPyConnection.execute
+    seen = {"n": 0}
+
+    class Interrupting:
+        """The connection, except that its third migration statement is cut short by SIGINT."""
+
+        def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+            self.con = con
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.con, name)
+
+        def execute(self, sql: str, *args: object) -> object:
+            seen["n"] += 1
+            if seen["n"] == 4:
+                self.con.rollback()  # what DuckDB does to a transaction a signal cut short
+                signal.raise_signal(signal.SIGINT)
+            return real_execute(self.con, sql, *args)
+
+    real_migrate = schema.migrate
+    monkeypatch.setattr("rageval_core.store.store.migrate",
+                        lambda con, path: real_migrate(Interrupting(con), path))
+    r = rageval("import", str(REPO / "sample_runs" / "bm25.jsonl"), db=db)
+    assert (r.returncode, r.stderr.strip()) == (130, INTERRUPTED)
+    monkeypatch.undo()
+    with Store(db) as store:  # opened again, the store migrates from where it stood
+        assert store.runs() == []
+    assert rageval("import", str(REPO / "sample_runs" / "bm25.jsonl"), db=db).returncode == 0
+
+
 def test_a_corrupt_store_says_corrupt_never_in_use(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     assert rageval("import", str(REPO / "sample_runs" / "bm25.jsonl"), db=db).returncode == 0

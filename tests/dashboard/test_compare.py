@@ -20,7 +20,7 @@ from rageval_core.evaluate import Settings, evaluate
 from rageval_core.formats import read_inputs
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
-from dashboard.components.highlight import escape_text
+from dashboard.components.text import escape_text
 from tests.cli import import_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -258,13 +258,14 @@ def test_scatter_pairs_and_escapes_ids(reference: Comparison, ref_store: Store) 
                             "candidate": [0.2], "delta": [0.1]})
     fig = fc.scatter(hostile, "nDCG@10", True, "<b>base</b>", "cand")
     texts = [x for trace in fig.data for x in (trace.text or ())]
-    assert texts == ["&lt;img src=x onerror=alert(1)&gt;"]
+    assert texts == [escape_text("<img src=x onerror=alert(1)>")]
+    assert "<img" not in texts[0] and html.unescape(texts[0]) == "<img src=x onerror=alert(1)>"
     assert "<b>" not in fig.layout.xaxis.title.text
 
 
 def test_user_text_is_inert_in_messages() -> None:
     hostile = "[click](javascript:alert(1)) <script>x</script> **bold** $x$ :red[y]"
-    md = fc.md_text(hostile)
+    md = escape_text(hostile, one_line=True)
     for raw in ("[click]", "](", "<script>", "**bold**", "$x$", ":red["):
         assert raw not in md
     assert html.unescape(md).replace("\u200b", "") == hostile  # the same to the eye

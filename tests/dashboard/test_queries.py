@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components.highlight import HIT_CLASS, chunk_card, escape_text, highlight
+from dashboard.components.highlight import HIT_CLASS, chunk_card, highlight
+from dashboard.components.text import escape_text
 from tests.dashboard.conftest import url_param
 from rageval_core import drilldown as dd
 from rageval_core.errors import ProblemLog

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.components.text import escape_text
 from rageval_core import tuning
 from rageval_core.errors import ProblemLog
 from rageval_core.evaluate import Settings
@@ -153,9 +154,9 @@ def test_pair_cards_escape_user_text(make_app: Callable[..., AppTest], tmp_path:
     assert not at.exception, [e.value for e in at.exception]
     assert at.sidebar.slider(key="threshold").value == 0.95
     html_blocks = [m.value for m in at.markdown if "matched window" in m.value or "gold span" in m.value
-                   or "doc&lt;1&gt;" in m.value]
+                   or escape_text("doc<1>") in m.value]
     assert len(html_blocks) == 3
     joined = "".join(html_blocks)
     for raw in ("<script>", "<b>bold", "<i>q1", "doc<1>", "\n", "$5", "5:"):
         assert raw not in joined, raw
-    assert "&lt;script&gt;" in joined and "<mark" in joined and "&lt;i&gt;q1&lt;/i&gt;" in joined
+    assert escape_text("<script>") in joined and "<mark" in joined and escape_text("<i>q1</i>") in joined

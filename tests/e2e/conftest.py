@@ -1,7 +1,7 @@
 """A real browser against `streamlit run` on a free port (Debian chromium driven by playwright).
 
-Two servers, each on its own store: the three sample runs, and the hostile run of
-tests/data/xss. What the pages must show is computed with the core *before* a server opens
+Servers, each on its own store: the three sample runs, the hostile run of tests/data/xss, and
+its two line-break runs. What the pages must show is computed with the core *before* a server opens
 its store (DuckDB lets one process hold a store file at a time).
 """
 
@@ -29,6 +29,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run",
 ]
 HOSTILE = REPO / "tests" / "data" / "xss" / "hostile.jsonl"
+#: two runs full of Markdown/HTML payloads behind every line-break form (names with CR and LF)
+BREAKS = [REPO / "tests" / "data" / "xss" / f"breaks_{x}.jsonl" for x in "ab"]
 #: the run the Overview/drilldown tests look at, and the sidebar's defaults they rely on
 RUN, K, THRESHOLD = "bm25", 10, 0.7
 
@@ -152,6 +154,15 @@ def hostile_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server on a store of its own holding only the hostile run."""
     db = tmp_path_factory.mktemp("xss") / "hostile.duckdb"
     import_runs(db, [HOSTILE])
+    with serve(db) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def breaks_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server on a store of its own holding the two line-break runs (Compare pairs them)."""
+    db = tmp_path_factory.mktemp("breaks") / "breaks.duckdb"
+    import_runs(db, BREAKS)
     with serve(db) as url:
         yield url
 

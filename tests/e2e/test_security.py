@@ -9,6 +9,7 @@ show the text "<script>" as text.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 from urllib.parse import quote
@@ -127,48 +128,89 @@ def test_latency_scatter_hover_shows_the_id_as_text(hostile_url: str, page: Any,
     assert_inert(page, dialogs, "latency hover")
 
 
-#: a port where nothing listens: an image or link built from user text would point here
-BEACON = "http://127.0.0.1:9"
+#: images and links the page holds that point outside the app's own origin (data: and blob:
+#: URLs are the page's own); SVG <image> too (plotly draws layout images with it)
+OFF_ORIGIN = """() => {
+  const off = u => {
+    try { const x = new URL(u, location.href);
+          return !['data:', 'blob:'].includes(x.protocol) && x.origin !== location.origin; }
+    catch (e) { return true; }
+  };
+  const src = e => e.getAttribute('src') || e.getAttribute('srcset') || e.getAttribute('href')
+                   || e.getAttribute('xlink:href');
+  return {
+    images: Array.from(document.querySelectorAll('img, image, source, picture, video, audio'))
+                 .map(src).filter(u => u && off(u)),
+    links: Array.from(document.querySelectorAll('a[href], [*|href]:not(image)'))
+                .map(e => e.getAttribute('href') || e.getAttribute('xlink:href')).filter(off),
+  };
+}"""
 
 
-def test_line_ending_tricks_make_no_request_to_another_address(tmp_path: Any, page: Any,
-                                                                dialogs: list[str]) -> None:
-    """Issue 13: `"\\r\\r![x](http://...)"` in a query, chunk, answer, reference or evidence (and a
-    run name with line breaks) rendered a remote image. Every page and the drilldown of a run
-    full of such text, in both runs' Compare: no request leaves the app's own origin."""
-    import json
+@pytest.fixture()
+def requested(page: Any) -> list[str]:
+    """Every URL the page requests from now on (documents, scripts, images, fonts, fetches)."""
+    urls: list[str] = []
+    page.on("request", lambda req: urls.append(req.url))
+    return urls
 
-    from tests.e2e.conftest import import_runs, serve
 
-    payload = "{brk}{brk}![x](" + BEACON + "/{where}.png) [l](" + BEACON + "/{where}) <img src=" + BEACON + "/{where}-tag.png>"
-    breaks = ["\r", "\n", "\r\n", "\u2028", "\x85", "\v"]
-    files = []
-    for r, name in enumerate(("cr\rrun", "nl\nrun")):
-        lines = [json.dumps({"rageval_run": {"name": name + payload.format(brk="\r", where=f"name{r}")}})]
-        for i, brk in enumerate(breaks):
-            at = lambda where, brk=brk, i=i, r=r: payload.format(brk=brk, where=f"{where}{r}{i}")  # noqa: E731
-            lines.append(json.dumps({
-                "query_id": f"q{i}", "query": "How much?" + at("query"),
-                "retrieved": [{"doc_id": f"d{i}", "text": "The premium is 5 dollars." + at("chunk"), "score": 1.0},
-                              {"doc_id": "x", "text": "other" + at("chunk2"), "score": 0.5}],
-                "relevant_ids": [f"d{i}"] if r == 0 else ["x"],
-                "evidence": ["The premium is 5 dollars." + at("evidence")],
-                "answer": "5 dollars" + at("answer"), "reference_answer": "5 dollars" + at("reference"),
-                "tags": {"kind": "t" + at("tag")}, "latency_ms": {"total": 10.0 + i},
-            }))
-        path = tmp_path / f"run{r}.jsonl"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        files.append(path)
-    db = tmp_path / "store.duckdb"
-    import_runs(db, files)
-    elsewhere: list[str] = []
-    with serve(db) as url:
-        page.on("request", lambda req: elsewhere.append(req.url) if not req.url.startswith(url) else None)
-        for path in [*PAGES, "compare", *(f"queries?q=q{i}" for i in range(len(breaks)))]:
-            visit(page, f"{url}/{path}")
-            time.sleep(0.3)  # images would be requested as the page draws
-            assert page.locator("[data-testid='stException']").count() == 0, path
-            found = page.locator(f"img[src^='{BEACON}'], a[href^='{BEACON}']")
-            assert found.count() == 0, (path, found.first.evaluate("e => e.parentElement.outerHTML"))
-    assert elsewhere == [], elsewhere
+def elsewhere(urls: list[str], app_url: str) -> list[str]:
+    """The URLs whose origin is not the app's (data: URLs are no request)."""
+    return [u for u in urls if not u.startswith(f"{app_url}/") and u != app_url
+            and not u.startswith("data:")]
+
+
+def assert_stays_home(page: Any, requested: list[str], app_url: str, where: str) -> None:
+    """No image, link or request points outside the app's origin."""
+    time.sleep(0.3)  # images would be requested as the page draws
+    assert page.locator("[data-testid='stException']").count() == 0, where
+    assert page.evaluate(OFF_ORIGIN) == {"images": [], "links": []}, where
+    assert elsewhere(requested, app_url) == [], where
+
+
+def test_hostile_run_requests_nothing_elsewhere(hostile_url: str, page: Any, dialogs: list[str],
+                                                requested: list[str]) -> None:
+    for path in [*PAGES, "compare", *(f"queries?q={quote(q)}" for q in QUERIES)]:
+        visit(page, f"{hostile_url}/{path}")
+        assert_stays_home(page, requested, hostile_url, path)
+    assert dialogs == []
+
+
+RUNS = ["cr\r![x](http://127.0.0.1:9/name-a.png)", "nl\n![x](http://127.0.0.1:9/name-b.png)"]
+
+
+def test_line_ending_tricks_make_no_request_to_another_address(
+        breaks_url: str, page: Any, dialogs: list[str], requested: list[str]) -> None:
+    """Issue 13: `"\\r\\r![x](http://...)"` in a query, chunk, answer, reference or evidence (and
+    a run name with line breaks) rendered a remote image. tests/data/xss/breaks_*.jsonl put
+    such payloads, behind every line-break form, in every field of two runs whose names hold a
+    CR and an LF: every page of each, their Compare (with a query opened side by side) and the
+    drilldown of every query make zero requests outside the app's own origin, and hold no
+    image or link pointing outside it."""
+    from tests.e2e.conftest import BREAKS
+
+    visits = 0
+    for run, data in zip(RUNS, BREAKS, strict=True):
+        ids = [json.loads(line)["query_id"] for line in data.read_text(encoding="utf-8").splitlines()[1:]]
+        for path in [*PAGES, "compare", *(f"queries?q={quote(q)}" for q in ids)]:
+            sep = "&" if "?" in path else "?"
+            visit(page, f"{breaks_url}/{path}{sep}run={quote(run)}")
+            assert_stays_home(page, requested, breaks_url, f"{path} of {run!r}")
+            visits += 1
+    # Compare of the first run (the sidebar's, so the baseline) with the second: open a regressed query
+    visit(page, f"{breaks_url}/compare?run={quote(RUNS[0])}")
+    picker = page.get_by_role("combobox", name="Open a regressed query")
+    picker.click()
+    picker.press("ArrowDown")  # opens the list
+    page.get_by_role("option").nth(1).click()
+    wait_idle(page)
+    detail = page.locator(".st-key-compare-detail-candidate")
+    detail.wait_for()
+    assert detail.locator(".rageval-chunk").count() >= 1
+    assert_stays_home(page, requested, breaks_url, "compare side by side")
+    # the run names are shown as written (a line break drawn as one), not as an image
+    assert page.locator(".st-key-compare-detail-baseline").inner_text().startswith("cr\n![x](http")
+    assert detail.inner_text().startswith("nl\n![x](http")
+    assert visits == 2 * (len(PAGES) + 1 + 11) and len(requested) > visits  # the pages did load
     assert dialogs == []
