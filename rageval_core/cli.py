@@ -175,7 +175,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return _import(args, paths, None, None, True)
 
 
+#: what `rageval dashboard` needs beyond the core (the `dashboard` extra of pyproject.toml)
+DASHBOARD_EXTRA = ("streamlit", "plotly", "pandas")
+
+
+def missing_dashboard_packages() -> list[str]:
+    """The dashboard extra's packages this Python cannot import."""
+    import importlib.util
+
+    return [name for name in DASHBOARD_EXTRA if importlib.util.find_spec(name) is None]
+
+
 def cmd_dashboard(args: argparse.Namespace) -> int:
+    missing = missing_dashboard_packages()
+    if missing:
+        raise UsageError(
+            f"the dashboard needs {', '.join(missing)}, which `pip install rageval` leaves out: "
+            "pip install 'rageval[dashboard]' (the core and every other command work without it)")
     from dashboard import server
     from rageval_core.store.store import default_path
 
