@@ -473,9 +473,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, then_ignore_sigint: bool = False) -> int:
     """`rageval ARGS`; returns the exit code (EXIT_CODES). Everything printed passes through
-    terminal.shown (control characters escaped); a closed pipe or Ctrl-C ends it quietly."""
+    terminal.shown (control characters escaped); a closed pipe or Ctrl-C ends it quietly.
+
+    then_ignore_sigint (the console script): on return SIGINT is ignored rather than handed back
+    to Python's handler, so a Ctrl-C still pending from the step just reported (DuckDB can cut a
+    statement short before Python has run its handler) cannot kill the process on its way out."""
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = EscapingWriter(streams[0]), EscapingWriter(streams[1])  # type: ignore[assignment]
     sigint = _SigintSeen()
@@ -489,13 +493,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as e:
         # DuckDB turns Ctrl-C inside a statement into its own errors (InterruptException,
         # RuntimeError, a failed rollback): the signal, not the error's type, says what happened
-        if sigint.seen or isinstance(e, KeyboardInterrupt) or type(e).__name__ == "InterruptException":
+        if _interrupted(e, sigint):
+            sigint.quiet()  # the same Ctrl-C, still pending, must not cut the message short
             print("rageval: interrupted; the step under way was rolled back (nothing of it was "
                   "stored)", file=sys.stderr)
             return 130
         raise
     finally:
-        sigint.restore()
+        if then_ignore_sigint:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        else:
+            sigint.restore()
         sys.stdout, sys.stderr = streams
 
 
@@ -505,7 +513,7 @@ def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
     try:
         return int(args.func(args))
     except RagevalError as e:
-        if sigint.seen:  # a statement DuckDB cut short surfaced as a store error: say what happened
+        if _interrupted(e, sigint):  # a statement cut short, surfaced as a store error
             raise
         if isinstance(e, InputError):
             _print_problems(e.problems, e.truncated)
@@ -513,6 +521,20 @@ def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
         else:
             print(f"rageval: {e}", file=sys.stderr)
         return e.exit_code
+
+
+def _interrupted(e: BaseException, sigint: _SigintSeen) -> bool:
+    """Whether Ctrl-C is what ended the command. DuckDB turns a Ctrl-C inside a statement into its
+    own errors (InterruptException, a failed rollback), sometimes before Python has run its
+    handler, and the store may wrap those: the signal or an interruption anywhere in the chain."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt) or type(cause).__name__ == "InterruptException":
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return sigint.seen
 
 
 class _SigintSeen:
@@ -527,6 +549,11 @@ class _SigintSeen:
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
         self.seen = True
         raise KeyboardInterrupt
+
+    def quiet(self) -> None:
+        """Ignore SIGINT from now on (until restore)."""
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def restore(self) -> None:
         if self.previous is not None:
@@ -545,9 +572,7 @@ def _silence(stdout: Any) -> None:
 def entry() -> None:
     """The `rageval` console script: main(), then exit; a Ctrl-C once the work is done (while the
     interpreter shuts down its pools) no longer turns a finished command into a failure."""
-    code = main()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(code)
+    sys.exit(main(then_ignore_sigint=True))
 
 
 if __name__ == "__main__":
