@@ -1,5 +1,4 @@
-"""The import verb shared by the CLI and the dashboard: files -> validated runs -> store (+ scores).
-And its inverse, export: a stored run -> a native file.
+"""The import and export verbs: files -> validated runs -> store (+ scores), and a run -> a file.
 
 Each run is its own transaction: a run with errors stores nothing, and the others are still
 judged on their own problems. Runs with gold evidence are scored with the default scorer right

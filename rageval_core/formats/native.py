@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries, arrow_table, store_json
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import (
     HEADER_KEY,
@@ -29,7 +30,6 @@ from rageval_core.formats.base import (
     read_sidecar,
     type_name,
 )
-from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries, arrow_table, store_json
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo, info_to_json
 # deep nesting, a lone surrogate, a huge integer: a JSON error, never a crash
 from rageval_core.formats.jsonarray import DECODER as safe_json
