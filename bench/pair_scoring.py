@@ -284,13 +284,13 @@ def measure_child(db: Path, run_name: str, reuse_repeats: int) -> dict[str, Any]
 def child_main(db: str, run_name: str, reuse_repeats: int) -> dict[str, Any]:
     """In the child: time ensure_scored (then reuse_repeats more calls), sampling memory and CPU."""
     from rageval_core.store import Store
-    from rageval_core.store.scores import ensure_scored
+    from rageval_core.store.scores import ensure_scored, kept_pair_count
 
     sampler = _Sampler()
     sampler.start()
     cpu = time.process_time()
     with Store(db) as store:
-        before = _stored_pairs(store, run_name)
+        before = kept_pair_count(store, run_name, SCORER)
         started = time.perf_counter()
         scoring = ensure_scored(store, run_name, scorer=SCORER, workers=0)
         call_s = time.perf_counter() - started
@@ -299,7 +299,7 @@ def child_main(db: str, run_name: str, reuse_repeats: int) -> dict[str, Any]:
             started = time.perf_counter()
             ensure_scored(store, run_name, scorer=SCORER, workers=0)
             calls.append(time.perf_counter() - started)
-        after = _stored_pairs(store, run_name)
+        after = kept_pair_count(store, run_name, SCORER)
     sampler.stop()
     main_cpu = time.process_time() - cpu - sampler.own_cpu_s
     return {"n_pairs": scoring.n_pairs, "cached": scoring.cached, "call_s": call_s,
@@ -307,13 +307,6 @@ def child_main(db: str, run_name: str, reuse_repeats: int) -> dict[str, Any]:
             "main_cpu_s": main_cpu, "workers_cpu_s": sampler.workers_cpu_s,
             "main_peak_mb": _status_kb(os.getpid(), "VmHWM") / 1024,
             "peak_pss_mb": sampler.peak_pss_kb / 1024, "peak_rss_sum_mb": sampler.peak_rss_kb / 1024}
-
-
-def _stored_pairs(store: Any, run_name: str) -> int:
-    with store._cursor() as cur:
-        return int(cur.execute(
-            "SELECT count(*) FROM pair_scores p JOIN runs r ON r.run_id = p.run_id "
-            "WHERE r.name = ? AND p.scorer = ?", [run_name, SCORER]).fetchall()[0][0])
 
 
 class _Sampler:

@@ -156,8 +156,10 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from rageval_core.importing import export_native
+
     with _store(args) as store:
-        n = store.export_native(args.run, Path(args.to))
+        n = export_native(store, args.run, Path(args.to))
     print(f"exported {n} queries to {args.to}")
     return 0
 

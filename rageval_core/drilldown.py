@@ -20,7 +20,7 @@ from rageval_core import ops
 from rageval_core.errors import UsageError
 from rageval_core.evaluate import Report, Settings
 from rageval_core.rundata import RunData
-from rageval_core.store import Store
+from rageval_core.store import Store, reads
 from rageval_core.store.scores import ensure_scored
 
 Floats = NDArray[np.float64]
@@ -170,11 +170,8 @@ def retrieved_after_cut(data: RunData, score_threshold: float | None) -> Ints:
 
 def query_texts(store: Store, data: RunData) -> Objects:
     """The query texts of the run in qidx order (None where a query has none)."""
-    with store._cursor() as cur:
-        res = cur.execute(
-            "SELECT query FROM queries WHERE run_id = ? ORDER BY qidx", [data.run.run_id]
-        ).fetchall()
-    return np.asarray([r[0] for r in res], dtype=object).reshape(len(res))
+    texts = reads.query_texts(store, data.run.run_id)
+    return np.asarray(texts, dtype=object).reshape(len(texts))
 
 
 def filter_rows(
@@ -333,23 +330,9 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
     n_spans = int(data.n_spans[qidx])
     if n_spans:
         ensure_scored(store, rid, settings.scorer, settings.norm)  # a no-op once kept
-    with store._cursor() as cur:
-        q = cur.execute(
-            "SELECT query_id, query, answer, reference_answer, in_run, has_qrels FROM queries "
-            "WHERE run_id = ? AND qidx = ?", [rid, qidx]).fetchall()[0]
-        ch = cur.execute(
-            "SELECT rank, doc_id, text, score FROM chunks WHERE run_id = ? AND qidx = ? ORDER BY rank",
-            [rid, qidx]).fetchall()
-        ev = cur.execute(
-            "SELECT eidx, text FROM evidence WHERE run_id = ? AND qidx = ? ORDER BY eidx",
-            [rid, qidx]).fetchall()
-        qrels = cur.execute(
-            "SELECT doc_id, rel FROM qrels WHERE run_id = ? AND qidx = ? ORDER BY pos",
-            [rid, qidx]).fetchall()
-        pairs = cur.execute(
-            "SELECT rank, eidx, score, span_start, span_end FROM pair_scores "
-            "WHERE run_id = ? AND scorer = ? AND norm = ? AND qidx = ?",
-            [rid, settings.scorer, settings.norm.key, qidx]).fetchall() if n_spans else []
+    rows = reads.query_rows(store, rid, qidx, settings.scorer, settings.norm.key,
+                            pairs=bool(n_spans))
+    q, ch, ev, qrels, pairs = rows.query, rows.chunks, rows.evidence, rows.qrels, rows.pairs
 
     depth = len(ch)
     # (spans, original ranks) scores and windows; a chunk without text scores 0 (no window)

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import pyarrow as pa
 from numpy.typing import NDArray
 
 from rageval_core import ops
@@ -34,7 +33,7 @@ from rageval_core.metrics.arrays import (
 from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.metrics.generation import GENERATION_METRICS, AnswerInputs, generation_scores
 from rageval_core.rundata import RunData, _floats, evidence_tensor, load_run_data
-from rageval_core.store import Store
+from rageval_core.store import Store, answers
 from rageval_core.store.store import RunRef
 
 Relevance = Literal["ids", "evidence"]
@@ -230,10 +229,6 @@ def answer_inputs(store: Store, data: RunData) -> tuple[AnswerInputs, NDArray[np
     return _memo(data, ("answers",), make)  # type: ignore[no-any-return]
 
 
-#: queries whose answer metrics are computed at a time: bounds the texts held in memory
-ANSWER_BLOCK = 5_000
-
-
 @dataclass(frozen=True, slots=True)
 class AnswerScoring:
     """How a run's answer metrics were kept: found already (cached) or just computed."""
@@ -255,86 +250,24 @@ def ensure_answer_scores(
     run = store.run(ref)
     rid = run.run_id
     names = tuple(GENERATION_METRICS)
-    with store._cursor() as cur:
-        counts = dict(cur.execute(
-            "SELECT metric, count(*) FROM answer_scores WHERE run_id = ? GROUP BY metric",
-            [rid]).fetchall())
-        if not run.has_answers or all(name in counts for name in names):
-            return AnswerScoring(rid, int(counts.get(names[0], 0)), 0.0, cached=True)
-        started = time.perf_counter()
-        n_answers = 0
-        cur.begin()
-        try:
-            if counts:  # kept by a rageval with fewer answer metrics: computed again, whole
-                cur.execute("DELETE FROM answer_scores WHERE run_id = ?", [rid])
-            for lo in range(0, max(run.n_queries, 1), ANSWER_BLOCK):
-                hi = lo + ANSWER_BLOCK
-                n_answers += _keep_answer_block(cur, rid, lo, hi)
-                if progress is not None:
-                    progress(min(hi, run.n_queries), run.n_queries)
-            cur.commit()
-        except BaseException:
-            cur.rollback()
-            raise
+    counts = answers.answer_score_counts(store, rid)
+    if not run.has_answers or all(name in counts for name in names):
+        return AnswerScoring(rid, int(counts.get(names[0], 0)), 0.0, cached=True)
+    started = time.perf_counter()
+    # replaces, whole, what an older rageval with fewer answer metrics kept
+    n_answers = answers.keep_answer_scores(store, rid, run.n_queries, generation_scores, progress)
     return AnswerScoring(rid, n_answers, time.perf_counter() - started, cached=False)
-
-
-def _keep_answer_block(cur: Any, run_id: int, lo: int, hi: int) -> int:
-    """Score the answered queries with lo <= qidx < hi and insert their rows; how many."""
-    q = cur.execute(
-        "SELECT qidx, answer, reference_answer, query, in_run FROM queries "
-        "WHERE run_id = ? AND qidx >= ? AND qidx < ? AND answer IS NOT NULL ORDER BY qidx",
-        [run_id, lo, hi]).fetchall()
-    if not q:
-        return 0
-    ch = cur.execute(
-        "SELECT qidx, text FROM chunks WHERE run_id = ? AND qidx >= ? AND qidx < ? AND qidx IN "
-        "(SELECT qidx FROM queries WHERE run_id = ? AND qidx >= ? AND qidx < ? "
-        "AND answer IS NOT NULL) ORDER BY qidx, rank",
-        [run_id, lo, hi, run_id, lo, hi]).fetchall()
-    texts: dict[int, list[str | None]] = {}
-    for qidx, text in ch:
-        texts.setdefault(qidx, []).append(text)
-    scores = generation_scores(
-        [r[1] for r in q], [r[2] for r in q], [r[3] for r in q],
-        # a query absent from the run (judged only) has no chunk list at all, not an empty one
-        [texts.get(r[0], []) if r[4] else None for r in q],
-    )
-    qidx = pa.array(np.asarray([r[0] for r in q], dtype=np.int32))
-    parts = []
-    for name, values in scores.items():
-        n = values.size
-        parts.append(pa.table({
-            "run_id": pa.array(np.full(n, run_id, dtype=np.int64)),
-            "metric": pa.array([name] * n, type=pa.string()),
-            "qidx": qidx,
-            "value": pa.array(values, mask=np.isnan(values)),  # NaN (not scored) kept as NULL
-        }))
-    rageval_answers = pa.concat_tables(parts)  # noqa: F841 (read by name in the SQL below)
-    cur.execute("INSERT INTO answer_scores SELECT * FROM rageval_answers")
-    return len(q)
 
 
 def _kept_answer_scores(store: Store, run_id: int) -> tuple[AnswerInputs, NDArray[np.int64]] | None:
     """The kept answer metrics of a run, one column per metric; None when some are not kept."""
-    names = tuple(GENERATION_METRICS)
-    columns: dict[str, Floats] = {}
-    rows: NDArray[np.int64] | None = None
-    with store._cursor() as cur:
-        has_answers = cur.execute(
-            "SELECT count(*) FROM queries WHERE run_id = ? AND answer IS NOT NULL", [run_id]
-        ).fetchall()[0][0]
-        for name in names:
-            res = cur.execute(
-                "SELECT qidx, value FROM answer_scores WHERE run_id = ? AND metric = ? ORDER BY qidx",
-                [run_id, name]).fetchnumpy()
-            found = np.asarray(res["qidx"], dtype=np.int64)
-            if found.size != has_answers:
-                return None
-            if rows is None:
-                rows = found
-            columns[name] = _floats(res["value"])
-    return AnswerInputs.from_scores(columns), (np.zeros(0, np.int64) if rows is None else rows)
+    kept = answers.kept_answer_scores(store, run_id, tuple(GENERATION_METRICS))
+    if kept is None:
+        return None
+    columns: dict[str, Floats] = {name: _floats(res["value"]) for name, res in kept.items()}
+    rows = next((np.asarray(res["qidx"], dtype=np.int64) for res in kept.values()),
+                np.zeros(0, np.int64))
+    return AnswerInputs.from_scores(columns), rows
 
 
 # --- the report --------------------------------------------------------------------------

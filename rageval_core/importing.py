@@ -1,4 +1,4 @@
-"""The import verb shared by the CLI and the dashboard: files -> validated runs -> store (+ scores).
+"""The import and export verbs: files -> validated runs -> store (+ scores), and a run -> a file.
 
 Each run is its own transaction: a run with errors stores nothing, and the others are still
 judged on their own problems. Runs with gold evidence are scored with the default scorer right
@@ -16,6 +16,7 @@ from rageval_core.errors import InputError, Problem, ProblemLog, UsageError
 from rageval_core.formats.base import printable_path
 from rageval_core.store import RunRecord, Store
 from rageval_core.store.scores import Scoring, ensure_scored
+from rageval_core.store.store import RunRef
 
 #: progress(stage, label, done, total): stage "import" (queries read; total: the reader's
 #: estimate, or None) or "score"
@@ -87,6 +88,26 @@ def import_paths(
 
             ensure_answer_scores(store, result.run.run_id)
     return out
+
+
+def export_native(store: Store, ref: RunRef, path: str | Path) -> int:
+    """Write the run as native JSONL (header record included); returns the queries written.
+
+    Here, not in the store: the store reads rows, the native format's writer spells them.
+    """
+    from rageval_core.formats.native import write_native
+
+    record = store.run(ref)
+    target = Path(path)
+    # Write beside the target and rename, so a failed export never leaves half a file.
+    partial = target.with_name(target.name + ".partial")
+    try:
+        n = write_native(record.info, store.iter_queries(record.run_id), partial)
+        partial.replace(target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return n
 
 
 def _stage(progress: Progress | None, stage: str, label: str) -> Callable[..., None] | None:

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the store's column batches; imported for the annotation only (no cycle)
-    from rageval_core.store.rows import ColumnBatch
+if TYPE_CHECKING:  # for the annotation only: model stays importable without pyarrow
+    from rageval_core.columns import ColumnBatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,27 @@ class RunInfo:
     price_completion_per_1k: float | None = None  # USD per 1,000 completion tokens
 
 
+def info_to_json(info: RunInfo) -> dict[str, Any]:
+    """The header record's object for info (inverse of parse_run_info; None fields omitted).
+
+    Here, below both its users: the native writer writes it, the store's content hash hashes it.
+    """
+    out: dict[str, Any] = {}
+    for key in ("name", "created_at", "description"):
+        if getattr(info, key) is not None:
+            out[key] = getattr(info, key)
+    if info.settings:
+        out["settings"] = dict(info.settings)
+    prices = {}
+    if info.price_prompt_per_1k is not None:
+        prices["prompt"] = info.price_prompt_per_1k
+    if info.price_completion_per_1k is not None:
+        prices["completion"] = info.price_completion_per_1k
+    if prices:
+        out["prices_per_1k"] = prices
+    return out
+
+
 @dataclass(slots=True)
 class ParsedRun:
     """What a reader returns: run facts plus the queries, possibly a lazy stream.
@@ -65,7 +86,7 @@ class ParsedRun:
     Problems met while the stream is consumed go to the ProblemLog the reader was given; the
     consumer (the store) checks it once the stream is exhausted, before it commits.
     columns, when a reader offers it, is the same content as store-ready column batches (the
-    fast route: no Query objects). It may raise rows.UseQueries at any point, before any
+    fast route: no Query objects). It may raise columns.UseQueries at any point, before any
     problem is logged; the store then discards what it took and consumes queries instead.
     """
 

@@ -16,7 +16,8 @@ from numpy.typing import NDArray
 
 from rageval_core.matching import Normalisation
 from rageval_core.store import RunRecord, Store
-from rageval_core.store.scores import ensure_scored
+from rageval_core.store.reads import run_tables
+from rageval_core.store.scores import ensure_scored, pair_score_table
 from rageval_core.store.store import RunRef
 
 Floats = NDArray[np.float64]
@@ -63,45 +64,24 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
     object however many rows hold it.
     """
     run = store.run(ref)
-    rid = run.run_id
     n = run.n_queries
-    with store._cursor() as cur:
-
-        def fetch(sql: str) -> pa.Table:
-            return cur.sql(sql, params=[rid]).to_arrow_table()  # type: ignore[union-attr]
-
-        q = fetch("SELECT query_id, in_run, has_qrels FROM queries WHERE run_id = ? ORDER BY qidx")
-        ch = fetch("SELECT qidx, rank, score FROM chunks WHERE run_id = ?")
-        # The label of a chunk is its document's qrels label, at the document's first rank only
-        # (a repeated document cannot be found twice): as trec_eval's -c/duplicate handling.
-        # Only judged chunks come back (the join); every other chunk is labelled 0.
-        lab = cur.sql(
-            """SELECT c.qidx, c.rank, r.rel FROM chunks c JOIN qrels r
-                 ON r.qidx = c.qidx AND r.doc_id = c.doc_id
-               WHERE c.run_id = ? AND r.run_id = ?
-               QUALIFY row_number() OVER (PARTITION BY c.qidx, c.doc_id ORDER BY c.rank) = 1""",
-            params=[rid, rid]).to_arrow_table()  # type: ignore[union-attr]
-        judged = fetch("SELECT qidx, rel FROM qrels WHERE run_id = ?")
-        spans = fetch("SELECT qidx, count(*) AS n FROM evidence WHERE run_id = ? GROUP BY qidx")
-        tags = fetch("SELECT qidx, key, value FROM tags WHERE run_id = ?")
-        lat = fetch("SELECT qidx, stage, ms FROM latency WHERE run_id = ?")
-        tok = fetch("SELECT qidx, kind, n FROM tokens WHERE run_id = ?")
-
+    t = run_tables(store, run.run_id)
     depth = run.max_depth
-    cq = _ints(ch, "qidx")
-    cr = _ints(ch, "rank") - 1
+    cq = _ints(t.chunks, "qidx")
+    cr = _ints(t.chunks, "rank") - 1
     labels = np.zeros((n, depth), dtype=np.int32)
     # a negative label is "judged, never relevant" (trec_eval): gain 0, as RankedLabels expects
+    lab = t.labels
     labels[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.maximum(_ints(lab, "rel"), 0)
     chunk_score = np.full((n, depth), np.nan)
-    chunk_score[cq, cr] = _floats(ch.column("score"))
+    chunk_score[cq, cr] = _floats(t.chunks.column("score"))
     n_ret = np.bincount(cq, minlength=n).astype(np.int64)
     n_spans = np.zeros(n, dtype=np.int64)
-    n_spans[_ints(spans, "qidx")] = _ints(spans, "n")
+    n_spans[_ints(t.spans, "qidx")] = _ints(t.spans, "n")
     tag_values: dict[str, NDArray[np.object_]] = {}
-    tag_q = _ints(tags, "qidx")
-    key_codes, key_names = _codes(tags.column("key"))
-    values = _strings(tags.column("value"))
+    tag_q = _ints(t.tags, "qidx")
+    key_codes, key_names = _codes(t.tags.column("key"))
+    values = _strings(t.tags.column("value"))
     # keys in first-seen order, as the rows came (a dictionary lists its values in that order)
     for code, key in enumerate(key_names):
         col = np.full(n, None, dtype=object)
@@ -110,22 +90,22 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
         tag_values[key] = col
     return RunData(
         run=run,
-        query_ids=_strings(q.column("query_id"), dictionary=False),
-        in_run=q.column("in_run").to_numpy(zero_copy_only=False).astype(bool),
-        has_qrels=q.column("has_qrels").to_numpy(zero_copy_only=False).astype(bool),
+        query_ids=_strings(t.queries.column("query_id"), dictionary=False),
+        in_run=t.queries.column("in_run").to_numpy(zero_copy_only=False).astype(bool),
+        has_qrels=t.queries.column("has_qrels").to_numpy(zero_copy_only=False).astype(bool),
         n_ret=n_ret,
         labels=labels,
         chunk_score=chunk_score,
-        judged_q=_ints(judged, "qidx"),
-        judged_label=_ints(judged, "rel").astype(np.int32),
+        judged_q=_ints(t.qrels, "qidx"),
+        judged_label=_ints(t.qrels, "rel").astype(np.int32),
         n_spans=n_spans,
         tags=tag_values,
-        latency_q=_ints(lat, "qidx"),
-        latency_stage=_names(lat.column("stage")),
-        latency_ms=_floats(lat.column("ms")),
-        tokens_q=_ints(tok, "qidx"),
-        tokens_kind=_names(tok.column("kind")),
-        tokens_n=_ints(tok, "n"),
+        latency_q=_ints(t.latency, "qidx"),
+        latency_stage=_names(t.latency.column("stage")),
+        latency_ms=_floats(t.latency.column("ms")),
+        tokens_q=_ints(t.tokens, "qidx"),
+        tokens_kind=_names(t.tokens.column("kind")),
+        tokens_n=_ints(t.tokens, "n"),
     )
 
 
@@ -185,11 +165,7 @@ def evidence_tensor(
         return data._cache[key]  # type: ignore[no-any-return]
     ensure_scored(store, data.run.run_id, scorer, norm)
     # only the four columns the tensor needs, in storage order: no sort, no span offsets
-    with store._cursor() as cur:
-        rows = cur.sql(
-            "SELECT qidx, rank, eidx, score FROM pair_scores "
-            "WHERE run_id = ? AND scorer = ? AND norm = ?",
-            params=[data.run.run_id, scorer, norm.key]).to_arrow_table()  # type: ignore[union-attr]
+    rows = pair_score_table(store, data.run.run_id, scorer, norm.key)
     width = int(data.n_spans.max()) if data.n_queries else 0
     tensor = np.full((data.n_queries, data.depth, width), np.nan, dtype=np.float32)
     exists = (np.arange(data.depth)[None, :, None] < data.n_ret[:, None, None]) & (

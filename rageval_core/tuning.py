@@ -11,7 +11,6 @@ compare them (rageval_core.metrics.evidence), so a threshold here means the same
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -21,8 +20,8 @@ from rageval_core.evaluate import Settings
 from rageval_core.matching import Normalisation, get_scorer
 from rageval_core.metrics.evidence import Coverage
 from rageval_core.rundata import RunData, evidence_tensor
-from rageval_core.store import Store
-from rageval_core.store.schema import rollback_quietly
+from rageval_core.store import Store, reads
+from rageval_core.store.labels import pair_label_rows, set_pair_label
 from rageval_core.store.store import RunRef
 
 Floats = NDArray[np.float64]
@@ -147,21 +146,6 @@ class BorderlinePair:
         return (self.qidx, self.rank, self.eidx)
 
 
-#: The texts of chosen pairs; the inner join with pair_scores drops a candidate that has no kept
-#: score row (a chunk without text: 0.0 in the tensor, never scored), as the metrics' SQL did.
-_BORDERLINE_SQL = """
-SELECT n.i, q.query_id, q.query, c.doc_id, e.text, c.text, p.span_start, p.span_end
-FROM (SELECT unnest(?::BIGINT[]) AS i, unnest(?::INTEGER[]) AS qidx,
-             unnest(?::INTEGER[]) AS rank, unnest(?::INTEGER[]) AS eidx) n
-JOIN pair_scores p ON p.run_id = ? AND p.scorer = ? AND p.norm = ?
-                  AND p.qidx = n.qidx AND p.rank = n.rank AND p.eidx = n.eidx
-JOIN queries q ON q.run_id = ? AND q.qidx = n.qidx
-JOIN chunks c ON c.run_id = ? AND c.qidx = n.qidx AND c.rank = n.rank
-JOIN evidence e ON e.run_id = ? AND e.qidx = n.qidx AND e.eidx = n.eidx
-ORDER BY n.i
-"""
-
-
 def borderline_pairs(
     store: Store,
     data: RunData,
@@ -203,11 +187,8 @@ def borderline_pairs(
     step = 2 * limit
     for lo in range(0, order.size, step):
         chosen = order[lo:lo + step]
-        with store._cursor() as cur:
-            rows = cur.execute(_BORDERLINE_SQL, [
-                list(range(chosen.size)), q[chosen].tolist(), (r[chosen] + 1).tolist(), e[chosen].tolist(),
-                rid, settings.scorer, settings.norm.key, rid, rid, rid,
-            ]).fetchall()
+        rows = reads.pair_texts(store, rid, settings.scorer, settings.norm.key,
+                                q[chosen].tolist(), (r[chosen] + 1).tolist(), e[chosen].tolist())
         for i, query_id, query, doc_id, evidence, text, start, end in rows:
             j = chosen[i]  # i: the position in closest-first order
             before, window, after, clip_b, clip_a = _window(text or "", start, end, context_chars)
@@ -258,29 +239,10 @@ def set_label(
     if label is not None and not isinstance(label, (bool, np.bool_)):
         raise UsageError(f"label must be True, False or None, got {label!r}")
     record = store.run(run)
-    pair = [record.run_id, scorer, key, int(qidx), int(rank), int(eidx)]
-    with store._cursor() as cur:
-        found = cur.execute(
-            "SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ? AND norm = ? "
-            "AND qidx = ? AND rank = ? AND eidx = ?", pair).fetchall()
-        if not found[0][0]:
-            raise UsageError(
-                f"run {record.name} has no scored pair (query {qidx}, rank {rank}, span {eidx}) "
-                f"for scorer {scorer} ({key})")
-        cur.begin()
-        try:
-            cur.execute(
-                "DELETE FROM pair_labels WHERE run_id = ? AND scorer = ? AND norm = ? "
-                "AND qidx = ? AND rank = ? AND eidx = ?", pair)
-            if label is not None:
-                cur.execute(
-                    "INSERT INTO pair_labels (run_id, scorer, norm, qidx, rank, eidx, label, "
-                    "labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [*pair, bool(label), datetime.now(UTC).isoformat(timespec="seconds")])
-            cur.commit()
-        except BaseException:
-            rollback_quietly(cur)
-            raise
+    if not set_pair_label(store, record.run_id, scorer, key, int(qidx), int(rank), int(eidx), label):
+        raise UsageError(
+            f"run {record.name} has no scored pair (query {qidx}, rank {rank}, span {eidx}) "
+            f"for scorer {scorer} ({key})")
 
 
 @dataclass(frozen=True, eq=False)
@@ -321,20 +283,7 @@ def labels(store: Store, run: RunRef, scorer: str, norm: Normalisation | str) ->
     """Every label of the run for this scorer and normalisation, by query, rank and span."""
     key = _norm_key(norm)
     rid = store.run(run).run_id
-    with store._cursor() as cur:
-        res = cur.execute(
-            """SELECT l.qidx, l.rank, l.eidx, l.label, p.score, q.query_id, c.doc_id, e.text,
-                      l.labelled_at
-               FROM pair_labels l
-               JOIN pair_scores p ON p.run_id = l.run_id AND p.scorer = l.scorer
-                    AND p.norm = l.norm AND p.qidx = l.qidx AND p.rank = l.rank AND p.eidx = l.eidx
-               JOIN queries q ON q.run_id = l.run_id AND q.qidx = l.qidx
-               JOIN chunks c ON c.run_id = l.run_id AND c.qidx = l.qidx AND c.rank = l.rank
-               JOIN evidence e ON e.run_id = l.run_id AND e.qidx = l.qidx AND e.eidx = l.eidx
-               WHERE l.run_id = ? AND l.scorer = ? AND l.norm = ?
-               ORDER BY l.qidx, l.rank, l.eidx""",
-            [rid, scorer, key],
-        ).fetchall()
+    res = pair_label_rows(store, rid, scorer, key)
     cols = list(zip(*res, strict=True)) if res else [()] * 9
     return Labels(
         qidx=np.asarray(cols[0], dtype=np.int64),

@@ -189,24 +189,6 @@ def type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def info_to_json(info: RunInfo) -> dict[str, Any]:
-    """The header record's object for info (inverse of parse_run_info; None fields omitted)."""
-    out: dict[str, Any] = {}
-    for key in ("name", "created_at", "description"):
-        if getattr(info, key) is not None:
-            out[key] = getattr(info, key)
-    if info.settings:
-        out["settings"] = dict(info.settings)
-    prices = {}
-    if info.price_prompt_per_1k is not None:
-        prices["prompt"] = info.price_prompt_per_1k
-    if info.price_completion_per_1k is not None:
-        prices["completion"] = info.price_completion_per_1k
-    if prices:
-        out["prices_per_1k"] = prices
-    return out
-
-
 def read_sidecar(path: Path, log: ProblemLog) -> RunInfo | None:
     """Run facts from PATH.run.json beside a run file (any format), when that file exists."""
     from rageval_core.formats.jsonarray import UnsoundJSON, loads  # jsonarray imports this module

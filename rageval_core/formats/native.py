@@ -12,31 +12,28 @@ import operator
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries, arrow_table, store_json
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import (
     HEADER_KEY,
     display_path,
     finite_number,
-    info_to_json,
     merge_info,
     parse_run_info,
     read_sidecar,
     type_name,
 )
-from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+from rageval_core.model import Chunk, ParsedRun, Query, RunInfo, info_to_json
 # deep nesting, a lone surrogate, a huge integer: a JSON error, never a crash
 from rageval_core.formats.jsonarray import DECODER as safe_json
 from rageval_core.formats.jsonarray import MAX_COUNT, MAX_LABEL, MIN_LABEL, UnsoundJSON, error_field
-
-if TYPE_CHECKING:
-    from rageval_core.store.rows import ColumnBatch
 
 FORMAT = "native"
 
@@ -171,7 +168,7 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
         columns = _jsonl_columns(primary, skip)
         # a large file DuckDB can vouch for is read by DuckDB; else by the column route above,
         # else (UseQueries) by the line reader
-        from rageval_core.formats import native_duckdb  # imports the store (which imports us)
+        from rageval_core.formats import native_duckdb  # here: the writer alone needs no DuckDB
 
         if primary.stat().st_size >= native_duckdb.MIN_FILE_BYTES:
             columns = native_duckdb.columns(primary, skip, header is not None, instead=columns)
@@ -490,9 +487,6 @@ def _jsonl_columns(path: Path, skip: int) -> Iterator[ColumnBatch]:
     JSON or UTF-8, a problem, an unknown key, a duplicate id ...) raises UseQueries, and the
     store reads the file again line by line, which reports it exactly.
     """
-    # imported here: the store package imports this module (for write_native)
-    from rageval_core.store.rows import UseQueries
-
     seen: set[str] = set()
     n_done = 0
     with path.open("rb") as fh:
@@ -533,8 +527,6 @@ _LOADS = safe_json.decode
 
 def _column_batch(records: list[Any], first_qidx: int, seen: set[str]) -> ColumnBatch:
     """One block of decoded records as column tables; UseQueries unless every one is plain."""
-    from rageval_core.store.rows import BATCH_SCHEMAS, ColumnBatch, UseQueries, arrow_table, store_json
-
     check = Check("", 0, ProblemLog(cap=1))
     queries: dict[str, list[Any]] = {name: [] for name in BATCH_SCHEMAS["queries"].names}
     small: dict[str, dict[str, list[Any]]] = {
@@ -600,8 +592,6 @@ def _column_batch(records: list[Any], first_qidx: int, seen: set[str]) -> Column
 
 def _chunk_table(rankings: list[list[Any]], depths: NDArray[np.int64], first_qidx: int) -> pa.Table:
     """Every retrieved item of a block, checked column by column at C speed (no loop per chunk)."""
-    from rageval_core.store.rows import UseQueries, arrow_table, store_json
-
     items = list(itertools.chain.from_iterable(rankings))
     if set(map(type, items)) != {dict} or not all(map(_CHUNK_KEYS.issuperset, items)):
         raise UseQueries

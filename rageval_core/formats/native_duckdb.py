@@ -37,9 +37,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries
 from rageval_core.formats.base import HEADER_KEY
 from rageval_core.formats.jsonarray import DECODER
-from rageval_core.store.rows import BATCH_SCHEMAS, ColumnBatch, UseQueries
 
 #: smaller files take the Python column route: starting DuckDB's scans costs about as much as
 #: reading this many bytes in Python

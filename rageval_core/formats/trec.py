@@ -23,13 +23,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
+from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import display_path, merge_info, read_sidecar
 from rageval_core.metrics.arrays import (
@@ -40,9 +41,6 @@ from rageval_core.metrics.arrays import (
     ranked_labels_from_rows,
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
-
-if TYPE_CHECKING:
-    from rageval_core.store.rows import ColumnBatch
 
 FORMAT = "trec"
 PRIMARY = "run"
@@ -273,9 +271,6 @@ class _Staged:
 
     def tables(self) -> dict[str, pa.Table]:
         """queries, chunks and qrels rows as the store keeps them (sorted as trec_eval sorts)."""
-        # imported here: the store package imports the formats (native's writer)
-        from rageval_core.store.rows import BATCH_SCHEMAS
-
         if self._tables is None:
             self._lines = [int(r[0]) for r in self.con.execute(
                 "SELECT line FROM qmap ORDER BY qidx"
@@ -310,8 +305,6 @@ class _Staged:
         return self._tables
 
     def _batches(self) -> Iterator[ColumnBatch]:
-        from rageval_core.store.rows import ColumnBatch
-
         tables = self.tables()
         n = tables["queries"].num_rows
         cuts = {

@@ -14,18 +14,15 @@ import json
 import os
 import socket
 from collections.abc import Callable, Sequence
-from contextlib import suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import duckdb
 
 from rageval_core.errors import StoreError
-
-if TYPE_CHECKING:
-    from rageval_core.store.store import Store
 
 Kind = str  # "import" | "scoring"
 RUNNING, DONE, FAILED, INTERRUPTED, ACKNOWLEDGED = (
@@ -35,6 +32,15 @@ RUNNING, DONE, FAILED, INTERRUPTED, ACKNOWLEDGED = (
 KEEP_FINISHED = 1000
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Cursors(Protocol):
+    """What the journal needs of a Store: a cursor of its own per call (Store._cursor).
+
+    A protocol, not the Store itself: the Store imports this module, and not the other way.
+    """
+
+    def _cursor(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +102,7 @@ def _alive(pid: int, started: str | None) -> bool:
     return started is None or _process_start(pid) == started
 
 
-def begin(store: Store, kind: Kind, source: str, key: str | None = None) -> int:
+def begin(store: Cursors, kind: Kind, source: str, key: str | None = None) -> int:
     """Commit a "running" row for work about to start; returns its id for finish().
 
     key: what identifies the work's result in the store (an import's sources as stored in
@@ -113,7 +119,7 @@ def begin(store: Store, kind: Kind, source: str, key: str | None = None) -> int:
     return int(rows[0][0])
 
 
-def finish(store: Store, entry: int, status: str, detail: str | None = None) -> None:
+def finish(store: Cursors, entry: int, status: str, detail: str | None = None) -> None:
     """Mark a journal row done or failed (a failure to do so never hides the work's own error)."""
     with suppress(StoreError, duckdb.Error), store._cursor() as cur:
         cur.execute(
@@ -132,7 +138,7 @@ def recorded(kind: Kind, describe: Callable[..., tuple[str, str | None]]) -> Cal
 
     def wrap(method: F) -> F:
         @functools.wraps(method)
-        def call(store: Store, *args: Any, **kwargs: Any) -> Any:
+        def call(store: Cursors, *args: Any, **kwargs: Any) -> Any:
             source, key = describe(*args, **kwargs)
             entry = begin(store, kind, source, key)
             try:
@@ -190,7 +196,7 @@ def sweep(con: duckdb.DuckDBPyConnection) -> int:
     return n
 
 
-def interrupted(store: Store) -> list[Interruption]:
+def interrupted(store: Cursors) -> list[Interruption]:
     """Interrupted work not yet acknowledged, oldest first."""
     with store._cursor() as cur:
         rows = cur.execute(
@@ -200,7 +206,7 @@ def interrupted(store: Store) -> list[Interruption]:
     return [Interruption(int(r[0]), r[1], r[2], r[3], int(r[4])) for r in rows]
 
 
-def acknowledge(store: Store, entries: Sequence[Interruption]) -> None:
+def acknowledge(store: Cursors, entries: Sequence[Interruption]) -> None:
     """Mark interruptions as told to the user: they are not listed again."""
     if not entries:
         return
@@ -211,7 +217,7 @@ def acknowledge(store: Store, entries: Sequence[Interruption]) -> None:
         )
 
 
-def entries(store: Store) -> list[tuple[Any, ...]]:
+def entries(store: Cursors) -> list[tuple[Any, ...]]:
     """Every journal row (id, kind, source, status), oldest first: for tests and diagnosis."""
     with store._cursor() as cur:
         return cur.execute("SELECT id, kind, source, status FROM journal ORDER BY id").fetchall()

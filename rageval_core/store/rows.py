@@ -1,5 +1,4 @@
-"""Column batches (from Query objects or straight from a reader), the content hash, and rows back
-to Query objects."""
+"""Column batches from Query objects, the content hash, and rows back to Query objects."""
 
 from __future__ import annotations
 
@@ -9,119 +8,25 @@ import queue
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rageval_core.formats.base import info_to_json
-from rageval_core.model import Chunk, Query, RunInfo
+from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, store_json
+from rageval_core.model import Chunk, Query, RunInfo, info_to_json
 
 T = TypeVar("T")
 
-#: Arrow schema of each per-query table without its run_id (added by the INSERT as a parameter).
-BATCH_SCHEMAS: dict[str, pa.Schema] = {
-    "queries": pa.schema(
-        [
-            ("qidx", pa.int32()),
-            ("query_id", pa.string()),
-            ("query", pa.string()),
-            ("in_run", pa.bool_()),
-            ("has_qrels", pa.bool_()),
-            ("answer", pa.string()),
-            ("reference_answer", pa.string()),
-            ("judge", pa.string()),
-        ]
-    ),
-    "chunks": pa.schema(
-        [
-            ("qidx", pa.int32()),
-            ("rank", pa.int32()),
-            ("doc_id", pa.string()),
-            ("text", pa.string()),
-            ("score", pa.float64()),
-            ("metadata", pa.string()),
-        ]
-    ),
-    "evidence": pa.schema([("qidx", pa.int32()), ("eidx", pa.int32()), ("text", pa.string())]),
-    "qrels": pa.schema(
-        [("qidx", pa.int32()), ("pos", pa.int32()), ("doc_id", pa.string()), ("rel", pa.int32())]
-    ),
-    "latency": pa.schema(
-        [("qidx", pa.int32()), ("pos", pa.int32()), ("stage", pa.string()), ("ms", pa.float64())]
-    ),
-    "tokens": pa.schema(
-        [("qidx", pa.int32()), ("pos", pa.int32()), ("kind", pa.string()), ("n", pa.int64())]
-    ),
-    "tags": pa.schema(
-        [("qidx", pa.int32()), ("pos", pa.int32()), ("key", pa.string()), ("value", pa.string())]
-    ),
-}
-
-
-# Encoders built once: json.dumps with any non-default option builds a new encoder per call,
-# which dominated import time with one metadata object per chunk.
-_STORE_JSON = json.JSONEncoder(ensure_ascii=False)
+# Built once: json.dumps with any non-default option builds a new encoder per call.
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _DECODE = json.JSONDecoder().decode
-
-
-def _dumps(value: Mapping[str, Any]) -> str:
-    return _STORE_JSON.encode(value if type(value) is dict else dict(value))
 
 
 def canonical_json(obj: Any) -> bytes:
     """One spelling per value: sorted keys, no spaces, UTF-8."""
     return _CANONICAL_JSON.encode(obj).encode("utf-8", "surrogatepass")
-
-
-def store_json(value: Mapping[str, Any]) -> str:
-    """How a chunk's metadata and a query's judge object are kept in the store (one spelling)."""
-    return _dumps(value)
-
-
-class UseQueries(Exception):
-    """Raised by a reader's column stream: this input needs another route.
-
-    instead, when given, is the next column route to try (the native reader's DuckDB route hands
-    over to its Python column route); else the line reader (ParsedRun.queries).
-    """
-
-    def __init__(self, instead: Iterable[ColumnBatch] | None = None) -> None:
-        super().__init__()
-        self.instead = instead
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnBatch:
-    """Rows of consecutive queries, one Arrow table per store table (BATCH_SCHEMAS, no run_id).
-
-    qidx is each query's 0-based position in the whole run; rows are in (qidx, rank / eidx /
-    pos) order, as the Query route writes them. Tables without rows may be left out.
-    """
-
-    n_queries: int
-    tables: Mapping[str, pa.Table]
-
-    @property
-    def n_chunks(self) -> int:
-        chunks = self.tables.get("chunks")
-        return 0 if chunks is None else chunks.num_rows
-
-    @property
-    def max_depth(self) -> int:
-        """The longest ranking in the batch (ranks run 1..n within each query)."""
-        chunks = self.tables.get("chunks")
-        if chunks is None or chunks.num_rows == 0:
-            return 0
-        return int(pc.max(chunks.column("rank")).as_py())
-
-
-def arrow_table(table: str, columns: Mapping[str, Any]) -> pa.Table:
-    """An Arrow table of one store table from column lists or arrays (typed by BATCH_SCHEMAS)."""
-    return pa.Table.from_pydict(dict(columns), schema=BATCH_SCHEMAS[table])
 
 
 # --- the content hash ----------------------------------------------------------------------------
@@ -300,7 +205,7 @@ class Batch:
         qc["has_qrels"].append(q.relevance is not None)
         qc["answer"].append(q.answer)
         qc["reference_answer"].append(q.reference_answer)
-        qc["judge"].append(_dumps(q.judge) if q.judge else None)
+        qc["judge"].append(store_json(q.judge) if q.judge else None)
         self.n_queries += 1
         self.n_rows += 1
         if q.retrieved:
@@ -311,7 +216,7 @@ class Batch:
                 cc["doc_id"].append(c.doc_id)
                 cc["text"].append(c.text)
                 cc["score"].append(None if c.score is None else float(c.score))
-                cc["metadata"].append(_dumps(c.metadata) if c.metadata else None)
+                cc["metadata"].append(store_json(c.metadata) if c.metadata else None)
             self.n_chunks += len(q.retrieved)
             self.n_rows += len(q.retrieved)
             self.max_depth = max(self.max_depth, len(q.retrieved))

@@ -241,3 +241,22 @@ def load_pair_rows(
         start=np.asarray(res["span_start"], dtype=np.int32),
         end=np.asarray(res["span_end"], dtype=np.int32),
     )
+
+
+def pair_score_table(store: Store, run_id: int, scorer: str, norm: str) -> pa.Table:
+    """The kept scores as Arrow: qidx, rank, eidx, score only, in storage order (no sort)."""
+    with store._cursor() as cur:
+        return cur.sql(  # type: ignore[union-attr]
+            "SELECT qidx, rank, eidx, score FROM pair_scores "
+            "WHERE run_id = ? AND scorer = ? AND norm = ?",
+            params=[run_id, scorer, norm]).to_arrow_table()
+
+
+def kept_pair_count(store: Store, ref: RunRef, scorer: str) -> int:
+    """How many pair scores the run keeps for scorer, every normalisation together."""
+    run_id = store.run(ref).run_id
+    with store._cursor() as cur:
+        row = first_row(cur.execute(
+            "SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ?",
+            [run_id, scorer]).fetchall())
+    return int(row[0]) if row else 0

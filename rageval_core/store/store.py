@@ -14,18 +14,11 @@ from typing import Any, Self
 
 import duckdb
 
+from rageval_core.columns import ColumnBatch, UseQueries
 from rageval_core.errors import NotFoundError, Problem, ProblemLog, StoreCorruptError, StoreError, UsageError
-from rageval_core.formats.native import write_native
 from rageval_core.model import ParsedRun, Query, RunInfo
 from rageval_core.store import journal, locking
-from rageval_core.store.rows import (
-    ColumnBatch,
-    ContentHasher,
-    UseQueries,
-    batches_from_queries,
-    build_queries,
-    prefetch,
-)
+from rageval_core.store.rows import ContentHasher, batches_from_queries, build_queries, prefetch
 from rageval_core.store.schema import (
     ALL_TABLES,
     DERIVED_TABLES,
@@ -319,20 +312,6 @@ class Store:
                     yield from build_queries(query_rows, children)
             finally:
                 rollback_quietly(cur)
-
-    def export_native(self, ref: RunRef, path: str | Path) -> int:
-        """Write the run as native JSONL (header record included); returns the queries written."""
-        record = self.run(ref)
-        target = Path(path)
-        # Write beside the target and rename, so a failed export never leaves half a file.
-        partial = target.with_name(target.name + ".partial")
-        try:
-            n = write_native(record.info, self.iter_queries(record.run_id), partial)
-            partial.replace(target)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        return n
 
     def table_rows(self, ref: RunRef) -> dict[str, list[tuple[Any, ...]]]:
         """Every table's rows for the run, without run_id, sorted; "runs" keeps content columns.

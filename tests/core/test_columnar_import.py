@@ -30,14 +30,8 @@ from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.store import Store
 from tests.paths import ORACLE
 from rageval_core.store import store as store_module
-from rageval_core.store.rows import (
-    BATCH_SCHEMAS,
-    ColumnBatch,
-    ContentHasher,
-    UseQueries,
-    batches_from_queries,
-    prefetch,
-)
+from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries
+from rageval_core.store.rows import ContentHasher, batches_from_queries, prefetch
 
 ROOT = Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data"

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from bench.native_scale import write_native_run
+from rageval_core.columns import UseQueries
 from rageval_core.errors import InputError, ProblemLog
 from rageval_core.formats import native, native_duckdb, read_inputs
 from rageval_core.model import ParsedRun
 from rageval_core.store import Store
-from rageval_core.store.rows import UseQueries
 
 ROOT = Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data"

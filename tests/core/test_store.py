@@ -12,6 +12,7 @@ import duckdb
 import pytest
 
 from rageval_core.errors import InputError, NotFoundError, ProblemLog, StoreError, UsageError
+from rageval_core.importing import export_native
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.store.schema import MIGRATIONS
 from rageval_core.store import ImportResult, Store
@@ -414,7 +415,7 @@ def test_export_native_writes_header_and_queries(store: Store, tmp_path: Path) -
         parsed_of(make_queries(), settings={"top_k": 3}, price_prompt_per_1k=0.25), ProblemLog()
     ).run
     out = tmp_path / "out.jsonl"
-    assert store.export_native("run-a", out) == 4
+    assert export_native(store, "run-a", out) == 4
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert lines[0] == {
         "rageval_run": {

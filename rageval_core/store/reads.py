@@ -1,0 +1,134 @@
+"""What the core asks of one stored run's rows, answered as Arrow tables or plain rows.
+
+The store's SQL lives here and in its siblings, so no module outside store/ writes any: callers
+name the question (the arrays of a run, one query's rows, a list of pairs' texts) and get data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from rageval_core.store.store import Store
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunTables:
+    """One run's numeric rows (no texts) as Arrow tables: what rundata.RunData is built from."""
+
+    queries: pa.Table  # query_id, in_run, has_qrels; in qidx order
+    chunks: pa.Table  # qidx, rank, score
+    labels: pa.Table  # qidx, rank, rel: judged chunks only, at their document's first rank
+    qrels: pa.Table  # qidx, rel: one row per qrels line
+    spans: pa.Table  # qidx, n: gold evidence spans of each query that has any
+    tags: pa.Table  # qidx, key, value
+    latency: pa.Table  # qidx, stage, ms
+    tokens: pa.Table  # qidx, kind, n
+
+
+def run_tables(store: Store, run_id: int) -> RunTables:
+    """The run's numeric rows, each table as DuckDB hands it over (Arrow: no Python object per row).
+
+    Only the queries come sorted; every other table comes in storage order, which the caller
+    indexes by qidx and rank (a sort would cost more than it saves).
+    """
+    with store._cursor() as cur:
+
+        def fetch(sql: str) -> pa.Table:
+            return cur.sql(sql, params=[run_id]).to_arrow_table()  # type: ignore[union-attr]
+
+        q = fetch("SELECT query_id, in_run, has_qrels FROM queries WHERE run_id = ? ORDER BY qidx")
+        ch = fetch("SELECT qidx, rank, score FROM chunks WHERE run_id = ?")
+        # The label of a chunk is its document's qrels label, at the document's first rank only
+        # (a repeated document cannot be found twice): as trec_eval's -c/duplicate handling.
+        # Only judged chunks come back (the join); every other chunk is labelled 0.
+        lab = cur.sql(
+            """SELECT c.qidx, c.rank, r.rel FROM chunks c JOIN qrels r
+                 ON r.qidx = c.qidx AND r.doc_id = c.doc_id
+               WHERE c.run_id = ? AND r.run_id = ?
+               QUALIFY row_number() OVER (PARTITION BY c.qidx, c.doc_id ORDER BY c.rank) = 1""",
+            params=[run_id, run_id]).to_arrow_table()  # type: ignore[union-attr]
+        judged = fetch("SELECT qidx, rel FROM qrels WHERE run_id = ?")
+        spans = fetch("SELECT qidx, count(*) AS n FROM evidence WHERE run_id = ? GROUP BY qidx")
+        tags = fetch("SELECT qidx, key, value FROM tags WHERE run_id = ?")
+        lat = fetch("SELECT qidx, stage, ms FROM latency WHERE run_id = ?")
+        tok = fetch("SELECT qidx, kind, n FROM tokens WHERE run_id = ?")
+    return RunTables(q, ch, lab, judged, spans, tags, lat, tok)
+
+
+def query_texts(store: Store, run_id: int) -> list[str | None]:
+    """The query texts of the run in qidx order (None where a query has none)."""
+    with store._cursor() as cur:
+        rows = cur.execute(
+            "SELECT query FROM queries WHERE run_id = ? ORDER BY qidx", [run_id]
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRows:
+    """Every row of one query the drilldown shows, each list in its table's order."""
+
+    query: Row  # query_id, query, answer, reference_answer, in_run, has_qrels
+    chunks: list[Row]  # rank, doc_id, text, score; by rank
+    evidence: list[Row]  # eidx, text; by eidx
+    qrels: list[Row]  # doc_id, rel; in file order
+    pairs: list[Row]  # rank, eidx, score, span_start, span_end; [] unless asked for
+
+
+def query_rows(
+    store: Store, run_id: int, qidx: int, scorer: str, norm: str, pairs: bool
+) -> QueryRows:
+    """One query's rows; pairs: its kept pair scores for (scorer, norm) too (they must be kept)."""
+    with store._cursor() as cur:
+        q = cur.execute(
+            "SELECT query_id, query, answer, reference_answer, in_run, has_qrels FROM queries "
+            "WHERE run_id = ? AND qidx = ?", [run_id, qidx]).fetchall()[0]
+        ch = cur.execute(
+            "SELECT rank, doc_id, text, score FROM chunks WHERE run_id = ? AND qidx = ? ORDER BY rank",
+            [run_id, qidx]).fetchall()
+        ev = cur.execute(
+            "SELECT eidx, text FROM evidence WHERE run_id = ? AND qidx = ? ORDER BY eidx",
+            [run_id, qidx]).fetchall()
+        qrels = cur.execute(
+            "SELECT doc_id, rel FROM qrels WHERE run_id = ? AND qidx = ? ORDER BY pos",
+            [run_id, qidx]).fetchall()
+        scored = cur.execute(
+            "SELECT rank, eidx, score, span_start, span_end FROM pair_scores "
+            "WHERE run_id = ? AND scorer = ? AND norm = ? AND qidx = ?",
+            [run_id, scorer, norm, qidx]).fetchall() if pairs else []
+    return QueryRows(q, ch, ev, qrels, scored)
+
+
+#: The inner join with pair_scores drops a pair that has no kept score row (a chunk without
+#: text: 0.0 in the score tensor, never scored).
+_PAIR_TEXTS_SQL = """
+SELECT n.i, q.query_id, q.query, c.doc_id, e.text, c.text, p.span_start, p.span_end
+FROM (SELECT unnest(?::BIGINT[]) AS i, unnest(?::INTEGER[]) AS qidx,
+             unnest(?::INTEGER[]) AS rank, unnest(?::INTEGER[]) AS eidx) n
+JOIN pair_scores p ON p.run_id = ? AND p.scorer = ? AND p.norm = ?
+                  AND p.qidx = n.qidx AND p.rank = n.rank AND p.eidx = n.eidx
+JOIN queries q ON q.run_id = ? AND q.qidx = n.qidx
+JOIN chunks c ON c.run_id = ? AND c.qidx = n.qidx AND c.rank = n.rank
+JOIN evidence e ON e.run_id = ? AND e.qidx = n.qidx AND e.eidx = n.eidx
+ORDER BY n.i
+"""
+
+
+def pair_texts(
+    store: Store, run_id: int, scorer: str, norm: str,
+    qidx: list[int], rank: list[int], eidx: list[int],
+) -> list[Row]:
+    """The texts of the pairs (qidx[i], rank[i], eidx[i]) (1-based ranks), in the order asked.
+
+    Rows are (i, query_id, query, doc_id, evidence text, chunk text, span_start, span_end); a
+    pair without a kept score row for (scorer, norm) (a chunk without text) is left out.
+    """
+    with store._cursor() as cur:
+        return cur.execute(_PAIR_TEXTS_SQL, [
+            list(range(len(qidx))), qidx, rank, eidx, run_id, scorer, norm, run_id, run_id, run_id,
+        ]).fetchall()
