@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rageval_core.evaluate import Settings
-from rageval_core.settings import SETTINGS
+from rageval_core.settings import BY_NAME, SETTINGS
 from rageval_core.store import RunRecord
 
 # --- URL keys: the sidebar widgets' keys are the query parameters of a shared link --------------
@@ -24,7 +24,7 @@ K, THRESHOLD, SCORER = URL_KEYS["k"], URL_KEYS["threshold"], URL_KEYS["scorer"]
 PUNCT, ARTICLES = URL_KEYS["strip_punct"], URL_KEYS["strip_articles"]
 RELEVANCE = URL_KEYS["relevance"]
 CUT = URL_KEYS["score_threshold"]
-CUT_ON = next(s.url_switch for s in SETTINGS if s.name == "score_threshold")
+CUT_ON = BY_NAME["score_threshold"].url_switch
 #: the query opened on the Queries page (?q=<query_id>)
 QUERY_PARAM = "q"
 

@@ -7,7 +7,6 @@ view is a link. This module only says where a widget sits and which kind it is.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import streamlit as st
@@ -74,9 +73,6 @@ def setting_widget(s: Setting, run: RunRecord) -> Any:
             return None
         return s.type(st.number_input(s.label, value=s.start, step=s.step, **common))
     lo, hi = s.bounds()
-    if math.isinf(hi) and s.name not in DEPTH_BOUNDED:  # no range for a slider
-        return s.type(st.number_input(s.label, min_value=None if math.isinf(lo) else s.type(lo),
-                                      value=s.default, step=s.type(s.step or 1), **common))
     if s.name in DEPTH_BOUNDED:
         hi = max(run.max_depth, 1)
         if ss.get(s.url_key, lo) > hi:  # another run may be shallower than the last
