@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 from PIL import Image
 
-from dashboard import state
+from dashboard import keys, sidebar
 
 PAGES = Path(__file__).parent / "app_pages"
 
@@ -25,5 +25,5 @@ page = st.navigation(
         st.Page(PAGES / "runs.py", title="Runs", icon=":material/folder_open:"),
     ]
 )
-st.session_state[state.VIEW] = state.sidebar()
+st.session_state[keys.VIEW] = sidebar.sidebar()
 page.run()

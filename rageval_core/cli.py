@@ -207,16 +207,10 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from rageval_core.evaluate import Settings, evaluate, open_file_in_scratch_store
-    from rageval_core.matching import Normalisation
+    from rageval_core.evaluate import evaluate, open_file_in_scratch_store
     from rageval_core.rundata import load_run_data
 
-    settings = Settings(
-        k=args.k, threshold=args.threshold, scorer=args.scorer,
-        norm=Normalisation(strip_punct=args.strip_punct, strip_articles=args.strip_articles),
-        relevance=args.relevance, score_threshold=args.score_threshold,
-        rel_level=args.rel_level, complete=args.complete,
-    )
+    settings = settings_from_args(args)
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
     path = Path(args.run)
     if path.is_file():
@@ -279,33 +273,33 @@ def format_report(report: Any, per_query: bool = False) -> str:
 
 
 def add_settings_arguments(p: argparse.ArgumentParser) -> None:
-    """The evaluation settings flags, shared by evaluate, compare and gate so they cannot drift."""
-    p.add_argument("--relevance", choices=("ids", "evidence"),
-                   help="ids (qrels) or evidence (fuzzy coverage); default ids when the run has qrels")
-    p.add_argument("--k", type=int, default=10, help="cut-off of the default metrics (default 10)")
-    p.add_argument("--scorer", default="partial",
-                   help="partial (default), ratio, token_set, levenshtein, difflib")
-    p.add_argument("--threshold", type=float, default=0.7, help="fuzzy coverage threshold (default 0.7)")
-    p.add_argument("--strip-punct", action="store_true", help="strip punctuation before matching")
-    p.add_argument("--strip-articles", action="store_true", help="strip a/an/the before matching")
-    p.add_argument("--score-threshold", type=float, metavar="X",
-                   help="drop chunks whose retriever score is below X before evaluating")
-    p.add_argument("--rel-level", type=int, default=1, help="labels >= this are relevant (trec_eval -l)")
-    p.add_argument("--complete", action="store_true",
-                   help="score judged queries missing from the run as 0 (trec_eval -c)")
+    """The evaluation settings' flags, one per entry of rageval_core.settings.SETTINGS (evaluate,
+    compare and gate call this, so the flags cannot drift from each other or from the schema)."""
+    from rageval_core.settings import SETTINGS
+
+    for s in SETTINGS:
+        kwargs: dict[str, Any] = {"dest": s.name, "help": s.flag_help()}
+        if s.type is bool:
+            if s.default is not False:  # a switch can only turn a setting on
+                raise ValueError(f"{s.name}: a bool setting's default must be False")
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["default"] = s.default
+            if s.type is not str:
+                kwargs["type"] = s.type
+            if s.choices and s.choices_in_flag:
+                kwargs["choices"] = s.choices
+            if s.metavar:
+                kwargs["metavar"] = s.metavar
+        p.add_argument(s.flag, **kwargs)
 
 
 def settings_from_args(args: argparse.Namespace) -> Any:
     """The Settings the flags of add_settings_arguments describe."""
     from rageval_core.evaluate import Settings
-    from rageval_core.matching import Normalisation
+    from rageval_core.settings import SETTINGS
 
-    return Settings(
-        k=args.k, threshold=args.threshold, scorer=args.scorer,
-        norm=Normalisation(strip_punct=args.strip_punct, strip_articles=args.strip_articles),
-        relevance=args.relevance, score_threshold=args.score_threshold,
-        rel_level=args.rel_level, complete=args.complete,
-    )
+    return Settings.from_values({s.name: getattr(args, s.name) for s in SETTINGS})
 
 
 def _add_stat_arguments(p: argparse.ArgumentParser) -> None:

@@ -33,6 +33,7 @@ from rageval_core.metrics.arrays import (
 from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.metrics.generation import GENERATION_METRICS, AnswerInputs, generation_scores
 from rageval_core.rundata import RunData, _floats, evidence_tensor, load_run_data
+from rageval_core.settings import BY_NAME, DEFAULTS, SETTINGS
 from rageval_core.store import Store, answers
 from rageval_core.store.store import RunRef
 
@@ -48,28 +49,53 @@ EVIDENCE_DEFAULTS = (
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything a report depends on besides the run."""
+    """Everything a report depends on besides the run.
 
-    k: int = 10
-    threshold: float = 0.7
-    scorer: str = "partial"
-    norm: Normalisation = field(default_factory=Normalisation)
-    relevance: Relevance | None = None  # None: ids when the run has qrels, else evidence
-    score_threshold: float | None = None  # drop chunks whose retriever score is below this
-    rel_level: int = 1
-    complete: bool = False
+    Defaults and bounds come from the settings schema (rageval_core.settings.SETTINGS).
+    """
+
+    k: int = DEFAULTS["k"]
+    threshold: float = DEFAULTS["threshold"]
+    scorer: str = DEFAULTS["scorer"]
+    norm: Normalisation = field(default_factory=lambda: Normalisation(
+        **{s.name: s.default for s in SETTINGS if s.part_of == "norm"}))
+    #: None: ids when the run has qrels, else evidence
+    relevance: Relevance | None = DEFAULTS["relevance"]
+    score_threshold: float | None = DEFAULTS["score_threshold"]  # drop chunks scored below this
+    rel_level: int = DEFAULTS["rel_level"]
+    complete: bool = DEFAULTS["complete"]
 
     def check(self) -> None:
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise UsageError(f"k must be an integer >= 1, got {self.k!r}")
-        if not (isinstance(self.threshold, (int, float)) and 0.0 <= self.threshold <= 1.0):
-            raise UsageError(f"threshold must be between 0 and 1, got {self.threshold!r}")
-        if self.relevance not in (None, "ids", "evidence"):
-            raise UsageError(f"relevance must be ids or evidence, got {self.relevance!r}")
+        k_min, _ = BY_NAME["k"].bounds()
+        t_min, t_max = BY_NAME["threshold"].bounds()
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < k_min:
+            raise UsageError(f"k must be an integer >= {k_min:g}, got {self.k!r}")
+        if not (isinstance(self.threshold, (int, float)) and t_min <= self.threshold <= t_max):
+            raise UsageError(f"threshold must be between {t_min:g} and {t_max:g}, "
+                             f"got {self.threshold!r}")
+        if self.relevance not in (None, *BY_NAME["relevance"].choices):
+            raise UsageError(f"relevance must be {' or '.join(BY_NAME['relevance'].choices)}, "
+                             f"got {self.relevance!r}")
         if self.score_threshold is not None and not math.isfinite(self.score_threshold):
             raise UsageError(f"score threshold must be finite, got {self.score_threshold!r}")
         check_rel_level(self.rel_level)
         get_scorer(self.scorer)
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> Settings:
+        """The Settings of a flat {setting name: value} (names of SETTINGS; missing: default)."""
+        unknown = set(values) - set(BY_NAME)
+        if unknown:
+            raise UsageError(f"unknown settings: {', '.join(sorted(unknown))}")
+        flat = {**DEFAULTS, **values}
+        top = {s.name: flat[s.name] for s in SETTINGS if s.part_of is None}
+        norm = Normalisation(**{s.name: flat[s.name] for s in SETTINGS if s.part_of == "norm"})
+        return cls(**top, norm=norm)
+
+    def values(self) -> dict[str, Any]:
+        """{setting name: value} in schema order: from_values(s.values()) == s."""
+        return {s.name: getattr(getattr(self, s.part_of) if s.part_of else self, s.name)
+                for s in SETTINGS}
 
     def to_json(self, relevance: str | None) -> dict[str, Any]:
         return {

@@ -7,9 +7,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import keys, sidebar, state
 from dashboard.components import figures_compare as fc
 from dashboard.components import figures_queries as fq
+from dashboard.components.downloads import csv_download
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.text import escape_text
 from rageval_core import drilldown as dd
@@ -25,11 +26,6 @@ SMALL = ("n", "delta", "p (t-test)", "p (Holm)", "effect d_z")
 ss = st.session_state
 
 
-def download_csv(frame: pd.DataFrame, name: str, key: str) -> None:
-    st.download_button("Download CSV", fc.csv_bytes(frame), file_name=f"{name}.csv",
-                       mime="text/csv", key=key, icon=":material/download:", on_click="ignore")
-
-
 def keep_choice(key: str, options: list[str], default: str) -> None:
     # a choice left from other runs or another k (nDCG@10 -> nDCG@5) would make the widget raise
     if ss.get(key) not in options:
@@ -42,7 +38,7 @@ def html_label(text: str, role: str) -> str:
 
 
 st.title("Compare")
-view = state.require_view()
+view = sidebar.require_view()
 all_runs = state.runs()
 if len(all_runs) < 2:
     st.info("Comparing needs at least two runs, and this store holds one. Import another run on "
@@ -52,32 +48,32 @@ by_name = {r.name: r for r in all_runs}
 settings = view.settings
 
 # --- which runs: the baseline follows the sidebar's run, candidates default to all others --------
-if ss.get(state.COMPARE_SIDEBAR_RUN) != view.run.name or ss.get(state.COMPARE_BASELINE) not in by_name:
-    ss[state.COMPARE_SIDEBAR_RUN] = view.run.name
-    ss[state.COMPARE_BASELINE] = view.run.name
+if ss.get(keys.COMPARE_SIDEBAR_RUN) != view.run.name or ss.get(keys.COMPARE_BASELINE) not in by_name:
+    ss[keys.COMPARE_SIDEBAR_RUN] = view.run.name
+    ss[keys.COMPARE_BASELINE] = view.run.name
 c1, c2 = st.columns([1, 3])
-baseline_name = c1.selectbox("Baseline", list(by_name), key=state.COMPARE_BASELINE,
+baseline_name = c1.selectbox("Baseline", list(by_name), key=keys.COMPARE_BASELINE,
                              help="defaults to the sidebar's run")
 others = [n for n in by_name if n != baseline_name]
-previous = ss.get(state.COMPARE_PREV_BASELINE)
-chosen = ss.get(state.COMPARE_CANDIDATES)
+previous = ss.get(keys.COMPARE_PREV_BASELINE)
+chosen = ss.get(keys.COMPARE_CANDIDATES)
 if chosen is None:
-    chosen = others[: state.COMPARE_MAX_CANDIDATES]
+    chosen = others[: keys.COMPARE_MAX_CANDIDATES]
 else:  # a new baseline that was a candidate swaps places with the old baseline
     chosen = [previous if c == baseline_name else c for c in chosen]
-ss[state.COMPARE_CANDIDATES] = list(dict.fromkeys(c for c in chosen if c in others))[
-    : state.COMPARE_MAX_CANDIDATES]
-ss[state.COMPARE_PREV_BASELINE] = baseline_name
+ss[keys.COMPARE_CANDIDATES] = list(dict.fromkeys(c for c in chosen if c in others))[
+    : keys.COMPARE_MAX_CANDIDATES]
+ss[keys.COMPARE_PREV_BASELINE] = baseline_name
 candidate_names = c2.multiselect(
-    "Candidates", others, key=state.COMPARE_CANDIDATES,
-    max_selections=state.COMPARE_MAX_CANDIDATES, placeholder="pick up to four runs",
+    "Candidates", others, key=keys.COMPARE_CANDIDATES,
+    max_selections=keys.COMPARE_MAX_CANDIDATES, placeholder="pick up to four runs",
     help="each is compared with the baseline on the queries all the runs share")
 baseline = by_name[baseline_name]
 candidates = [by_name[n] for n in candidate_names]
 
 
-def run_view(record: RunRecord) -> state.View:
-    return state.View(run=record, settings=settings)
+def run_view(record: RunRecord) -> keys.View:
+    return keys.View(run=record, settings=settings)
 
 
 def show_comparison(c: Comparison) -> None:
@@ -116,7 +112,7 @@ def show_comparison(c: Comparison) -> None:
                          "baseline mean": st.column_config.Column("baseline", width="small"),
                          "candidate mean": st.column_config.Column("candidate", width="small"),
                      })
-        download_csv(frame, f"{stem}_metrics", "compare.metrics.csv")
+        csv_download("Download CSV", frame, f"{stem}_metrics.csv", "compare.metrics.csv")
         with st.expander("How to read this table"):
             st.markdown(
                 "- **delta** = candidate mean - baseline mean over the queries both runs score "
@@ -157,7 +153,7 @@ def show_comparison(c: Comparison) -> None:
                    "Red: significantly slower; green: significantly faster.")
         st.dataframe(fc.style_ops(lat, 1), hide_index=True, width="stretch", key="compare.latency",
                      height=min(38 + 35 * len(lat), 600))
-        download_csv(lat, f"{stem}_latency", "compare.latency.csv")
+        csv_download("Download CSV", lat, f"{stem}_latency.csv", "compare.latency.csv")
     alone = fc.stages_not_compared(c)
     if alone:
         st.caption(escape_text("Stages not compared (not in both runs): " + ", ".join(alone),
@@ -171,15 +167,15 @@ def show_comparison(c: Comparison) -> None:
         st.caption("Cost in USD per query (mean) and in total over the shared queries whose cost "
                    "both runs know.")
         st.dataframe(fc.style_ops(cost, 6), hide_index=True, width="stretch", key="compare.cost")
-        download_csv(cost, f"{stem}_cost", "compare.cost.csv")
+        csv_download("Download CSV", cost, f"{stem}_cost.csv", "compare.cost.csv")
 
 
 def show_per_query(c: Comparison, stem: str) -> None:
-    keep_choice(state.COMPARE_FOCUS, list(c.candidates), c.candidates[0])
-    keep_choice(state.COMPARE_METRIC, c.metrics, fc.headline_metric(c) or c.metrics[0])
+    keep_choice(keys.COMPARE_FOCUS, list(c.candidates), c.candidates[0])
+    keep_choice(keys.COMPARE_METRIC, c.metrics, fc.headline_metric(c) or c.metrics[0])
     p1, p2, _ = st.columns([1, 1, 2])
-    focus = p1.selectbox("Candidate", list(c.candidates), key=state.COMPARE_FOCUS)
-    metric = p2.selectbox("Metric", c.metrics, key=state.COMPARE_METRIC)
+    focus = p1.selectbox("Candidate", list(c.candidates), key=keys.COMPARE_FOCUS)
+    metric = p2.selectbox("Metric", c.metrics, key=keys.COMPARE_METRIC)
     focus_run = by_name[focus]
     base_report = state.report(run_view(baseline))
     cand_report = state.report(run_view(focus_run))
@@ -190,18 +186,18 @@ def show_per_query(c: Comparison, stem: str) -> None:
     with left:
         event = st.plotly_chart(
             fc.scatter(pairs, metric, test.higher_is_better, c.baseline, focus),
-            width="stretch", key=state.COMPARE_SCATTER, on_select="rerun",
+            width="stretch", key=keys.COMPARE_SCATTER, on_select="rerun",
             selection_mode="points")
         st.caption(f"{len(pairs)} queries scored in both runs; points on the dashed diagonal "
                    "are ties. Click a point to open that query below.")
     points = list(event.selection.points) if event is not None else []
     seen = [p.get("customdata") for p in points]
-    if seen != ss.get(state.COMPARE_SEEN_POINTS, []):  # a new click, not one left from before
-        ss[state.COMPARE_SEEN_POINTS] = seen
+    if seen != ss.get(keys.COMPARE_SEEN_POINTS, []):  # a new click, not one left from before
+        ss[keys.COMPARE_SEEN_POINTS] = seen
         if seen:
             picked = seen[0][0] if isinstance(seen[0], list) else seen[0]
-            ss[state.COMPARE_QUERY] = str(picked)
-            ss[state.COMPARE_REGRESSED] = NO_QUERY
+            ss[keys.COMPARE_QUERY] = str(picked)
+            ss[keys.COMPARE_REGRESSED] = NO_QUERY
     with right:
         worst = fc.worst_frame(c, focus, metric)
         st.markdown(f"**Most regressed queries on {metric}**")
@@ -210,17 +206,18 @@ def show_per_query(c: Comparison, stem: str) -> None:
         else:
             st.dataframe(worst, hide_index=True, width="stretch", key="compare.worst",
                          column_config={"baseline": NUM, "candidate": NUM, "delta": NUM})
-            download_csv(worst, f"{stem}_regressed_{metric}", "compare.worst.csv")
+            csv_download("Download CSV", worst, f"{stem}_regressed_{metric}.csv",
+                         "compare.worst.csv")
         options = [NO_QUERY, *worst["query_id"].tolist()]
-        keep_choice(state.COMPARE_REGRESSED, options, NO_QUERY)
+        keep_choice(keys.COMPARE_REGRESSED, options, NO_QUERY)
 
         def _pick() -> None:
-            if ss[state.COMPARE_REGRESSED] != NO_QUERY:
-                ss[state.COMPARE_QUERY] = ss[state.COMPARE_REGRESSED]
+            if ss[keys.COMPARE_REGRESSED] != NO_QUERY:
+                ss[keys.COMPARE_QUERY] = ss[keys.COMPARE_REGRESSED]
 
-        st.selectbox("Open a regressed query", options, key=state.COMPARE_REGRESSED,
+        st.selectbox("Open a regressed query", options, key=keys.COMPARE_REGRESSED,
                      on_change=_pick)
-    selected = ss.get(state.COMPARE_QUERY)
+    selected = ss.get(keys.COMPARE_QUERY)
     if selected is None:
         st.info("Click a point of the scatter or pick a regressed query to see that query's "
                 "retrieved chunks in both runs side by side.")
@@ -287,8 +284,8 @@ def show_segments(c: Comparison, stem: str) -> None:
                 if not tags else "No metric to compare by segment.")
         return
     # on request only: a segment comparison re-runs every test inside every value of the tag
-    keep_choice(state.COMPARE_TAG, [NO_TAG, *tags], NO_TAG)
-    tag = st.selectbox("Tag", [NO_TAG, *tags], key=state.COMPARE_TAG,
+    keep_choice(keys.COMPARE_TAG, [NO_TAG, *tags], NO_TAG)
+    tag = st.selectbox("Tag", [NO_TAG, *tags], key=keys.COMPARE_TAG,
                        help="the baseline's tag values; queries without the tag form (none)")
     if tag == NO_TAG:
         st.caption("Pick a tag to compare the runs inside each of its values (e.g. per query "
@@ -306,7 +303,7 @@ def show_segments(c: Comparison, stem: str) -> None:
                "the value; None: no query of the value is scored on that metric in both runs.")
     st.dataframe(fc.segment_table(long, seg.metrics), hide_index=True, width="stretch",
                  key="compare.segments")
-    download_csv(long, f"{stem}_segments", "compare.segments.csv")
+    csv_download("Download CSV", long, f"{stem}_segments.csv", "compare.segments.csv")
 
 
 def show_trends(c: Comparison | None) -> None:
@@ -321,17 +318,17 @@ def show_trends(c: Comparison | None) -> None:
         return
     defaults = [m for m in (f"nDCG@{settings.k}", f"R@{settings.k}", f"EvidenceRecall@{settings.k}")
                 if m in options] or options[:2]
-    if state.COMPARE_TREND_METRICS not in ss:
-        ss[state.COMPARE_TREND_METRICS] = defaults
-    ss[state.COMPARE_TREND_METRICS] = [m for m in ss[state.COMPARE_TREND_METRICS] if m in options]
-    metrics = st.multiselect("Metrics", options, key=state.COMPARE_TREND_METRICS)
+    if keys.COMPARE_TREND_METRICS not in ss:
+        ss[keys.COMPARE_TREND_METRICS] = defaults
+    ss[keys.COMPARE_TREND_METRICS] = [m for m in ss[keys.COMPARE_TREND_METRICS] if m in options]
+    metrics = st.multiselect("Metrics", options, key=keys.COMPARE_TREND_METRICS)
     with st.spinner("Evaluating every run ..."):
         rows = state.trend_rows(settings, metrics)
     stages = fc.trend_stages(rows)
     stage = None
     if stages:
-        keep_choice(state.COMPARE_TREND_STAGE, stages, "total" if "total" in stages else stages[0])
-        stage = st.selectbox("p95 latency of stage", stages, key=state.COMPARE_TREND_STAGE)
+        keep_choice(keys.COMPARE_TREND_STAGE, stages, "total" if "total" in stages else stages[0])
+        stage = st.selectbox("p95 latency of stage", stages, key=keys.COMPARE_TREND_STAGE)
     st.plotly_chart(fc.trends_figure(rows, metrics, stage), width="stretch", key="compare.trends")
     frame = fc.trends_frame(rows, metrics)
     st.caption("Every stored run, ordered by its created_at (runs without one come last); "
@@ -340,7 +337,7 @@ def show_trends(c: Comparison | None) -> None:
     st.dataframe(frame, hide_index=True, width="stretch", key="compare.trends_table",
                  column_config={**{m: NUM for m in metrics},
                                 **{c: ms for c in frame.columns if str(c).startswith("p95 ")}})
-    download_csv(frame, "trends", "compare.trends.csv")
+    csv_download("Download CSV", frame, "trends.csv", "compare.trends.csv")
 
 
 comparison: Comparison | None = None

@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import keys, sidebar, state
 from dashboard.components import figures_ops as fo
+from dashboard.components.downloads import csv_download, json_download
 from dashboard.components.text import escape_text
-from rageval_core import ops
 from rageval_core.errors import RagevalError
 from rageval_core.opsview import scatter_points
 
 MS = st.column_config.NumberColumn(format="%.1f")
 NO_TAG_CHOICE = "(no colour)"
 ALL_STAGES = "(all stages)"
-
-
-def download_csv(frame: pd.DataFrame, name: str, key: str) -> None:
-    st.download_button("Download CSV", frame.to_csv(index=False).encode("utf-8"),
-                       file_name=f"{name}.csv", mime="text/csv", key=key,
-                       icon=":material/download:")
 
 
 def keep_choice(key: str, options: list[str], default: str) -> None:
@@ -33,7 +26,7 @@ def keep_choice(key: str, options: list[str], default: str) -> None:
 
 
 st.title("Latency & cost")
-view = state.require_view()
+view = sidebar.require_view()
 run = view.run
 qops = state.query_ops(view)
 try:
@@ -52,7 +45,7 @@ if not qops.has_latency:
 else:
     table = fo.percentile_frame(latency)
     # stages differ by orders of magnitude (retrieval ms, generation s): log by default
-    log_scale = st.toggle("Log scale", value=True, key=state.LATENCY_LOG_X,
+    log_scale = st.toggle("Log scale", value=True, key=keys.LATENCY_LOG_X,
                           help="the bars' ms axis and the distribution's ms axis")
     st.plotly_chart(fo.percentile_bars(table, log_y=log_scale), width="stretch",
                     key="latency.bars")
@@ -60,10 +53,10 @@ else:
                "numpy.percentile's (linear).")
     st.dataframe(table, hide_index=True, width="stretch", key="latency.table",
                  column_config={c: MS for c in fo.STAT_COLUMNS})
-    download_csv(table, f"{file_stem}_latency_percentiles", "latency.table.csv")
+    csv_download("Download CSV", table, f"{file_stem}_latency_percentiles.csv", "latency.table.csv")
 
     st.subheader("Distribution")
-    kind = st.radio("Show as", ["ECDF", "Histogram"], key=state.LATENCY_DIST, horizontal=True)
+    kind = st.radio("Show as", ["ECDF", "Histogram"], key=keys.LATENCY_DIST, horizontal=True)
     st.plotly_chart(fo.stage_distribution(qops.stages, log_x=log_scale, kind=kind.lower()),
                     width="stretch", key="latency.dist.chart")
 
@@ -98,20 +91,20 @@ else:
     token_table = fo.token_frame(tokens)
     st.dataframe(token_table, hide_index=True, width="stretch", key="latency.tokens",
                  column_config={"mean": MS})
-    download_csv(token_table, f"{file_stem}_tokens", "latency.tokens.csv")
+    csv_download("Download CSV", token_table, f"{file_stem}_tokens.csv", "latency.tokens.csv")
 
 if qops.has_latency or qops.has_tokens:
     with st.expander("Per-query latency, tokens and cost"):
         # one page of rows goes to the browser; the downloads hold every query (built on click)
-        n_pages = max(1, -(-qops.n_queries // state.LATENCY_PAGE_ROWS))
-        if st.session_state.get(state.LATENCY_PAGE, 1) > n_pages:  # another, smaller run
-            st.session_state[state.LATENCY_PAGE] = n_pages
+        n_pages = max(1, -(-qops.n_queries // keys.LATENCY_PAGE_ROWS))
+        if st.session_state.get(keys.LATENCY_PAGE, 1) > n_pages:  # another, smaller run
+            st.session_state[keys.LATENCY_PAGE] = n_pages
         page_no = 1
         if n_pages > 1:
             page_no = int(st.number_input(
-                f"Page (of {n_pages:,}, {state.LATENCY_PAGE_ROWS:,} queries each, query order)",
-                1, n_pages, key=state.LATENCY_PAGE))
-        rows = slice((page_no - 1) * state.LATENCY_PAGE_ROWS, page_no * state.LATENCY_PAGE_ROWS)
+                f"Page (of {n_pages:,}, {keys.LATENCY_PAGE_ROWS:,} queries each, query order)",
+                1, n_pages, key=keys.LATENCY_PAGE))
+        rows = slice((page_no - 1) * keys.LATENCY_PAGE_ROWS, page_no * keys.LATENCY_PAGE_ROWS)
 
         def per_query(rows: slice = slice(None)) -> pd.DataFrame:
             return fo.per_query_frame(qops.query_ids[rows], qops.total_ms[rows],
@@ -122,16 +115,12 @@ if qops.has_latency or qops.has_tokens:
         st.dataframe(per_query(rows), hide_index=True, width="stretch", key="latency.per_query")
         c1, c2 = st.columns(2)
         # built on click only (callables): 100,000 rows of JSON should not slow every rerun
-        c1.download_button("Download CSV", lambda: per_query().to_csv(index=False).encode("utf-8"),
-                           file_name=f"{file_stem}_per_query_ops.csv", mime="text/csv",
-                           on_click="ignore", key="latency.per_query.csv",
-                           icon=":material/download:")
-        c2.download_button("Download JSON", lambda: json.dumps(
-                               ops.to_json_value(per_query().to_dict(orient="records")),
-                               ensure_ascii=False).encode("utf-8"),
-                           file_name=f"{file_stem}_per_query_ops.json", mime="application/json",
-                           on_click="ignore", key="latency.per_query.json",
-                           icon=":material/download:")
+        with c1:
+            csv_download("Download CSV", per_query, f"{file_stem}_per_query_ops.csv",
+                         "latency.per_query.csv")
+        with c2:
+            json_download("Download JSON", lambda: per_query().to_dict(orient="records"),
+                          f"{file_stem}_per_query_ops.json", "latency.per_query.json")
 
 # --- latency against quality ---
 st.header("Latency against quality", divider="gray")
@@ -143,12 +132,12 @@ elif not metric_names:
     st.info("No per-query metric: the run has no qrels, gold evidence or answers to score.")
 else:
     preferred = next((m for m in metric_names if m.startswith("nDCG@")), metric_names[0])
-    keep_choice(state.LATENCY_METRIC, metric_names, preferred)
+    keep_choice(keys.LATENCY_METRIC, metric_names, preferred)
     colour_options = [NO_TAG_CHOICE, *tag_keys]
-    keep_choice(state.LATENCY_TAG, colour_options, tag_keys[0] if tag_keys else NO_TAG_CHOICE)
+    keep_choice(keys.LATENCY_TAG, colour_options, tag_keys[0] if tag_keys else NO_TAG_CHOICE)
     c1, c2 = st.columns(2)
-    metric = c1.selectbox("Metric (y)", metric_names, key=state.LATENCY_METRIC)
-    colour = c2.selectbox("Colour by tag", colour_options, key=state.LATENCY_TAG)
+    metric = c1.selectbox("Metric (y)", metric_names, key=keys.LATENCY_METRIC)
+    colour = c2.selectbox("Colour by tag", colour_options, key=keys.LATENCY_TAG)
     tag = None if colour == NO_TAG_CHOICE else colour
     points = scatter_points(qops.total_ms, report.per_query[metric],
                             None if tag is None else state.data(view).tags.get(tag),
@@ -170,13 +159,13 @@ elif not tag_keys:
     st.info("This run's queries have no tags to break the latency down by.")
 else:
     stage_options = [ALL_STAGES, *qops.stages]
-    keep_choice(state.LATENCY_BY, tag_keys, tag_keys[0])
-    keep_choice(state.LATENCY_BY_STAGE, stage_options, next(iter(qops.stages)))
+    keep_choice(keys.LATENCY_BY, tag_keys, tag_keys[0])
+    keep_choice(keys.LATENCY_BY_STAGE, stage_options, next(iter(qops.stages)))
     c1, c2 = st.columns(2)
-    by_tag = c1.selectbox("Tag", tag_keys, key=state.LATENCY_BY)
-    by_stage = c2.selectbox("Stage", stage_options, key=state.LATENCY_BY_STAGE)
+    by_tag = c1.selectbox("Tag", tag_keys, key=keys.LATENCY_BY)
+    by_stage = c2.selectbox("Stage", stage_options, key=keys.LATENCY_BY_STAGE)
     by_frame = fo.percentile_by_tag_frame(by_tag, state.latency_by_tag(view, by_tag),
                                           None if by_stage == ALL_STAGES else by_stage)
     st.dataframe(by_frame, hide_index=True, width="stretch", key="latency.by_tag",
                  column_config={c: MS for c in fo.STAT_COLUMNS})
-    download_csv(by_frame, f"{file_stem}_latency_by_tag", "latency.by_tag.csv")
+    csv_download("Download CSV", by_frame, f"{file_stem}_latency_by_tag.csv", "latency.by_tag.csv")

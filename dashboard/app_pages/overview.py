@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import keys, sidebar, state
 from dashboard.components import figures, tables
+from dashboard.components.downloads import csv_download
 from rageval_core.curves import THRESHOLD_RANKING, curve_names
 
 CARDS_PER_ROW = 5  # room for the longest label, "FullCoverageRate@10"
 
-view = state.require_view()
+view = sidebar.require_view()
 s = view.settings
 st.title("Overview")
 
@@ -36,8 +37,8 @@ for family, items in tables.metric_groups(metrics).items():
 with st.expander("Metrics table"):
     frame = tables.metrics_frame(metrics)
     st.dataframe(frame, hide_index=True, width="stretch")
-    st.download_button("Download metrics (CSV)", frame.to_csv(index=False),
-                       file_name=f"{tables.file_stem(view.run.name)}_metrics.csv", mime="text/csv")
+    csv_download("Download metrics (CSV)", frame, f"{tables.file_stem(view.run.name)}_metrics.csv",
+                 "overview.metrics.csv")
 
 data = state.data(view)
 drawn = [n for n in curve_names(data, report.relevance) if n not in tables.OFF_SCALE]
@@ -48,10 +49,9 @@ with left:
     else:
         over_k = state.curves_k(view, drawn)
         st.plotly_chart(figures.curves_over_k(over_k, s.k), key="overview.curves_k")
-        st.download_button(
-            "Download curves over k (CSV)",
-            tables.curves_frame(over_k, "k", range(1, data.depth + 1)).to_csv(index=False),
-            file_name=f"{tables.file_stem(view.run.name)}_curves_k.csv", mime="text/csv")
+        csv_download("Download curves over k (CSV)",
+                     tables.curves_frame(over_k, "k", range(1, data.depth + 1)),
+                     f"{tables.file_stem(view.run.name)}_curves_k.csv", "overview.curves_k.csv")
 with right:
     if not view.run.has_evidence:
         st.info("No threshold curves: this run has no gold evidence spans, and only evidence "
@@ -66,25 +66,25 @@ with right:
         st.plotly_chart(figures.curves_over_threshold(fine, state.THRESHOLD_GRID, s.threshold,
                                                       coarse, state.COARSE_GRID, k=s.k),
                         key="overview.curves_t")
-        st.download_button(
-            "Download curves over the threshold (CSV)",
-            tables.curves_frame(fine, "threshold", state.THRESHOLD_GRID).to_csv(index=False),
-            file_name=f"{tables.file_stem(view.run.name)}_curves_threshold.csv", mime="text/csv")
+        csv_download("Download curves over the threshold (CSV)",
+                     tables.curves_frame(fine, "threshold", state.THRESHOLD_GRID),
+                     f"{tables.file_stem(view.run.name)}_curves_threshold.csv",
+                     "overview.curves_t.csv")
 
 st.subheader("Breakdown by tag")
 tag_keys = list(view.run.tag_keys)
 if not tag_keys:
     st.info("This run has no tags, so there is nothing to break the metrics down by.")
 else:
-    if st.session_state.get(state.OVERVIEW_TAG) not in tag_keys:
-        st.session_state[state.OVERVIEW_TAG] = tag_keys[0]
-    tag = st.selectbox("Tag", tag_keys, key=state.OVERVIEW_TAG)
+    if st.session_state.get(keys.OVERVIEW_TAG) not in tag_keys:
+        st.session_state[keys.OVERVIEW_TAG] = tag_keys[0]
+    tag = st.selectbox("Tag", tag_keys, key=keys.OVERVIEW_TAG)
     by_report = state.report(view, by=tag)
     table = tables.breakdown_frame(by_report)
     main = tables.main_metrics(list(by_report.metrics))
     if main:
         st.plotly_chart(figures.breakdown_bars(table, tag, main), key="overview.breakdown")
     st.dataframe(table, hide_index=True, width="stretch")
-    st.download_button("Download breakdown (CSV)", table.to_csv(index=False),
-                       file_name=f"{tables.file_stem(view.run.name)}_by_{tables.file_stem(tag)}.csv",
-                       mime="text/csv")
+    csv_download("Download breakdown (CSV)", table,
+                 f"{tables.file_stem(view.run.name)}_by_{tables.file_stem(tag)}.csv",
+                 "overview.breakdown.csv")

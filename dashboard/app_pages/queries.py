@@ -6,8 +6,9 @@ import math
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import keys, sidebar, state
 from dashboard.components import figures_queries as fq
+from dashboard.components.downloads import csv_download, json_download
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.tables import file_stem
 from dashboard.components.text import escape_text
@@ -16,7 +17,7 @@ from rageval_core.errors import RagevalError
 
 ANY_TAG = "(any tag)"
 
-view = state.require_view()
+view = sidebar.require_view()
 st.title("Queries")
 try:
     table = state.query_table(view)
@@ -30,42 +31,42 @@ k = view.settings.k
 # --- filters -------------------------------------------------------------------------------
 ss = st.session_state
 tag_keys = sorted(table.tags)
-if ss.get(state.QUERIES_TAG) not in [ANY_TAG, *tag_keys]:
-    ss[state.QUERIES_TAG] = ANY_TAG
+if ss.get(keys.QUERIES_TAG) not in [ANY_TAG, *tag_keys]:
+    ss[keys.QUERIES_TAG] = ANY_TAG
 sorts = dd.sort_options(table)
-if ss.get(state.QUERIES_SORT) not in sorts:  # k moved: the metric names changed with it
-    ss[state.QUERIES_SORT] = dd.WORST_FIRST
+if ss.get(keys.QUERIES_SORT) not in sorts:  # k moved: the metric names changed with it
+    ss[keys.QUERIES_SORT] = dd.WORST_FIRST
 
 c1, c2, c3, c4, c5 = st.columns([1.1, 1.2, 2, 2, 1.6], vertical_alignment="bottom")
-failing_only = c1.toggle("Failing only", key=state.QUERIES_FAILING,
+failing_only = c1.toggle("Failing only", key=keys.QUERIES_FAILING,
                          help=f"not every gold span covered in the top {k}, or (ids mode) nothing "
                               f"relevant in the top {k}")
-tag = c2.selectbox("Tag", [ANY_TAG, *tag_keys], key=state.QUERIES_TAG,
-                   on_change=lambda: ss.pop(state.QUERIES_TAG_VALUES, None))
+tag = c2.selectbox("Tag", [ANY_TAG, *tag_keys], key=keys.QUERIES_TAG,
+                   on_change=lambda: ss.pop(keys.QUERIES_TAG_VALUES, None))
 values: list[str] = []
 if tag != ANY_TAG:
     options = dd.tag_values(table, tag)
-    ss[state.QUERIES_TAG_VALUES] = [v for v in ss.get(state.QUERIES_TAG_VALUES, []) if v in options]
-    values = c3.multiselect("Values", options, key=state.QUERIES_TAG_VALUES, placeholder="all values")
+    ss[keys.QUERIES_TAG_VALUES] = [v for v in ss.get(keys.QUERIES_TAG_VALUES, []) if v in options]
+    values = c3.multiselect("Values", options, key=keys.QUERIES_TAG_VALUES, placeholder="all values")
 else:
     c3.multiselect("Values", [], disabled=True, placeholder="pick a tag first")
-search = c4.text_input("Search id or query text", key=state.QUERIES_SEARCH,
+search = c4.text_input("Search id or query text", key=keys.QUERIES_SEARCH,
                        placeholder="plain text, case-insensitive")
-sort_by = c5.selectbox("Sort by", sorts, key=state.QUERIES_SORT)
+sort_by = c5.selectbox("Sort by", sorts, key=keys.QUERIES_SORT)
 
 mask = dd.filter_rows(table, failing_only=failing_only, tag=None if tag == ANY_TAG else tag,
                       tag_values=values, text=search or "")
 order = dd.sort_rows(table, mask, sort_by)
 # one page of rows goes to the browser; the filters, the sort and the downloads see every row
-n_pages = max(1, -(-order.size // state.QUERIES_PAGE_ROWS))
-if ss.get(state.QUERIES_PAGE, 1) > n_pages:  # the filters shrank the list
-    ss[state.QUERIES_PAGE] = n_pages
+n_pages = max(1, -(-order.size // keys.QUERIES_PAGE_ROWS))
+if ss.get(keys.QUERIES_PAGE, 1) > n_pages:  # the filters shrank the list
+    ss[keys.QUERIES_PAGE] = n_pages
 page_no = 1
 if n_pages > 1:
-    page_no = int(st.number_input(f"Page (of {n_pages:,}, {state.QUERIES_PAGE_ROWS:,} rows each)",
-                                  1, n_pages, key=state.QUERIES_PAGE))
-first = (page_no - 1) * state.QUERIES_PAGE_ROWS
-page_rows = order[first:first + state.QUERIES_PAGE_ROWS]
+    page_no = int(st.number_input(f"Page (of {n_pages:,}, {keys.QUERIES_PAGE_ROWS:,} rows each)",
+                                  1, n_pages, key=keys.QUERIES_PAGE))
+first = (page_no - 1) * keys.QUERIES_PAGE_ROWS
+page_rows = order[first:first + keys.QUERIES_PAGE_ROWS]
 frame = fq.table_frame(table, page_rows)
 shown = (f"{order.size} of {table.n_queries} queries shown" if n_pages == 1 else
          f"{order.size:,} of {table.n_queries:,} queries match (rows {first + 1:,}-"
@@ -76,7 +77,7 @@ st.caption(f"{shown} · {int(table.failing.sum()):,} failing at k = {k} · click
 # --- the table -------------------------------------------------------------------------------
 metric_cols = {name: st.column_config.NumberColumn(name, format="%.3f") for name in table.metrics}
 event = st.dataframe(
-    frame, key=state.QUERIES_TABLE, on_select="rerun", selection_mode="single-row",
+    frame, key=keys.QUERIES_TABLE, on_select="rerun", selection_mode="single-row",
     hide_index=True, width="stretch", height=360,
     column_config={
         **metric_cols,
@@ -86,33 +87,33 @@ event = st.dataframe(
     },
 )
 rows = list(event.selection.rows) if event is not None else []
-if rows != ss.get(state.QUERIES_SEEN_ROWS, []):  # a new click (not a selection left from before)
-    ss[state.QUERIES_SEEN_ROWS] = rows
+if rows != ss.get(keys.QUERIES_SEEN_ROWS, []):  # a new click (not a selection left from before)
+    ss[keys.QUERIES_SEEN_ROWS] = rows
     if rows and rows[0] < page_rows.size:
-        ss[state.SELECTED_QUERY] = str(table.query_ids[page_rows[rows[0]]])
+        ss[keys.SELECTED_QUERY] = str(table.query_ids[page_rows[rows[0]]])
 
 d1, d2, _ = st.columns([1, 1, 5])
 meta = {"run": view.run.name, "settings": state.report(view).settings}
 # built on click only (callables), from every filtered row (not only the page shown)
-d1.download_button("Download CSV", lambda: fq.table_csv(fq.table_frame(table, order)),
-                   file_name=f"{file_stem(view.run.name)}_queries.csv", mime="text/csv", on_click="ignore",
-                   key="queries.csv")
-d2.download_button("Download JSON", lambda: fq.table_json(table, order, meta),
-                   file_name=f"{file_stem(view.run.name)}_queries.json", mime="application/json",
-                   on_click="ignore", key="queries.json")
+with d1:
+    csv_download("Download CSV", lambda: fq.table_frame(table, order),
+                 f"{file_stem(view.run.name)}_queries.csv", "queries.csv")
+with d2:
+    json_download("Download JSON", lambda: fq.table_document(table, order, meta),
+                  f"{file_stem(view.run.name)}_queries.json", "queries.json")
 
 # --- which query is open: a table click, prev/next, or a link with ?q=<query_id> -------------
-link = st.query_params.get(state.QUERY_PARAM)
-if link is not None and link != ss.get(state.QUERIES_MIRRORED):
-    ss[state.SELECTED_QUERY] = link
-selected = ss.get(state.SELECTED_QUERY)
-ss[state.QUERIES_MIRRORED] = selected
+link = st.query_params.get(keys.QUERY_PARAM)
+if link is not None and link != ss.get(keys.QUERIES_MIRRORED):
+    ss[keys.SELECTED_QUERY] = link
+selected = ss.get(keys.SELECTED_QUERY)
+ss[keys.QUERIES_MIRRORED] = selected
 if selected is None:
-    st.query_params.pop(state.QUERY_PARAM, None)
+    st.query_params.pop(keys.QUERY_PARAM, None)
     st.info("Select a row of the table to open that query: its gold spans, its ranked chunks "
             "with the matched text highlighted, and the evidence x chunk scores.")
     st.stop()
-st.query_params[state.QUERY_PARAM] = selected
+st.query_params[keys.QUERY_PARAM] = selected
 qidx = dd.qidx_of(data, selected)
 st.divider()
 if qidx is None:
@@ -121,7 +122,7 @@ if qidx is None:
 
 
 def _open(query_id: str) -> None:
-    ss[state.SELECTED_QUERY] = query_id
+    ss[keys.SELECTED_QUERY] = query_id
 
 
 # --- the drilldown ---------------------------------------------------------------------------

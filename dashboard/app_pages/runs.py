@@ -7,15 +7,17 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import imports, state
+from dashboard import actions, imports, keys, state
 from dashboard.components import tables
+from dashboard.components.downloads import csv_download
 from rageval_core.errors import RagevalError
+from rageval_core.importing import ImportOutcome
 
 st.title("Runs")
 PRICES = {c: st.column_config.NumberColumn(c, format="%.5f") for c in ("prompt $/1K", "completion $/1K")}
 
 
-def show_outcome(outcome: state.ImportOutcome, upload_dir: Path | None) -> None:
+def show_outcome(outcome: ImportOutcome, upload_dir: Path | None) -> None:
     """Nothing stored: the problems as a table. Something stored: remember a note and rerun."""
     added = outcome.imported + outcome.existing
     problems = tuple(outcome.problems)
@@ -23,8 +25,7 @@ def show_outcome(outcome: state.ImportOutcome, upload_dir: Path | None) -> None:
         st.error("The files have problems: nothing was stored.")
         frame = tables.problems_frame(problems, hide_prefix=upload_dir)
         st.dataframe(frame, hide_index=True, width="stretch")
-        st.download_button("Download problems (CSV)", frame.to_csv(index=False),
-                           file_name="import_problems.csv", mime="text/csv")
+        csv_download("Download problems (CSV)", frame, "import_problems.csv", "runs.problems.csv")
         return
     parts = [f"Imported {len(outcome.imported)} run(s)."] if outcome.imported else []
     if outcome.existing:
@@ -33,7 +34,7 @@ def show_outcome(outcome: state.ImportOutcome, upload_dir: Path | None) -> None:
         parts.append(f"{len(outcome.failed)} run(s) had errors and were not stored (see the problems).")
     # upload names are shown without their temporary folder: fixed here, before it is removed
     shown = tables.problems_frame(problems, hide_prefix=upload_dir)
-    state.flash(state.Flash("warning" if outcome.failed else "success", " ".join(parts),
+    actions.flash(actions.Flash("warning" if outcome.failed else "success", " ".join(parts),
                             run_ids=tuple(r.run_id for r in added), problems=shown))
     st.rerun()
 
@@ -51,7 +52,7 @@ def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
             bar.progress(share, text=f"Scoring the evidence of {label}: {done:,} queries")
 
     try:
-        outcome = state.import_files(paths, progress, upload_dir=upload_dir)
+        outcome = actions.import_files(paths, progress, upload_dir=upload_dir)
     except RagevalError as e:
         bar.empty()
         st.error("The import failed:")
@@ -66,7 +67,7 @@ for interrupted in state.take_interrupted():
     st.warning("An import or scoring was interrupted before it finished; nothing of it was stored:")
     st.code(interrupted, language=None, wrap_lines=True)
 
-note = state.take_flash()
+note = actions.take_flash()
 if note is not None:
     {"success": st.success, "warning": st.warning}.get(note.kind, st.error)(note.message)
     if note.detail:
@@ -82,7 +83,7 @@ st.subheader("Import")
 upload_tab, path_tab = st.tabs(["Upload files", "From a path"])
 with upload_tab:
     files = st.file_uploader("Run files (a run may come with its qrels or gold file)",
-                             accept_multiple_files=True, key=state.RUNS_UPLOAD)
+                             accept_multiple_files=True, key=keys.RUNS_UPLOAD)
     if st.button("Import uploaded files", disabled=not files, key="runs.import_upload"):
         with tempfile.TemporaryDirectory(prefix="rageval-upload-") as tmp:
             folder = Path(tmp).resolve()
@@ -96,7 +97,7 @@ with upload_tab:
 with path_tab:
     st.caption("Files inside these folders can be imported (set `RAGEVAL_IMPORT_DIRS` to change them):")
     st.code("\n".join(str(d) for d in imports.import_dirs()), language=None)
-    typed = st.text_area("Paths, one per line (e.g. a TREC run and its qrels)", key=state.RUNS_PATHS)
+    typed = st.text_area("Paths, one per line (e.g. a TREC run and its qrels)", key=keys.RUNS_PATHS)
     # not disabled while empty: the text commits on blur, which a click on the button is
     clicked = st.button("Import from paths", key="runs.import_paths")
     if clicked and not typed.strip():
@@ -124,19 +125,18 @@ else:
     st.caption(f"{len(runs)} run(s) in the store")
     frame = tables.runs_frame(runs)
     st.dataframe(frame, hide_index=True, width="stretch", column_config=PRICES)
-    st.download_button("Download the run list (CSV)", frame.to_csv(index=False),
-                       file_name="runs.csv", mime="text/csv")
+    csv_download("Download the run list (CSV)", frame, "runs.csv", "runs.list.csv")
 
     st.subheader("Rename or delete")
     by_name = {r.name: r for r in runs}
-    if st.session_state.get(state.RUNS_TARGET) not in by_name:
-        st.session_state[state.RUNS_TARGET] = runs[0].name
-    target = by_name[st.selectbox("Run", list(by_name), key=state.RUNS_TARGET)]
+    if st.session_state.get(keys.RUNS_TARGET) not in by_name:
+        st.session_state[keys.RUNS_TARGET] = runs[0].name
+    target = by_name[st.selectbox("Run", list(by_name), key=keys.RUNS_TARGET)]
     rename_col, delete_col = st.columns(2)
     with rename_col:
-        st.text_input("New name", key=state.RUNS_NEW_NAME)
-        st.button("Rename", key="runs.rename", on_click=state.rename_run, args=(target.run_id,))
+        st.text_input("New name", key=keys.RUNS_NEW_NAME)
+        st.button("Rename", key="runs.rename", on_click=actions.rename_run, args=(target.run_id,))
     with delete_col:
-        st.checkbox("Yes, delete this run and everything stored with it", key=state.RUNS_CONFIRM)
-        st.button("Delete", key="runs.delete", type="primary", on_click=state.delete_run,
-                  args=(target.run_id,), disabled=not st.session_state.get(state.RUNS_CONFIRM))
+        st.checkbox("Yes, delete this run and everything stored with it", key=keys.RUNS_CONFIRM)
+        st.button("Delete", key="runs.delete", type="primary", on_click=actions.delete_run,
+                  args=(target.run_id,), disabled=not st.session_state.get(keys.RUNS_CONFIRM))

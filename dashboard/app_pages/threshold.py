@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import actions, keys, sidebar, state
 from dashboard.components import figures_tuning as ft
+from dashboard.components.downloads import csv_download
 from dashboard.components.text import escape_text
 from rageval_core import tuning
 from rageval_core.errors import RagevalError
@@ -16,14 +16,8 @@ DELTA = 0.05  # how far the threshold is nudged for the flip share
 PER_PAGE = 8  # pair cards per page: each carries buttons, so keep reruns light
 
 
-def download_csv(frame: pd.DataFrame, name: str, key: str) -> None:
-    st.download_button("Download CSV", frame.to_csv(index=False).encode("utf-8"),
-                       file_name=f"{name}.csv", mime="text/csv", key=key,
-                       icon=":material/download:")
-
-
 st.title("Threshold tuning")
-view = state.require_view()
+view = sidebar.require_view()
 run, settings = view.run, view.settings
 t = settings.threshold
 file_stem = f"run{run.run_id}"  # never the run name in a file name: it is user text
@@ -63,10 +57,10 @@ st.caption(f"Top {settings.k}, scorer `{settings.scorer}`. The shaded band is ±
 st.header("Borderline pairs", divider="gray")
 left, middle, right = st.columns([3, 1, 1], vertical_alignment="center")
 with left:
-    band = st.slider("Band around the threshold", 0.01, 0.3, 0.1, 0.01, key=state.TUNING_BAND,
+    band = st.slider("Band around the threshold", 0.01, 0.3, 0.1, 0.01, key=keys.TUNING_BAND,
                      help="pairs whose score lies within ± this of the threshold")
 with right:
-    hide = st.toggle("Hide labelled pairs", key=state.TUNING_HIDE)
+    hide = st.toggle("Hide labelled pairs", key=keys.TUNING_HIDE)
 pairs = state.borderline(view, band)
 labels = state.pair_labels(view)
 lookup = labels.lookup()
@@ -78,10 +72,10 @@ elif not shown:
     st.info("Every pair in this band is labelled. Widen the band or show labelled pairs.")
 else:
     n_pages = (len(shown) + PER_PAGE - 1) // PER_PAGE
-    if st.session_state.get(state.TUNING_PAGE, 1) > n_pages:  # the band or labels shrank the list
-        st.session_state[state.TUNING_PAGE] = n_pages
+    if st.session_state.get(keys.TUNING_PAGE, 1) > n_pages:  # the band or labels shrank the list
+        st.session_state[keys.TUNING_PAGE] = n_pages
     # no value=: the default is min_value, so setting the key above never conflicts with it
-    page_no = int(middle.number_input(f"Page (of {n_pages})", 1, n_pages, key=state.TUNING_PAGE))
+    page_no = int(middle.number_input(f"Page (of {n_pages})", 1, n_pages, key=keys.TUNING_PAGE))
     lo = (page_no - 1) * PER_PAGE
     more = " (the closest 200)" if len(pairs) >= state.TUNING_LIMIT else ""
     st.caption(f"Pairs {lo + 1}-{min(lo + PER_PAGE, len(shown))} of {len(shown)}{more}, closest "
@@ -98,21 +92,22 @@ else:
             with buttons:
                 st.button("match", key=f"threshold.match.{qidx}.{rank}.{eidx}",
                           type="primary" if label is True else "secondary", width="stretch",
-                          icon=":material/check:", on_click=state.label_pair,
+                          icon=":material/check:", on_click=actions.label_pair,
                           args=(view, pair.key, True))
                 st.button("no match", key=f"threshold.nomatch.{qidx}.{rank}.{eidx}",
                           type="primary" if label is False else "secondary", width="stretch",
-                          icon=":material/close:", on_click=state.label_pair,
+                          icon=":material/close:", on_click=actions.label_pair,
                           args=(view, pair.key, False))
                 if label is not None:
                     st.button("clear", key=f"threshold.clear.{qidx}.{rank}.{eidx}",
-                              type="tertiary", width="stretch", on_click=state.label_pair,
+                              type="tertiary", width="stretch", on_click=actions.label_pair,
                               args=(view, pair.key, None))
 if pairs:
     with st.expander(f"All {len(pairs)} borderline pairs as a table"):
         table = ft.borderline_frame(pairs, lookup)
         st.dataframe(table, hide_index=True, width="stretch", key="threshold.pairs.table")
-        download_csv(table, f"{file_stem}_borderline_pairs", "threshold.pairs.csv")
+        csv_download("Download CSV", table, f"{file_stem}_borderline_pairs.csv",
+                     "threshold.pairs.csv")
 
 # --- agreement with the labels ---
 st.header("Agreement with your labels", divider="gray")
@@ -138,13 +133,13 @@ else:
                        delta=None if same else f"{suggestion.threshold - t:+.2f} from {t:.2f}",
                        delta_color="off", help="the current threshold already" if same else None)
         use_col.button("use it", key="threshold.use", type="primary",
-                       disabled=suggestion.threshold == t, on_click=state.use_threshold,
+                       disabled=suggestion.threshold == t, on_click=actions.use_threshold,
                        args=(suggestion.threshold,),
                        help="set the sidebar's fuzzy threshold to the suggested value")
         st.caption(f"Best F1 against your labels: {suggestion.message}; ties go to the threshold "
                    "closest to the current one.")
     table = ft.labels_frame(labels)
     st.dataframe(table, hide_index=True, width="stretch", key="threshold.labels.table")
-    download_csv(table, f"{file_stem}_labels", "threshold.labels.csv")
+    csv_download("Download CSV", table, f"{file_stem}_labels.csv", "threshold.labels.csv")
 st.caption(f"Labels are kept in the store per run, scorer and normalisation (here `{settings.scorer}`, "
            f"`{settings.norm.key}`) and are deleted with the run.")

@@ -42,10 +42,6 @@ METRIC_COLUMNS = ["candidate", "metric", "better", "n", "baseline mean", "candid
                   "wins", "ties", "losses", "significant"]
 
 
-def csv_bytes(frame: pd.DataFrame) -> bytes:
-    return frame.to_csv(index=False).encode("utf-8")
-
-
 def _mark(t: PairedTest, alpha: float) -> str:
     if not t.significant(alpha) or not t.improvement or math.isnan(t.improvement):
         return ""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,14 +21,10 @@ def table_frame(table: QueryTable, rows: NDArray[np.int64]) -> pd.DataFrame:
     return pd.DataFrame({name: values[rows] for name, values in table.columns().items()})
 
 
-def table_csv(frame: pd.DataFrame) -> bytes:
-    return frame.to_csv(index=False).encode("utf-8")
-
-
-def table_json(table: QueryTable, rows: NDArray[np.int64], meta: dict[str, object]) -> bytes:
-    """The per-query results of the rows as JSON: {run, settings, ..., queries: [...]} (NaN -> null)."""
-    return json.dumps({**meta, "queries": table.records(rows)}, ensure_ascii=False,
-                      indent=1).encode("utf-8")
+def table_document(table: QueryTable, rows: NDArray[np.int64],
+                   meta: dict[str, object]) -> dict[str, object]:
+    """The rows' per-query results for the JSON download: {run, settings, ..., queries: [...]}."""
+    return {**meta, "queries": table.records(rows)}
 
 
 def spans_frame(detail: QueryDetail) -> pd.DataFrame:

@@ -26,11 +26,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.errors import UsageError
 from rageval_core.metrics.registry import MeasureSpec, Param, register
+from rageval_core.settings import DEFAULTS
 
 Floats = NDArray[np.float64]
 
-#: Default coverage threshold (the issue's); every function takes another one.
-DEFAULT_THRESHOLD = 0.7
+#: Default coverage threshold (the settings schema's); every function takes another one.
+DEFAULT_THRESHOLD: float = DEFAULTS["threshold"]
 
 
 @dataclass(frozen=True, eq=False)

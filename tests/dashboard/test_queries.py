@@ -228,18 +228,20 @@ def test_chunk_card_borders_and_markdown_safety() -> None:
 def test_downloads_hold_the_filtered_rows(app_db: Path) -> None:
     """The CSV and JSON the page offers: exactly the filtered rows, NaN as null in JSON."""
     from dashboard.components import figures_queries as fq
+    from dashboard.components.downloads import csv_bytes, json_bytes
 
     table = core_table(app_db)
     rows = dd.sort_rows(table, dd.filter_rows(table, failing_only=True))
     frame = fq.table_frame(table, rows)
-    csv_lines = fq.table_csv(frame).decode("utf-8").splitlines()
+    csv_lines = csv_bytes(frame).decode("utf-8").splitlines()
     assert csv_lines[0].startswith("query_id,failing,query,")
     assert len(frame) == int(table.failing.sum())
-    doc = json.loads(fq.table_json(table, rows, {"run": "bm25"}))
+    doc = json.loads(json_bytes(fq.table_document(table, rows, {"run": "bm25"})))
     assert doc["run"] == "bm25" and len(doc["queries"]) == len(rows)
     assert [q["query_id"] for q in doc["queries"]] == list(frame["query_id"])
     assert all(q["failing"] is True for q in doc["queries"])
     # every row: a query without gold spans has no coverage, written as null (JSON has no NaN)
-    text = fq.table_json(table, np.arange(table.n_queries), {"run": "bm25"}).decode("utf-8")
+    text = json_bytes(fq.table_document(table, np.arange(table.n_queries),
+                                     {"run": "bm25"})).decode("utf-8")
     assert "NaN" not in text
     assert any(q["PerQueryCoverage@10"] is None for q in json.loads(text)["queries"])

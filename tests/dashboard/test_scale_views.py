@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bench.dashboard_speed import write_big_run
-from dashboard import state
+from dashboard import busy, keys
 from dashboard.components import figures_ops as fo
 from rageval_core import drilldown as dd
 from rageval_core.evaluate import Settings, evaluate
@@ -52,17 +52,17 @@ def test_queries_table_pages_through_every_matching_row(make_app: Callable[..., 
         table = dd.query_table(evaluate(data, store=store, settings=Settings(relevance="ids")),
                                data, dd.query_texts(store, data))
     order = dd.sort_rows(table, np.ones(table.n_queries, dtype=bool))  # worst first, as shown
-    rows = state.QUERIES_PAGE_ROWS
+    rows = keys.QUERIES_PAGE_ROWS
     first = list(at.dataframe[0].value["query_id"])
     assert first == [str(q) for q in table.query_ids[order[:rows]]]
     assert any(f"rows 1-{rows:,} shown" in c.value for c in at.caption)
-    at.number_input(key=state.QUERIES_PAGE).set_value(2).run()
+    at.number_input(key=keys.QUERIES_PAGE).set_value(2).run()
     assert not at.exception
     second = list(at.dataframe[0].value["query_id"])
     assert second == [str(q) for q in table.query_ids[order[rows:]]]
     assert len(first) + len(second) == N_BIG and not set(first) & set(second)
     # a filter that leaves one page: the page number follows, every matching row is shown
-    at.toggle(key=state.QUERIES_FAILING).set_value(True).run()
+    at.toggle(key=keys.QUERIES_FAILING).set_value(True).run()
     assert not at.exception
     failing = {str(q) for q in table.query_ids[table.failing]}
     assert 0 < len(failing) <= rows  # the sample's failing share: one page here
@@ -74,12 +74,12 @@ def test_latency_per_query_table_is_paged(make_app: Callable[..., AppTest], big_
     at = make_app("latency.py", db=big_db)
     assert not at.exception, [e.value for e in at.exception]
     frames = [d.value for d in at.dataframe if list(d.value.columns[:2]) == ["query_id", "total_ms"]]
-    assert len(frames) == 1 and len(frames[0]) == state.LATENCY_PAGE_ROWS
-    at.number_input(key=state.LATENCY_PAGE).set_value(2).run()
+    assert len(frames) == 1 and len(frames[0]) == keys.LATENCY_PAGE_ROWS
+    at.number_input(key=keys.LATENCY_PAGE).set_value(2).run()
     frames = [d.value for d in at.dataframe if list(d.value.columns[:2]) == ["query_id", "total_ms"]]
     with Store(big_db) as store:
         ids = load_run_data(store, f"big{N_BIG}").query_ids
-    assert list(frames[0]["query_id"]) == [str(q) for q in ids[state.LATENCY_PAGE_ROWS:]]
+    assert list(frames[0]["query_id"]) == [str(q) for q in ids[keys.LATENCY_PAGE_ROWS:]]
 
 
 # --- figures binned or thinned ----------------------------------------------------------------
@@ -131,27 +131,27 @@ def test_a_run_imported_elsewhere_appears_without_a_restart(make_app: Callable[.
     db = tmp_path / "two.duckdb"
     cli_import(db, REPO / "sample_runs" / "bm25.jsonl")
     at = make_app(db=db)
-    assert at.sidebar.selectbox(key=state.RUN).options == ["bm25"]
+    assert at.sidebar.selectbox(key=keys.RUN).options == ["bm25"]
     at.run()  # nothing changed: the listing is reused (no store call needed)
-    assert at.sidebar.selectbox(key=state.RUN).options == ["bm25"]
+    assert at.sidebar.selectbox(key=keys.RUN).options == ["bm25"]
     cli_import(db, REPO / "sample_runs" / "tfidf_char.jsonl")  # another process writes
     at.run()
     assert not at.exception
-    assert sorted(at.sidebar.selectbox(key=state.RUN).options) == ["bm25", "tfidf_char"]
+    assert sorted(at.sidebar.selectbox(key=keys.RUN).options) == ["bm25", "tfidf_char"]
 
 
 def test_a_store_held_by_another_process_is_told_apart(tmp_path: Path) -> None:
     db = tmp_path / "held.duckdb"
     with Store(db):  # this process holding it is not "elsewhere"
-        assert not state._held_elsewhere(str(db))
-    assert not state._held_elsewhere(str(db))
+        assert not busy.held_elsewhere(str(db))
+    assert not busy.held_elsewhere(str(db))
     holder = subprocess.Popen(
         [sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
                                "print('holding', flush=True); sys.stdin.readline()", str(db)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
-        assert state._held_elsewhere(str(db))
+        assert busy.held_elsewhere(str(db))
     finally:
         holder.communicate("\n", timeout=30)
-    assert not state._held_elsewhere(str(db))
+    assert not busy.held_elsewhere(str(db))

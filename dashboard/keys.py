@@ -1,0 +1,89 @@
+"""Every key the dashboard keeps state under: URL keys, session keys, and the settings' cache key.
+
+The settings' URL keys and the cache key come from the settings schema
+(rageval_core.settings.SETTINGS), so a new setting reaches the sidebar's link and every cached
+result without a list here to update. Session keys are namespaced by page ("queries.selected").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rageval_core.evaluate import Settings
+from rageval_core.settings import BY_NAME, SETTINGS
+from rageval_core.store import RunRecord
+
+# --- URL keys: the sidebar widgets' keys are the query parameters of a shared link --------------
+
+#: the sidebar's run (not a setting: the run every page shows)
+RUN = "run"
+#: setting name -> its query parameter (only the settings the sidebar shows)
+URL_KEYS = {s.name: s.url_key for s in SETTINGS if s.url_key is not None}
+K, THRESHOLD, SCORER = URL_KEYS["k"], URL_KEYS["threshold"], URL_KEYS["scorer"]
+PUNCT, ARTICLES = URL_KEYS["strip_punct"], URL_KEYS["strip_articles"]
+RELEVANCE = URL_KEYS["relevance"]
+CUT = URL_KEYS["score_threshold"]
+CUT_ON = BY_NAME["score_threshold"].url_switch
+#: the query opened on the Queries page (?q=<query_id>)
+QUERY_PARAM = "q"
+
+
+@dataclass(frozen=True)
+class View:
+    """What the sidebar selected: a run and the settings every page evaluates it with."""
+
+    run: RunRecord
+    settings: Settings
+
+
+# --- the settings' cache key ----------------------------------------------------------------
+
+
+def settings_key(s: Settings) -> tuple[Any, ...]:
+    """Every setting's value in schema order: hashable, and a part of every cached result's key."""
+    return tuple(s.values().values())
+
+
+def settings_from_key(key: tuple[Any, ...]) -> Settings:
+    return Settings.from_values(dict(zip((s.name for s in SETTINGS), key, strict=True)))
+
+
+# --- session keys, by page --------------------------------------------------------------------
+
+#: the sidebar's View (set by app.py before the page runs)
+VIEW = "app.view"
+
+SELECTED_QUERY = "queries.selected"
+QUERIES_FAILING, QUERIES_TAG, QUERIES_TAG_VALUES = "queries.failing", "queries.tag", "queries.tag_values"
+QUERIES_SEARCH, QUERIES_SORT, QUERIES_TABLE = "queries.search", "queries.sort", "queries.table"
+#: the table selection last acted on (a new one opens its query) and the "q" last mirrored to the URL
+QUERIES_SEEN_ROWS, QUERIES_MIRRORED = "queries.seen_rows", "queries.mirrored"
+#: the table shows this many rows at a time (a page); filters and sorts act on every row, and
+#: the downloads hold every filtered row: a 100,000-query run never ships 100,000 rows per rerun
+QUERIES_PAGE, QUERIES_PAGE_ROWS = "queries.page", 1000
+
+LATENCY_METRIC, LATENCY_TAG, LATENCY_BY = "latency.metric", "latency.tag", "latency.by"
+LATENCY_BY_STAGE = "latency.by_stage"
+LATENCY_LOG_X, LATENCY_DIST = "latency.log_x", "latency.dist"
+#: the per-query table's page (rows per page as the Queries page)
+LATENCY_PAGE, LATENCY_PAGE_ROWS = "latency.page", 1000
+
+TUNING_BAND, TUNING_PAGE, TUNING_HIDE = "threshold.band", "threshold.page", "threshold.hide_labelled"
+
+OVERVIEW_TAG = "overview.tag"
+
+RUNS_UPLOAD, RUNS_PATHS, RUNS_FLASH = "runs.upload", "runs.paths", "runs.flash"
+RUNS_TARGET, RUNS_NEW_NAME, RUNS_CONFIRM = "runs.target", "runs.new_name", "runs.confirm_delete"
+
+COMPARE_BASELINE, COMPARE_CANDIDATES = "compare.baseline", "compare.candidates"
+#: the sidebar run the baseline last followed, and the baseline before the current one
+COMPARE_SIDEBAR_RUN, COMPARE_PREV_BASELINE = "compare.sidebar_run", "compare.prev_baseline"
+#: the candidate and metric of the per-query views (scatter, regressed queries, drilldown)
+COMPARE_FOCUS, COMPARE_METRIC = "compare.focus", "compare.metric"
+#: the query opened side by side; the scatter's widget key and its selection last acted on
+COMPARE_QUERY, COMPARE_REGRESSED = "compare.query", "compare.regressed"
+COMPARE_SCATTER, COMPARE_SEEN_POINTS = "compare.scatter", "compare.seen_points"
+COMPARE_TAG, COMPARE_TREND_METRICS, COMPARE_TREND_STAGE = (
+    "compare.tag", "compare.trend_metrics", "compare.trend_stage")
+COMPARE_MAX_CANDIDATES = 4

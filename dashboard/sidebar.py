@@ -1,0 +1,141 @@
+"""The shared sidebar: the run, and one widget per setting, built from the settings schema.
+
+Each widget's label, default, range, step and help come from rageval_core.settings.SETTINGS;
+its key is the setting's URL key, bound to the query parameters (bind="query-params"), so a
+view is a link. This module only says where a widget sits and which kind it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dashboard import keys, state
+from dashboard.keys import View
+from rageval_core.errors import RagevalError
+from rageval_core.evaluate import Settings
+from rageval_core.settings import BY_NAME, Setting
+from rageval_core.store import RunRecord
+
+#: the settings at the sidebar's top, then those in its "Matching and cut-off" expander; a
+#: setting without a URL key (rel_level, complete) has no widget and keeps its default here
+TOP = ("k", "threshold", "relevance")
+MATCHING = ("scorer", "strip_punct", "strip_articles", "score_threshold")
+MATCHING_TITLE = "Matching and cut-off"
+#: choices shown as a row of radio buttons (few, and worth seeing at once) instead of a select box
+RADIO = ("relevance",)
+#: int settings whose slider stops at the run's depth (no k beyond the longest list)
+DEPTH_BOUNDED = ("k",)
+RESCORES_NOTE = "; a new value scores the run's evidence pairs again (once, then cached)"
+
+
+def widget_help(s: Setting) -> str:
+    """The tooltip: the setting's help, and that a new value re-scores when it does."""
+    return s.help + (RESCORES_NOTE if s.rescores else "")
+
+
+def options(s: Setting, run: RunRecord) -> list[str]:
+    """The choices of s that run can use (relevance: ids needs qrels, evidence needs gold spans)."""
+    if s.name == "relevance":
+        usable = {"ids": run.has_qrels, "evidence": run.has_evidence}
+        return [c for c in s.choices if usable[c]]
+    return list(s.choices)
+
+
+def _decimals(step: float) -> int:
+    text = f"{step:g}"
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def setting_widget(s: Setting, run: RunRecord) -> Any:
+    """Draw the widget of s (in the current container) and return the value it shows.
+
+    A setting with nothing to choose (no usable relevance mode; k on a run of one-chunk lists)
+    shows no widget and keeps its default (k: 1).
+    """
+    common: dict[str, Any] = {"key": s.url_key, "bind": "query-params", "help": widget_help(s)}
+    ss = st.session_state
+    if s.type is bool:
+        return st.checkbox(s.label, value=s.default, **common)
+    if s.choices:
+        found = options(s, run)
+        if not found:
+            return s.default
+        index = found.index(s.default) if s.default in found else 0
+        if s.name in RADIO:
+            return st.radio(s.label, found, index=index, horizontal=True, **common)
+        return st.selectbox(s.label, found, index=index, **common)
+    if s.default is None:  # an optional number: a switch, then its value
+        on = st.checkbox(s.switch_label or s.label, key=s.url_switch, bind="query-params",
+                         help=widget_help(s))
+        if not on:
+            return None
+        return s.type(st.number_input(s.label, value=s.start, step=s.step, **common))
+    lo, hi = s.bounds()
+    if s.name in DEPTH_BOUNDED:
+        hi = max(run.max_depth, 1)
+        if ss.get(s.url_key, lo) > hi:  # another run may be shallower than the last
+            ss[s.url_key] = hi
+        if hi <= lo:  # a slider needs min < max: every list of this run holds at most one chunk
+            st.caption(f"{s.name} = {lo:g} (every ranked list of this run holds at most one chunk)")
+            return s.type(lo)
+    value = st.slider(s.label, s.type(lo), s.type(hi), min(s.default, s.type(hi)),
+                      s.type(s.step), **common)
+    return round(float(value), _decimals(s.step)) if s.type is float else s.type(value)
+
+
+def settings_widgets(run: RunRecord) -> Settings:
+    """The settings' widgets in the sidebar for run, and the Settings they show."""
+    values: dict[str, Any] = {}
+    with st.sidebar:
+        for name in TOP:
+            values[name] = setting_widget(BY_NAME[name], run)
+        with st.expander(MATCHING_TITLE):
+            for name in MATCHING:
+                values[name] = setting_widget(BY_NAME[name], run)
+    return Settings.from_values(values)
+
+
+def show_store_path() -> None:
+    """The store file, at the foot of the sidebar: which file the dashboard shows is no guess."""
+    st.sidebar.caption("Store file")
+    st.sidebar.text(state.store_path())  # st.text: a path is shown as typed, never as Markdown
+
+
+def sidebar() -> View | None:
+    """The shared controls; None (with a message on the page) when there is no run yet."""
+    try:
+        all_runs = state.runs_when_free()
+    except RagevalError as e:
+        st.error("The store cannot be read:")
+        st.code(str(e), language=None)  # may hold a path: shown as typed, never as Markdown
+        return None
+    if all_runs is None:  # still busy: the message and a Try again button are on the page
+        st.stop()
+    if not all_runs:
+        show_store_path()
+        return None
+    by_name = {r.name: r for r in all_runs}
+    if st.session_state.get(keys.RUN) not in by_name:
+        st.session_state[keys.RUN] = all_runs[0].name
+    name = st.sidebar.selectbox("Run", list(by_name), key=keys.RUN, bind="query-params")
+    run = by_name[name]
+    settings = settings_widgets(run)
+    show_store_path()
+    return View(run=run, settings=settings)
+
+
+def view() -> View | None:
+    """The sidebar's current selection (set by app.py before the page runs)."""
+    return st.session_state.get(keys.VIEW)
+
+
+def require_view() -> View:
+    """The current view, or a clear message and a stop when there is no run to show."""
+    current = view()
+    if current is None:
+        st.info("No runs yet. Import one on the **Runs** page or with `rageval import FILE` "
+                "(`make run` imports the sample runs).")
+        st.stop()
+    return current

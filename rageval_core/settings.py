@@ -1,0 +1,168 @@
+"""The evaluation settings, each declared once (as datasette's SETTINGS tuple).
+
+Every front end reads this table instead of writing its own copy: `evaluate.Settings` takes its
+defaults and bounds from it, the CLI adds its flags from it (`rageval_core.cli`), the dashboard
+builds its sidebar widgets, URL keys and cache keys from it, and `docs/metrics.md` holds the
+table settings_table_markdown() writes (`python -m rageval_core.settings docs/metrics.md`).
+The schema is flat: the normalisation's two options are settings of their own (part_of="norm").
+
+Pure Python, no import beyond the standard library: the CLI reads it before parsing arguments.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: the scorers of rageval_core.matching.SCORERS, in its order (tests hold the two equal); named
+#: here so that reading the schema does not import rapidfuzz
+SCORER_NAMES = ("partial", "ratio", "token_set", "levenshtein", "difflib")
+RELEVANCE_MODES = ("ids", "evidence")
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting: its value's type, default and bounds, and how each front end shows it."""
+
+    name: str  # the Settings field (or of Settings.<part_of>); also the CLI's argparse dest
+    type: builtins.type  # int, float, str or bool (a bool is an off-by-default switch: --flag)
+    default: Any
+    help: str  # one text for --help, the sidebar's tooltip and the docs table
+    flag: str  # the CLI flag, e.g. "--threshold"
+    label: str  # the sidebar widget's label (and the docs' name for it)
+    #: the dashboard's query parameter (its widget key); never renamed: it is in shared links.
+    #: None: not in the sidebar (the setting keeps its default there)
+    url_key: str | None = None
+    #: an optional number (default None) has a switch in the sidebar, under its own URL key
+    url_switch: str | None = None
+    switch_label: str | None = None
+    start: Any = None  # the number an optional setting's widget shows when switched on
+    minimum: float | None = None
+    maximum: float | None = None  # None: unbounded (k: the run's depth bounds the slider)
+    step: float | None = None  # the sidebar widget's step
+    choices: tuple[str, ...] = ()
+    #: False: argparse takes any text and the core refuses an unknown one with a message that
+    #: lists the known ones (the scorer: matching.get_scorer)
+    choices_in_flag: bool = True
+    metavar: str | None = None
+    part_of: str | None = None  # "norm": a field of Settings.norm, not of Settings
+    #: changing it scores every evidence x chunk pair again (once; the scores are then cached).
+    #: The others are array operations on cached scores.
+    rescores: bool = False
+
+    def bounds(self) -> tuple[float, float]:
+        """(minimum, maximum), infinite where the setting has none."""
+        return (-math.inf if self.minimum is None else self.minimum,
+                math.inf if self.maximum is None else self.maximum)
+
+    def flag_help(self) -> str:
+        """--help's text: the help, the choices argparse does not list, and the default."""
+        text = self.help
+        if self.choices and not self.choices_in_flag:
+            text += ": " + ", ".join(self.choices)
+        if self.type is bool or self.default is None:
+            return text
+        return f"{text} (default {self.default})"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("k", int, 10, "cut-off of the default metrics", "--k", "k (cut-off)",
+            url_key="k", minimum=1, step=1),
+    Setting("threshold", float, 0.7,
+            "fuzzy coverage threshold: a chunk covers a gold span when their match score is at "
+            "least this", "--threshold", "Fuzzy threshold",
+            url_key="threshold", minimum=0.0, maximum=1.0, step=0.01),
+    Setting("scorer", str, "partial", "how a gold span and a chunk are matched", "--scorer",
+            "Scorer",
+            url_key="scorer", choices=SCORER_NAMES, choices_in_flag=False, rescores=True),
+    Setting("strip_punct", bool, False, "strip punctuation before matching", "--strip-punct",
+            "Strip punctuation", url_key="punct", part_of="norm", rescores=True),
+    Setting("strip_articles", bool, False, "strip a/an/the before matching", "--strip-articles",
+            "Strip articles (a, an, the)", url_key="articles", part_of="norm", rescores=True),
+    Setting("relevance", str, None,
+            "ids (the run's qrels) or evidence (a chunk is relevant when it covers a gold span "
+            "at the threshold); default ids when the run has qrels", "--relevance", "Relevance",
+            url_key="relevance", choices=RELEVANCE_MODES),
+    Setting("score_threshold", float, None,
+            "drop chunks whose retriever score is below this before evaluating",
+            "--score-threshold", "Retriever score cut-off", url_key="cut", url_switch="cut_on",
+            switch_label="Drop chunks below a retriever score", start=0.0, step=0.05,
+            metavar="X"),
+    Setting("rel_level", int, 1, "labels >= this are relevant, as trec_eval -l", "--rel-level",
+            "Relevance level", minimum=1),
+    Setting("complete", bool, False,
+            "score judged queries missing from the run as 0, as trec_eval -c", "--complete",
+            "Complete"),
+)
+
+#: name -> Setting
+BY_NAME: Mapping[str, Setting] = {s.name: s for s in SETTINGS}
+#: name -> default, in schema order
+DEFAULTS: Mapping[str, Any] = {s.name: s.default for s in SETTINGS}
+
+
+# --- the docs table ------------------------------------------------------------------------
+
+DOCS_BEGIN, DOCS_END = "<!-- settings:begin -->", "<!-- settings:end -->"
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "off" if not value else "on"
+    return f"`{value}`"
+
+
+def _range(s: Setting) -> str:
+    if s.choices:
+        return ", ".join(f"`{c}`" for c in s.choices)
+    if s.type is bool:
+        return "off, on"
+    if s.minimum is None and s.maximum is None:
+        return "any finite number"
+    if s.maximum is None:
+        return f"an integer >= {s.minimum:g}" + (
+            " (the app's slider stops at the run's depth)" if s.url_key else "")
+    return f"{s.minimum:g} to {s.maximum:g}"
+
+
+def settings_table_markdown() -> str:
+    """The settings table of docs/metrics.md (between DOCS_BEGIN and DOCS_END)."""
+    rows = ["| setting | CLI flag | URL key | default | values | re-scores | meaning |",
+            "|---|---|---|---|---|---|---|"]
+    for s in SETTINGS:
+        url = f"`{s.url_key}`" if s.url_key else "-"
+        if s.url_switch:
+            url = f"`{s.url_switch}` + {url}"
+        rows.append(f"| `{s.name}` | `{s.flag}` | {url} | {_shown(s.default)} | {_range(s)} | "
+                    f"{'yes' if s.rescores else 'no'} | {s.help} |")
+    return "\n".join(rows) + "\n"
+
+
+def docs_with_table(text: str) -> str:
+    """text with the part between the settings markers replaced by settings_table_markdown()."""
+    head, sep, rest = text.partition(DOCS_BEGIN)
+    _, sep2, tail = rest.partition(DOCS_END)
+    if not sep or not sep2:
+        raise ValueError(f"the markers {DOCS_BEGIN} and {DOCS_END} are missing")
+    return f"{head}{DOCS_BEGIN}\n{settings_table_markdown()}{DOCS_END}{tail}"
+
+
+def main(argv: list[str]) -> int:
+    """`python -m rageval_core.settings [DOC]`: print the table, or rewrite it inside DOC."""
+    if not argv:
+        print(settings_table_markdown(), end="")
+        return 0
+    path = Path(argv[0])
+    path.write_text(docs_with_table(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

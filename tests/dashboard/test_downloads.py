@@ -1,0 +1,65 @@
+"""Every download goes through components/downloads.py: one CSV rule, one JSON rule, one button."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+from streamlit.testing.v1 import AppTest
+
+from dashboard.components.downloads import ICON, csv_bytes, json_bytes
+from tests.paths import REPO
+
+
+def test_csv_is_utf8_without_index() -> None:
+    frame = pd.DataFrame({"query": ["café", "日本", "=1+1"], "score": [0.5, np.nan, 1.0]},
+                         index=[7, 8, 9])
+    text = csv_bytes(frame).decode("utf-8")
+    assert text.splitlines() == ["query,score", "café,0.5", "日本,", "=1+1,1.0"]
+
+
+def test_json_is_utf8_with_null_for_nan() -> None:
+    value = {"run": "café", "queries": [{"n": np.int64(3), "x": np.float32(0.5), "y": np.nan}]}
+    raw = json_bytes(value)
+    assert "café".encode() in raw  # not escaped to \\u00e9
+    assert json.loads(raw) == {"run": "café", "queries": [{"n": 3, "x": 0.5, "y": None}]}
+    assert b"NaN" not in raw
+
+
+def page() -> None:
+    import pandas as pd
+    import streamlit as st
+
+    from dashboard.components.downloads import csv_download, json_download
+
+    def later() -> pd.DataFrame:
+        st.session_state["built"] = True
+        return pd.DataFrame({"a": [1]})
+
+    csv_download("Now (CSV)", pd.DataFrame({"a": [1]}), "now.csv", "t.now")
+    csv_download("Later (CSV)", later, "later.csv", "t.later")
+    json_download("Later (JSON)", lambda: later().to_dict(orient="records"), "later.json",
+                  "t.json")
+
+
+def test_buttons_never_rerun_and_callables_wait_for_the_click() -> None:
+    at = AppTest.from_function(page, default_timeout=30).run()
+    assert not at.exception
+    buttons = {b.key: b.proto for b in at.get("download_button")}
+    assert set(buttons) == {"t.now", "t.later", "t.json"}
+    assert all(b.ignore_rerun and b.icon == ICON for b in buttons.values())
+    assert buttons["t.now"].url and not buttons["t.now"].deferred_file_id
+    assert buttons["t.later"].deferred_file_id and buttons["t.json"].deferred_file_id
+    assert "built" not in at.session_state  # nothing was built on render
+
+
+def test_every_download_in_the_app_uses_the_helper() -> None:
+    helper = REPO / "dashboard" / "components" / "downloads.py"
+    for path in sorted((REPO / "dashboard").rglob("*.py")):
+        if path == helper:
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "download_button(" not in text, f"{path}: use components/downloads.py"
+        assert not re.search(r"\.to_csv\(|json\.dumps\(", text), f"{path}: use downloads.py"
