@@ -17,7 +17,7 @@ XDIST ?= 2
 PYTEST := $(PY) -m pytest -n $(XDIST)
 
 .PHONY: help run test test-fast test-latest test-lowest fuzz bench bench-quick lint lock shell import \
-	setup setup-test setup-bench browser clean
+	setup setup-test setup-bench browser layers clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -50,7 +50,7 @@ shell: setup  ## a shell with .venv active, so `rageval` is on PATH (or: source 
 browser:  ## install Debian's chromium for the browser tests when it is missing
 	@bash scripts/ensure-chromium.sh
 
-test: setup-test browser  ## set up (from the lock, with test extras and chromium) and run every test
+test: setup-test browser layers  ## set up (from the lock, with test extras and chromium), check the layers, run every test
 	$(PYTEST)
 
 test-fast: setup-test  ## the core tests without the slow ones, for the inner loop (under a minute)
@@ -81,9 +81,14 @@ bench: setup-bench  ## the issue's sizes against pytrec_eval, ranx and difflib (
 bench-quick: setup-bench  ## every bench scenario at small sizes (a minute; writes nothing)
 	$(PY) -m bench --quick
 
-lint: setup-test  ## ruff + mypy on the core
+lint: setup-test  ## ruff (lint and format), mypy, and the import layers (import-linter)
 	$(VENV)/bin/ruff check rageval_core dashboard tests bench
+	$(VENV)/bin/ruff format --check rageval_core dashboard tests bench
 	$(VENV)/bin/mypy rageval_core
+	$(VENV)/bin/lint-imports
+
+layers: setup-test  ## the import layers of pyproject.toml's [tool.importlinter] (part of make test)
+	$(VENV)/bin/lint-imports --no-cache
 
 clean:  ## remove the virtualenvs and the local store
 	rm -rf $(VENV) .venv-latest .venv-lowest $(TOOLS) .rageval

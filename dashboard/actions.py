@@ -20,7 +20,7 @@ from dashboard.state import clear_caches, store
 from rageval_core import tuning
 from rageval_core.errors import RagevalError
 from rageval_core.importing import ImportOutcome, import_paths
-from rageval_core.store.locking import StoreBusyError
+from rageval_core.store import StoreBusyError
 
 
 @dataclass(frozen=True)

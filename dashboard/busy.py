@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from rageval_core.store.locking import StoreBusyError
+from rageval_core.store import StoreBusyError
 
 #: how long the start of a page waits, saying so, for another process to let go of the store
 BUSY_GATE_S = 60.0

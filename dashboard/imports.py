@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import UsageError
-from rageval_core.formats.base import SIDECAR_SUFFIX, file_problem, is_file, path_problem, printable_path
+from rageval_core.importing import SIDECAR_SUFFIX, file_problem, is_file, path_problem, printable_path
 
 #: folders a path import may read from (os.pathsep-separated); default: cwd and sample_runs/
 IMPORT_DIRS_ENV = "RAGEVAL_IMPORT_DIRS"

@@ -26,9 +26,9 @@ from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
 from rageval_core.metrics import registry
 from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store
-from rageval_core.store.lease import LeasedStore
-from rageval_core.store.locking import StoreBusyError
-from rageval_core.store.store import default_path
+from rageval_core.store import LeasedStore
+from rageval_core.store import StoreBusyError
+from rageval_core.store import default_path
 
 #: borderline pairs fetched per setting (the Threshold page shows them a few at a time)
 TUNING_LIMIT = 200

@@ -13,10 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rageval_core.errors import InputError, Problem, ProblemLog, UsageError
-from rageval_core.formats.base import printable_path
+# path checks every importer of user-named files needs (the dashboard's Runs page too)
+from rageval_core.formats.base import SIDECAR_SUFFIX, file_problem, is_file, path_problem, printable_path
 from rageval_core.store import RunRecord, Store
 from rageval_core.store.scores import Scoring, ensure_scored
 from rageval_core.store.store import RunRef
+
+__all__ = [
+    "SIDECAR_SUFFIX", "ImportOutcome", "Progress", "export_native", "file_problem", "import_paths",
+    "is_file", "path_problem", "printable_path",
+]
 
 #: progress(stage, label, done, total): stage "import" (queries read; total: the reader's
 #: estimate, or None) or "score"
