@@ -84,6 +84,16 @@ class ScenarioResult:
         return "\n".join(parts).rstrip() + "\n"
 
 
+#: gc.collect() before each timed call (the tests turn it off: in a test process that has run
+#: hundreds of tests a full collection costs up to a second, and their timings are never judged)
+COLLECT_GARBAGE = True
+
+
+def _collect() -> None:
+    if COLLECT_GARBAGE:
+        gc.collect()
+
+
 def measure(
     fn: Callable[[], Any],
     repeats: int | None = None,
@@ -102,7 +112,7 @@ def measure(
     first_value: Any = None
     first_seconds = 0.0
     if warmup:
-        gc.collect()
+        _collect()
         start = time.perf_counter()
         first_value = fn()
         first_seconds = time.perf_counter() - start
@@ -110,7 +120,7 @@ def measure(
     seconds: list[float] = []
     stages: dict[str, list[float]] = {}
     for _ in range(n):
-        gc.collect()
+        _collect()
         start = time.perf_counter()
         value = fn()
         seconds.append(time.perf_counter() - start)

@@ -10,6 +10,10 @@ from tests.paths import ORACLE, ORACLE_MISSING, REPO, in_ci
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "oracle: reads trec_eval's files under ../shared/oracle")
+    import bench.common
+
+    # the bench smoke tests time nothing they judge: no full collection before each timed call
+    bench.common.COLLECT_GARBAGE = False
 
 
 #: whole files left out of `make test-fast` (still in `make test` and CI): the bench smoke tests,
