@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from rageval_core.demo.corpus import Corpus, DemoChunk, Document, Fact
+from rageval_core.demo.corpus import Corpus, DemoChunk, Document
+from rageval_core.demo.documents import Fact
 from rageval_core.demo.paraphrase import paraphrase
 from rageval_core.demo.resources import load
 
