@@ -1,8 +1,9 @@
 """The deploy gate: rules on a baseline-vs-candidate comparison, each PASS or FAIL.
 
-`rageval gate` exits 0 when every rule holds, 1 when one fails (cli.py maps the result). A
-metric rule limits the drop of a metric (--max-drop), an ops rule the increase of a latency
-statistic or of cost (--max-increase); a limit is absolute or a percentage of the baseline.
+`rageval gate` exits 0 when every rule holds, 1 when one fails, 2 when a rule is malformed or
+cannot be checked (a UsageError; cli.py maps the result). A metric rule limits the drop of a
+metric (--max-drop), an ops rule the increase of a latency statistic or of cost
+(--max-increase); a limit is absolute or a percentage of the baseline.
 """
 
 from __future__ import annotations
