@@ -4,7 +4,7 @@ A retrieved chunk covers a gold evidence span when, after normalisation, the spa
 substring of the chunk (score 1.0) or its similarity score reaches a threshold. This module
 only produces the scores (and where in the ORIGINAL chunk text the best window lies, for
 highlighting); thresholds and cut-offs are applied later by rageval_core.metrics.evidence on
-the cached scores.
+the cached scores. The process pool that scores large batches lives in matching_pool.py.
 
 Normalisation (in this order, as SQuAD's ``normalize_answer``): lowercase (str.lower); with
 strip_punct, drop punctuation characters (Python's string.punctuation plus every Unicode
@@ -20,15 +20,11 @@ from __future__ import annotations
 import difflib
 import functools
 import math
-import multiprocessing
 import os
 import re
 import string
-import threading
-import time
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,23 +34,14 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
 from rageval_core.errors import UsageError
+from rageval_core.matching_pool import PairPool, Windows, no_pairs
 
 #: Version of the normalisation rules; part of Normalisation.key, so caches built under older
 #: rules are never reused.
 NORMALISATION_VERSION = 1
 
-#: Below this many pairs needing Python-level scoring (alignment, difflib) everything runs
-#: in-process: a pool's start (~0.3 s the first time, see _context) would cost more than it
-#: saves (~30 us per pair on two cores).
-POOL_MIN_PAIRS = 10_000
-
 #: Distinct chunk text handled per block (characters): bounds the offset maps held in memory.
 BLOCK_CHARS = 16_000_000
-
-#: Pairs per pool job: enough to make a job's pickling and hand-over (~1 ms) small next to
-#: its scoring (~40 us a pair), few enough to keep both workers busy to the end of a block.
-BATCH_MIN = 500
-BATCH_MAX = 4_000
 
 _SEP = "\x00"  # joins texts in a normalisation batch; NULs inside texts are read as spaces
 _N_CODEPOINTS = 0x110000
@@ -429,11 +416,9 @@ def _check_str(texts: Sequence[object], what: str) -> None:
             raise UsageError(f"{what}[{i}] is {type(text).__name__}, expected str")
 
 
-Windows = tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]
-
 
 def _run_batch(kind: str, evidence: list[str], chunks: list[str]) -> Windows:
-    """Python-level scoring of one batch of pairs (runs in a pool worker or in-process).
+    """Python-level scoring of one batch of pairs (a PairPool runs it in a worker or in-process).
 
     kind "align": partial_ratio_alignment of each pair, with its window in the normalised
     chunk less a space at either edge, (-1, -1) for a zero score or no window left;
@@ -479,117 +464,6 @@ def _run_batch(kind: str, evidence: list[str], chunks: list[str]) -> Windows:
     return np.asarray(scores, dtype=np.float64), starts, ends
 
 
-def _run_packed(args: tuple[str, list[str], list[str], NDArray[np.int32], NDArray[np.int32]]) -> Windows:
-    """A pool job: each distinct text sent once, the pairs as indices into them."""
-    kind, evidence, chunks, pe, pc = args
-    return _run_batch(kind, [evidence[i] for i in pe.tolist()], [chunks[j] for j in pc.tolist()])
-
-
-@functools.cache
-def _context() -> multiprocessing.context.BaseContext:
-    """forkserver where it exists (POSIX), else spawn; never plain fork.
-
-    Forking a process that runs threads (DuckDB, Streamlit) can deadlock the child. The fork
-    server starts once per process (~0.3 s) with this module preloaded, after which a pool
-    of workers starts in ~20 ms; spawn pays the interpreter start and imports every time.
-    """
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([__name__])
-        _start_quietly()
-        return context
-    return multiprocessing.get_context("spawn")
-
-
-def _start_quietly() -> None:
-    """Start the fork server with its stderr (and so its workers') on /dev/null.
-
-    A worker being forked while its owner is interrupted (Ctrl-C) finds the owner's semaphores
-    gone and would print a traceback over the owner's clean "interrupted" line. Nothing else is
-    lost: a task's own exception reaches the owner through the pool.
-    """
-    from multiprocessing import forkserver
-
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        forkserver.ensure_running()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-def _exit_with(pid: int) -> None:
-    """Pool worker start: leave when process pid (the pool's owner) is gone, even if killed.
-
-    A killed owner never shuts its pool down; its workers would wait for work forever (and
-    hold the fork server open), so each watches the owner once a second.
-    """
-
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            except PermissionError:  # the pid is taken by another user's process: ours is gone
-                os._exit(1)
-
-    threading.Thread(target=watch, name="rageval-owner-watch", daemon=True).start()
-
-
-def _no_pairs() -> Windows:
-    return np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-
-
-class _Pool:
-    """A process pool started on first need and closed by the caller."""
-
-    def __init__(self, workers: int) -> None:
-        self.workers = workers
-        self._executor: ProcessPoolExecutor | None = None
-
-    def map_pairs(
-        self, kind: str, evidence: list[str], chunks: list[str],
-        pe: NDArray[np.int64], pc: NDArray[np.int64],
-    ) -> Callable[[], Windows]:
-        """Start scoring pairs (evidence[pe[i]], chunks[pc[i]]); call the result to wait for them."""
-        n = int(pe.size)
-        if n == 0:
-            return _no_pairs
-        if self.workers <= 1 or n < POOL_MIN_PAIRS:
-            done = _run_batch(kind, [evidence[i] for i in pe.tolist()],
-                              [chunks[j] for j in pc.tolist()])
-            return lambda: done
-        if self._executor is None:
-            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(),
-                                                 initializer=_exit_with, initargs=(os.getpid(),))
-        # Small batches balance the load; each sends its distinct texts once (a chunk is
-        # paired with several spans) and the pairs as int32 indices: a fraction of the bytes.
-        size = max(BATCH_MIN, min(BATCH_MAX, math.ceil(n / (self.workers * 8))))
-        futures = []
-        for lo in range(0, n, size):
-            e_ids, e_at = np.unique(pe[lo : lo + size], return_inverse=True)
-            c_ids, c_at = np.unique(pc[lo : lo + size], return_inverse=True)
-            job = (kind, [evidence[i] for i in e_ids.tolist()], [chunks[j] for j in c_ids.tolist()],
-                   e_at.astype(np.int32), c_at.astype(np.int32))
-            futures.append(self._executor.submit(_run_packed, job))
-
-        def collect() -> Windows:
-            parts = [f.result() for f in futures]
-            return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
-
-        return collect
-
-    def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(cancel_futures=True)
-            self._executor = None
-
-
 def _blocks(lengths: NDArray[np.int64], limit: int) -> Iterator[tuple[int, int]]:
     """Consecutive [lo, hi) ranges of texts whose total length stays near `limit`."""
     if int(lengths.sum()) <= limit:  # the usual case: one block, no loop over the texts
@@ -628,7 +502,7 @@ class PairScorer:
         if not (isinstance(min_align_score, (int, float)) and math.isfinite(min_align_score)):
             raise UsageError(f"min_align_score must be a finite number, got {min_align_score!r}")
         self.min_align_score = float(min_align_score)
-        self._pool = _Pool(self.workers)
+        self._pool = PairPool(self.workers, _run_batch)
 
     def __enter__(self) -> PairScorer:
         return self
@@ -756,7 +630,7 @@ class PairScorer:
         """Scores (and normalised-text windows) of pairs that are not exact substrings."""
         spec = self.spec
         if pe.size == 0:
-            return _no_pairs
+            return no_pairs
         if spec.cdist is None:
             return self._pool.map_pairs(spec.name, ev_norm, ch_norm, pe, pc)
         # rapidfuzz releases the GIL inside cpdist only: the C++ scorers run on every core.

@@ -1,9 +1,10 @@
 """`rageval demo`: three sample runs over a synthetic policy and 10-K collection, built here.
 
-corpus.py writes the documents from templates and chunks them; questions.py derives questions
-with known evidence and graded relevance from the facts placed in them; retrievers.py holds the
-real BM25, character TF-IDF and hybrid + rerank retrievers; runs.py runs them and writes the
-native JSONL files (generation is simulated, see runs.py).
+corpus.py plans the collection and chunks it, documents.py writes each document from its
+template; questions.py derives questions with known evidence and graded relevance from the facts
+placed in them; retrievers.py holds the real BM25, character TF-IDF and hybrid + rerank
+retrievers; runs.py runs them and writes the native JSONL files (generation is simulated, see
+runs.py). The text (names, document templates, question wording) is data, in data/*.json.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The native format: JSONL, one query per line (or one JSON array), optional header record.
 
 The writer half (query_to_json / write_native) is what export and the demo generator use.
+The validators of the optional fields, shared with table.py, are in fields.py.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import math
 import operator
 import re
 from collections.abc import Iterable, Iterator
@@ -30,10 +30,22 @@ from rageval_core.formats.base import (
     read_sidecar,
     type_name,
 )
+from rageval_core.formats.fields import (
+    Check,
+    non_finite_path,
+    optional_text,
+    parse_counts,
+    parse_evidence,
+    parse_numbers,
+    parse_relevance,
+    parse_tags,
+    quoted,
+    shown_value,
+)
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo, info_to_json
 # deep nesting, a lone surrogate, a huge integer: a JSON error, never a crash
 from rageval_core.formats.jsonarray import DECODER as safe_json
-from rageval_core.formats.jsonarray import MAX_COUNT, MAX_LABEL, MIN_LABEL, UnsoundJSON, error_field
+from rageval_core.formats.jsonarray import UnsoundJSON, error_field
 
 FORMAT = "native"
 
@@ -346,25 +358,6 @@ def _queries(records: Iterable[tuple[int, Any]], shown: str, log: ProblemLog) ->
         log.error(shown, 0, "file", "no queries")
 
 
-class Check:
-    """Reports problems at one place (file, line) and remembers whether any was an error."""
-
-    __slots__ = ("file", "line", "log", "ok")
-
-    def __init__(self, file: str, line: int, log: ProblemLog) -> None:
-        self.file, self.line, self.log, self.ok = file, line, log, True
-
-    def error(self, field: str, problem: str) -> None:
-        self.log.error(self.file, self.line, field, problem)
-        self.ok = False
-
-    def warn_once(self, field: str, problem: str, warned: set[str]) -> None:
-        # one warning per key per file: a misnamed key on every line would fill the log
-        if field not in warned:
-            warned.add(field)
-            self.log.warn(self.file, self.line, field, problem)
-
-
 def parse_query(obj: Any, check: Check, warned: set[str]) -> Query | None:
     """The Query a native record describes, or None when it has errors (reported to check)."""
     if not isinstance(obj, dict):
@@ -431,7 +424,7 @@ def parse_chunks(value: Any, check: Check, warned: set[str]) -> tuple[Chunk, ...
         if score is not None:
             number = finite_number(score)
             if number is None:
-                check.error(f"{where}.score", f"expected a finite number, got {_shown(score)}")
+                check.error(f"{where}.score", f"expected a finite number, got {shown_value(score)}")
             score = number
         metadata = item.get("metadata")
         if metadata is None:
@@ -440,7 +433,7 @@ def parse_chunks(value: Any, check: Check, warned: set[str]) -> tuple[Chunk, ...
             check.error(f"{where}.metadata", f"expected an object, got {type_name(metadata)}")
             metadata = {}
         else:
-            bad = _non_finite_path(metadata, f"{where}.metadata")
+            bad = non_finite_path(metadata, f"{where}.metadata")
             if bad is not None:
                 check.error(bad, "expected a finite number, got NaN or infinity")
         chunks.append(
@@ -619,7 +612,7 @@ def _chunk_table(rankings: list[list[Any]], depths: NDArray[np.int64], first_qid
         metadata = []
         for item in items:
             value = item.get("metadata")
-            if value is not None and (type(value) is not dict or _non_finite_path(value, "") is not None):
+            if value is not None and (type(value) is not dict or non_finite_path(value, "") is not None):
                 raise UseQueries
             metadata.append(store_json(value) if value else None)
     qidx = np.repeat(np.arange(first_qidx, first_qidx + depths.size, dtype=np.int32), depths)
@@ -636,148 +629,3 @@ def _chunk_table(rankings: list[list[Any]], depths: NDArray[np.int64], first_qid
             "metadata": metadata if metadata is not None else pa.nulls(qidx.size, pa.string()),
         },
     )
-
-
-# --- field validators, shared with table.py ----------------------------------------------------
-
-
-def optional_text(value: Any, field: str, check: Check) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    check.error(field, f"expected a string, got {type_name(value)}")
-    return None
-
-
-def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, int] | None:
-    """relevant_ids (label 1 each) merged with relevance (which wins); None when neither given."""
-    if ids is None and labels is None:
-        return None
-    out: dict[str, int] = {}
-    if ids is not None:
-        if not isinstance(ids, list):
-            check.error("relevant_ids", f"expected an array of strings, got {type_name(ids)}")
-        else:
-            for i, doc_id in enumerate(ids):
-                if not isinstance(doc_id, str) or not doc_id:
-                    check.error(
-                        f"relevant_ids[{i}]", f"expected a non-empty string, got {_shown(doc_id)}"
-                    )
-                else:
-                    out[doc_id] = 1
-    if labels is not None:
-        if not isinstance(labels, dict):
-            check.error("relevance", f"expected an object doc_id -> label, got {type_name(labels)}")
-        else:
-            for doc_id, label in labels.items():
-                if not doc_id:
-                    check.error("relevance", "empty doc_id")
-                elif isinstance(label, bool) or not isinstance(label, int):
-                    check.error(
-                        f"relevance.{doc_id}", f"expected an integer label, got {_shown(label)}"
-                    )
-                elif not MIN_LABEL <= label <= MAX_LABEL:  # the store keeps 32-bit labels
-                    check.error(f"relevance.{doc_id}",
-                                f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {label}")
-                else:
-                    out[doc_id] = label
-    return out
-
-
-def parse_evidence(value: Any, field: str, check: Check) -> tuple[str, ...]:
-    """A list of non-empty strings; a plain string is one span."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        check.error(field, f"expected an array of strings, got {type_name(value)}")
-        return ()
-    spans = []
-    for i, span in enumerate(value):
-        if not isinstance(span, str):
-            check.error(f"{field}[{i}]", f"expected a string, got {type_name(span)}")
-        elif not span.strip():
-            check.error(f"{field}[{i}]", "empty string")
-        else:
-            spans.append(span)
-    return tuple(spans)
-
-
-def parse_numbers(value: Any, field: str, check: Check, *, non_negative: bool) -> dict[str, float]:
-    """An object name -> finite number (>= 0 when non_negative)."""
-    out: dict[str, float] = {}
-    for key, item in _entries(value, field, check):
-        number = finite_number(item)
-        if number is None or (non_negative and number < 0):
-            kind = "a finite number >= 0" if non_negative else "a finite number"
-            check.error(f"{field}.{key}", f"expected {kind}, got {_shown(item)}")
-        else:
-            out[key] = number
-    return out
-
-
-def parse_counts(value: Any, field: str, check: Check) -> dict[str, int]:
-    """An object name -> integer >= 0."""
-    out: dict[str, int] = {}
-    for key, item in _entries(value, field, check):
-        if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-            check.error(f"{field}.{key}", f"expected an integer >= 0, got {_shown(item)}")
-        elif item > MAX_COUNT:  # the store keeps 64-bit counts
-            check.error(f"{field}.{key}", f"expected an integer from 0 to {MAX_COUNT}, got {item}")
-        else:
-            out[key] = item
-    return out
-
-
-def parse_tags(value: Any, field: str, check: Check) -> dict[str, str]:
-    """An object key -> string; numbers and booleans become their JSON spelling."""
-    out: dict[str, str] = {}
-    for key, item in _entries(value, field, check):
-        if isinstance(item, str):
-            out[key] = item
-        elif isinstance(item, (bool, int)) or finite_number(item) is not None:
-            out[key] = json.dumps(item)
-        else:
-            check.error(f"{field}.{key}", f"expected a string, got {_shown(item)}")
-    return out
-
-
-def _entries(value: Any, field: str, check: Check) -> Iterable[tuple[str, Any]]:
-    if value is None:
-        return ()
-    if not isinstance(value, dict):
-        check.error(field, f"expected an object, got {type_name(value)}")
-        return ()
-    return value.items()
-
-
-def _non_finite_path(value: Any, path: str) -> str | None:
-    """The path of the first NaN/infinite number inside a JSON value, or None."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else path
-    if isinstance(value, dict):
-        items: Iterable[tuple[str, Any]] = ((f"{path}.{k}", v) for k, v in value.items())
-    elif isinstance(value, list):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    for sub, item in items:
-        bad = _non_finite_path(item, sub)
-        if bad is not None:
-            return bad
-    return None
-
-
-def quoted(text: str) -> str:
-    """text in double quotes, as JSON spells it."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _shown(value: Any) -> str:
-    """A value as a problem message quotes it: short, and JSON-spelled for non-finite numbers."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, (dict, list)) or value is None:
-        return type_name(value)
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 40 else text[:37] + "..."

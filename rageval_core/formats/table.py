@@ -25,7 +25,7 @@ from rageval_core.formats.base import (
     read_sidecar,
     type_name,
 )
-from rageval_core.formats.native import (
+from rageval_core.formats.fields import (
     Check,
     optional_text,
     parse_counts,

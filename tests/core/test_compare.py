@@ -13,21 +13,17 @@ import pytest
 import scipy.special
 import scipy.stats
 
-from rageval_core import compare as cmp
-from rageval_core.compare import (
-    StatOptions,
-    align,
+from rageval_core.compare import StatOptions, compare, format_comparison, gate, parse_rules, trends
+from rageval_core.compare import comparison as cmp
+from rageval_core.compare.comparison import align
+from rageval_core.compare.statistics import (
     betainc,
     bootstrap_ci,
-    compare,
     effect_size,
-    gate,
     holm,
     paired_t_test,
-    parse_rules,
     permutation_test,
     t_two_sided_p,
-    trends,
 )
 from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.evaluate import evaluate
@@ -267,7 +263,7 @@ def test_one_shared_query_gives_differences_but_no_tests() -> None:
     out = c.to_json()
     json.dumps(out, allow_nan=False)
     assert out["metrics"][0]["vs_baseline"]["cand"]["p_perm"] is None
-    text = cmp.format_comparison(c)
+    text = format_comparison(c)
     assert "+0.5000" in text  # the difference is shown; its p-values print as "-"
     # gate: the drop is over the limit; significance cannot be shown with one pair
     rules = parse_rules("latency.total.mean=10%", "increase")

@@ -148,6 +148,29 @@ def test_corpus_is_deterministic_for_a_seed(corpus: Corpus) -> None:
     assert [d.text for d in other.documents] != [d.text for d in corpus.documents]
 
 
+def test_collection_and_questions_are_those_of_sample_runs(
+    corpus: Corpus, questions: list[GoldQuery]
+) -> None:
+    """sample_runs/ was written by `rageval demo` (seed 7, 360 queries): the same text comes back.
+
+    Pins the documents, chunks and questions the templates in rageval_core/demo/data/ give, so
+    an edit of the data that changes them shows up here (then regenerate sample_runs/).
+    """
+    header, records = _records(Path(__file__).resolve().parents[2] / "sample_runs" / "bm25.jsonl")
+    settings = header["rageval_run"]["settings"]
+    assert (settings["demo_seed"], settings["n_documents"], settings["n_chunks"]) == (
+        SEED, len(corpus.documents), len(corpus.chunks))
+    text_of = {c.chunk_id: c.text for c in corpus.chunks}
+    assert len(records) == len(questions)
+    for r, q in zip(records, questions, strict=True):
+        assert (r["query_id"], r["query"], r["reference_answer"]) == (q.query_id, q.text,
+                                                                      q.reference_answer)
+        assert r.get("relevance", {}) == q.relevance and r.get("evidence", []) == list(q.evidence)
+        assert (r["tags"]["query_type"], r["tags"]["evidence"], r["tags"].get("wording")) == (
+            q.query_type, q.evidence_form, q.wording)
+        assert all(c["text"] == text_of[c["doc_id"]] for c in r["retrieved"])
+
+
 def test_corpus_shape(corpus: Corpus) -> None:
     assert 150 <= len(corpus.documents) <= 250
     names = [d.name for d in corpus.documents]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
-from rageval_core import matching
+from rageval_core import matching, matching_pool
 from rageval_core.errors import UsageError
 from rageval_core.matching import (
     SCORERS,
@@ -310,7 +310,7 @@ def test_process_pool_gives_the_in_process_results(monkeypatch: pytest.MonkeyPat
     pc = np.tile(np.arange(30), 20)
     expected = {s: score_pairs(evidence, chunks, pe, pc, scorer=s, workers=1)
                 for s in ("partial", "difflib")}
-    monkeypatch.setattr(matching, "POOL_MIN_PAIRS", 50)
+    monkeypatch.setattr(matching_pool, "POOL_MIN_PAIRS", 50)
     for scorer, want in expected.items():
         got = score_pairs(evidence, chunks, pe, pc, scorer=scorer, workers=2)
         assert np.array_equal(got.score, want.score)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
 from bench.native_scale import write_native_run
-from rageval_core import matching
+from rageval_core import matching, matching_pool
 from rageval_core.importing import import_paths
 from rageval_core.matching import Normalisation, PairScorer, normalise, normalise_many, score_pairs
 from rageval_core.store import Store, scores
@@ -89,8 +89,8 @@ def test_pipelined_blocks_on_the_pool_equal_one_call_in_process(
 ) -> None:
     spans, chunks, pe, pc = random_pairs(3)
     want = score_pairs(spans, chunks, pe, pc, scorer=scorer, workers=1, min_align_score=cut)
-    monkeypatch.setattr(matching, "POOL_MIN_PAIRS", 20)
-    monkeypatch.setattr(matching, "BATCH_MIN", 7)  # many small jobs, several texts in each
+    monkeypatch.setattr(matching_pool, "POOL_MIN_PAIRS", 20)
+    monkeypatch.setattr(matching_pool, "BATCH_MIN", 7)  # many small jobs, several texts in each
     thirds = np.array_split(np.arange(pe.size), 3)
     with PairScorer(scorer, workers=2, min_align_score=cut) as pairs:
         pending = [pairs.submit(spans, chunks, pe[rows], pc[rows]) for rows in thirds]
@@ -126,7 +126,7 @@ def test_block_wise_scoring_of_a_run_equals_one_call(monkeypatch: pytest.MonkeyP
     path = tmp_path / "run.jsonl"
     write_native_run(path, 23, n_chunks=6, text_chars=120, seed=4, spans=3)
     monkeypatch.setattr(scores, "BLOCK_QUERIES", 5)  # 5 blocks, the last one short
-    monkeypatch.setattr(matching, "POOL_MIN_PAIRS", 10)
+    monkeypatch.setattr(matching_pool, "POOL_MIN_PAIRS", 10)
     done: list[tuple[int, int]] = []
     with Store(":memory:") as store:
         run = import_paths(store, [path], score=False).imported[0]
@@ -168,10 +168,10 @@ def test_rows_read_without_order_by_are_put_in_order() -> None:
 HOLD_A_POOL = """
 import sys, time
 import numpy as np
-from rageval_core import matching
+from rageval_core import matching, matching_pool
 from tests.core.test_matching_pipeline import random_pairs
 
-matching.POOL_MIN_PAIRS = 10
+matching_pool.POOL_MIN_PAIRS = 10
 spans, chunks, pe, pc = random_pairs(1)
 pairs = matching.PairScorer(workers=2)
 pending = pairs.submit(spans, chunks, pe, pc)

@@ -1,0 +1,293 @@
+"""The paired statistics of a comparison: t-test, effect size, sign-flip test, bootstrap, Holm.
+
+numpy only: the t distribution's CDF is the regularised incomplete beta, written out here
+(Numerical Recipes' continued fraction) and tested against scipy in tests/core/test_compare.py.
+Resampling runs in row blocks of at most _BLOCK_CELLS cells, so memory stays bounded whatever
+the number of queries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rageval_core.errors import UsageError
+
+Floats = NDArray[np.float64]
+
+DEFAULT_PERMUTATIONS = 10_000
+DEFAULT_BOOTSTRAP = 2_000
+DEFAULT_SEED = 0
+DEFAULT_ALPHA = 0.05
+#: cells of one resampling block (rows x queries): bounds memory whatever the run size
+_BLOCK_CELLS = 2_000_000
+
+_CF_MAX_ITER = 100_000
+_CF_EPS = 1e-16
+_CF_TINY = 1e-300
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of I_x(a, b), evaluated by the modified Lentz method (NR 6.4)."""
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = 1.0
+    d = 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > _CF_TINY else _CF_TINY)
+    h = d
+    for m in range(1, _CF_MAX_ITER + 1):
+        m2 = 2 * m
+        for aa in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > _CF_TINY else _CF_TINY)
+            c = 1.0 + aa / c
+            c = c if abs(c) > _CF_TINY else _CF_TINY
+            step = d * c
+            h *= step
+        if abs(step - 1.0) < _CF_EPS:
+            return h
+    raise ArithmeticError(f"incomplete beta did not converge for a={a}, b={b}, x={x}")
+
+
+def _betainc(a: float, b: float, x: float, xc: float) -> float:
+    """I_x(a, b) given x and xc = 1 - x computed without cancellation by the caller."""
+    if x <= 0.0:
+        return 0.0
+    if xc <= 0.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(xc)
+    )
+    front = math.exp(log_front)
+    # The fraction converges fast on this side of the mean; the other side uses the symmetry
+    # I_x(a, b) = 1 - I_{1-x}(b, a).
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, xc) / b
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function I_x(a, b), a, b > 0, 0 <= x <= 1."""
+    if not (a > 0 and b > 0) or not 0.0 <= x <= 1.0:
+        raise ValueError(f"betainc needs a, b > 0 and 0 <= x <= 1, got a={a}, b={b}, x={x}")
+    return _betainc(float(a), float(b), float(x), 1.0 - float(x))
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """P(|T| >= |t|) for Student's t with df degrees of freedom: I_{df/(df+t^2)}(df/2, 1/2)."""
+    if math.isnan(t) or not df > 0:
+        return math.nan
+    if math.isinf(t):
+        return 0.0
+    t2 = t * t
+    if math.isinf(t2):
+        return 0.0
+    denom = df + t2
+    return min(1.0, _betainc(df / 2.0, 0.5, df / denom, t2 / denom))
+
+
+@dataclass(frozen=True, slots=True)
+class TTest:
+    """A paired t-test: t = mean(d) / (sd(d) / sqrt(n)), df = n - 1, two-sided p."""
+
+    t: float
+    df: int
+    p: float
+
+
+def paired_t_test(d: Floats) -> TTest:
+    """Paired t-test on the differences d (NaN when n < 2; sd = 0: p = 1 if mean 0, else 0)."""
+    d = np.asarray(d, dtype=np.float64)
+    n = int(d.size)
+    if n < 2:
+        return TTest(math.nan, max(n - 1, 0), math.nan)
+    mean = float(d.mean())
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        # Every pair moved by the same amount: no variance to test against. By definition,
+        # no change (t = 0, p = 1) or a certain one (t = +-inf, p = 0).
+        return TTest(0.0, n - 1, 1.0) if mean == 0.0 else TTest(math.copysign(math.inf, mean), n - 1, 0.0)
+    t = mean / (sd / math.sqrt(n))
+    return TTest(t, n - 1, t_two_sided_p(t, n - 1))
+
+
+def effect_size(d: Floats) -> float:
+    """Cohen's d_z = mean(d) / sd(d) (sd with n - 1); NaN when n < 2, 0 or +-inf when sd = 0."""
+    d = np.asarray(d, dtype=np.float64)
+    if d.size < 2:
+        return math.nan
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    if sd == 0.0:
+        return 0.0 if mean == 0.0 else math.copysign(math.inf, mean)
+    return mean / sd
+
+
+def _row_blocks(n_rows: int, n_cols: int) -> Iterator[int]:
+    """Sizes of the row blocks that cover n_rows with at most _BLOCK_CELLS cells each."""
+    block = max(1, min(n_rows, _BLOCK_CELLS // max(n_cols, 1)))
+    for start in range(0, n_rows, block):
+        yield min(block, n_rows - start)
+
+
+def permutation_test(
+    d: Floats,
+    n_permutations: int = DEFAULT_PERMUTATIONS,
+    seed: int = DEFAULT_SEED,
+    exact: bool | None = None,
+) -> float:
+    """Two-sided paired randomisation test of mean(d) = 0 by random sign flips of d.
+
+    Monte Carlo: p = (#{|mean*| >= |mean|} + 1) / (n_permutations + 1), the flips drawn from
+    numpy's Generator(seed). exact=None enumerates all 2^n flips instead when 2^n <=
+    n_permutations (exact=True forces it, False forbids it): p = #{|mean*| >= |mean|} / 2^n.
+    NaN when n < 2.
+    """
+    d = np.asarray(d, dtype=np.float64)
+    n = int(d.size)
+    if n < 2 or not np.isfinite(d).all():
+        return math.nan
+    observed = abs(float(d.sum()))
+    # sums of the same values in another order differ by rounding: ties must stay ties
+    tol = 1e-10 * float(np.abs(d).sum())
+    if exact is None:
+        exact = n <= 30 and 2**n <= n_permutations
+    if exact:
+        if n > 24:
+            raise ValueError(f"exact enumeration of 2^{n} sign flips is too large")
+        hits = 0
+        total = 2**n
+        start = 0
+        for size in _row_blocks(total, n):
+            codes = np.arange(start, start + size, dtype=np.int64)
+            signs = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)) & 1)
+            hits += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
+            start += size
+        return hits / total
+    if n_permutations < 1:
+        raise UsageError(f"the number of permutations must be >= 1, got {n_permutations}")
+    # One random byte flips 8 queries at once: a table per byte position holds the sum of d
+    # over every subset of its 8 queries, so a permutation costs n/8 lookups, not n products.
+    # Flipping the subset F turns sum(d) into sum(d) - 2 sum_F(d).
+    n_bytes = -(-n // 8)
+    padded = np.zeros(n_bytes * 8)
+    padded[:n] = d
+    bit_of = (np.arange(256)[:, None] >> np.arange(8)) & 1  # (256, 8): bit k of each byte value
+    table = (padded.reshape(n_bytes, 8) @ bit_of.T.astype(np.float64)).ravel()  # (n_bytes*256,)
+    offsets = np.arange(n_bytes, dtype=np.intp) * 256
+    total = float(d.sum())
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for size in _row_blocks(n_permutations, n_bytes):
+        flips = rng.integers(0, 256, size=(size, n_bytes), dtype=np.uint8)
+        flipped = table[flips + offsets].sum(axis=1)
+        hits += int(np.count_nonzero(np.abs(total - 2.0 * flipped) >= observed - tol))
+    return (hits + 1) / (n_permutations + 1)
+
+
+def resampled(
+    n: int, n_resamples: int, seed: int, statistic: Callable[[NDArray[np.intp]], Floats]
+) -> Floats:
+    """statistic(idx) for n_resamples bootstrap index rows (drawn in blocks), stacked."""
+    rng = np.random.default_rng(seed)
+    parts = [statistic(rng.integers(0, n, size=(size, n))) for size in _row_blocks(n_resamples, n)]
+    return np.concatenate(parts, axis=0)
+
+
+def percentile_interval(samples: Floats, level: float) -> tuple[Floats, Floats]:
+    """Percentile interval of each column (NaN samples, e.g. an empty weight, left out)."""
+    tail = 100.0 * (1.0 - level) / 2.0
+    with np.errstate(all="ignore"), _quiet_nan():
+        lo, hi = np.nanpercentile(samples, [tail, 100.0 - tail], axis=0)
+    return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+
+
+@contextlib.contextmanager
+def _quiet_nan() -> Iterator[None]:
+    """Silence numpy's all-NaN warnings: an all-NaN column is an undefined interval, not news."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def _weighted_means(values: Floats, weights: Floats, idx: NDArray[np.intp]) -> Floats:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (values * weights)[idx].sum(axis=1) / weights[idx].sum(axis=1)  # type: ignore[no-any-return]
+
+
+def bootstrap_ci(
+    baseline: Floats,
+    candidate: Floats,
+    weights_baseline: Floats | None = None,
+    weights_candidate: Floats | None = None,
+    *,
+    n_resamples: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of (weighted) mean(candidate) - mean(baseline) over pairs.
+
+    Queries are resampled with replacement as pairs; each resample's difference is recomputed
+    (a ratio of sums when weighted). NaN when there are fewer than 2 pairs.
+    """
+    b = np.asarray(baseline, dtype=np.float64)
+    c = np.asarray(candidate, dtype=np.float64)
+    n = int(b.size)
+    if n < 2:
+        return math.nan, math.nan
+    if n_resamples < 1:
+        raise UsageError(f"the number of bootstrap resamples must be >= 1, got {n_resamples}")
+    wb = np.ones(n) if weights_baseline is None else np.asarray(weights_baseline, dtype=np.float64)
+    wc = np.ones(n) if weights_candidate is None else np.asarray(weights_candidate, dtype=np.float64)
+
+    def diff(idx: NDArray[np.intp]) -> Floats:
+        if weights_baseline is None and weights_candidate is None:
+            return (c - b)[idx].mean(axis=1)[:, None]  # type: ignore[no-any-return]
+        return (_weighted_means(c, wc, idx) - _weighted_means(b, wb, idx))[:, None]
+
+    lo, hi = percentile_interval(resampled(n, n_resamples, seed, diff), level)
+    return float(lo[0]), float(hi[0])
+
+
+def holm(p_values: Sequence[float] | Floats) -> Floats:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1); NaN stays NaN."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = valid.size
+    if m == 0:
+        return out
+    order = valid[np.argsort(p[valid], kind="stable")]
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(scaled)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class StatOptions:
+    """How the tests are run: permutations, bootstrap resamples, seed, alpha (CI = 1 - alpha)."""
+
+    n_permutations: int = DEFAULT_PERMUTATIONS
+    n_bootstrap: int = DEFAULT_BOOTSTRAP
+    seed: int = DEFAULT_SEED
+    alpha: float = DEFAULT_ALPHA
+
+    def check(self) -> None:
+        if self.n_permutations < 1:
+            raise UsageError(f"--permutations must be >= 1, got {self.n_permutations}")
+        if self.n_bootstrap < 1:
+            raise UsageError(f"--bootstrap must be >= 1, got {self.n_bootstrap}")
+        if not 0.0 < self.alpha < 1.0:
+            raise UsageError(f"--alpha must be between 0 and 1 (exclusive), got {self.alpha}")
+
+    @property
+    def level(self) -> float:
+        return 1.0 - self.alpha
+

@@ -1,0 +1,179 @@
+"""Field validators shared by the native and table readers: each checks one optional field.
+
+A Check reports problems at one place (file, line) to a ProblemLog; the parse_* functions
+return the field's value with every bad entry reported and left out, so one bad tag never
+hides the rest of a query.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from rageval_core.errors import ProblemLog
+from rageval_core.formats.base import finite_number, type_name
+from rageval_core.formats.jsonarray import MAX_COUNT, MAX_LABEL, MIN_LABEL
+
+
+class Check:
+    """Reports problems at one place (file, line) and remembers whether any was an error."""
+
+    __slots__ = ("file", "line", "log", "ok")
+
+    def __init__(self, file: str, line: int, log: ProblemLog) -> None:
+        self.file, self.line, self.log, self.ok = file, line, log, True
+
+    def error(self, field: str, problem: str) -> None:
+        self.log.error(self.file, self.line, field, problem)
+        self.ok = False
+
+    def warn_once(self, field: str, problem: str, warned: set[str]) -> None:
+        # one warning per key per file: a misnamed key on every line would fill the log
+        if field not in warned:
+            warned.add(field)
+            self.log.warn(self.file, self.line, field, problem)
+
+
+
+def optional_text(value: Any, field: str, check: Check) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    check.error(field, f"expected a string, got {type_name(value)}")
+    return None
+
+
+def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, int] | None:
+    """relevant_ids (label 1 each) merged with relevance (which wins); None when neither given."""
+    if ids is None and labels is None:
+        return None
+    out: dict[str, int] = {}
+    if ids is not None:
+        if not isinstance(ids, list):
+            check.error("relevant_ids", f"expected an array of strings, got {type_name(ids)}")
+        else:
+            for i, doc_id in enumerate(ids):
+                if not isinstance(doc_id, str) or not doc_id:
+                    check.error(
+                        f"relevant_ids[{i}]", f"expected a non-empty string, got {shown_value(doc_id)}"
+                    )
+                else:
+                    out[doc_id] = 1
+    if labels is not None:
+        if not isinstance(labels, dict):
+            check.error("relevance", f"expected an object doc_id -> label, got {type_name(labels)}")
+        else:
+            for doc_id, label in labels.items():
+                if not doc_id:
+                    check.error("relevance", "empty doc_id")
+                elif isinstance(label, bool) or not isinstance(label, int):
+                    check.error(
+                        f"relevance.{doc_id}", f"expected an integer label, got {shown_value(label)}"
+                    )
+                elif not MIN_LABEL <= label <= MAX_LABEL:  # the store keeps 32-bit labels
+                    check.error(f"relevance.{doc_id}",
+                                f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {label}")
+                else:
+                    out[doc_id] = label
+    return out
+
+
+def parse_evidence(value: Any, field: str, check: Check) -> tuple[str, ...]:
+    """A list of non-empty strings; a plain string is one span."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        check.error(field, f"expected an array of strings, got {type_name(value)}")
+        return ()
+    spans = []
+    for i, span in enumerate(value):
+        if not isinstance(span, str):
+            check.error(f"{field}[{i}]", f"expected a string, got {type_name(span)}")
+        elif not span.strip():
+            check.error(f"{field}[{i}]", "empty string")
+        else:
+            spans.append(span)
+    return tuple(spans)
+
+
+def parse_numbers(value: Any, field: str, check: Check, *, non_negative: bool) -> dict[str, float]:
+    """An object name -> finite number (>= 0 when non_negative)."""
+    out: dict[str, float] = {}
+    for key, item in _entries(value, field, check):
+        number = finite_number(item)
+        if number is None or (non_negative and number < 0):
+            kind = "a finite number >= 0" if non_negative else "a finite number"
+            check.error(f"{field}.{key}", f"expected {kind}, got {shown_value(item)}")
+        else:
+            out[key] = number
+    return out
+
+
+def parse_counts(value: Any, field: str, check: Check) -> dict[str, int]:
+    """An object name -> integer >= 0."""
+    out: dict[str, int] = {}
+    for key, item in _entries(value, field, check):
+        if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+            check.error(f"{field}.{key}", f"expected an integer >= 0, got {shown_value(item)}")
+        elif item > MAX_COUNT:  # the store keeps 64-bit counts
+            check.error(f"{field}.{key}", f"expected an integer from 0 to {MAX_COUNT}, got {item}")
+        else:
+            out[key] = item
+    return out
+
+
+def parse_tags(value: Any, field: str, check: Check) -> dict[str, str]:
+    """An object key -> string; numbers and booleans become their JSON spelling."""
+    out: dict[str, str] = {}
+    for key, item in _entries(value, field, check):
+        if isinstance(item, str):
+            out[key] = item
+        elif isinstance(item, (bool, int)) or finite_number(item) is not None:
+            out[key] = json.dumps(item)
+        else:
+            check.error(f"{field}.{key}", f"expected a string, got {shown_value(item)}")
+    return out
+
+
+def _entries(value: Any, field: str, check: Check) -> Iterable[tuple[str, Any]]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        check.error(field, f"expected an object, got {type_name(value)}")
+        return ()
+    return value.items()
+
+
+def non_finite_path(value: Any, path: str) -> str | None:
+    """The path of the first NaN/infinite number inside a JSON value, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, dict):
+        items: Iterable[tuple[str, Any]] = ((f"{path}.{k}", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub, item in items:
+        bad = non_finite_path(item, sub)
+        if bad is not None:
+            return bad
+    return None
+
+
+def quoted(text: str) -> str:
+    """text in double quotes, as JSON spells it."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def shown_value(value: Any) -> str:
+    """A value as a problem message quotes it: short, and JSON-spelled for non-finite numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, (dict, list)) or value is None:
+        return type_name(value)
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
