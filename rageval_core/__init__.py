@@ -1,6 +1,8 @@
 """rageval's core: load runs, validate them, keep them in DuckDB, score evidence, compute metrics.
 
-Importable without streamlit or plotly (tests/core/test_import_isolation.py checks it).
+Importable without streamlit or plotly (tests/core/test_import_isolation.py checks it). The
+Python API for notebooks and harnesses is the `rageval` package (`import rageval as rv`;
+rageval_core/api.py).
 """
 
 from __future__ import annotations

@@ -207,23 +207,22 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from rageval_core.evaluate import evaluate, open_file_in_scratch_store
-    from rageval_core.rundata import load_run_data
+    import contextlib
 
-    settings = settings_from_args(args)
+    from rageval_core import api
+
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
     path = Path(args.run)
-    if path.is_file():
-        files = [path, *map(Path, args.companions)] + ([Path(args.qrels)] if args.qrels else [])
-        store = open_file_in_scratch_store(files, args.format)
-    else:
-        if args.qrels or args.format or args.companions:
-            raise UsageError(
-                f"{args.run} is not a file: companions, --qrels and --format apply to run files only")
-        store = _store(args)
-    with store:
-        data = load_run_data(store, store.runs()[0].run_id if path.is_file() else args.run)
-        report = evaluate(data, metrics, store=store, settings=settings, by=args.by)
+    if not path.is_file() and (args.qrels or args.format or args.companions):
+        raise UsageError(
+            f"{args.run} is not a file: companions, --qrels and --format apply to run files only")
+    with contextlib.ExitStack() as stack:
+        if path.is_file():
+            files = [path, *map(Path, args.companions)] + ([Path(args.qrels)] if args.qrels else [])
+            run = stack.enter_context(api.load(files, format=args.format))
+        else:
+            run = stack.enter_context(api.load(args.run, store=stack.enter_context(_store(args))))
+        report = api.evaluate(run, metrics, settings=settings_from_args(args), by=args.by)
     if args.json:
         print(json_text(report.to_json(per_query=args.per_query)))
     else:
@@ -320,14 +319,15 @@ def _compare_runs(args: argparse.Namespace, runs: Sequence[str], metrics: list[s
     """compare() on stored names (in --db) and/or run files; the store is opened only when needed."""
     import contextlib
 
-    from rageval_core.compare import StatOptions, compare
+    from rageval_core import api
+    from rageval_core.compare import StatOptions
 
     options = StatOptions(n_permutations=args.permutations, n_bootstrap=args.bootstrap,
                           seed=args.seed, alpha=args.alpha)
     with contextlib.ExitStack() as stack:
         store = stack.enter_context(_store(args)) if any(not Path(r).is_file() for r in runs) else None
-        return compare(list(runs), metrics, store=store, settings=settings_from_args(args), by=by,
-                       options=options, n_worst=n_worst)
+        return api.compare(list(runs), metrics, store=store, settings=settings_from_args(args),
+                           by=by, options=options, n_worst=n_worst)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -344,15 +344,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     """Exit 0 when every rule holds, 1 when one fails, 2 on bad arguments or input."""
-    from rageval_core.compare import format_gate, gate, metrics_of, parse_rules
+    from rageval_core import api
+    from rageval_core.compare import format_gate, metrics_of
 
     try:
-        rules = (parse_rules(args.max_drop, "drop") if args.max_drop is not None else []) + (
-            parse_rules(args.max_increase, "increase") if args.max_increase is not None else [])
+        rules = api.rules_of(args.max_drop, args.max_increase)
         if not rules:
             raise UsageError("the gate has no rule: give --max-drop and/or --max-increase")
         comparison = _compare_runs(args, [args.baseline, args.candidate], metrics_of(rules))
-        result = gate(comparison, rules, significant_only=args.significant_only)
+        result = api.gate(comparison, max_drop=args.max_drop, max_increase=args.max_increase,
+                          significant_only=args.significant_only)
     except InputError as e:
         _print_problems(e.problems, e.truncated)
         return 2

@@ -24,6 +24,7 @@ from rageval_core import ops
 from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.matching import Normalisation, get_scorer
 from rageval_core.metrics import registry
+from rageval_core.model import ParsedRun
 from rageval_core.metrics.arrays import (
     RankedLabels,
     check_rel_level,
@@ -32,7 +33,7 @@ from rageval_core.metrics.arrays import (
 )
 from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.metrics.generation import GENERATION_METRICS, AnswerInputs, generation_scores
-from rageval_core.rundata import RunData, _floats, evidence_tensor, load_run_data
+from rageval_core.rundata import LoadedRun, RunData, _floats, evidence_tensor, load_run_data
 from rageval_core.settings import BY_NAME, DEFAULTS, SETTINGS
 from rageval_core.store import Store, answers
 from rageval_core.store.store import RunRef
@@ -325,7 +326,7 @@ def default_metrics(data: RunData, k: int, relevance: Relevance | None) -> list[
 
 
 def evaluate(
-    source: RunData | str | Path,
+    source: LoadedRun | RunData | str | Path,
     metrics: Sequence[str] | None = None,
     *,
     store: Store | None = None,
@@ -333,12 +334,15 @@ def evaluate(
     by: str | None = None,
     **overrides: Any,
 ) -> Report:
-    """Evaluate a stored run (name, id or RunData) or a run file (read into a scratch store).
+    """Evaluate a loaded run, a stored run (name, id or RunData) or a run file (read into a
+    scratch store).
 
     settings fields may also be given as keywords: evaluate(run, k=5, threshold=0.8).
     """
     s = dataclasses.replace(settings or Settings(), **overrides)
     s.check()
+    if isinstance(source, LoadedRun):
+        return _evaluate(source.store, source.data, metrics, s, by)
     if isinstance(source, RunData):
         if store is None:
             raise UsageError("evaluating a RunData needs the store it came from")
@@ -362,9 +366,14 @@ def open_file_in_scratch_store(paths: Sequence[Path], fmt: str | None = None, na
     log.raise_if_errors()
     if len(parsed) != 1:
         raise UsageError(f"expected one run, but the files hold {len(parsed)}")
+    return open_in_scratch_store(parsed[0], log, name)
+
+
+def open_in_scratch_store(parsed: ParsedRun, log: ProblemLog, name: str | None = None) -> Store:
+    """One parsed run in an in-memory store of its own; InputError (nothing kept) if it has errors."""
     store = Store(":memory:")
     try:
-        store.import_run(parsed[0], log, name=name)
+        store.import_run(parsed, log, name=name)
     except BaseException:
         store.close()
         raise

@@ -56,6 +56,38 @@ class RunData:
         return int(self.labels.shape[1])
 
 
+@dataclass(eq=False)
+class LoadedRun:
+    """A run ready to evaluate or compare: its arrays and the store they came from (evidence
+    scores, texts and answers are read from it). A run read from a file or from Python objects
+    lives in its own in-memory store, closed with close() or at the end of a `with` block."""
+
+    store: Store
+    data: RunData
+    owns_store: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.data.run.name
+
+    @property
+    def n_queries(self) -> int:
+        return self.data.n_queries
+
+    def close(self) -> None:
+        if self.owns_store:
+            self.store.close()
+
+    def __enter__(self) -> LoadedRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LoadedRun({self.name!r}, {self.n_queries} queries)"
+
+
 def load_run_data(store: Store, ref: RunRef) -> RunData:
     """Read one run's numeric rows (not its texts) into dense arrays.
 

@@ -47,10 +47,10 @@ from rageval_core.evaluate import (
     resolve_relevance,
 )
 from rageval_core.metrics import registry
-from rageval_core.rundata import RunData, load_run_data
+from rageval_core.rundata import LoadedRun, RunData, load_run_data
 from rageval_core.store import Store
 
-Source = RunData | str | Path
+Source = LoadedRun | RunData | str | Path
 
 DEFAULT_WORST = 10
 MIN_RUNS, MAX_RUNS = 2, 5
@@ -419,7 +419,8 @@ class Comparison:
 def open_runs(
     sources: Sequence[Source], store: Store | None = None
 ) -> Iterator[list[tuple[Store, RunData]]]:
-    """Each source as (its store, its RunData): a RunData or a name/id in store, or a run file.
+    """Each source as (its store, its RunData): a LoadedRun, a RunData or a name/id in store, or
+    a run file.
 
     A file is read into its own in-memory store; a name with no store given opens the default
     store. Every store opened here is closed on exit.
@@ -428,6 +429,9 @@ def open_runs(
         out: list[tuple[Store, RunData]] = []
         named = store
         for source in sources:
+            if isinstance(source, LoadedRun):  # each in its own store, closed by its owner
+                out.append((source.store, source.data))
+                continue
             if isinstance(source, RunData):
                 if store is None:
                     raise UsageError("comparing a RunData needs the store it came from")
@@ -460,7 +464,8 @@ def compare(
     n_worst: int = DEFAULT_WORST,
     **overrides: Any,
 ) -> Comparison:
-    """Compare runs[1:] with the baseline runs[0] (2 to 5 runs: RunData, names or files).
+    """Compare runs[1:] with the baseline runs[0] (2 to 5 runs: LoadedRun, RunData, names or
+    files).
 
     metrics None: the default metrics every run supports (as evaluate() chooses them); an
     empty list: none (latency and cost only).

@@ -190,6 +190,33 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
     return ParsedRun(info, queries, FORMAT, (shown,), columns, expected_queries=expected)
 
 
+def read_records(records: Iterable[Any], log: ProblemLog, label: str = "records") -> ParsedRun:
+    """Native records given as Python objects (a notebook's list of dicts): the checks a file
+    gets, each problem placed at the record's position (1-based) under label. A first record
+    {"rageval_run": {...}} is the header, as in a file. Each record is read as its JSON text
+    would be (numpy scalars and arrays become numbers and lists; what JSON cannot hold, NaN
+    included, is a problem at its record)."""
+    numbered = _as_json(records, label, log)
+    info, first = _take_header(numbered, label, log)
+    return ParsedRun(info, _queries(itertools.chain(first, numbered), label, log), FORMAT, (label,))
+
+
+def _as_json(records: Iterable[Any], label: str, log: ProblemLog) -> Iterator[tuple[int, Any]]:
+    for i, record in enumerate(records, 1):
+        try:
+            yield i, safe_json.decode(json.dumps(record, default=_plain, allow_nan=False))
+        except (TypeError, ValueError, RecursionError) as e:
+            log.error(label, i, "record", f"not JSON data: {e}")
+            yield i, _UNREADABLE
+
+
+def _plain(value: Any) -> Any:
+    """numpy values as JSON sees them (an array: a list); anything else cannot be written."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"a {type(value).__name__} is not JSON data")
+
+
 def _count_lines(path: Path, block: int = 1 << 24) -> int:
     """Lines in a file (a last line without a newline counts): one pass of bytes.count, ~GB/s."""
     n, last = 0, b"\n"

@@ -84,6 +84,21 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
     )
 
 
+def read_arrow(table: Any, log: ProblemLog, label: str = "table") -> ParsedRun:
+    """A table already in memory (a pyarrow Table; the API turns a DataFrame into one), read as
+    a Parquet file of the same rows would be: problems at label:row."""
+    import pyarrow as pa
+
+    if not isinstance(table, pa.Table):
+        raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
+
+    def rows() -> Iterator[Columns | Row]:
+        yield 0, list(table.schema.names)
+        yield from enumerate(table.to_pylist(), 1)
+
+    return ParsedRun(RunInfo(), _queries(rows(), label, log, is_csv=False), FORMAT, (label,))
+
+
 # --- rows ---------------------------------------------------------------------------------------
 
 #: what a row source yields first: the column names, at line 1 (CSV) or 0 (Parquet schema)

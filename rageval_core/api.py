@@ -1,0 +1,192 @@
+"""rageval as a library, for notebooks and test harnesses: load a run, evaluate it, compare runs,
+gate a change. The CLI's evaluate, compare and gate are these functions; the dashboard evaluates
+and compares with the same evaluate() and compare() underneath.
+
+    import rageval as rv      # the package re-exports this module's names
+
+    with rv.load("sample_runs/bm25.jsonl") as bm25, rv.load("sample_runs/hybrid_rerank.jsonl") as hybrid:
+        report = rv.evaluate(bm25, k=5)               # settings as keywords, or settings=Settings(...)
+        print(report.metrics["nDCG@5"], report.metrics["EvidenceRecall@5"])
+        comparison = rv.compare([bm25, hybrid], metrics=["nDCG@10", "RR"])
+        print(rv.gate(comparison, max_drop={"nDCG@10": 0.01}).passed)
+
+A run comes from a file (any format `rageval import` reads, with its companions), from records in
+the native shape (a list of dicts), from a table in the table shape (a pandas DataFrame or a
+pyarrow Table, one row per chunk), or from a store by name. Bad input raises InputError, whose
+problems are `place:line: field: problem` as the CLI prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rageval_core.compare import Comparison, GateResult, Rule, gate as _gate, parse_rules
+from rageval_core.compare import compare as _compare
+from rageval_core.errors import ProblemLog, UsageError
+from rageval_core.evaluate import (
+    Report,
+    Settings,
+    open_file_in_scratch_store,
+    open_in_scratch_store,
+)
+from rageval_core.evaluate import evaluate as _evaluate
+from rageval_core.rundata import LoadedRun, load_run_data
+from rageval_core.store import Store
+
+__all__ = ["Comparison", "GateResult", "LoadedRun", "Report", "Settings", "compare", "evaluate",
+           "gate", "load"]
+
+#: what load() takes
+Source = str | Path | Sequence[str | Path] | Sequence[Mapping[str, Any]] | Any
+
+
+def load(
+    source: Source,
+    *,
+    format: str | None = None,
+    name: str | None = None,
+    db: str | Path | None = None,
+    store: Store | None = None,
+) -> LoadedRun:
+    """One run, ready for evaluate() and compare(); close it (or use `with`) when done.
+
+    source: a run file's path; a list of paths (a run and its companions: TREC qrels, a sidecar);
+    a list of dicts, each a native record (docs/formats.md; a first {"rageval_run": {...}} is
+    the header); a pandas DataFrame or pyarrow Table with the table format's columns; or the name
+    or id of a run already in the store `db` (default: $RAGEVAL_DB or .rageval/rageval.duckdb), or
+    in `store`, a Store the caller keeps open (and closes).
+    format forces a reader for files, as --format does; name names a run read from Python objects
+    or files (default: the file's own name, "records" or "table").
+    """
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if path.is_file():
+            return _scratch(open_file_in_scratch_store([path], format, name))
+        return _stored(str(source), db, store)
+    if _is_table(source):
+        from rageval_core.formats import table
+
+        log = ProblemLog()
+        return _scratch(open_in_scratch_store(table.read_arrow(_arrow(source), log), log,
+                                              name or "table"))
+    paths = [p for p in source if isinstance(p, (str, Path))] if isinstance(source, Sequence) else []
+    if paths and len(paths) == len(source):
+        return _scratch(open_file_in_scratch_store([Path(p) for p in paths], format, name))
+    if isinstance(source, Sequence):
+        from rageval_core.formats import native
+
+        log = ProblemLog()
+        return _scratch(open_in_scratch_store(native.read_records(source, log), log,
+                                              name or "records"))
+    raise UsageError(
+        f"cannot load a {type(source).__name__}: give a path, a list of paths, a list of native "
+        "records (dicts), a DataFrame or pyarrow Table, or a stored run's name")
+
+
+def evaluate(
+    run: LoadedRun | str | Path,
+    metrics: Sequence[str] | None = None,
+    *,
+    settings: Settings | None = None,
+    by: str | None = None,
+    db: str | Path | None = None,
+    **overrides: Any,
+) -> Report:
+    """The metrics of one run (the defaults its data supports when metrics is None), with settings
+    given whole or as keywords (k=5, threshold=0.8, scorer="ratio", relevance="evidence" ...); by
+    a tag key breaks every metric down by that tag's values. A path or stored name is loaded and
+    closed here."""
+    if isinstance(run, LoadedRun):
+        return _evaluate(run, metrics, settings=settings, by=by, **overrides)
+    with load(run, db=db) as loaded:
+        return _evaluate(loaded, metrics, settings=settings, by=by, **overrides)
+
+
+def compare(
+    runs: Sequence[LoadedRun | str | Path],
+    metrics: Sequence[str] | None = None,
+    *,
+    settings: Settings | None = None,
+    db: str | Path | None = None,
+    store: Store | None = None,
+    **options: Any,
+) -> Comparison:
+    """runs[1:] against the baseline runs[0] (2 to 5 runs): paired tests, intervals, latency and
+    cost changes (docs/compare.md). options: by, options (StatOptions), n_worst, and settings as
+    keywords. Paths are read and stored names looked up in `store` (kept open by the caller) or
+    `db` (opened and closed here)."""
+    opened = Store(db) if store is None and db is not None else None
+    try:
+        return _compare(list(runs), metrics, store=store or opened, settings=settings, **options)
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def gate(
+    comparison: Comparison,
+    *,
+    max_drop: str | Mapping[str, float | str] | None = None,
+    max_increase: str | Mapping[str, float | str] | None = None,
+    significant_only: bool = False,
+) -> GateResult:
+    """The gate's verdict on a comparison (`.passed`, `.to_json()`), as `rageval gate` gives it:
+    max_drop {"nDCG@10": 0.01} or "nDCG@10=0.01,R@10=2%"; max_increase the same for latency and
+    cost ("latency.total.p95=10%", "cost.per_query=5%")."""
+    rules = rules_of(max_drop, max_increase)
+    if not rules:
+        raise UsageError("the gate has no rule: give max_drop and/or max_increase")
+    return _gate(comparison, rules, significant_only=significant_only)
+
+
+def rules_of(
+    max_drop: str | Mapping[str, float | str] | None,
+    max_increase: str | Mapping[str, float | str] | None,
+) -> list[Rule]:
+    """The gate's rules from the CLI's text or a mapping of the same."""
+    return (parse_rules(_rule_text(max_drop), "drop") if max_drop is not None else []) + (
+        parse_rules(_rule_text(max_increase), "increase") if max_increase is not None else [])
+
+
+def _rule_text(rules: str | Mapping[str, float | str]) -> str:
+    if isinstance(rules, str):
+        return rules
+    return ",".join(f"{target}={limit}" for target, limit in rules.items())
+
+
+def _scratch(store: Store) -> LoadedRun:
+    try:
+        return LoadedRun(store, load_run_data(store, store.runs()[0].run_id))
+    except BaseException:
+        store.close()
+        raise
+
+
+def _stored(ref: str, db: str | Path | None, given: Store | None) -> LoadedRun:
+    store = given if given is not None else Store(db)
+    try:
+        return LoadedRun(store, load_run_data(store, ref), owns_store=given is None)
+    except BaseException as e:
+        if given is None:
+            store.close()
+        path = Path(ref)
+        if isinstance(e, UsageError) and (path.suffix or len(path.parts) > 1):
+            raise UsageError(f"{ref}: no such file, and {e}") from e
+        raise
+
+
+def _is_table(source: Any) -> bool:
+    """A pyarrow Table, or something that converts to one (a pandas DataFrame), by its shape:
+    the core never imports pandas."""
+    import pyarrow as pa
+
+    return isinstance(source, pa.Table) or (
+        hasattr(source, "columns") and hasattr(source, "to_dict") and hasattr(source, "dtypes"))
+
+
+def _arrow(source: Any) -> Any:
+    import pyarrow as pa
+
+    return source if isinstance(source, pa.Table) else pa.Table.from_pandas(source, preserve_index=False)
