@@ -69,7 +69,7 @@ test-lowest: browser | $(UV)  ## every test on the lowest versions pyproject.tom
 	.venv-lowest/bin/python -m pytest -n $(XDIST)
 
 fuzz: setup-test  ## the hostile-file fuzzer run long (5,000 generated files per reader, 2,500 through the CLI)
-	RAGEVAL_FUZZ_EXAMPLES=$${RAGEVAL_FUZZ_EXAMPLES:-5000} $(PY) -m pytest -p no:cacheprovider -q tests/core/test_fuzz_readers.py
+	RAGEVAL_FUZZ_EXAMPLES=$${RAGEVAL_FUZZ_EXAMPLES:-5000} $(PY) -m pytest -p no:cacheprovider -q tests/core/formats/test_fuzz_readers.py
 
 lock: | $(UV)  ## regenerate uv.lock after a change to pyproject.toml (keeps other pins); UPGRADE=1 takes the newest
 	$(UV) lock $(if $(UPGRADE),--upgrade,)

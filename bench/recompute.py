@@ -252,7 +252,7 @@ def run(
                 "sweep_cold": sweep_cold.to_json(),
                 "sweep_warm": sweep_warm.to_json(),
             },
-            # kept out of "timings", whose key set tests/core/test_bench_smoke.py pins
+            # kept out of "timings", whose key set tests/bench/test_bench_smoke.py pins
             "new_k_same_threshold": k_only.to_json(),
             "report_settings": {"k": report.settings["k"], "threshold": report.settings["threshold"]},
             "report_metrics": dict(report.metrics),

@@ -1,6 +1,6 @@
 """Run values as curves: every cut-off k = 1..depth, or many coverage thresholds, in one call.
 
-Each point equals what evaluate() reports at that (k, threshold) (tests/core/test_curves.py
+Each point equals what evaluate() reports at that (k, threshold) (tests/core/metrics/test_curves.py
 checks it); the curves read the same cached inputs instead of evaluating per point:
 - over k, ranking metrics divide the prefix sums metrics/ranking.py keeps per RankedLabels
   (ranking.prefix_sums, shared with evaluate()) and evidence metrics read the Coverage's

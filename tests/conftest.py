@@ -3,40 +3,60 @@ a failure in CI."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.paths import ORACLE, ORACLE_MISSING, REPO, in_ci
 
 
+#: a marker per folder: `pytest -m store` runs the store's tests, `-m "not e2e"` skips the browser
+FOLDER_MARKERS = {
+    ("core", "formats"): "formats", ("core", "metrics"): "metrics", ("core", "store"): "store",
+    ("core", "matching"): "matching", ("core", "cli"): "cli", ("core", "compare"): "compare",
+    ("bench",): "bench", ("dashboard",): "dashboard", ("e2e",): "e2e",
+}
+#: left out of `make test-fast` (still in `make test` and CI): tests/bench (the bench smoke
+#: tests) and these files: fuzzing, and tests that start and kill processes or hold files across them
+SLOW_FILES = frozenset({
+    "test_fuzz_readers.py", "test_concurrency.py", "test_crash.py", "test_native_fast_import.py",
+    "test_partition.py",
+})
+TESTS = REPO / "tests"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "oracle: reads trec_eval's files under ../shared/oracle")
+    for marker in sorted(set(FOLDER_MARKERS.values()) - {"e2e"}):
+        config.addinivalue_line("markers", f"{marker}: the tests under that folder of tests/")
     import bench.common
 
     # the bench smoke tests time nothing they judge: no full collection before each timed call
     bench.common.COLLECT_GARBAGE = False
 
 
-#: whole files left out of `make test-fast` (still in `make test` and CI): the bench smoke tests,
-#: fuzzing, and the tests that start and kill processes or hold files across them
-SLOW_FILES = frozenset({
-    "test_bench_smoke.py", "test_bench_dashboard_scale.py", "test_bench_pair_scoring.py",
-    "test_fuzz_readers.py", "test_concurrency.py", "test_crash.py", "test_native_fast_import.py",
-    "test_partition.py",
-})
+def folder_marker(path: Path) -> str | None:
+    """The marker of a test file's folder (the deepest folder FOLDER_MARKERS names)."""
+    parts = path.relative_to(TESTS).parts[:-1]
+    for depth in range(len(parts), 0, -1):
+        if parts[:depth] in FOLDER_MARKERS:
+            return FOLDER_MARKERS[parts[:depth]]
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    e2e = REPO / "tests" / "e2e"
     for item in items:
-        if item.path.name in SLOW_FILES:
+        marker = folder_marker(item.path)
+        if marker is not None:
+            item.add_marker(marker)
+        if marker == "bench" or item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
-        if e2e in item.path.parents:
-            item.add_marker(pytest.mark.e2e)
+        if marker == "e2e":
             # one pytest-xdist worker runs every browser test: its servers start once
             item.add_marker(pytest.mark.xdist_group("e2e"))
     # the browser tests first: one worker starts on them while the others share everything else,
     # rather than all of them waiting for that one worker at the end
-    items.sort(key=lambda item: e2e not in item.path.parents)
+    items.sort(key=lambda item: folder_marker(item.path) != "e2e")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -1,7 +1,7 @@
 """The paired statistics of a comparison: t-test, effect size, sign-flip test, bootstrap, Holm.
 
 numpy only: the t distribution's CDF is the regularised incomplete beta, written out here
-(Numerical Recipes' continued fraction) and tested against scipy in tests/core/test_compare.py.
+(Numerical Recipes' continued fraction) and tested against scipy in tests/core/compare/test_compare.py.
 Resampling runs in row blocks of at most _BLOCK_CELLS cells, so memory stays bounded whatever
 the number of queries.
 """

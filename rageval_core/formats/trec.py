@@ -145,7 +145,7 @@ _SPACE_CHARS = (
 )
 #: SQL true (or NULL) for a score text the line reader would refuse: only C-float characters,
 #: then DuckDB's own cast (which alone also takes "1_0", "+-1", " 1", "inf") must give a finite
-#: number; together equal to _NUMBER + float() (tests/core/test_columnar_import.py)
+#: number; together equal to _NUMBER + float() (tests/core/formats/test_columnar_import.py)
 _SCORE_BAD_SQL = (
     "{field} GLOB '*[!0-9.eE+-]*' OR contains({field}, '+-') "
     "OR NOT isfinite(TRY_CAST({field} AS DOUBLE))"

@@ -15,7 +15,7 @@ from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 from rageval_core.store.scores import ensure_scored
-from tests.core.test_ranking_conformance import CASES, COUNTS, oracle, ours, read_out
+from tests.core.metrics.test_ranking_conformance import CASES, COUNTS, oracle, ours, read_out
 
 
 @pytest.mark.oracle

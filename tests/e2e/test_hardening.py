@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from rageval_core.store import Store
-from tests.core.test_crash import IMPORT_AND_PAUSE, kill, make_run, run_child, wait_line
-from tests.core.test_injection import INJECTIONS, hostile_run
+from tests.core.store.test_crash import IMPORT_AND_PAUSE, kill, make_run, run_child, wait_line
+from tests.core.store.test_injection import INJECTIONS, hostile_run
 from tests.e2e.conftest import REPO, serve
 from tests.e2e.harness import screenshot, wait_idle
 from tests.e2e.test_security import INJECTED

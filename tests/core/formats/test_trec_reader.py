@@ -11,9 +11,9 @@ from rageval_core.errors import ProblemLog
 from rageval_core.formats import trec
 from rageval_core.formats.base import HEAD_BYTES, display_path
 from rageval_core.model import Query
-from tests.paths import ORACLE
+from tests.paths import ORACLE, REPO
 
-BAD = Path(__file__).parents[1] / "data" / "bad"
+BAD = REPO / "tests" / "data" / "bad"
 
 
 def write(path: Path, text: str) -> Path:

@@ -15,8 +15,9 @@ from rageval_core.errors import InputError, ProblemLog
 from rageval_core.formats import native
 from rageval_core.formats.native import query_to_json, write_native
 from rageval_core.model import Chunk, Query, RunInfo
+from tests.paths import REPO
 
-GOOD = Path(__file__).parent.parent / "data" / "good"
+GOOD = REPO / "tests" / "data" / "good"
 
 INFO = RunInfo(
     name="bm25-k3",

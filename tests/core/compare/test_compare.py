@@ -6,7 +6,6 @@ import itertools
 import json
 import math
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,8 +29,8 @@ from rageval_core.evaluate import evaluate
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 FAST = StatOptions(n_permutations=2000, n_bootstrap=500)
 
 # --- statistics --------------------------------------------------------------------------

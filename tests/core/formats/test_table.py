@@ -14,8 +14,9 @@ import pytest
 from rageval_core.errors import InputError, ProblemLog
 from rageval_core.formats import native, table
 from rageval_core.model import Chunk, Query, RunInfo
+from tests.paths import REPO
 
-GOOD = Path(__file__).parent.parent / "data" / "good"
+GOOD = REPO / "tests" / "data" / "good"
 
 
 def read_all(path: Path, log: ProblemLog | None = None) -> list[Query]:

@@ -17,7 +17,8 @@ from rageval_core.importing import import_paths
 from rageval_core.matching import Normalisation, PairScorer, normalise, normalise_many, score_pairs
 from rageval_core.store import Store, scores
 from rageval_core.store.scores import ensure_scored, load_pair_rows
-from tests.core.test_matching import ALL_NORMS, reference_normalise
+from tests.core.matching.test_matching import ALL_NORMS, reference_normalise
+from tests.paths import REPO
 
 # Clean ASCII, edge and doubled spaces, control characters (whitespace or not), NUL, Unicode
 # whitespace and a length-changing lowercase ('İ').
@@ -169,7 +170,7 @@ HOLD_A_POOL = """
 import sys, time
 import numpy as np
 from rageval_core import matching, matching_pool
-from tests.core.test_matching_pipeline import random_pairs
+from tests.core.matching.test_matching_pipeline import random_pairs
 
 matching_pool.POOL_MIN_PAIRS = 10
 spans, chunks, pe, pc = random_pairs(1)
@@ -187,7 +188,7 @@ def test_pool_workers_leave_when_their_owner_is_killed() -> None:
     import sys
     import time
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = REPO
     owner = subprocess.Popen([sys.executable, "-c", HOLD_A_POOL], cwd=repo, stdout=subprocess.PIPE,
                              text=True)
     try:

@@ -22,7 +22,7 @@ exit 0, or exit 2 with every problem printed as `path:line: ...`, no traceback, 
 row counts unchanged.
 
 RAGEVAL_FUZZ_EXAMPLES sets the cases per test (default EXAMPLES, sized for CI); a long run:
-RAGEVAL_FUZZ_EXAMPLES=5000 python -m pytest -p no:cacheprovider -q tests/core/test_fuzz_readers.py
+RAGEVAL_FUZZ_EXAMPLES=5000 python -m pytest -p no:cacheprovider -q tests/core/formats/test_fuzz_readers.py
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from rageval_core.formats.base import display_path
 from rageval_core.importing import import_paths
 from rageval_core.store import Store
 from tests.cli import rageval
-from tests.core.test_hostile_inputs import bystander_store
-from tests.core.test_hostile_inputs import counts as db_counts
+from tests.core.formats.test_hostile_inputs import bystander_store
+from tests.core.formats.test_hostile_inputs import counts as db_counts
 
 #: cases run per reader (docs/reliability.md quotes the totals)
 CASES: Counter[str] = Counter()

@@ -91,7 +91,7 @@ def test_every_command_has_help(command: str, tmp_path: Path) -> None:
 
 
 def _every_format() -> dict[str, list[Path]]:
-    from tests.core.test_roundtrip import EVERY_FORMAT
+    from tests.core.formats.test_roundtrip import EVERY_FORMAT
 
     return EVERY_FORMAT
 

@@ -27,8 +27,9 @@ from rageval_core.errors import InputError, ProblemLog
 from rageval_core.formats import native, native_duckdb, read_inputs
 from rageval_core.model import ParsedRun
 from rageval_core.store import Store
+from tests.paths import REPO
 
-ROOT = Path(__file__).parents[2]
+ROOT = REPO
 DATA = ROOT / "tests" / "data"
 GOOD = [*sorted((ROOT / "sample_runs").glob("*.jsonl")), DATA / "good" / "native_full.jsonl"]
 BAD = sorted((DATA / "bad").glob("native_*.jsonl"))

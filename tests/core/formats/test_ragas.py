@@ -15,8 +15,9 @@ from rageval_core.formats import ragas
 from rageval_core.formats.base import HEAD_BYTES, display_path
 from rageval_core.formats.native import write_native
 from rageval_core.model import Chunk, Query, RunInfo
+from tests.paths import REPO
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = REPO / "tests" / "data"
 GOOD = DATA / "ragas"
 BAD = DATA / "bad"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,9 @@ from rageval_core.formats import read_inputs
 from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import Store
 from tests.core.test_evaluate import make_run
+from tests.paths import REPO
 
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_runs" / "bm25.jsonl"
+SAMPLE = REPO / "sample_runs" / "bm25.jsonl"
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ from rageval_core.errors import ProblemLog
 from rageval_core.importing import export_native
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.store import Store
-from tests.paths import ORACLE
+from tests.paths import ORACLE, REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 GOOD_FILES = sorted((ROOT / "tests" / "data" / "good").glob("*.jsonl"))
 SAMPLE_FILES = sorted((ROOT / "sample_runs").glob("*.jsonl"))
 

@@ -24,8 +24,8 @@ from rageval_core.formats.native import write_native
 from rageval_core.model import Chunk, Query, RunInfo
 from rageval_core.store import Store
 from rageval_core.store import journal as journal_mod
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 #: kills done by this module's tests (docs/reliability.md quotes the total)
 KILLS: list[str] = []
 

@@ -19,9 +19,9 @@ from rageval_core.errors import NotFoundError, ProblemLog, UsageError
 from rageval_core.formats import read_inputs
 from rageval_core.store import Store
 from tests.cli import Result, rageval
-from tests.core.test_crash import make_run
+from tests.core.store.test_crash import make_run
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 #: hostile strings tried in every field (docs/reliability.md counts them)
 INJECTIONS = [
     "'; DROP TABLE runs; --",

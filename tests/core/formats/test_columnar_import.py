@@ -28,12 +28,12 @@ from rageval_core.formats import native, read_inputs, trec
 from rageval_core.metrics import ranked_labels_from_queries
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.store import Store
-from tests.paths import ORACLE
+from tests.paths import ORACLE, REPO
 from rageval_core.store import store as store_module
 from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries
 from rageval_core.store.rows import ContentHasher, batches_from_queries, prefetch
 
-ROOT = Path(__file__).parents[2]
+ROOT = REPO
 DATA = ROOT / "tests" / "data"
 NATIVE_GOOD = [*sorted((ROOT / "sample_runs").glob("*.jsonl")), DATA / "good" / "native_full.jsonl"]
 NATIVE_BAD = sorted((DATA / "bad").glob("native_*.jsonl"))

@@ -11,8 +11,9 @@ import pytest
 from rageval_core.errors import InputError, ProblemLog, UsageError
 from rageval_core.formats import FORMATS, detect, module_for, read_inputs
 from rageval_core.model import ParsedRun, RunInfo
+from tests.paths import REPO
 
-GOOD = Path(__file__).parent.parent / "data" / "good"
+GOOD = REPO / "tests" / "data" / "good"
 
 
 def fake_format(name: str, *, required: bool) -> SimpleNamespace:

@@ -24,9 +24,9 @@ from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 from rageval_core.store.lease import LeasedStore
 from rageval_core.store.locking import StoreBusyError
-from tests.core.test_crash import assert_consistent, make_run
+from tests.core.store.test_crash import assert_consistent, make_run
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 #: operations run while another process wrote (docs/reliability.md quotes the totals)
 OPERATIONS: dict[str, int] = {}
 

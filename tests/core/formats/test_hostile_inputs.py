@@ -22,7 +22,7 @@ from rageval_core.formats.jsonarray import MAX_INT_DIGITS, loads
 from rageval_core.importing import import_paths
 from rageval_core.store import Store
 from tests.cli import rageval
-from tests.core.test_crash import make_run
+from tests.core.store.test_crash import make_run
 from tests.paths import REPO
 
 DATA = REPO / "tests" / "data"

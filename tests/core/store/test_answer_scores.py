@@ -22,8 +22,8 @@ from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 from tests.cli import rageval
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 NAMES = list(g.GENERATION_METRICS)
 
 

@@ -12,8 +12,9 @@ import pytest
 
 from rageval_core.errors import InputError, ProblemLog
 from rageval_core.formats import native, read_inputs
+from tests.paths import REPO
 
-BAD = Path(__file__).parent.parent / "data" / "bad"
+BAD = REPO / "tests" / "data" / "bad"
 OTHER_SUITES = ("tatrag_", "qa_", "ragas_", "trec_")
 EXPECTED = "(expected one of: native, tatrag, qa_pairs, ragas, trec, table; see docs/formats.md)"
 
