@@ -82,9 +82,9 @@ bench-quick: setup-bench  ## every bench scenario at small sizes (a minute; writ
 	$(PY) -m bench --quick
 
 lint: setup-test  ## ruff (lint and format), mypy, and the import layers (import-linter)
-	$(VENV)/bin/ruff check rageval_core dashboard tests bench
-	$(VENV)/bin/ruff format --check rageval_core dashboard tests bench
-	$(VENV)/bin/mypy rageval_core
+	$(VENV)/bin/ruff check rageval rageval_core dashboard tests bench
+	$(VENV)/bin/ruff format --check rageval rageval_core dashboard tests bench
+	$(VENV)/bin/mypy rageval rageval_core
 	$(VENV)/bin/lint-imports
 
 layers: setup-test  ## the import layers of pyproject.toml's [tool.importlinter] (part of make test)

@@ -11,20 +11,39 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import distributed, matching_speed, native_scale, pair_scoring, recompute, report, trec_e2e
+from bench import (
+    distributed,
+    matching_speed,
+    native_scale,
+    pair_scoring,
+    recompute,
+    report,
+    trec_e2e,
+)
 from bench import dashboard_scale
 from bench.common import ScenarioResult
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-SCENARIOS = ("trec", "recompute", "matching", "native_scale", "pair_scoring", "distributed",
-             "dashboard_scale")
+SCENARIOS = (
+    "trec",
+    "recompute",
+    "matching",
+    "native_scale",
+    "pair_scoring",
+    "distributed",
+    "dashboard_scale",
+)
 GROWTH_SVG = "benchmarks_growth.svg"
 
 #: full sizes (the brief's) and --quick sizes (seconds, for the smoke test and a first look)
 FULL: dict[str, dict[str, Any]] = {
     "trec": {"n_queries": 10_000, "depth": 100},
-    "recompute": {"n_queries": 100_000, "repeats": 15, "slow_repeats": 3,
-                  "growth_sizes": (10_000, 100_000)},
+    "recompute": {
+        "n_queries": 100_000,
+        "repeats": 15,
+        "slow_repeats": 3,
+        "growth_sizes": (10_000, 100_000),
+    },
     "matching": {"n_queries": 334, "difflib_sample": 3000, "repeats": 3},
     "native_scale": {"sizes": (10_000, 100_000)},
     "pair_scoring": {"n_queries": 10_000},
@@ -41,7 +60,12 @@ SCALE: dict[str, dict[str, Any]] = {
 }
 QUICK: dict[str, dict[str, Any]] = {
     "trec": {"n_queries": 200, "depth": 100},
-    "recompute": {"n_queries": 2_000, "repeats": 5, "slow_repeats": 3, "growth_sizes": (500, 2_000)},
+    "recompute": {
+        "n_queries": 2_000,
+        "repeats": 5,
+        "slow_repeats": 3,
+        "growth_sizes": (500, 2_000),
+    },
     "matching": {"n_queries": 10, "difflib_sample": 200, "repeats": 2},
     "native_scale": {"sizes": (500, 2_000)},
     "pair_scoring": {"n_queries": 300, "subset_queries": 100, "difflib_sample": 200},
@@ -51,8 +75,12 @@ QUICK: dict[str, dict[str, Any]] = {
 
 
 def run_scenarios(
-    names: Sequence[str], quick: bool, workdir: Path, with_ranx: bool = True,
-    progress: Callable[[str], None] = print, scale: bool = False,
+    names: Sequence[str],
+    quick: bool,
+    workdir: Path,
+    with_ranx: bool = True,
+    progress: Callable[[str], None] = print,
+    scale: bool = False,
 ) -> list[ScenarioResult]:
     """Run the named scenarios at full or quick sizes (plus --scale's); progress(text) after each."""
     sizes = {name: dict(values) for name, values in (QUICK if quick else FULL).items()}
@@ -67,14 +95,21 @@ def run_scenarios(
         except Exception as e:  # one scenario's failure must not lose the others' results
             trace = traceback.format_exc().strip().splitlines()
             result = ScenarioResult(
-                key=f"{name}:failed", title=f"{name}: FAILED", setup=f"{type(e).__name__}: {e}",
-                tables=(), notes=tuple(trace[-6:]), data={"failed": True})
+                key=f"{name}:failed",
+                title=f"{name}: FAILED",
+                setup=f"{type(e).__name__}: {e}",
+                tables=(),
+                notes=tuple(trace[-6:]),
+                data={"failed": True},
+            )
         results.append(result)
         progress(f"\n{result.text()}\n({name}: {time.perf_counter() - started:.0f} s)")
     return results
 
 
-def _run_one(name: str, sizes: dict[str, dict[str, Any]], workdir: Path, with_ranx: bool) -> ScenarioResult:
+def _run_one(
+    name: str, sizes: dict[str, dict[str, Any]], workdir: Path, with_ranx: bool
+) -> ScenarioResult:
     """One scenario at its sizes."""
     if name == "trec":
         return trec_e2e.run(workdir / "trec", with_ranx=with_ranx, **sizes["trec"])
@@ -95,21 +130,39 @@ def _run_one(name: str, sizes: dict[str, dict[str, Any]], workdir: Path, with_ra
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes (seconds); writes no page unless --out is given")
-    parser.add_argument("--only", default=",".join(SCENARIOS),
-                        help=f"comma-separated scenarios to run (default: {','.join(SCENARIOS)})")
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"page to write (default: {DOCS.relative_to(DOCS.parents[1])} for a full run)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes (seconds); writes no page unless --out is given",
+    )
+    parser.add_argument(
+        "--only",
+        default=",".join(SCENARIOS),
+        help=f"comma-separated scenarios to run (default: {','.join(SCENARIOS)})",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"page to write (default: {DOCS.relative_to(DOCS.parents[1])} for a full run)",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only, write no page")
-    parser.add_argument("--no-ranx", action="store_true", help="leave ranx out (its JIT takes a while)")
-    parser.add_argument("--scale", action="store_true",
-                        help="add the large sizes: TREC at 100,000 queries and a native import of "
-                             "1,000,000 queries (about 11 GB of JSON written to the temp folder; "
-                             "several minutes)")
-    parser.add_argument("--update", action="store_true",
-                        help="re-run the --only scenarios and replace their sections and summary "
-                             "rows in the existing page (e.g. one disturbed by other work)")
+    parser.add_argument(
+        "--no-ranx", action="store_true", help="leave ranx out (its JIT takes a while)"
+    )
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="add the large sizes: TREC at 100,000 queries and a native import of "
+        "1,000,000 queries (about 11 GB of JSON written to the temp folder; "
+        "several minutes)",
+    )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="re-run the --only scenarios and replace their sections and summary "
+        "rows in the existing page (e.g. one disturbed by other work)",
+    )
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in SCENARIOS]
@@ -117,22 +170,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown scenario(s) {', '.join(unknown)} (expected {', '.join(SCENARIOS)})")
 
     facts = report.machine_facts()
-    print(f"rageval bench{' (--quick)' if args.quick else ''}{' (--scale)' if args.scale else ''}: {facts['cpu']}, {facts['cores']} cores, "
-          f"Python {facts['python']}, load {facts['load_before']}", flush=True)
+    print(
+        f"rageval bench{' (--quick)' if args.quick else ''}{' (--scale)' if args.scale else ''}: {facts['cpu']}, {facts['cores']} cores, "
+        f"Python {facts['python']}, load {facts['load_before']}",
+        flush=True,
+    )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rageval-bench-") as tmp:
-        results = run_scenarios(names, args.quick, Path(tmp), with_ranx=not args.no_ranx,
-                                progress=lambda text: print(text, flush=True), scale=args.scale)
+        results = run_scenarios(
+            names,
+            args.quick,
+            Path(tmp),
+            with_ranx=not args.no_ranx,
+            progress=lambda text: print(text, flush=True),
+            scale=args.scale,
+        )
     elapsed = time.perf_counter() - started
     facts["load_after"] = report.load_average()
     print("\n## Summary\n\n" + report.headline(results).markdown())
-    print(f"\nwhole run: {elapsed:.0f} s; load average before {facts['load_before']}, "
-          f"after {facts['load_after']}")
+    print(
+        f"\nwhole run: {elapsed:.0f} s; load average before {facts['load_before']}, "
+        f"after {facts['load_after']}"
+    )
 
     out = args.out if args.out is not None else (None if args.quick else DOCS)
     if args.update and out is not None and not args.no_write:
         ok = [r for r in results if not r.data.get("failed")]
-        out.write_text(report.update_page(out.read_text(encoding="utf-8"), ok, facts), encoding="utf-8")
+        out.write_text(
+            report.update_page(out.read_text(encoding="utf-8"), ok, facts), encoding="utf-8"
+        )
         print(f"updated {out}")
     elif out is not None and not args.no_write:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -143,8 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             svg.write_text(report.growth_svg(series), encoding="utf-8")
             growth_image = svg.name
             print(f"wrote {svg}")
-        out.write_text(report.render(results, facts, elapsed, args.quick, growth_image=growth_image),
-                       encoding="utf-8")
+        out.write_text(
+            report.render(results, facts, elapsed, args.quick, growth_image=growth_image),
+            encoding="utf-8",
+        )
         print(f"wrote {out}")
     failed = [r.title for r in results if r.data.get("failed")]
     if failed:

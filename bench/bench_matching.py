@@ -31,11 +31,43 @@ from rageval_core.matching import normalise_many, score_pairs
 from rageval_core.metrics import evidence as ev
 
 MODULES = [
-    "argparse", "asyncio", "collections", "contextlib", "csv", "dataclasses", "datetime",
-    "decimal", "email", "enum", "fractions", "functools", "http.client", "inspect", "io",
-    "itertools", "json", "logging", "os", "pathlib", "pickle", "random", "re", "shutil",
-    "socket", "sqlite3", "ssl", "statistics", "string", "subprocess", "tarfile", "tempfile",
-    "textwrap", "threading", "unittest", "urllib.request", "zipfile",
+    "argparse",
+    "asyncio",
+    "collections",
+    "contextlib",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "email",
+    "enum",
+    "fractions",
+    "functools",
+    "http.client",
+    "inspect",
+    "io",
+    "itertools",
+    "json",
+    "logging",
+    "os",
+    "pathlib",
+    "pickle",
+    "random",
+    "re",
+    "shutil",
+    "socket",
+    "sqlite3",
+    "ssl",
+    "statistics",
+    "string",
+    "subprocess",
+    "tarfile",
+    "tempfile",
+    "textwrap",
+    "threading",
+    "unittest",
+    "urllib.request",
+    "zipfile",
 ]
 
 
@@ -100,8 +132,11 @@ def build_pairs(n_queries: int, seed: int = 0) -> dict[str, Any]:
         ranked = []
         for _ in range(20):  # half neighbours of the gold chunk (same topic), half anywhere
             near = gold + rng.randint(-15, 15)
-            ranked.append(near if rng.random() < 0.5 and 0 <= near < len(chunks) and near != gold
-                          else rng.randrange(len(chunks)))
+            ranked.append(
+                near
+                if rng.random() < 0.5 and 0 <= near < len(chunks) and near != gold
+                else rng.randrange(len(chunks))
+            )
         if rng.random() < 0.8:
             ranked[rng.randrange(20)] = gold
         for c in ranked:
@@ -113,8 +148,12 @@ def build_pairs(n_queries: int, seed: int = 0) -> dict[str, Any]:
                 pair_ev.append(e)
                 pair_ch.append(chunk_index)
     return {
-        "evidence": evidence, "chunks": retrieved, "pair_ev": np.array(pair_ev),
-        "pair_ch": np.array(pair_ch), "matched": np.array(matched), "kinds": kinds,
+        "evidence": evidence,
+        "chunks": retrieved,
+        "pair_ev": np.array(pair_ev),
+        "pair_ch": np.array(pair_ch),
+        "matched": np.array(matched),
+        "kinds": kinds,
     }
 
 
@@ -127,8 +166,9 @@ def median_time(fn: Callable[[], Any], repeats: int) -> float:
     return statistics.median(times)
 
 
-def difflib_per_pair(ev_norm: list[str], ch_norm: list[str], sample: np.ndarray,
-                     repeats: int) -> float:
+def difflib_per_pair(
+    ev_norm: list[str], ch_norm: list[str], sample: np.ndarray, repeats: int
+) -> float:
     """Seconds per pair of the scripts' loop over the sampled pairs (median of repeats)."""
     pairs = [(ev_norm[i], ch_norm[i]) for i in sample.tolist()]
 
@@ -145,9 +185,11 @@ def bench_matching(args: argparse.Namespace) -> None:
     pe, pc = data["pair_ev"], data["pair_ch"]
     n = pe.size
     cpus = os.cpu_count() or 1
-    print(f"pairs: {n:,} ({args.queries} queries x 20 chunks x 3 spans; spans: "
-          f"{data['kinds']['exact']} exact, {data['kinds']['paraphrased']} paraphrased; "
-          f"{data['matched'].size} span-vs-gold-chunk pairs); CPUs: {cpus}")
+    print(
+        f"pairs: {n:,} ({args.queries} queries x 20 chunks x 3 spans; spans: "
+        f"{data['kinds']['exact']} exact, {data['kinds']['paraphrased']} paraphrased; "
+        f"{data['matched'].size} span-vs-gold-chunk pairs); CPUs: {cpus}"
+    )
     ev_all = [t for t, _ in normalise_many([evidence[i] for i in pe.tolist()])]
     ch_all = [t for t, _ in normalise_many([chunks[i] for i in pc.tolist()])]
     substring = np.array([e in c for e, c in zip(ev_all, ch_all, strict=True)])
@@ -155,17 +197,30 @@ def bench_matching(args: argparse.Namespace) -> None:
 
     rng = np.random.default_rng(1)
     rows: list[tuple[str, float]] = []
-    for label, subset in (("retrieval mix (all pairs)", np.arange(n)),
-                          ("span vs its gold chunk only", data["matched"])):
-        sample = subset if subset.size <= args.difflib_sample else \
-            rng.choice(subset, args.difflib_sample, replace=False)
+    for label, subset in (
+        ("retrieval mix (all pairs)", np.arange(n)),
+        ("span vs its gold chunk only", data["matched"]),
+    ):
+        sample = (
+            subset
+            if subset.size <= args.difflib_sample
+            else rng.choice(subset, args.difflib_sample, replace=False)
+        )
         d = difflib_per_pair(ev_all, ch_all, sample, args.repeats)
         sub_pe, sub_pc = pe[subset], pc[subset]
 
-        def partial(workers: int, min_align: float = 0.0, pe_: Any = sub_pe,
-                    pc_: Any = sub_pc) -> Callable[[], Any]:
-            return lambda: score_pairs(evidence, chunks, pe_, pc_, scorer="partial",
-                                       workers=workers, min_align_score=min_align)
+        def partial(
+            workers: int, min_align: float = 0.0, pe_: Any = sub_pe, pc_: Any = sub_pc
+        ) -> Callable[[], Any]:
+            return lambda: score_pairs(
+                evidence,
+                chunks,
+                pe_,
+                pc_,
+                scorer="partial",
+                workers=workers,
+                min_align_score=min_align,
+            )
 
         score_pairs(evidence[:5], chunks[:5], [0], [0])  # warm the character tables
         p_all = median_time(partial(0), args.repeats) / subset.size
@@ -173,21 +228,35 @@ def bench_matching(args: argparse.Namespace) -> None:
         p_cut = median_time(partial(0, 0.7), args.repeats) / subset.size
         print(f"\n{label}: {subset.size:,} pairs (difflib on {sample.size:,}, scaled)")
         print(f"  difflib SequenceMatcher loop        {d * 1e6:9.1f} us/pair")
-        print(f"  partial, workers=all ({cpus})          {p_all * 1e6:9.1f} us/pair"
-              f"   {d / p_all:5.1f}x faster than difflib")
-        print(f"  partial, workers=1                  {p_one * 1e6:9.1f} us/pair"
-              f"   {d / p_one:5.1f}x")
-        print(f"  partial, all, min_align_score=0.7   {p_cut * 1e6:9.1f} us/pair"
-              f"   {d / p_cut:5.1f}x")
+        print(
+            f"  partial, workers=all ({cpus})          {p_all * 1e6:9.1f} us/pair"
+            f"   {d / p_all:5.1f}x faster than difflib"
+        )
+        print(
+            f"  partial, workers=1                  {p_one * 1e6:9.1f} us/pair   {d / p_one:5.1f}x"
+        )
+        print(
+            f"  partial, all, min_align_score=0.7   {p_cut * 1e6:9.1f} us/pair   {d / p_cut:5.1f}x"
+        )
         rows.append((label, d / p_all))
         if label.startswith("retrieval"):
             for scorer in ("ratio", "token_set", "levenshtein"):
-                t = median_time(lambda s=scorer, a=sub_pe, b=sub_pc: score_pairs(  # type: ignore[misc]
-                    evidence, chunks, a, b, scorer=s), args.repeats) / subset.size
-                print(f"  {scorer:<12} workers=all            {t * 1e6:9.1f} us/pair"
-                      f"   {d / t:5.1f}x")
-    print("\nratio difflib / partial (workers=all): "
-          + "; ".join(f"{label}: {ratio:.1f}x" for label, ratio in rows))
+                t = (
+                    median_time(
+                        lambda s=scorer, a=sub_pe, b=sub_pc: score_pairs(  # type: ignore[misc]
+                            evidence, chunks, a, b, scorer=s
+                        ),
+                        args.repeats,
+                    )
+                    / subset.size
+                )
+                print(
+                    f"  {scorer:<12} workers=all            {t * 1e6:9.1f} us/pair   {d / t:5.1f}x"
+                )
+    print(
+        "\nratio difflib / partial (workers=all): "
+        + "; ".join(f"{label}: {ratio:.1f}x" for label, ratio in rows)
+    )
 
 
 def bench_metrics(args: argparse.Namespace) -> None:
@@ -197,13 +266,17 @@ def bench_metrics(args: argparse.Namespace) -> None:
     n_spans = rng.integers(0, width + 1, nq)
     n_ret = rng.integers(5, depth + 1, nq)
     retriever = rng.random((nq, depth))
-    print(f"\nmetrics on a synthetic {nq:,} x {depth} x {width} score tensor "
-          f"(median of {args.repeats} repeats)")
+    print(
+        f"\nmetrics on a synthetic {nq:,} x {depth} x {width} score tensor "
+        f"(median of {args.repeats} repeats)"
+    )
     timings = {
         "prepare_coverage (once per run/scorer)": lambda: ev.prepare_coverage(
-            scores, n_spans, n_ret),
+            scores, n_spans, n_ret
+        ),
         "prepare_coverage with score_cut=0.3": lambda: ev.prepare_coverage(
-            scores, n_spans, n_ret, retriever_scores=retriever, score_cut=0.3),
+            scores, n_spans, n_ret, retriever_scores=retriever, score_cut=0.3
+        ),
     }
     for label, fn in timings.items():
         print(f"  {label:<48} {median_time(fn, args.repeats) * 1e3:8.1f} ms")
@@ -222,15 +295,19 @@ def bench_metrics(args: argparse.Namespace) -> None:
     sweep_k = iter(range(1, 21))
     checks = {
         "summarise 5 cut-offs, new threshold": lambda: ev.summarise(
-            cov, ks=(1, 3, 5, 10, 20), threshold=next(thresholds)),
+            cov, ks=(1, 3, 5, 10, 20), threshold=next(thresholds)
+        ),
         "summarise, new cut-off, same threshold": lambda: ev.summarise(
-            cov, ks=(next(ks) % 20 + 1,)),
+            cov, ks=(next(ks) % 20 + 1,)
+        ),
         "per-query arrays at every k=1..20, new threshold": all_k_new_threshold,
         "covers() labels for the ranking metrics": lambda: ev.covers(cov, next(thresholds), 10),
         "threshold_sweep, 101 thresholds, new k (cold)": lambda: ev.threshold_sweep(
-            cov, np.linspace(0, 1, 101), k=next(sweep_k)),
+            cov, np.linspace(0, 1, 101), k=next(sweep_k)
+        ),
         "threshold_sweep, 101 thresholds (cached k)": lambda: ev.threshold_sweep(
-            cov, np.linspace(0, 1, 101), k=10),
+            cov, np.linspace(0, 1, 101), k=10
+        ),
     }
     for label, fn in checks.items():
         fn()  # first call outside the timing (except the cold sweep, new k every call)
@@ -241,8 +318,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=334, help="queries (x60 pairs)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--difflib-sample", type=int, default=3000,
-                        help="pairs difflib is timed on (scaled per pair)")
+    parser.add_argument(
+        "--difflib-sample",
+        type=int,
+        default=3000,
+        help="pairs difflib is timed on (scaled per pair)",
+    )
     parser.add_argument("--metric-queries", type=int, default=100_000)
     parser.add_argument("--skip-matching", action="store_true")
     args = parser.parse_args()

@@ -48,14 +48,25 @@ class Table:
 
     def markdown(self) -> str:
         right = [i not in self.text_columns for i in range(len(self.headers))]
-        widths = [max([len(h), *(len(r[i]) for r in self.rows)]) for i, h in enumerate(self.headers)]
+        widths = [
+            max([len(h), *(len(r[i]) for r in self.rows)]) for i, h in enumerate(self.headers)
+        ]
 
         def line(cells: Sequence[str]) -> str:
-            padded = (c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
+            padded = (
+                c.rjust(w) if r else c.ljust(w)
+                for c, w, r in zip(cells, widths, right, strict=True)
+            )
             return "| " + " | ".join(padded) + " |"
 
-        rule = "|" + "|".join(("-" * (w + 1) + ":") if r else ("-" * (w + 2))
-                              for w, r in zip(widths, right, strict=True)) + "|"
+        rule = (
+            "|"
+            + "|".join(
+                ("-" * (w + 1) + ":") if r else ("-" * (w + 2))
+                for w, r in zip(widths, right, strict=True)
+            )
+            + "|"
+        )
         return "\n".join([line(self.headers), rule, *(line(r) for r in self.rows)])
 
 
@@ -116,7 +127,11 @@ def measure(
         start = time.perf_counter()
         first_value = fn()
         first_seconds = time.perf_counter() - start
-    n = repeats if repeats is not None else (slow_repeats if first_seconds > SLOW_SECONDS else fast_repeats)
+    n = (
+        repeats
+        if repeats is not None
+        else (slow_repeats if first_seconds > SLOW_SECONDS else fast_repeats)
+    )
     seconds: list[float] = []
     stages: dict[str, list[float]] = {}
     for _ in range(n):
@@ -129,10 +144,15 @@ def measure(
                 stages.setdefault(name, []).append(s)
         if not warmup and first_value is None:
             first_value = value
-    if isinstance(first_value, tuple) and len(first_value) == 2 and isinstance(first_value[1], dict):
+    if (
+        isinstance(first_value, tuple)
+        and len(first_value) == 2
+        and isinstance(first_value[1], dict)
+    ):
         first_value = first_value[0]
-    timing = Timing(tuple(seconds), {k: tuple(v) for k, v in stages.items()},
-                    first_seconds if warmup else None)
+    timing = Timing(
+        tuple(seconds), {k: tuple(v) for k, v in stages.items()}, first_seconds if warmup else None
+    )
     return timing, first_value
 
 

@@ -56,14 +56,26 @@ PAGES: tuple[tuple[str, str, str, float], ...] = (
 #: plotly charts the Overview of the bench run draws (curves over k and threshold, tag bars)
 OVERVIEW_CHARTS = 3
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 #: seconds any one browser wait may take before the measurement is given up
 BROWSER_TIMEOUT_S = 300
 
 
-def run(workdir: Path, n_queries: int = 100_000, moves: int = 5, browser: bool = True,
-        baseline: bool = True, keep_files: bool = False) -> ScenarioResult:
+def run(
+    workdir: Path,
+    n_queries: int = 100_000,
+    moves: int = 5,
+    browser: bool = True,
+    baseline: bool = True,
+    keep_files: bool = False,
+) -> ScenarioResult:
     """Import an n_queries run, then measure first render and slider moves (see module doc).
 
     baseline: measure the sample's 360 queries the same way, so the cost of scale stands apart
@@ -92,8 +104,10 @@ def run(workdir: Path, n_queries: int = 100_000, moves: int = 5, browser: bool =
                     # cannot start inside a process that already runs one (a test session)
                     point["browser"] = _child("browser", db, name, moves)
                 except Exception as e:  # a browser that cannot finish is reported, not fatal
-                    notes.append(f"{n:,} queries: the browser measurement failed "
-                                 f"({type(e).__name__}: {str(e)[:200]}); AppTest figures only.")
+                    notes.append(
+                        f"{n:,} queries: the browser measurement failed "
+                        f"({type(e).__name__}: {str(e)[:200]}); AppTest figures only."
+                    )
             else:
                 notes.append(f"{CHROMIUM} is missing (`make browser`): AppTest figures only.")
         points.append(point)
@@ -110,8 +124,13 @@ def run(workdir: Path, n_queries: int = 100_000, moves: int = 5, browser: bool =
 def import_run(run_file: Path, db: Path) -> float:
     """`rageval import FILE` (scoring and answer metrics included) in a child: wall seconds."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import",
-                           str(run_file)], capture_output=True, text=True, cwd=REPO, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import", str(run_file)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"rageval import failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -124,14 +143,29 @@ def import_run(run_file: Path, db: Path) -> float:
 def _child(kind: str, db: Path, run_name: str, moves: int) -> dict[str, Any]:
     """Run this module as `--child KIND` in a fresh interpreter; its JSON result."""
     done = subprocess.run(
-        [sys.executable, "-m", "bench.dashboard_scale", "--child", kind, "--db", str(db),
-         "--run", run_name, "--moves", str(moves)],
-        capture_output=True, text=True, cwd=REPO, env={**os.environ, "RAGEVAL_DB": str(db)},
-        check=False)
+        [
+            sys.executable,
+            "-m",
+            "bench.dashboard_scale",
+            "--child",
+            kind,
+            "--db",
+            str(db),
+            "--run",
+            run_name,
+            "--moves",
+            str(moves),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "RAGEVAL_DB": str(db)},
+        check=False,
+    )
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"the {kind} child failed ({done.returncode}): {done.stderr[-3000:]}")
-    return json.loads(lines[-1][len("RESULT "):])  # type: ignore[no-any-return]
+    return json.loads(lines[-1][len("RESULT ") :])  # type: ignore[no-any-return]
 
 
 def core_split(db: str, run_name: str) -> dict[str, float]:
@@ -152,6 +186,7 @@ def core_split(db: str, run_name: str) -> dict[str, float]:
     from rageval_core.evaluate import Settings, evaluate, with_breakdown
     from rageval_core.rundata import load_run_data
     from rageval_core.store import Store
+
     lap("imports (numpy, duckdb, pandas, plotly, rageval)")
     with Store(db) as store:
         run = store.run(run_name)
@@ -286,18 +321,28 @@ def measure_browser(db: Path, run_name: str, moves: int) -> dict[str, Any]:
                 first_ms = _first_render(page, url, run_name)
                 pages: dict[str, Any] = {}
                 for title, _, path, t0 in PAGES:
-                    page.goto(f"{url}/{path}?run={run_name}&k=10&threshold={t0:.2f}",
-                              wait_until="commit")
+                    page.goto(
+                        f"{url}/{path}?run={run_name}&k=10&threshold={t0:.2f}", wait_until="commit"
+                    )
                     view_ms = page.wait_for_function(_DRAWN, arg=0, polling="raf").json_value()
                     time.sleep(0.5)  # plotly and the grids finish drawing after the run
                     k_moves = _moves(page, "k (cut-off)", "ArrowLeft", moves)
                     t_moves = _moves(page, "Fuzzy threshold", "ArrowRight", moves)
                     _no_exception(page)
-                    pages[title] = {"view_s": view_ms / 1000, "k_s": k_moves, "threshold_s": t_moves}
+                    pages[title] = {
+                        "view_s": view_ms / 1000,
+                        "k_s": k_moves,
+                        "threshold_s": t_moves,
+                    }
         finally:
             browser.close()
-    return {"server_start_s": started_s, "cold_server_start_s": cold_start_s,
-            "first_cold_browser_s": cold_ms / 1000, "first_s": first_ms / 1000, "pages": pages}
+    return {
+        "server_start_s": started_s,
+        "cold_server_start_s": cold_start_s,
+        "first_cold_browser_s": cold_ms / 1000,
+        "first_s": first_ms / 1000,
+        "pages": pages,
+    }
 
 
 def _first_render(page: Any, url: str, run_name: str) -> float:
@@ -324,8 +369,10 @@ def _moves(page: Any, slider: str, key: str, n: int) -> list[float]:
 
 def _no_exception(page: Any) -> None:
     if page.locator("[data-testid='stException']").count():
-        raise RuntimeError("the page shows an exception: "
-                           + page.locator("[data-testid='stException']").first.inner_text()[:500])
+        raise RuntimeError(
+            "the page shows an exception: "
+            + page.locator("[data-testid='stException']").first.inner_text()[:500]
+        )
 
 
 def _free_port() -> int:
@@ -340,8 +387,13 @@ def serve(db: Path, port: int | None = None) -> Iterator[tuple[str, float]]:
     seconds to healthy)."""
     port = port or _free_port()
     started = time.perf_counter()
-    proc = subprocess.Popen(server.command(port), cwd=REPO, env={**os.environ, "RAGEVAL_DB": str(db)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        server.command(port),
+        cwd=REPO,
+        env={**os.environ, "RAGEVAL_DB": str(db)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -382,25 +434,44 @@ def _slowest(page: dict[str, Any]) -> float:
     return max(_median(page["k_s"]), _median(page["threshold_s"]))
 
 
-def _result(points: list[dict[str, Any]], moves: int, notes: list[str], load_before: str,
-            load_after: str) -> ScenarioResult:
+def _result(
+    points: list[dict[str, Any]], moves: int, notes: list[str], load_before: str, load_after: str
+) -> ScenarioResult:
     big = points[0]
     how = "browser" if big["browser"] else "AppTest"
     judged = big["browser"] or big["apptest"]
-    import_rows = tuple((f"{p['n_queries']:,}", f"{p['bytes'] / 1e6:,.1f} MB",
-                         fmt_seconds(p["import_s"])) for p in points)
+    import_rows = tuple(
+        (f"{p['n_queries']:,}", f"{p['bytes'] / 1e6:,.1f} MB", fmt_seconds(p["import_s"]))
+        for p in points
+    )
     first_rows = []
     for p in points:
         if p["browser"]:
             cold = p["browser"]["first_cold_browser_s"]
-            first_rows.append((f"{p['n_queries']:,}", "browser, first visit ever (no JS cached)",
-                               fmt_seconds(cold), _verdict(cold, TARGET_FIRST_S)))
-            first_rows.append((f"{p['n_queries']:,}", "browser, returning (JS cached)",
-                               fmt_seconds(p["browser"]["first_s"]),
-                               _verdict(p["browser"]["first_s"], TARGET_FIRST_S)))
-        first_rows.append((f"{p['n_queries']:,}", "AppTest (script run only)",
-                           fmt_seconds(p["apptest"]["first_s"]),
-                           _verdict(p["apptest"]["first_s"], TARGET_FIRST_S)))
+            first_rows.append(
+                (
+                    f"{p['n_queries']:,}",
+                    "browser, first visit ever (no JS cached)",
+                    fmt_seconds(cold),
+                    _verdict(cold, TARGET_FIRST_S),
+                )
+            )
+            first_rows.append(
+                (
+                    f"{p['n_queries']:,}",
+                    "browser, returning (JS cached)",
+                    fmt_seconds(p["browser"]["first_s"]),
+                    _verdict(p["browser"]["first_s"], TARGET_FIRST_S),
+                )
+            )
+        first_rows.append(
+            (
+                f"{p['n_queries']:,}",
+                "AppTest (script run only)",
+                fmt_seconds(p["apptest"]["first_s"]),
+                _verdict(p["apptest"]["first_s"], TARGET_FIRST_S),
+            )
+        )
     move_rows = []
     summary: dict[str, Any] = {}
     for p in points:
@@ -415,21 +486,43 @@ def _result(points: list[dict[str, Any]], moves: int, notes: list[str], load_bef
             move_rows.append(tuple(cells))
             if p is big:
                 summary[title] = worst
-    core_rows = tuple((name, *(fmt_seconds(p["core"].get(name, float("nan"))) for p in points))
-                      for name in big["core"])
+    core_rows = tuple(
+        (name, *(fmt_seconds(p["core"].get(name, float("nan"))) for p in points))
+        for name in big["core"]
+    )
     tables = [
-        ("Import by `rageval import FILE` in a child process (evidence scoring and answer metrics "
-         "included):", Table(("queries", "JSON", "import (wall)"), import_rows)),
-        (f"First render of Overview in a fresh server process, after the import (target under "
-         f"{TARGET_FIRST_S:g} s):", Table(("queries", "measured in", "first render", "target"),
-                                          tuple(first_rows))),
-        (f"Slider moves, median of {moves} per slider and page (target under "
-         f"{TARGET_MOVE_S * 1000:.0f} ms; judged on the {how} figure, the slower slider):",
-         Table(("queries", "page", "k (browser)", "threshold (browser)", "k (AppTest)",
-                "threshold (AppTest)", "target"), tuple(move_rows), text_columns=(0, 1, 6))),
-        ("Where the first render's core work goes: each call on its own, in order, in a fresh "
-         "process (seconds):", Table(("step", *(f"{p['n_queries']:,} queries" for p in points)),
-                                     core_rows)),
+        (
+            "Import by `rageval import FILE` in a child process (evidence scoring and answer metrics "
+            "included):",
+            Table(("queries", "JSON", "import (wall)"), import_rows),
+        ),
+        (
+            f"First render of Overview in a fresh server process, after the import (target under "
+            f"{TARGET_FIRST_S:g} s):",
+            Table(("queries", "measured in", "first render", "target"), tuple(first_rows)),
+        ),
+        (
+            f"Slider moves, median of {moves} per slider and page (target under "
+            f"{TARGET_MOVE_S * 1000:.0f} ms; judged on the {how} figure, the slower slider):",
+            Table(
+                (
+                    "queries",
+                    "page",
+                    "k (browser)",
+                    "threshold (browser)",
+                    "k (AppTest)",
+                    "threshold (AppTest)",
+                    "target",
+                ),
+                tuple(move_rows),
+                text_columns=(0, 1, 6),
+            ),
+        ),
+        (
+            "Where the first render's core work goes: each call on its own, in order, in a fresh "
+            "process (seconds):",
+            Table(("step", *(f"{p['n_queries']:,} queries" for p in points)), core_rows),
+        ),
     ]
     met_first = judged["first_s"] < TARGET_FIRST_S
     met_moves = all(v < TARGET_MOVE_S for v in summary.values())
@@ -447,7 +540,8 @@ def _result(points: list[dict[str, Any]], moves: int, notes: list[str], load_bef
             f"The same views on {points[1]['n_queries']:,} queries take "
             f"{fmt_seconds(base['first_s'])} (first render) and {fmt_seconds(slowest)} (slowest "
             "page's median move): that much is Streamlit, plotly and the browser on this machine "
-            "whatever the run's size; the difference is the cost of scale.")
+            "whatever the run's size; the difference is the cost of scale."
+        )
     if big["browser"]:
         out_notes.append(
             "The browser's first render is judged for a returning user (Streamlit's JavaScript in "
@@ -455,25 +549,38 @@ def _result(points: list[dict[str, Any]], moves: int, notes: list[str], load_bef
             "computed); a browser that has never loaded the app also fetches and compiles about "
             "8 MB of JavaScript (plotly's 4.7 MB chunk among it), shown on its own row. The "
             f"fresh server took {fmt_seconds(big['browser']['server_start_s'])} to answer its "
-            "health check (not counted).")
+            "health check (not counted)."
+        )
     out_notes += notes
-    out_notes.append(f"Load average before {load_before}, after {load_after} (2 shared cores: "
-                     "other work on the machine slows every figure here).")
+    out_notes.append(
+        f"Load average before {load_before}, after {load_after} (2 shared cores: "
+        "other work on the machine slows every figure here)."
+    )
     return ScenarioResult(
         key="dashboard_scale",
         title=f"7. Dashboard on a {big['n_queries']:,}-query run",
-        setup=(f"The sample hybrid_rerank run's 360 queries repeated under new ids up to "
-               f"{big['n_queries']:,} queries (texts, answers, evidence, latency, tokens), "
-               "imported by the CLI; then, in fresh processes, the Overview's first render and "
-               f"{moves} moves of the k and threshold sliders on four pages, each to a setting "
-               "not computed before: in chromium against `streamlit run` (performance.now() in "
-               "the page: navigation start or keydown, to the end of the rerun plus two frames) "
-               "and in Streamlit's AppTest (the server-side script run only)."),
+        setup=(
+            f"The sample hybrid_rerank run's 360 queries repeated under new ids up to "
+            f"{big['n_queries']:,} queries (texts, answers, evidence, latency, tokens), "
+            "imported by the CLI; then, in fresh processes, the Overview's first render and "
+            f"{moves} moves of the k and threshold sliders on four pages, each to a setting "
+            "not computed before: in chromium against `streamlit run` (performance.now() in "
+            "the page: navigation start or keydown, to the end of the rerun plus two frames) "
+            "and in Streamlit's AppTest (the server-side script run only)."
+        ),
         tables=tuple(tables),
         notes=tuple(out_notes),
-        data={"points": points, "target_first_s": TARGET_FIRST_S, "target_move_s": TARGET_MOVE_S,
-              "measured_in": how, "met_first": met_first, "met_moves": met_moves,
-              "slowest_move_s": summary, "load_before": load_before, "load_after": load_after},
+        data={
+            "points": points,
+            "target_first_s": TARGET_FIRST_S,
+            "target_move_s": TARGET_MOVE_S,
+            "measured_in": how,
+            "met_first": met_first,
+            "met_moves": met_moves,
+            "slowest_move_s": summary,
+            "load_before": load_before,
+            "load_after": load_after,
+        },
     )
 
 
@@ -502,13 +609,20 @@ def main(argv: list[str] | None = None) -> int:
         print("RESULT " + json.dumps(apptest_measure(args.run, args.moves)), flush=True)
         return 0
     if args.child == "browser":
-        print("RESULT " + json.dumps(measure_browser(Path(args.db), args.run, args.moves)), flush=True)
+        print(
+            "RESULT " + json.dumps(measure_browser(Path(args.db), args.run, args.moves)), flush=True
+        )
         return 0
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="rageval-dash-") as tmp:
-        result = run(args.workdir or Path(tmp), args.queries, args.moves,
-                     browser=not args.no_browser, baseline=not args.no_baseline)
+        result = run(
+            args.workdir or Path(tmp),
+            args.queries,
+            args.moves,
+            browser=not args.no_browser,
+            baseline=not args.no_baseline,
+        )
     print(result.text())
     return 0
 

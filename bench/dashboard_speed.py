@@ -51,8 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         with Store(db) as store:
             out = import_paths(store, [run_file])
-        print(f"import + scoring of {args.queries} queries: {time.perf_counter() - t:.1f} s "
-              f"({out.scorings[0].n_pairs} pairs)")
+        print(
+            f"import + scoring of {args.queries} queries: {time.perf_counter() - t:.1f} s "
+            f"({out.scorings[0].n_pairs} pairs)"
+        )
         os.environ["RAGEVAL_DB"] = str(db)
         print(f"{'page':<14}{'first render ms':>16}{'threshold move ms':>19}{'k move ms':>11}")
         for page in PAGES:
@@ -71,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
                     at.run()
                     moves[key].append((time.perf_counter() - t) * 1000)
                     assert not at.exception, [e.value for e in at.exception]
-            print(f"{page:<14}{first:>16.0f}{statistics.median(moves['threshold']):>19.0f}"
-                  f"{statistics.median(moves['k']):>11.0f}")
+            print(
+                f"{page:<14}{first:>16.0f}{statistics.median(moves['threshold']):>19.0f}"
+                f"{statistics.median(moves['k']):>11.0f}"
+            )
     load = os.getloadavg()
     print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     return 0

@@ -50,9 +50,13 @@ def start_spark(workers: int) -> Any:
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:
-        raise RuntimeError("the distributed scenario needs pyspark: pip install -e '.[bench]'") from e
+        raise RuntimeError(
+            "the distributed scenario needs pyspark: pip install -e '.[bench]'"
+        ) from e
     if shutil.which("java") is None:
-        raise RuntimeError("the distributed scenario needs Java 17 or later on the PATH (Spark's JVM)")
+        raise RuntimeError(
+            "the distributed scenario needs Java 17 or later on the PATH (Spark's JVM)"
+        )
     os.environ["PYSPARK_PYTHON"] = sys.executable  # workers run this interpreter (rageval_core)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -152,10 +156,18 @@ def run(
 
     worst = check_equal(means, report.metrics, per_query, report)
     rows = (
-        ("one machine: import + evaluate() (scoring on all cores)", fmt_seconds(single_t.median),
-         fmt_runs(single_t), f"{n_queries / single_t.median:,.0f}"),
-        (f"Spark local[{workers}]: read JSON + mapInArrow + combine", fmt_seconds(spark_t.median),
-         fmt_runs(spark_t), f"{n_queries / spark_t.median:,.0f}"),
+        (
+            "one machine: import + evaluate() (scoring on all cores)",
+            fmt_seconds(single_t.median),
+            fmt_runs(single_t),
+            f"{n_queries / single_t.median:,.0f}",
+        ),
+        (
+            f"Spark local[{workers}]: read JSON + mapInArrow + combine",
+            fmt_seconds(spark_t.median),
+            fmt_runs(spark_t),
+            f"{n_queries / spark_t.median:,.0f}",
+        ),
         (f"Spark local[{workers}]: session start (once)", fmt_seconds(startup_s), "1", ""),
     )
     table = Table(("route", "median", "runs", "queries/s"), rows)
@@ -182,18 +194,25 @@ def run(
     return ScenarioResult(
         key="distributed",
         title="6. Past one machine: scoring and metrics on Spark (local mode)",
-        setup=(f"A generated native run of {n_queries:,} queries (20 chunks, 1-3 gold spans and "
-               f"relevant ids each; seed {seed}), metrics {', '.join(metrics)} (relevance ids, "
-               f"scorer partial, threshold 0.7). One machine: import into an in-memory store, "
-               f"then evaluate(). Spark {_spark_version()} in local mode with {workers} task "
-               f"slots: JSON reader -> mapInArrow(rageval_core.partition.evaluate_batches) -> "
-               f"toArrow() -> partition.combine(). Each from the file, {repeats} timed runs "
-               f"after a warm-up."),
+        setup=(
+            f"A generated native run of {n_queries:,} queries (20 chunks, 1-3 gold spans and "
+            f"relevant ids each; seed {seed}), metrics {', '.join(metrics)} (relevance ids, "
+            f"scorer partial, threshold 0.7). One machine: import into an in-memory store, "
+            f"then evaluate(). Spark {_spark_version()} in local mode with {workers} task "
+            f"slots: JSON reader -> mapInArrow(rageval_core.partition.evaluate_batches) -> "
+            f"toArrow() -> partition.combine(). Each from the file, {repeats} timed runs "
+            f"after a warm-up."
+        ),
         tables=(("", table),),
         notes=notes,
         data={
-            "n_queries": n_queries, "bytes": size, "workers": workers, "partitions": n_partitions,
-            "metrics": means, "single_machine": report.metrics, "max_difference": worst,
+            "n_queries": n_queries,
+            "bytes": size,
+            "workers": workers,
+            "partitions": n_partitions,
+            "metrics": means,
+            "single_machine": report.metrics,
+            "max_difference": worst,
             "timings": {"single": single_t.to_json(), "spark": spark_t.to_json()},
             "spark_startup_s": startup_s,
         },
@@ -206,14 +225,16 @@ def per_query_values(spark: Any, df: Any, metrics: list[str], settings: dict[str
 
     # mapInArrow matches columns by position: declare them in evaluate_partition's order
     schema = partition.per_query_schema(metrics, **settings)
-    fields = [StructField(f.name, StringType() if f.name == "query_id" else DoubleType())
-              for f in schema]
+    fields = [
+        StructField(f.name, StringType() if f.name == "query_id" else DoubleType()) for f in schema
+    ]
     job = functools.partial(partition.evaluate_batches, metrics=metrics, per_query=True, **settings)
     return df.mapInArrow(job, StructType(fields)).toArrow()
 
 
-def check_equal(means: dict[str, float], expected: dict[str, float], per_query: pa.Table,
-                report: Any) -> float:
+def check_equal(
+    means: dict[str, float], expected: dict[str, float], per_query: pa.Table, report: Any
+) -> float:
     """The largest difference between the two routes; AssertionError beyond TOLERANCE."""
     if list(means) != list(expected):
         raise AssertionError(f"metrics differ: {list(means)} vs {list(expected)}")

@@ -21,13 +21,17 @@ RUN_NAME = "scale"
 SPANS = 3
 
 
-def store_paths(workdir: Path, n_queries: int, seed: int = 0, spans: int | None = SPANS) -> tuple[Path, Path]:
+def store_paths(
+    workdir: Path, n_queries: int, seed: int = 0, spans: int | None = SPANS
+) -> tuple[Path, Path]:
     """(store file, marker file) of one (size, seed, spans) in workdir."""
     stem = f"large_{n_queries}_seed{seed}_spans{spans if spans is not None else 'mixed'}"
     return workdir / f"{stem}.duckdb", workdir / f"{stem}.json"
 
 
-def read_marker(workdir: Path, n_queries: int, seed: int = 0, spans: int | None = SPANS) -> dict[str, Any] | None:
+def read_marker(
+    workdir: Path, n_queries: int, seed: int = 0, spans: int | None = SPANS
+) -> dict[str, Any] | None:
     """What build_large_store recorded for this (size, seed, spans): import figures, scored or not."""
     db, marker = store_paths(workdir, n_queries, seed, spans)
     if not (db.exists() and marker.exists()):
@@ -36,7 +40,12 @@ def read_marker(workdir: Path, n_queries: int, seed: int = 0, spans: int | None 
 
 
 def build_large_store(
-    workdir: Path, n_queries: int, seed: int = 0, score: bool = True, *, spans: int | None = SPANS,
+    workdir: Path,
+    n_queries: int,
+    seed: int = 0,
+    score: bool = True,
+    *,
+    spans: int | None = SPANS,
     keep_jsonl: bool = False,
 ) -> tuple[Path, str]:
     """(store path, run name) of a native run of n_queries queries, imported (and scored) once.
@@ -55,9 +64,16 @@ def build_large_store(
             stale.unlink(missing_ok=True)
         size = write_native_run(run_file, n_queries, seed=seed, spans=spans)
         result = measure_import(run_file, db)
-        facts = {"n_queries": n_queries, "seed": seed, "spans": spans, "run_name": RUN_NAME,
-                 "jsonl_bytes": size, "import_s": result["seconds"],
-                 "import_peak_rss_mb": result["peak_rss_mb"], "scored": False}
+        facts = {
+            "n_queries": n_queries,
+            "seed": seed,
+            "spans": spans,
+            "run_name": RUN_NAME,
+            "jsonl_bytes": size,
+            "import_s": result["seconds"],
+            "import_peak_rss_mb": result["peak_rss_mb"],
+            "scored": False,
+        }
         if not keep_jsonl:
             run_file.unlink(missing_ok=True)
         _write_marker(marker, facts)

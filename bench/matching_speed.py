@@ -49,18 +49,28 @@ def run(
     rng = np.random.default_rng(seed + 1)
     rows = []
     results: dict[str, Any] = {}
-    subsets = (("retrieval mix (all pairs)", np.arange(n)),
-               ("span vs its gold chunk only", np.asarray(data["matched"])))
+    subsets = (
+        ("retrieval mix (all pairs)", np.arange(n)),
+        ("span vs its gold chunk only", np.asarray(data["matched"])),
+    )
     for label, subset in subsets:
         if subset.size == 0:
             continue
-        sample = subset if subset.size <= difflib_sample else rng.choice(subset, difflib_sample, replace=False)
+        sample = (
+            subset
+            if subset.size <= difflib_sample
+            else rng.choice(subset, difflib_sample, replace=False)
+        )
         difflib_pair = float(difflib_per_pair(ev_norm, ch_norm, sample, repeats))
         sub_pe, sub_pc = pe[subset], pc[subset]
         timings = {}
         for workers in (0, 1):
-            t, _ = measure(lambda w=workers, a=sub_pe, b=sub_pc: score_pairs(  # type: ignore[misc]
-                evidence, chunks, a, b, scorer="partial", workers=w), repeats)
+            t, _ = measure(
+                lambda w=workers, a=sub_pe, b=sub_pc: score_pairs(  # type: ignore[misc]
+                    evidence, chunks, a, b, scorer="partial", workers=w
+                ),
+                repeats,
+            )
             timings[workers] = t.median / subset.size
         ratio = difflib_pair / timings[0]
         results[label] = {
@@ -72,37 +82,75 @@ def run(
             "ratio_all_cores": ratio,
             "ratio_one_core": difflib_pair / timings[1],
         }
-        rows.append((label, f"{subset.size:,}", f"{fmt_seconds(difflib_pair)} ({sample.size:,} timed)",
-                     fmt_seconds(timings[1]), fmt_seconds(timings[0]),
-                     fmt_ratio(difflib_pair / timings[1]), fmt_ratio(ratio),
-                     "met" if ratio >= TARGET_RATIO else "MISSED"))
-    table = Table(("pairs", "n", "difflib per pair", "partial, 1 core", f"partial, all {cpus} cores",
-                   "speed-up, 1 core", "speed-up, all cores", "20x target"), tuple(rows))
+        rows.append(
+            (
+                label,
+                f"{subset.size:,}",
+                f"{fmt_seconds(difflib_pair)} ({sample.size:,} timed)",
+                fmt_seconds(timings[1]),
+                fmt_seconds(timings[0]),
+                fmt_ratio(difflib_pair / timings[1]),
+                fmt_ratio(ratio),
+                "met" if ratio >= TARGET_RATIO else "MISSED",
+            )
+        )
+    table = Table(
+        (
+            "pairs",
+            "n",
+            "difflib per pair",
+            "partial, 1 core",
+            f"partial, all {cpus} cores",
+            "speed-up, 1 core",
+            "speed-up, all cores",
+            "20x target",
+        ),
+        tuple(rows),
+    )
     headline = results["retrieval mix (all pairs)"]
     return ScenarioResult(
         key="matching",
         title="3. Evidence matching: partial vs difflib",
-        setup=(f"{n:,} (span, chunk) pairs from bench/bench_matching.py: {n_queries} queries x 20 "
-               f"chunks of 500 characters x 3 gold spans ({data['kinds']['exact']} verbatim, "
-               f"{data['kinds']['paraphrased']} paraphrased), seed {seed}. difflib is "
-               "SequenceMatcher(None, span, chunk).ratio() in a loop on the normalised strings "
-               "(on a sample, scaled per pair); partial is score_pairs(scorer='partial'), "
-               f"normalisation included. Medians of {repeats} repeats."),
+        setup=(
+            f"{n:,} (span, chunk) pairs from bench/bench_matching.py: {n_queries} queries x 20 "
+            f"chunks of 500 characters x 3 gold spans ({data['kinds']['exact']} verbatim, "
+            f"{data['kinds']['paraphrased']} paraphrased), seed {seed}. difflib is "
+            "SequenceMatcher(None, span, chunk).ratio() in a loop on the normalised strings "
+            "(on a sample, scaled per pair); partial is score_pairs(scorer='partial'), "
+            f"normalisation included. Medians of {repeats} repeats."
+        ),
         tables=(("Seconds per pair and speed-up over difflib:", table),),
-        notes=(f"partial on all {cpus} cores is {fmt_ratio(headline['ratio_all_cores'])} faster "
-               f"than difflib on the retrieval mix: the 20x target is "
-               f"{'met' if headline['ratio_all_cores'] >= TARGET_RATIO else 'MISSED'}.",),
-        data={"cpus": cpus, "target_ratio": TARGET_RATIO, "subsets": results,
-              "ratio_all_cores": headline["ratio_all_cores"], "source": "functions"},
+        notes=(
+            f"partial on all {cpus} cores is {fmt_ratio(headline['ratio_all_cores'])} faster "
+            f"than difflib on the retrieval mix: the 20x target is "
+            f"{'met' if headline['ratio_all_cores'] >= TARGET_RATIO else 'MISSED'}.",
+        ),
+        data={
+            "cpus": cpus,
+            "target_ratio": TARGET_RATIO,
+            "subsets": results,
+            "ratio_all_cores": headline["ratio_all_cores"],
+            "source": "functions",
+        },
     )
 
 
 def run_script(n_queries: int, repeats: int, reason: str) -> ScenarioResult:
     """Fallback: run bench_matching.py as a script and show what it prints."""
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--queries", str(n_queries), "--repeats", str(repeats),
-         "--metric-queries", "1000"],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--queries",
+            str(n_queries),
+            "--repeats",
+            str(repeats),
+            "--metric-queries",
+            "1000",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     output = proc.stdout + (f"\n[stderr]\n{proc.stderr}" if proc.returncode else "")
     found = re.search(r"retrieval mix \(all pairs\): ([0-9.]+)x", proc.stdout)
@@ -112,9 +160,16 @@ def run_script(n_queries: int, repeats: int, reason: str) -> ScenarioResult:
         title="3. Evidence matching: partial vs difflib",
         setup=f"bench/bench_matching.py run as a script ({reason}).",
         tables=(),
-        notes=(f"ratio difflib / partial (all cores), retrieval mix: {ratio:.1f}x against the "
-               f"{TARGET_RATIO:.0f}x target.",),
-        data={"cpus": os.cpu_count() or 1, "target_ratio": TARGET_RATIO, "subsets": {},
-              "ratio_all_cores": ratio, "source": "script"},
+        notes=(
+            f"ratio difflib / partial (all cores), retrieval mix: {ratio:.1f}x against the "
+            f"{TARGET_RATIO:.0f}x target.",
+        ),
+        data={
+            "cpus": os.cpu_count() or 1,
+            "target_ratio": TARGET_RATIO,
+            "subsets": {},
+            "ratio_all_cores": ratio,
+            "source": "script",
+        },
         raw_output=output,
     )

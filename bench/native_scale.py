@@ -43,7 +43,11 @@ _WORD_TEXT = (
 
 
 def write_native_run(
-    path: Path, n_queries: int, n_chunks: int = 20, text_chars: int = 500, seed: int = 0,
+    path: Path,
+    n_queries: int,
+    n_chunks: int = 20,
+    text_chars: int = 500,
+    seed: int = 0,
     spans: int | None = None,
 ) -> int:
     """Write a deterministic native JSONL run (a header record, then n_queries records); its bytes.
@@ -56,7 +60,9 @@ def write_native_run(
     span = len(corpus) - text_chars - 1
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", buffering=1 << 22) as fh:
-        fh.write(json.dumps({"rageval_run": {"name": "scale", "settings": {"top_k": n_chunks}}}) + "\n")
+        fh.write(
+            json.dumps({"rageval_run": {"name": "scale", "settings": {"top_k": n_chunks}}}) + "\n"
+        )
         block = 10_000
         for lo in range(0, n_queries, block):
             m = min(block, n_queries - lo)
@@ -75,19 +81,28 @@ def write_native_run(
                 # keep JSON's braces readable
                 chunks = ",".join(
                     '{"doc_id":"d%07d","text":"%s","score":%r}'  # noqa: UP031
-                    % (docs[i][r], corpus[offsets[i][r]:offsets[i][r] + text_chars], scores[i][r])
+                    % (docs[i][r], corpus[offsets[i][r] : offsets[i][r] + text_chars], scores[i][r])
                     for r in range(n_chunks)
                 )
                 gold = range(n_gold[i])
                 relevant = ",".join(f'"d{docs[i][r]:07d}"' for r in gold)
                 # gold spans are taken from the relevant chunks' texts
-                evidence = ",".join(f'"{corpus[offsets[i][r] + 40:offsets[i][r] + 120]}"' for r in gold)
+                evidence = ",".join(
+                    f'"{corpus[offsets[i][r] + 40 : offsets[i][r] + 120]}"' for r in gold
+                )
                 out.append(
                     '{"query_id":"q%07d","query":"%s","retrieved":[%s],"relevant_ids":[%s],'  # noqa: UP031
                     '"evidence":[%s],"latency_ms":{"retrieve":%r,"rerank":%r,"generate":%r},'
                     '"tokens":{"prompt":%d,"completion":%d}}\n'
-                    % (lo + i, corpus[query_at[i]:query_at[i] + 60], chunks, relevant, evidence,
-                       *latency[i], *tokens[i])
+                    % (
+                        lo + i,
+                        corpus[query_at[i] : query_at[i] + 60],
+                        chunks,
+                        relevant,
+                        evidence,
+                        *latency[i],
+                        *tokens[i],
+                    )
                 )
             fh.write("".join(out))
     return path.stat().st_size
@@ -109,8 +124,10 @@ def run(
     for n in sizes:
         need_gb = n * 11_500 * 1.6 / 1e9  # the file plus the store (zstd, about 0.3x) and slack
         if need_gb > free_gb * 0.9:
-            notes.append(f"{n:,} queries skipped: about {need_gb:.0f} GB needed, "
-                         f"{free_gb:.0f} GB free on the bench's disk.")
+            notes.append(
+                f"{n:,} queries skipped: about {need_gb:.0f} GB needed, "
+                f"{free_gb:.0f} GB free on the bench's disk."
+            )
             continue
         run_file = workdir / f"native_{n}.jsonl"
         started = time.perf_counter()
@@ -123,53 +140,88 @@ def run(
             steps = profile_import(run_file, workdir)
             steps_size = size
         mb = size / 1e6
-        point = {"n_queries": n, "bytes": size, "generate_s": generated_s, **result,
-                 "mb_per_s": mb / result["seconds"], "store_bytes": db.stat().st_size}
+        point = {
+            "n_queries": n,
+            "bytes": size,
+            "generate_s": generated_s,
+            **result,
+            "mb_per_s": mb / result["seconds"],
+            "store_bytes": db.stat().st_size,
+        }
         points.append(point)
-        rows.append((
-            f"{n:,}", f"{mb:,.0f} MB", fmt_seconds(result["seconds"]), f"{result['cpu_s']:.1f} s",
-            f"{point['mb_per_s']:.1f}",
-            f"{result['peak_rss_mb']:,.0f} MB", f"{point['store_bytes'] / 1e6:,.0f} MB",
-            "yes" if result["progress_shown"] else "no",
-            f"{result['load_before']:.2f} / {result['load_after']:.2f}",
-        ))
+        rows.append(
+            (
+                f"{n:,}",
+                f"{mb:,.0f} MB",
+                fmt_seconds(result["seconds"]),
+                f"{result['cpu_s']:.1f} s",
+                f"{point['mb_per_s']:.1f}",
+                f"{result['peak_rss_mb']:,.0f} MB",
+                f"{point['store_bytes'] / 1e6:,.0f} MB",
+                "yes" if result["progress_shown"] else "no",
+                f"{result['load_before']:.2f} / {result['load_after']:.2f}",
+            )
+        )
         if not keep_files:
             run_file.unlink(missing_ok=True)
             db.unlink(missing_ok=True)
             db.with_name(db.name + ".wal").unlink(missing_ok=True)
         free_gb = shutil.disk_usage(workdir).free / 1e9
     table = Table(
-        ("queries", "JSON", "import (wall)", "CPU (all threads)", "MB/s", "peak RSS", "store file",
-         "progress bar", "load average (before / after)"),
+        (
+            "queries",
+            "JSON",
+            "import (wall)",
+            "CPU (all threads)",
+            "MB/s",
+            "peak RSS",
+            "store file",
+            "progress bar",
+            "load average (before / after)",
+        ),
         tuple(rows),
     )
     tables: list[tuple[str, Table]] = [("Import of one run per size:", table)]
     if steps:
         mb = steps_size / 1e6
         step_rows = tuple(
-            (name, _STEP_WHAT[name], fmt_seconds(wall), fmt_seconds(cpu), f"{mb / wall:,.0f}",
-             f"{mb / cpu:,.0f}")
+            (
+                name,
+                _STEP_WHAT[name],
+                fmt_seconds(wall),
+                fmt_seconds(cpu),
+                f"{mb / wall:,.0f}",
+                f"{mb / cpu:,.0f}",
+            )
             for name, (wall, cpu) in steps.items()
         )
-        tables.append((
-            f"Where the time goes: each step alone on the {sizes[0]:,}-query file ({mb:,.0f} MB), "
-            "one after another. The import runs the two DuckDB scans side by side (each on every "
-            "core) and DuckDB's insert beside them; the Python steps are the fallback routes:",
-            Table(("step", "what", "wall", "CPU", "MB/s (wall)", "MB/s per CPU second"), step_rows,
-                  text_columns=(0, 1)),
-        ))
+        tables.append(
+            (
+                f"Where the time goes: each step alone on the {sizes[0]:,}-query file ({mb:,.0f} MB), "
+                "one after another. The import runs the two DuckDB scans side by side (each on every "
+                "core) and DuckDB's insert beside them; the Python steps are the fallback routes:",
+                Table(
+                    ("step", "what", "wall", "CPU", "MB/s (wall)", "MB/s per CPU second"),
+                    step_rows,
+                    text_columns=(0, 1),
+                ),
+            )
+        )
     # the speed target is the largest run's (a small one is mostly Python's start-up); memory is
     # every run's
     met_speed = bool(points) and points[-1]["mb_per_s"] >= TARGET_MB_S
     met_memory = bool(points) and all(p["peak_rss_mb"] < TARGET_PEAK_MB for p in points)
     if points:
         largest = points[-1]
-        notes.insert(0, (
-            f"Largest size: {largest['n_queries']:,} queries, {largest['bytes'] / 1e9:.1f} GB of "
-            f"JSON at {largest['mb_per_s']:.1f} MB/s with a peak of {largest['peak_rss_mb']:,.0f} MB: "
-            f"speed target ({TARGET_MB_S:.0f} MB/s) {'met' if met_speed else 'MISSED'}, memory "
-            f"target (under {TARGET_PEAK_MB:,.0f} MB) {'met' if met_memory else 'MISSED'}."
-        ))
+        notes.insert(
+            0,
+            (
+                f"Largest size: {largest['n_queries']:,} queries, {largest['bytes'] / 1e9:.1f} GB of "
+                f"JSON at {largest['mb_per_s']:.1f} MB/s with a peak of {largest['peak_rss_mb']:,.0f} MB: "
+                f"speed target ({TARGET_MB_S:.0f} MB/s) {'met' if met_speed else 'MISSED'}, memory "
+                f"target (under {TARGET_PEAK_MB:,.0f} MB) {'met' if met_memory else 'MISSED'}."
+            ),
+        )
         if len(points) > 1:
             first = points[0]
             notes.append(
@@ -202,35 +254,51 @@ def run(
             f"Python readers it falls back to cannot pass json.loads, "
             f"{mb / steps['json'][0]:,.0f} MB/s on one core (their column route: "
             f"{mb / steps['python_columns'][0]:,.0f} MB/s"
-            + (f"; files under {MIN_FILE_BYTES >> 20} MB, like the smallest here, take it, as "
-               "starting DuckDB's scans costs more than it saves" if small else "")
+            + (
+                f"; files under {MIN_FILE_BYTES >> 20} MB, like the smallest here, take it, as "
+                "starting DuckDB's scans costs more than it saves"
+                if small
+                else ""
+            )
             + f"). The largest import ran at {largest['mb_per_s']:.1f} MB/s using "
             f"{largest['cpu_s'] / largest['seconds']:.2f} cores on average, with a load average "
             f"of {largest['load_before']:.2f} before and {largest['load_after']:.2f} after it: "
             f"this virtual machine's {cores} cores are shared, which is where the rest goes."
         )
         ceiling = min(insert_alone, mb / route * cores)
-        limits.append({
-            "figure": f"native JSONL import, {largest['n_queries']:,} queries",
-            "measured": f"{largest['mb_per_s']:.1f} MB/s",
-            "limit": (f"{ceiling:,.0f} MB/s: the slower of DuckDB's insert alone and the route's "
-                      f"CPU cost per GB shared over {cores} cores (steps below)"),
-            "distance": f"{largest['mb_per_s'] / ceiling:.0%} of it",
-        })
+        limits.append(
+            {
+                "figure": f"native JSONL import, {largest['n_queries']:,} queries",
+                "measured": f"{largest['mb_per_s']:.1f} MB/s",
+                "limit": (
+                    f"{ceiling:,.0f} MB/s: the slower of DuckDB's insert alone and the route's "
+                    f"CPU cost per GB shared over {cores} cores (steps below)"
+                ),
+                "distance": f"{largest['mb_per_s'] / ceiling:.0%} of it",
+            }
+        )
     return ScenarioResult(
         key="native_scale",
         title="4. Native JSONL import at scale",
-        setup=(f"Generated native runs (seed {seed}): 20 chunks of about 500 characters per query, "
-               "plus relevant ids, evidence spans, latency and tokens (about 11.4 KB of JSON per "
-               "query). Each is imported once by `rageval import FILE --no-score` in a child "
-               "process into a new file-backed store; MB/s is the file's size over the child's "
-               "wall time (Python start-up included), peak RSS is the child's VmHWM."),
+        setup=(
+            f"Generated native runs (seed {seed}): 20 chunks of about 500 characters per query, "
+            "plus relevant ids, evidence spans, latency and tokens (about 11.4 KB of JSON per "
+            "query). Each is imported once by `rageval import FILE --no-score` in a child "
+            "process into a new file-backed store; MB/s is the file's size over the child's "
+            "wall time (Python start-up included), peak RSS is the child's VmHWM."
+        ),
         tables=tuple(tables),
         notes=tuple(notes),
-        data={"points": points, "steps_s": {k: wall for k, (wall, _) in steps.items()},
-              "steps_cpu_s": {k: cpu for k, (_, cpu) in steps.items()},
-              "target_mb_s": TARGET_MB_S, "target_peak_mb": TARGET_PEAK_MB,
-              "met_speed": met_speed, "met_memory": met_memory, "limits": limits},
+        data={
+            "points": points,
+            "steps_s": {k: wall for k, (wall, _) in steps.items()},
+            "steps_cpu_s": {k: cpu for k, (_, cpu) in steps.items()},
+            "target_mb_s": TARGET_MB_S,
+            "target_peak_mb": TARGET_PEAK_MB,
+            "met_speed": met_speed,
+            "met_memory": met_memory,
+            "limits": limits,
+        },
     )
 
 
@@ -364,15 +432,23 @@ def measure_import(run_file: Path, db: Path) -> dict[str, Any]:
     )
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
     seconds = time.perf_counter() - started
     load_after = os.getloadavg()[0]
     if done.returncode != 0:
         raise RuntimeError(f"rageval import failed ({done.returncode}): {done.stderr[-2000:]}")
-    peak_kb = [int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("PEAK_KB")]
+    peak_kb = [
+        int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("PEAK_KB")
+    ]
     cpu = [float(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("CPU_S")]
-    return {"seconds": seconds, "peak_rss_mb": peak_kb[-1] / 1024 if peak_kb else float("nan"),
-            "cpu_s": cpu[-1] if cpu else float("nan"),
-            "stdout": done.stdout.strip(), "progress_shown": "importing" in done.stderr,
-            "load_before": load_before, "load_after": load_after}
+    return {
+        "seconds": seconds,
+        "peak_rss_mb": peak_kb[-1] / 1024 if peak_kb else float("nan"),
+        "cpu_s": cpu[-1] if cpu else float("nan"),
+        "stdout": done.stdout.strip(),
+        "progress_shown": "importing" in done.stderr,
+        "load_before": load_before,
+        "load_after": load_after,
+    }

@@ -75,12 +75,24 @@ def run(
     sample = rng.choice(pe.size, min(difflib_sample, pe.size), replace=False)
     ev_norm = [t for t, _ in normalise_many([ev[i] for i in pe[sample].tolist()])]
     ch_norm = [t for t, _ in normalise_many([ch[j] for j in pc[sample].tolist()])]
-    difflib_pair = per_pair(lambda: [difflib.SequenceMatcher(None, e, c).ratio()
-                                     for e, c in zip(ev_norm, ch_norm, strict=True)], len(sample))
+    difflib_pair = per_pair(
+        lambda: [
+            difflib.SequenceMatcher(None, e, c).ratio()
+            for e, c in zip(ev_norm, ch_norm, strict=True)
+        ],
+        len(sample),
+    )
     fuzzy = [(e, c) for e, c in zip(ev_norm, ch_norm, strict=True) if e not in c]
     # CPU seconds (not wall): the floor below is compared with the scoring's CPU seconds
-    align_pair = per_pair(lambda: [fuzz.partial_ratio_alignment(e, c) for e, c in fuzzy],
-                          len(fuzzy), clock=time.process_time) if fuzzy else float("nan")
+    align_pair = (
+        per_pair(
+            lambda: [fuzz.partial_ratio_alignment(e, c) for e, c in fuzzy],
+            len(fuzzy),
+            clock=time.process_time,
+        )
+        if fuzzy
+        else float("nan")
+    )
 
     n_pairs = first["n_pairs"]
     wall = first["call_s"]
@@ -89,66 +101,133 @@ def run(
     ratio = difflib_pair / end_to_end_pair
     floor_s = counts["fuzzy"] * align_pair / 2
     data: dict[str, Any] = {
-        "n_queries": n_queries, "seed": seed, "n_pairs": n_pairs, "expected_pairs": expected,
-        "distinct_pairs": counts["distinct"], "substring_pairs": counts["substring"],
-        "fuzzy_pairs": counts["fuzzy"], "score_s": wall, "child_wall_s": first["wall_s"],
-        "pairs_per_s": n_pairs / wall, "distinct_pairs_per_s": counts["distinct"] / wall,
-        "fuzzy_pairs_per_s": counts["fuzzy"] / wall, "main_cpu_s": first["main_cpu_s"],
-        "workers_cpu_s": first["workers_cpu_s"], "main_peak_rss_mb": first["main_peak_mb"],
-        "peak_pss_mb": first["peak_pss_mb"], "peak_rss_sum_mb": first["peak_rss_sum_mb"],
-        "reused": {"cached": again["cached"], "n_pairs": again["n_pairs"],
-                   "new_pairs_scored": again["new_pairs"], "call_s": again["call_s"],
-                   "call_median_s": again["reuse_median_s"], "child_wall_s": again["wall_s"]},
-        "subset": {"queries": subset_queries, "pairs": int(pe.size), "one_core_s": cores[1],
-                   "two_cores_s": cores[2], "speedup": cores[1] / cores[2], "seconds": runs},
+        "n_queries": n_queries,
+        "seed": seed,
+        "n_pairs": n_pairs,
+        "expected_pairs": expected,
+        "distinct_pairs": counts["distinct"],
+        "substring_pairs": counts["substring"],
+        "fuzzy_pairs": counts["fuzzy"],
+        "score_s": wall,
+        "child_wall_s": first["wall_s"],
+        "pairs_per_s": n_pairs / wall,
+        "distinct_pairs_per_s": counts["distinct"] / wall,
+        "fuzzy_pairs_per_s": counts["fuzzy"] / wall,
+        "main_cpu_s": first["main_cpu_s"],
+        "workers_cpu_s": first["workers_cpu_s"],
+        "main_peak_rss_mb": first["main_peak_mb"],
+        "peak_pss_mb": first["peak_pss_mb"],
+        "peak_rss_sum_mb": first["peak_rss_sum_mb"],
+        "reused": {
+            "cached": again["cached"],
+            "n_pairs": again["n_pairs"],
+            "new_pairs_scored": again["new_pairs"],
+            "call_s": again["call_s"],
+            "call_median_s": again["reuse_median_s"],
+            "child_wall_s": again["wall_s"],
+        },
+        "subset": {
+            "queries": subset_queries,
+            "pairs": int(pe.size),
+            "one_core_s": cores[1],
+            "two_cores_s": cores[2],
+            "speedup": cores[1] / cores[2],
+            "seconds": runs,
+        },
         "load_average": {"before_scoring": load_before, "after_scoring": load_after},
-        "difflib": {"sample": len(sample), "s_per_pair": difflib_pair,
-                    "align_s_per_pair": align_pair, "fuzzy_in_sample": len(fuzzy)},
-        "ratio_vs_difflib": ratio, "floor_two_cores_s": floor_s,
+        "difflib": {
+            "sample": len(sample),
+            "s_per_pair": difflib_pair,
+            "align_s_per_pair": align_pair,
+            "fuzzy_in_sample": len(fuzzy),
+        },
+        "ratio_vs_difflib": ratio,
+        "floor_two_cores_s": floor_s,
         "import": {k: facts.get(k) for k in ("jsonl_bytes", "import_s", "import_peak_rss_mb")},
         "growth": [{"n_queries": n_queries, "seconds": wall, "peak_mb": first["peak_pss_mb"]}],
         "growth_label": "pair scoring: ensure_scored (partial, all cores)",
-        "limits": [{
-            "figure": f"pair scoring, {n_pairs:,} pairs (partial, both cores)",
-            "measured": fmt_seconds(wall),
-            "limit": (f"{fmt_seconds(floor_s)}: rapidfuzz's partial_ratio_alignment alone on each "
-                      f"of the {counts['fuzzy']:,} fuzzy pairs ({fmt_seconds(align_pair)} CPU "
-                      "each), spread over 2 cores"),
-            "distance": f"{wall / floor_s:.2f}x of it",
-        }],
+        "limits": [
+            {
+                "figure": f"pair scoring, {n_pairs:,} pairs (partial, both cores)",
+                "measured": fmt_seconds(wall),
+                "limit": (
+                    f"{fmt_seconds(floor_s)}: rapidfuzz's partial_ratio_alignment alone on each "
+                    f"of the {counts['fuzzy']:,} fuzzy pairs ({fmt_seconds(align_pair)} CPU "
+                    "each), spread over 2 cores"
+                ),
+                "distance": f"{wall / floor_s:.2f}x of it",
+            }
+        ],
     }
 
     main_rows = (
-        ("(span, chunk) pairs stored", f"{n_pairs:,}", f"20 chunks x 3 spans x {n_queries:,} queries"),
+        (
+            "(span, chunk) pairs stored",
+            f"{n_pairs:,}",
+            f"20 chunks x 3 spans x {n_queries:,} queries",
+        ),
         ("distinct (span text, chunk text) pairs", f"{counts['distinct']:,}", ""),
-        ("  exact substrings (one str.find each)", f"{counts['substring']:,}",
-         f"{counts['substring'] / max(n_pairs, 1):.1%}"),
-        ("  fuzzy (partial_ratio_alignment each)", f"{counts['fuzzy']:,}",
-         f"{counts['fuzzy'] / max(n_pairs, 1):.1%}"),
-        ("ensure_scored, wall", fmt_seconds(wall), f"child process {fmt_seconds(first['wall_s'])}; "
-         f"1-minute load average {load_before:.2f} before, {load_after:.2f} after"),
-        ("pairs per second", f"{n_pairs / wall:,.0f}",
-         f"distinct {counts['distinct'] / wall:,.0f}; fuzzy {counts['fuzzy'] / wall:,.0f}"),
-        ("CPU: main process / pool workers", f"{first['main_cpu_s']:.1f} s / "
-         f"{first['workers_cpu_s']:.1f} s", "read, normalise, find, insert / alignments"),
+        (
+            "  exact substrings (one str.find each)",
+            f"{counts['substring']:,}",
+            f"{counts['substring'] / max(n_pairs, 1):.1%}",
+        ),
+        (
+            "  fuzzy (partial_ratio_alignment each)",
+            f"{counts['fuzzy']:,}",
+            f"{counts['fuzzy'] / max(n_pairs, 1):.1%}",
+        ),
+        (
+            "ensure_scored, wall",
+            fmt_seconds(wall),
+            f"child process {fmt_seconds(first['wall_s'])}; "
+            f"1-minute load average {load_before:.2f} before, {load_after:.2f} after",
+        ),
+        (
+            "pairs per second",
+            f"{n_pairs / wall:,.0f}",
+            f"distinct {counts['distinct'] / wall:,.0f}; fuzzy {counts['fuzzy'] / wall:,.0f}",
+        ),
+        (
+            "CPU: main process / pool workers",
+            f"{first['main_cpu_s']:.1f} s / {first['workers_cpu_s']:.1f} s",
+            "read, normalise, find, insert / alignments",
+        ),
         ("peak memory: main process (VmHWM)", f"{first['main_peak_mb']:,.0f} MB", ""),
-        ("peak memory: main + workers (sampled)", f"{first['peak_pss_mb']:,.0f} MB",
-         f"PSS; RSS sum {first['peak_rss_sum_mb']:,.0f} MB (shared pages counted per process)"),
-        ("re-run, same run and scorer: ensure_scored", fmt_seconds(again["reuse_median_s"]),
-         f"kept scores reused ({again['new_pairs']} pairs scored); median of "
-         f"{reuse_repeats + 1} calls, the first {fmt_seconds(again['call_s'])}; child process "
-         f"{fmt_seconds(again['wall_s'])}"),
+        (
+            "peak memory: main + workers (sampled)",
+            f"{first['peak_pss_mb']:,.0f} MB",
+            f"PSS; RSS sum {first['peak_rss_sum_mb']:,.0f} MB (shared pages counted per process)",
+        ),
+        (
+            "re-run, same run and scorer: ensure_scored",
+            fmt_seconds(again["reuse_median_s"]),
+            f"kept scores reused ({again['new_pairs']} pairs scored); median of "
+            f"{reuse_repeats + 1} calls, the first {fmt_seconds(again['call_s'])}; child process "
+            f"{fmt_seconds(again['wall_s'])}",
+        ),
     )
     core_rows = tuple(
-        (f"{w} core{'s' if w > 1 else ''}", fmt_seconds(cores[w]), f"{pe.size / cores[w]:,.0f}",
-         fmt_ratio(cores[1] / cores[w]))
+        (
+            f"{w} core{'s' if w > 1 else ''}",
+            fmt_seconds(cores[w]),
+            f"{pe.size / cores[w]:,.0f}",
+            fmt_ratio(cores[1] / cores[w]),
+        )
         for w in (1, 2)
     )
     versus_rows = (
         ("difflib SequenceMatcher(None, span, chunk).ratio()", fmt_seconds(difflib_pair), "1.00x"),
-        ("rapidfuzz partial_ratio_alignment alone, 1 core, CPU time (fuzzy pairs)",
-         fmt_seconds(align_pair), fmt_ratio(difflib_pair / align_pair)),
-        ("rageval ensure_scored, end to end, all cores", fmt_seconds(end_to_end_pair), fmt_ratio(ratio)),
+        (
+            "rapidfuzz partial_ratio_alignment alone, 1 core, CPU time (fuzzy pairs)",
+            fmt_seconds(align_pair),
+            fmt_ratio(difflib_pair / align_pair),
+        ),
+        (
+            "rageval ensure_scored, end to end, all cores",
+            fmt_seconds(end_to_end_pair),
+            fmt_ratio(ratio),
+        ),
     )
     fuzzy_share = counts["fuzzy"] * align_pair
     cpu_s = first["main_cpu_s"] + first["workers_cpu_s"]
@@ -174,26 +253,36 @@ def run(
         "window; only exact substrings (score 1.0 whatever the scorer) skip the scorer.",
     ]
     if facts.get("import_s"):
-        notes.append(f"The run's import (`rageval import --no-score`, "
-                     f"{facts['jsonl_bytes'] / 1e9:.2f} GB of JSONL) took "
-                     f"{fmt_seconds(facts['import_s'])}, not counted here.")
+        notes.append(
+            f"The run's import (`rageval import --no-score`, "
+            f"{facts['jsonl_bytes'] / 1e9:.2f} GB of JSONL) took "
+            f"{fmt_seconds(facts['import_s'])}, not counted here."
+        )
     return ScenarioResult(
         key="pair_scoring",
         title="5. Pair scoring at scale: partial, both cores, kept scores reused",
-        setup=(f"bench/large_run.py run of {n_queries:,} queries (seed {seed}): 20 chunks of about "
-               "500 characters and 3 gold spans of 80 characters per query, imported with "
-               "--no-score. ensure_scored(scorer='partial', workers=0) scores a copy of that "
-               "store in a child process that samples its own and its pool workers' memory "
-               "(PSS, every 0.2 s) and CPU; a second child asks again. In this process: the "
-               f"pairs of the first {subset_queries:,} queries by score_pairs on 1 and 2 cores, "
-               f"and a random sample of {len(sample):,} of them by difflib on the normalised "
-               "strings partial sees. One measurement each (the large scoring takes minutes)."),
-        tables=(("Scoring the run:", Table(("", "value", "detail"), main_rows, text_columns=(0, 2))),
-                (f"The pairs of the first {subset_queries:,} queries ({pe.size:,}), score_pairs "
-                 f"on one core and on two (medians of {core_repeats}, interleaved):",
-                 Table(("cores", "wall", "pairs/s", "speed-up"), core_rows)),
-                (f"Per pair, on a random sample of {len(sample):,} of those pairs:",
-                 Table(("scoring", "seconds per pair", "speed-up over difflib"), versus_rows))),
+        setup=(
+            f"bench/large_run.py run of {n_queries:,} queries (seed {seed}): 20 chunks of about "
+            "500 characters and 3 gold spans of 80 characters per query, imported with "
+            "--no-score. ensure_scored(scorer='partial', workers=0) scores a copy of that "
+            "store in a child process that samples its own and its pool workers' memory "
+            "(PSS, every 0.2 s) and CPU; a second child asks again. In this process: the "
+            f"pairs of the first {subset_queries:,} queries by score_pairs on 1 and 2 cores, "
+            f"and a random sample of {len(sample):,} of them by difflib on the normalised "
+            "strings partial sees. One measurement each (the large scoring takes minutes)."
+        ),
+        tables=(
+            ("Scoring the run:", Table(("", "value", "detail"), main_rows, text_columns=(0, 2))),
+            (
+                f"The pairs of the first {subset_queries:,} queries ({pe.size:,}), score_pairs "
+                f"on one core and on two (medians of {core_repeats}, interleaved):",
+                Table(("cores", "wall", "pairs/s", "speed-up"), core_rows),
+            ),
+            (
+                f"Per pair, on a random sample of {len(sample):,} of those pairs:",
+                Table(("scoring", "seconds per pair", "speed-up over difflib"), versus_rows),
+            ),
+        ),
         notes=tuple(notes),
         data=data,
     )
@@ -223,28 +312,43 @@ def pair_counts(db: Path, run_name: str) -> dict[str, int]:
         run_id = con.execute("SELECT run_id FROM runs WHERE name = ?", [run_name]).fetchall()[0][0]
         stored, substring = con.execute(
             "SELECT count(*), count(*) FILTER (WHERE score = 1) FROM pair_scores "
-            "WHERE run_id = ? AND scorer = ?", [run_id, SCORER]).fetchall()[0]
+            "WHERE run_id = ? AND scorer = ?",
+            [run_id, SCORER],
+        ).fetchall()[0]
         # by two 64-bit hashes per pair, not the texts (GBs at 100,000 queries): a collision
         # among a few million pairs has odds of about 1e-25
         distinct = con.execute(
             "SELECT count(*) FROM (SELECT DISTINCT hash(e.text), hash(c.text) FROM evidence e "
             "JOIN chunks c ON c.run_id = e.run_id AND c.qidx = e.qidx "
-            "WHERE e.run_id = ? AND c.text IS NOT NULL)", [run_id]).fetchall()[0][0]
+            "WHERE e.run_id = ? AND c.text IS NOT NULL)",
+            [run_id],
+        ).fetchall()[0][0]
     finally:
         con.close()
-    return {"stored": int(stored), "substring": int(substring), "fuzzy": int(stored - substring),
-            "distinct": int(distinct)}
+    return {
+        "stored": int(stored),
+        "substring": int(substring),
+        "fuzzy": int(stored - substring),
+        "distinct": int(distinct),
+    }
 
 
-def read_pairs(db: Path, run_name: str, n_queries: int) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+def read_pairs(
+    db: Path, run_name: str, n_queries: int
+) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
     """Span texts, chunk texts and the (span, chunk) pairs of the run's first n_queries queries."""
     con = duckdb.connect(str(db), read_only=True)
     try:
         run_id = con.execute("SELECT run_id FROM runs WHERE name = ?", [run_name]).fetchall()[0][0]
-        ev = con.execute("SELECT qidx, text FROM evidence WHERE run_id = ? AND qidx < ? "
-                         "ORDER BY qidx, eidx", [run_id, n_queries]).fetchall()
-        ch = con.execute("SELECT qidx, text FROM chunks WHERE run_id = ? AND qidx < ? "
-                         "AND text IS NOT NULL ORDER BY qidx, rank", [run_id, n_queries]).fetchall()
+        ev = con.execute(
+            "SELECT qidx, text FROM evidence WHERE run_id = ? AND qidx < ? ORDER BY qidx, eidx",
+            [run_id, n_queries],
+        ).fetchall()
+        ch = con.execute(
+            "SELECT qidx, text FROM chunks WHERE run_id = ? AND qidx < ? "
+            "AND text IS NOT NULL ORDER BY qidx, rank",
+            [run_id, n_queries],
+        ).fetchall()
     finally:
         con.close()
     spans: dict[int, list[int]] = {}
@@ -252,8 +356,12 @@ def read_pairs(db: Path, run_name: str, n_queries: int) -> tuple[list[str], list
         spans.setdefault(q, []).append(i)
     pe = [e for q, _ in ch for e in spans.get(q, [])]
     pc = [j for j, (q, _) in enumerate(ch) for _ in spans.get(q, [])]
-    return ([t for _, t in ev], [t for _, t in ch], np.asarray(pe, dtype=np.int64),
-            np.asarray(pc, dtype=np.int64))
+    return (
+        [t for _, t in ev],
+        [t for _, t in ch],
+        np.asarray(pe, dtype=np.int64),
+        np.asarray(pc, dtype=np.int64),
+    )
 
 
 def per_pair(fn: Any, n: int, repeats: int = 3, clock: Any = time.perf_counter) -> float:
@@ -268,17 +376,28 @@ def per_pair(fn: Any, n: int, repeats: int = 3, clock: Any = time.perf_counter) 
 
 def measure_child(db: Path, run_name: str, reuse_repeats: int) -> dict[str, Any]:
     """ensure_scored in a child process (python -c), which reports what child_main measured."""
-    code = ("import sys, json\nfrom bench.pair_scoring import child_main\n"
-            "print('RESULT', json.dumps(child_main(sys.argv[1], sys.argv[2], int(sys.argv[3]))))\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    code = (
+        "import sys, json\nfrom bench.pair_scoring import child_main\n"
+        "print('RESULT', json.dumps(child_main(sys.argv[1], sys.argv[2], int(sys.argv[3]))))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, str(db), run_name, str(reuse_repeats)],
-                          capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(db), run_name, str(reuse_repeats)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
     wall = time.perf_counter() - started
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"scoring child failed ({done.returncode}): {done.stderr[-2000:]}")
-    return {**json.loads(lines[-1][len("RESULT "):]), "wall_s": wall}
+    return {**json.loads(lines[-1][len("RESULT ") :]), "wall_s": wall}
 
 
 def child_main(db: str, run_name: str, reuse_repeats: int) -> dict[str, Any]:
@@ -302,11 +421,18 @@ def child_main(db: str, run_name: str, reuse_repeats: int) -> dict[str, Any]:
         after = kept_pair_count(store, run_name, SCORER)
     sampler.stop()
     main_cpu = time.process_time() - cpu - sampler.own_cpu_s
-    return {"n_pairs": scoring.n_pairs, "cached": scoring.cached, "call_s": call_s,
-            "reuse_median_s": statistics.median(calls), "new_pairs": after - before,
-            "main_cpu_s": main_cpu, "workers_cpu_s": sampler.workers_cpu_s,
-            "main_peak_mb": _status_kb(os.getpid(), "VmHWM") / 1024,
-            "peak_pss_mb": sampler.peak_pss_kb / 1024, "peak_rss_sum_mb": sampler.peak_rss_kb / 1024}
+    return {
+        "n_pairs": scoring.n_pairs,
+        "cached": scoring.cached,
+        "call_s": call_s,
+        "reuse_median_s": statistics.median(calls),
+        "new_pairs": after - before,
+        "main_cpu_s": main_cpu,
+        "workers_cpu_s": sampler.workers_cpu_s,
+        "main_peak_mb": _status_kb(os.getpid(), "VmHWM") / 1024,
+        "peak_pss_mb": sampler.peak_pss_kb / 1024,
+        "peak_rss_sum_mb": sampler.peak_rss_kb / 1024,
+    }
 
 
 class _Sampler:

@@ -24,8 +24,13 @@ from rageval_core.store import RunRecord, Store
 
 #: a new (k, threshold) must be answered within this (the dashboard's slider budget)
 TARGET_SECONDS = 0.050
-EVIDENCE_METRICS = ("EvidenceRecall@{k}", "PerQueryCoverage@{k}", "FullCoverageRate@{k}",
-                    "ContextCoverage@{k}", "BestRank@{k}")
+EVIDENCE_METRICS = (
+    "EvidenceRecall@{k}",
+    "PerQueryCoverage@{k}",
+    "FullCoverageRate@{k}",
+    "ContextCoverage@{k}",
+    "BestRank@{k}",
+)
 RANKING_METRICS = ("P@{k}", "R@{k}", "RR", "AP", "nDCG@{k}", "Hit@{k}", "Rprec")
 THRESHOLDS = np.linspace(0.0, 1.0, 101)
 
@@ -46,34 +51,62 @@ def make_tensor(
     n_spans[rng.random(n_queries) < 0.05] = 0
     has_gold = rng.random(n_queries) < 0.8
     gold_rank = (rng.random(n_queries) * n_ret).astype(np.int64)
-    gold = np.where(rng.random((n_queries, spans)) < 0.5, 1.0, rng.uniform(0.6, 1.0, (n_queries, spans)))
+    gold = np.where(
+        rng.random((n_queries, spans)) < 0.5, 1.0, rng.uniform(0.6, 1.0, (n_queries, spans))
+    )
     rows = np.flatnonzero(has_gold)
     scores[rows, gold_rank[rows], :] = gold[rows].astype(np.float32)
     ranks = np.arange(depth)
     scores[ranks[None, :] >= n_ret[:, None]] = np.nan
-    scores[np.broadcast_to((np.arange(spans)[None, :] >= n_spans[:, None])[:, None, :], scores.shape)] = np.nan
+    scores[
+        np.broadcast_to((np.arange(spans)[None, :] >= n_spans[:, None])[:, None, :], scores.shape)
+    ] = np.nan
     retriever = np.sort(rng.random((n_queries, depth)), axis=1)[:, ::-1].copy()
     retriever[ranks[None, :] >= n_ret[:, None]] = np.nan
     return scores, n_spans.astype(np.int64), n_ret.astype(np.int64), retriever
 
 
-def make_run_data(scores: np.ndarray, n_spans: np.ndarray, n_ret: np.ndarray, retriever: np.ndarray) -> RunData:
+def make_run_data(
+    scores: np.ndarray, n_spans: np.ndarray, n_ret: np.ndarray, retriever: np.ndarray
+) -> RunData:
     """A RunData whose kept 'partial' scores are the given tensor (nothing else is stored)."""
     n, depth, _ = scores.shape
     record = RunRecord(
-        run_id=1, name="synthetic", content_hash="", format="native", sources=(),
-        created_at=None, description=None, imported_at="", settings={},
-        price_prompt_per_1k=None, price_completion_per_1k=None, n_queries=n,
-        n_chunks=int(n_ret.sum()), max_depth=depth, has_evidence=True,
+        run_id=1,
+        name="synthetic",
+        content_hash="",
+        format="native",
+        sources=(),
+        created_at=None,
+        description=None,
+        imported_at="",
+        settings={},
+        price_prompt_per_1k=None,
+        price_completion_per_1k=None,
+        n_queries=n,
+        n_chunks=int(n_ret.sum()),
+        max_depth=depth,
+        has_evidence=True,
     )
     empty_i = np.zeros(0, dtype=np.int64)
     data = RunData(
-        run=record, query_ids=np.asarray([f"q{i}" for i in range(n)], dtype=object),
-        in_run=np.ones(n, dtype=bool), has_qrels=np.zeros(n, dtype=bool), n_ret=n_ret,
-        labels=np.zeros((n, depth), dtype=np.int32), chunk_score=retriever,
-        judged_q=empty_i, judged_label=np.zeros(0, dtype=np.int32), n_spans=n_spans, tags={},
-        latency_q=empty_i, latency_stage=np.zeros(0, dtype=object), latency_ms=np.zeros(0),
-        tokens_q=empty_i, tokens_kind=np.zeros(0, dtype=object), tokens_n=empty_i,
+        run=record,
+        query_ids=np.asarray([f"q{i}" for i in range(n)], dtype=object),
+        in_run=np.ones(n, dtype=bool),
+        has_qrels=np.zeros(n, dtype=bool),
+        n_ret=n_ret,
+        labels=np.zeros((n, depth), dtype=np.int32),
+        chunk_score=retriever,
+        judged_q=empty_i,
+        judged_label=np.zeros(0, dtype=np.int32),
+        n_spans=n_spans,
+        tags={},
+        latency_q=empty_i,
+        latency_stage=np.zeros(0, dtype=object),
+        latency_ms=np.zeros(0),
+        tokens_q=empty_i,
+        tokens_kind=np.zeros(0, dtype=object),
+        tokens_n=empty_i,
     )
     # Where rundata.evidence_tensor keeps a run's scores once read from the store: evaluate()
     # then takes them from here instead of scoring texts the synthetic run does not have.
@@ -81,8 +114,9 @@ def make_run_data(scores: np.ndarray, n_spans: np.ndarray, n_ret: np.ndarray, re
     return data
 
 
-def growth(sizes: Sequence[int], depth: int = 20, spans: int = 3, seed: int = 0,
-           repeats: int = 5) -> list[dict[str, Any]]:
+def growth(
+    sizes: Sequence[int], depth: int = 20, spans: int = 3, seed: int = 0, repeats: int = 5
+) -> list[dict[str, Any]]:
     """Per size: first evaluate(), a new (k, threshold), a full sweep, and the memory they take.
 
     Memory is the tensor plus tracemalloc's peak during the first evaluate() (numpy reports its
@@ -90,7 +124,9 @@ def growth(sizes: Sequence[int], depth: int = 20, spans: int = 3, seed: int = 0,
     interpreter. Each size builds its own tensor; the previous one is freed first.
     """
     with Store(":memory:") as store:  # one-time costs (imports, first calls) out of the first size
-        evaluate(make_run_data(*make_tensor(100, depth, spans, seed)), store=store, relevance="evidence")
+        evaluate(
+            make_run_data(*make_tensor(100, depth, spans, seed)), store=store, relevance="evidence"
+        )
     return [_growth_point(n, depth, spans, seed, repeats) for n in sizes]
 
 
@@ -99,11 +135,18 @@ def _growth_point(n: int, depth: int, spans: int, seed: int, repeats: int) -> di
     scores, n_spans, n_ret, retriever = make_tensor(n, depth, spans, seed)
     data = make_run_data(scores, n_spans, n_ret, retriever)
     rng = np.random.default_rng(seed + 2)
-    pairs = itertools.cycle(zip(rng.integers(1, depth + 1, 100).tolist(),
-                                np.round(rng.uniform(0.5, 0.95, 100), 4).tolist(), strict=True))
+    pairs = itertools.cycle(
+        zip(
+            rng.integers(1, depth + 1, 100).tolist(),
+            np.round(rng.uniform(0.5, 0.95, 100), 4).tolist(),
+            strict=True,
+        )
+    )
     with Store(":memory:") as store:
         tracemalloc.start()
-        first = measure(lambda: evaluate(data, store=store, relevance="evidence"), 1, warmup=False)[0]
+        first = measure(lambda: evaluate(data, store=store, relevance="evidence"), 1, warmup=False)[
+            0
+        ]
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
 
@@ -113,18 +156,31 @@ def _growth_point(n: int, depth: int, spans: int, seed: int, repeats: int) -> di
 
         new, _ = measure(new_setting, repeats)
         cov = coverage(store, data, Settings())
-    sweep, _ = measure(lambda: {k: threshold_sweep(cov.with_threshold(0.7), THRESHOLDS, k)
-                                for k in range(1, depth + 1)}, 1, warmup=False)
+    sweep, _ = measure(
+        lambda: {
+            k: threshold_sweep(cov.with_threshold(0.7), THRESHOLDS, k) for k in range(1, depth + 1)
+        },
+        1,
+        warmup=False,
+    )
     return {
-        "n_queries": n, "seconds": first.median, "first_s": first.median,
-        "new_setting_s": new.median, "sweep_s": sweep.median,
+        "n_queries": n,
+        "seconds": first.median,
+        "first_s": first.median,
+        "new_setting_s": new.median,
+        "sweep_s": sweep.median,
         "peak_mb": (scores.nbytes + peak) / 1e6,
     }
 
 
 def run(
-    n_queries: int = 100_000, depth: int = 20, spans: int = 3, seed: int = 0,
-    repeats: int = 15, slow_repeats: int = 3, growth_sizes: Sequence[int] = (),
+    n_queries: int = 100_000,
+    depth: int = 20,
+    spans: int = 3,
+    seed: int = 0,
+    repeats: int = 15,
+    slow_repeats: int = 3,
+    growth_sizes: Sequence[int] = (),
 ) -> ScenarioResult:
     """Time prepare_coverage, a new (k, threshold) through evaluate(), and a full sweep."""
     scores, n_spans, n_ret, retriever = make_tensor(n_queries, depth, spans, seed)
@@ -132,12 +188,19 @@ def run(
     rng = np.random.default_rng(seed + 1)
     # every timed call gets a (k, threshold) it has not seen: nothing is answered from a cache
     settings = itertools.cycle(
-        [(int(k), round(float(t), 4)) for k, t in
-         zip(rng.integers(1, depth + 1, 1000), rng.uniform(0.5, 0.95, 1000), strict=True)])
+        [
+            (int(k), round(float(t), 4))
+            for k, t in zip(
+                rng.integers(1, depth + 1, 1000), rng.uniform(0.5, 0.95, 1000), strict=True
+            )
+        ]
+    )
 
     prepare, _ = measure(lambda: prepare_coverage(scores, n_spans, n_ret), slow_repeats)
     with Store(":memory:") as store:
-        cold = measure(lambda: evaluate(data, store=store, relevance="evidence"), 1, warmup=False)[0]
+        cold = measure(lambda: evaluate(data, store=store, relevance="evidence"), 1, warmup=False)[
+            0
+        ]
 
         def new_setting() -> Any:
             k, t = next(settings)
@@ -182,47 +245,105 @@ def run(
     floor, _ = measure(lambda: np.count_nonzero(scores >= np.float32(0.7)), repeats)
     verdict = "within" if full.median <= TARGET_SECONDS else "OVER"
     rows = (
-        ("prepare_coverage (once per run, scorer and score cut)", fmt_seconds(prepare.median),
-         fmt_runs(prepare), ""),
-        ("first evaluate() (prepare_coverage + everything below)", fmt_seconds(cold.median), fmt_runs(cold), ""),
-        ("new (k, threshold): evaluate(), evidence mode, default metrics",
-         fmt_seconds(full.median), fmt_runs(full),
-         f"{verdict} 50 ms ({fmt_ratio(full.median / TARGET_SECONDS)} of it)"),
-        ("new k, same threshold: evaluate(), as above", fmt_seconds(k_only.median),
-         fmt_runs(k_only), f"{'within' if k_only.median <= TARGET_SECONDS else 'OVER'} 50 ms"),
-        ("  of which: 5 evidence metrics at k (registry.compute)", fmt_seconds(evidence_t.median),
-         fmt_runs(evidence_t), ""),
-        ("  of which: evidence-mode labels (covers -> RankedLabels)", fmt_seconds(labels_t.median),
-         fmt_runs(labels_t), ""),
-        ("  labels + 7 ranking metrics on them", fmt_seconds(ranking_t.median),
-         fmt_runs(ranking_t), ""),
-        (f"threshold sweep, {THRESHOLDS.size} thresholds x every k (1..{depth}), cold",
-         fmt_seconds(sweep_cold.median), fmt_runs(sweep_cold),
-         f"{fmt_seconds(sweep_cold.median / depth)} per k"),
-        ("same sweep again (sorted values cached per k)", fmt_seconds(sweep_warm.median),
-         fmt_runs(sweep_warm), f"{fmt_seconds(sweep_warm.median / depth)} per k"),
+        (
+            "prepare_coverage (once per run, scorer and score cut)",
+            fmt_seconds(prepare.median),
+            fmt_runs(prepare),
+            "",
+        ),
+        (
+            "first evaluate() (prepare_coverage + everything below)",
+            fmt_seconds(cold.median),
+            fmt_runs(cold),
+            "",
+        ),
+        (
+            "new (k, threshold): evaluate(), evidence mode, default metrics",
+            fmt_seconds(full.median),
+            fmt_runs(full),
+            f"{verdict} 50 ms ({fmt_ratio(full.median / TARGET_SECONDS)} of it)",
+        ),
+        (
+            "new k, same threshold: evaluate(), as above",
+            fmt_seconds(k_only.median),
+            fmt_runs(k_only),
+            f"{'within' if k_only.median <= TARGET_SECONDS else 'OVER'} 50 ms",
+        ),
+        (
+            "  of which: 5 evidence metrics at k (registry.compute)",
+            fmt_seconds(evidence_t.median),
+            fmt_runs(evidence_t),
+            "",
+        ),
+        (
+            "  of which: evidence-mode labels (covers -> RankedLabels)",
+            fmt_seconds(labels_t.median),
+            fmt_runs(labels_t),
+            "",
+        ),
+        (
+            "  labels + 7 ranking metrics on them",
+            fmt_seconds(ranking_t.median),
+            fmt_runs(ranking_t),
+            "",
+        ),
+        (
+            f"threshold sweep, {THRESHOLDS.size} thresholds x every k (1..{depth}), cold",
+            fmt_seconds(sweep_cold.median),
+            fmt_runs(sweep_cold),
+            f"{fmt_seconds(sweep_cold.median / depth)} per k",
+        ),
+        (
+            "same sweep again (sorted values cached per k)",
+            fmt_seconds(sweep_warm.median),
+            fmt_runs(sweep_warm),
+            f"{fmt_seconds(sweep_warm.median / depth)} per k",
+        ),
     )
-    table = Table(("step", "median", "runs (fastest - slowest)", "against the target"), rows, text_columns=(0, 3))
+    table = Table(
+        ("step", "median", "runs (fastest - slowest)", "against the target"),
+        rows,
+        text_columns=(0, 3),
+    )
     tables: list[tuple[str, Table]] = [("", table)]
     points = growth(growth_sizes, depth, spans, seed) if growth_sizes else []
     if points:
-        tables.append((
-            "Growth: the same synthetic run at each size (first evaluate() includes "
-            "prepare_coverage; memory = the score tensor + the peak numpy allocations of that call):",
-            Table(("queries", "first evaluate()", "new (k, threshold)", "sweep 101 x every k",
-                   "memory"),
-                  tuple((f"{p['n_queries']:,}", fmt_seconds(p["first_s"]),
-                         fmt_seconds(p["new_setting_s"]), fmt_seconds(p["sweep_s"]),
-                         f"{p['peak_mb']:,.0f} MB") for p in points))))
+        tables.append(
+            (
+                "Growth: the same synthetic run at each size (first evaluate() includes "
+                "prepare_coverage; memory = the score tensor + the peak numpy allocations of that call):",
+                Table(
+                    (
+                        "queries",
+                        "first evaluate()",
+                        "new (k, threshold)",
+                        "sweep 101 x every k",
+                        "memory",
+                    ),
+                    tuple(
+                        (
+                            f"{p['n_queries']:,}",
+                            fmt_seconds(p["first_s"]),
+                            fmt_seconds(p["new_setting_s"]),
+                            fmt_seconds(p["sweep_s"]),
+                            f"{p['peak_mb']:,.0f} MB",
+                        )
+                        for p in points
+                    ),
+                ),
+            )
+        )
     n_excluded = int(np.count_nonzero(n_spans == 0))
     return ScenarioResult(
         key="recompute",
         title="2. Recompute after a new k or threshold",
-        setup=(f"Synthetic evidence tensor: {n_queries:,} queries x {depth} chunks x {spans} spans "
-               f"({scores.size:,} pair scores, float32), lists of {depth // 2}-{depth} chunks, "
-               f"{n_excluded:,} queries without gold spans, seed {seed}. Timed through "
-               "evaluate(RunData, relevance='evidence', k=..., threshold=...), as the dashboard "
-               "calls it; each timed call uses a (k, threshold) not seen before."),
+        setup=(
+            f"Synthetic evidence tensor: {n_queries:,} queries x {depth} chunks x {spans} spans "
+            f"({scores.size:,} pair scores, float32), lists of {depth // 2}-{depth} chunks, "
+            f"{n_excluded:,} queries without gold spans, seed {seed}. Timed through "
+            "evaluate(RunData, relevance='evidence', k=..., threshold=...), as the dashboard "
+            "calls it; each timed call uses a (k, threshold) not seen before."
+        ),
         tables=tuple(tables),
         notes=(
             f"A new (k, threshold) takes {fmt_seconds(full.median)} (median of "
@@ -254,17 +375,24 @@ def run(
             },
             # kept out of "timings", whose key set tests/bench/test_bench_smoke.py pins
             "new_k_same_threshold": k_only.to_json(),
-            "report_settings": {"k": report.settings["k"], "threshold": report.settings["threshold"]},
+            "report_settings": {
+                "k": report.settings["k"],
+                "threshold": report.settings["threshold"],
+            },
             "report_metrics": dict(report.metrics),
             # the growth plot's series (bench/report.py growth_series): seconds = first evaluate()
             "growth": points,
-            "limits": [{
-                "figure": f"new (k, threshold) on {n_queries:,} queries",
-                "measured": fmt_seconds(full.median),
-                "limit": (f"{fmt_seconds(floor.median)}: one numpy pass over the {scores.size:,} "
-                          "kept scores (every new threshold must read each score once)"),
-                "distance": f"{full.median / floor.median:.1f}x of it",
-            }],
+            "limits": [
+                {
+                    "figure": f"new (k, threshold) on {n_queries:,} queries",
+                    "measured": fmt_seconds(full.median),
+                    "limit": (
+                        f"{fmt_seconds(floor.median)}: one numpy pass over the {scores.size:,} "
+                        "kept scores (every new threshold must read each score once)"
+                    ),
+                    "distance": f"{full.median / floor.median:.1f}x of it",
+                }
+            ],
             "growth_label": "metrics: first evaluate() (synthetic scored run)",
         },
     )

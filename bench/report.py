@@ -89,10 +89,14 @@ def limits_table(results: Sequence[ScenarioResult]) -> Table:
     """Every scenario's data["limits"] rows: figure, measured, limit and why, how far from it."""
     rows = tuple(
         (row["figure"], row["measured"], row["limit"], row["distance"])
-        for result in results for row in result.data.get("limits", ())
+        for result in results
+        for row in result.data.get("limits", ())
     )
-    return Table(("figure", "measured", "the limit on this machine", "how far from it"), rows,
-                 text_columns=(0, 2, 3))
+    return Table(
+        ("figure", "measured", "the limit on this machine", "how far from it"),
+        rows,
+        text_columns=(0, 2, 3),
+    )
 
 
 def headline(results: Sequence[ScenarioResult]) -> Table:
@@ -101,63 +105,130 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
     by_key = {r.key: r for r in results}
     if "trec" in by_key:
         ratios = by_key["trec"].data["ratios"]
-        rows.append(("TREC end to end, rageval direct path / pytrec_eval",
-                     fmt_ratio(ratios["direct_vs_pytrec_eval"]), "time ratio (above 1x: rageval slower)"))
-        rows.append(("TREC end to end, rageval store path / pytrec_eval",
-                     fmt_ratio(ratios["store_vs_pytrec_eval"]), "time ratio"))
-        rows.append(("TREC end to end, rageval Query-object route / pytrec_eval",
-                     fmt_ratio(ratios["queries_vs_pytrec_eval"]), "time ratio"))
+        rows.append(
+            (
+                "TREC end to end, rageval direct path / pytrec_eval",
+                fmt_ratio(ratios["direct_vs_pytrec_eval"]),
+                "time ratio (above 1x: rageval slower)",
+            )
+        )
+        rows.append(
+            (
+                "TREC end to end, rageval store path / pytrec_eval",
+                fmt_ratio(ratios["store_vs_pytrec_eval"]),
+                "time ratio",
+            )
+        )
+        rows.append(
+            (
+                "TREC end to end, rageval Query-object route / pytrec_eval",
+                fmt_ratio(ratios["queries_vs_pytrec_eval"]),
+                "time ratio",
+            )
+        )
         if "direct_vs_ranx" in ratios:
-            rows.append(("TREC end to end, rageval direct path / ranx (warm)",
-                         fmt_ratio(ratios["direct_vs_ranx"]), "time ratio"))
-            rows.append(("TREC end to end, rageval store path / ranx (warm)",
-                         fmt_ratio(ratios["store_vs_ranx"]), "time ratio"))
+            rows.append(
+                (
+                    "TREC end to end, rageval direct path / ranx (warm)",
+                    fmt_ratio(ratios["direct_vs_ranx"]),
+                    "time ratio",
+                )
+            )
+            rows.append(
+                (
+                    "TREC end to end, rageval store path / ranx (warm)",
+                    fmt_ratio(ratios["store_vs_ranx"]),
+                    "time ratio",
+                )
+            )
     if "native_scale" in by_key and by_key["native_scale"].data["points"]:
         data = by_key["native_scale"].data
         largest = data["points"][-1]
-        rows.append((f"native JSONL import, {largest['n_queries']:,} queries "
-                     f"({largest['bytes'] / 1e9:.1f} GB)", f"{largest['mb_per_s']:.1f} MB/s",
-                     f"target {data['target_mb_s']:.0f} MB/s: {'met' if data['met_speed'] else 'MISSED'}"))
-        rows.append((f"native JSONL import, {largest['n_queries']:,} queries, peak RSS",
-                     f"{largest['peak_rss_mb']:,.0f} MB",
-                     f"target under {data['target_peak_mb']:,.0f} MB: "
-                     f"{'met' if data['met_memory'] else 'MISSED'}"))
+        rows.append(
+            (
+                f"native JSONL import, {largest['n_queries']:,} queries "
+                f"({largest['bytes'] / 1e9:.1f} GB)",
+                f"{largest['mb_per_s']:.1f} MB/s",
+                f"target {data['target_mb_s']:.0f} MB/s: {'met' if data['met_speed'] else 'MISSED'}",
+            )
+        )
+        rows.append(
+            (
+                f"native JSONL import, {largest['n_queries']:,} queries, peak RSS",
+                f"{largest['peak_rss_mb']:,.0f} MB",
+                f"target under {data['target_peak_mb']:,.0f} MB: "
+                f"{'met' if data['met_memory'] else 'MISSED'}",
+            )
+        )
     if "recompute" in by_key:
         data = by_key["recompute"].data
         t = data["timings"]["new_k_threshold"]["median_s"]
-        rows.append((f"new (k, threshold) on {data['n_queries']:,} queries", fmt_seconds(t),
-                     f"target 50 ms: {'met' if data['within_target'] else 'MISSED'}"))
+        rows.append(
+            (
+                f"new (k, threshold) on {data['n_queries']:,} queries",
+                fmt_seconds(t),
+                f"target 50 ms: {'met' if data['within_target'] else 'MISSED'}",
+            )
+        )
     if "matching" in by_key:
         data = by_key["matching"].data
         ratio = data["ratio_all_cores"]
-        rows.append((f"partial (all {data['cpus']} cores) vs difflib, per pair", fmt_ratio(ratio),
-                     f"target 20x: {'met' if ratio >= data['target_ratio'] else 'MISSED'}"))
+        rows.append(
+            (
+                f"partial (all {data['cpus']} cores) vs difflib, per pair",
+                fmt_ratio(ratio),
+                f"target 20x: {'met' if ratio >= data['target_ratio'] else 'MISSED'}",
+            )
+        )
     if "pair_scoring" in by_key:
         data = by_key["pair_scoring"].data
-        rows.append((f"pair scoring, {data['n_pairs']:,} (span, chunk) pairs, partial, all cores",
-                     f"{data['pairs_per_s']:,.0f} pairs/s",
-                     f"{fmt_ratio(data['ratio_vs_difflib'])} difflib's rate on a sample of the same pairs"))
-        rows.append(("pair scoring again, same run and scorer (kept scores reused)",
-                     fmt_seconds(data["reused"]["call_median_s"]),
-                     f"{data['reused']['new_pairs_scored']} pairs scored"))
+        rows.append(
+            (
+                f"pair scoring, {data['n_pairs']:,} (span, chunk) pairs, partial, all cores",
+                f"{data['pairs_per_s']:,.0f} pairs/s",
+                f"{fmt_ratio(data['ratio_vs_difflib'])} difflib's rate on a sample of the same pairs",
+            )
+        )
+        rows.append(
+            (
+                "pair scoring again, same run and scorer (kept scores reused)",
+                fmt_seconds(data["reused"]["call_median_s"]),
+                f"{data['reused']['new_pairs_scored']} pairs scored",
+            )
+        )
     if "dashboard_scale" in by_key:
         data = by_key["dashboard_scale"].data
         big = data["points"][0]
         judged = big["browser"] or big["apptest"]  # as the scenario judges it
-        rows.append((f"dashboard, {big['n_queries']:,} queries: Overview's first render "
-                     f"({data['measured_in']})", fmt_seconds(judged["first_s"]),
-                     f"target {data['target_first_s']:g} s: {'met' if data['met_first'] else 'MISSED'}"))
+        rows.append(
+            (
+                f"dashboard, {big['n_queries']:,} queries: Overview's first render "
+                f"({data['measured_in']})",
+                fmt_seconds(judged["first_s"]),
+                f"target {data['target_first_s']:g} s: {'met' if data['met_first'] else 'MISSED'}",
+            )
+        )
         page, worst = max(data["slowest_move_s"].items(), key=lambda kv: kv[1])
-        rows.append((f"dashboard, {big['n_queries']:,} queries: slowest page's median slider move "
-                     f"({data['measured_in']}, {page})", fmt_seconds(worst),
-                     f"target {data['target_move_s'] * 1000:.0f} ms: "
-                     f"{'met' if data['met_moves'] else 'MISSED'}"))
+        rows.append(
+            (
+                f"dashboard, {big['n_queries']:,} queries: slowest page's median slider move "
+                f"({data['measured_in']}, {page})",
+                fmt_seconds(worst),
+                f"target {data['target_move_s'] * 1000:.0f} ms: "
+                f"{'met' if data['met_moves'] else 'MISSED'}",
+            )
+        )
     if "distributed" in by_key:
         data = by_key["distributed"].data
         ratio = data["timings"]["spark"]["median_s"] / data["timings"]["single"]["median_s"]
-        rows.append((f"Spark local[{data['workers']}] / one machine, {data['n_queries']:,} queries, "
-                     "file to metrics", fmt_ratio(ratio),
-                     f"time ratio; values within {data['max_difference']:.0e} of evaluate()'s (scale-out.md)"))
+        rows.append(
+            (
+                f"Spark local[{data['workers']}] / one machine, {data['n_queries']:,} queries, "
+                "file to metrics",
+                fmt_ratio(ratio),
+                f"time ratio; values within {data['max_difference']:.0e} of evaluate()'s (scale-out.md)",
+            )
+        )
     return Table(("comparison", "result", "meaning"), tuple(rows), text_columns=(0, 2))
 
 
@@ -174,12 +245,16 @@ def growth_series(results: Sequence[ScenarioResult]) -> list[dict[str, Any]]:
     series = []
     for result in results:
         if result.key == "native_scale":
-            points = [{"n_queries": p["n_queries"], "seconds": p["seconds"], "peak_mb": p["peak_rss_mb"]}
-                      for p in result.data.get("points", [])]
+            points = [
+                {"n_queries": p["n_queries"], "seconds": p["seconds"], "peak_mb": p["peak_rss_mb"]}
+                for p in result.data.get("points", [])
+            ]
             label = "import: rageval import (native JSONL, child process)"
         else:
-            points = [{"n_queries": p["n_queries"], "seconds": p["seconds"], "peak_mb": p["peak_mb"]}
-                      for p in result.data.get("growth", [])]
+            points = [
+                {"n_queries": p["n_queries"], "seconds": p["seconds"], "peak_mb": p["peak_mb"]}
+                for p in result.data.get("growth", [])
+            ]
             label = result.data.get("growth_label", result.key)
         if len(points) > 1:
             series.append({"label": label, "points": points})
@@ -198,10 +273,20 @@ def growth_table(series: Sequence[dict[str, Any]]) -> Table:
                 x = math.log(cur["n_queries"] / prev["n_queries"])
                 exponent_t = f"{math.log(cur['seconds'] / prev['seconds']) / x:.2f}"
                 exponent_m = f"{math.log(cur['peak_mb'] / prev['peak_mb']) / x:.2f}"
-            rows.append((s["label"], f"{cur['n_queries']:,}", fmt_seconds(cur["seconds"]),
-                         f"{cur['peak_mb']:,.0f} MB", exponent_t, exponent_m))
-    return Table(("step", "queries", "time", "memory", "time growth exponent",
-                  "memory growth exponent"), tuple(rows))
+            rows.append(
+                (
+                    s["label"],
+                    f"{cur['n_queries']:,}",
+                    fmt_seconds(cur["seconds"]),
+                    f"{cur['peak_mb']:,.0f} MB",
+                    exponent_t,
+                    exponent_m,
+                )
+            )
+    return Table(
+        ("step", "queries", "time", "memory", "time growth exponent", "memory growth exponent"),
+        tuple(rows),
+    )
 
 
 def growth_svg(series: Sequence[dict[str, Any]], width: int = 860, height: int = 360) -> str:
@@ -215,7 +300,9 @@ def growth_svg(series: Sequence[dict[str, Any]], width: int = 860, height: int =
         f'<rect width="{width}" height="{height}" fill="white"/>',
     ]
     x_lo, x_hi = math.log10(min(xs_all)) - 0.15, math.log10(max(xs_all)) + 0.15
-    for panel, (key, title, unit) in enumerate((("seconds", "time", "s"), ("peak_mb", "memory", "MB"))):
+    for panel, (key, title, unit) in enumerate(
+        (("seconds", "time", "s"), ("peak_mb", "memory", "MB"))
+    ):
         ox = 20 + panel * (panel_w + 20)
         lines = []
         for s in series:
@@ -231,58 +318,87 @@ def growth_svg(series: Sequence[dict[str, Any]], width: int = 860, height: int =
         def py(y: float, y_lo: float = y_lo, y_hi: float = y_hi) -> float:
             return top + plot_h - (math.log10(y) - y_lo) / (y_hi - y_lo) * plot_h
 
-        parts.append(f'<text x="{ox + left}" y="{top - 15}" font-weight="bold">{title} ({unit}), '
-                     'log-log</text>')
-        parts.append(f'<rect x="{ox + left}" y="{top}" width="{plot_w}" height="{plot_h}" '
-                     'fill="none" stroke="#999"/>')
+        parts.append(
+            f'<text x="{ox + left}" y="{top - 15}" font-weight="bold">{title} ({unit}), '
+            "log-log</text>"
+        )
+        parts.append(
+            f'<rect x="{ox + left}" y="{top}" width="{plot_w}" height="{plot_h}" '
+            'fill="none" stroke="#999"/>'
+        )
         for x in sorted(set(xs_all)):
-            parts.append(f'<text x="{px(x):.1f}" y="{top + plot_h + 18}" text-anchor="middle">'
-                         f"{x:,.0f}</text>")
-        parts.append(f'<text x="{ox + left + plot_w / 2:.1f}" y="{top + plot_h + 36}" '
-                     'text-anchor="middle">queries</text>')
+            parts.append(
+                f'<text x="{px(x):.1f}" y="{top + plot_h + 18}" text-anchor="middle">'
+                f"{x:,.0f}</text>"
+            )
+        parts.append(
+            f'<text x="{ox + left + plot_w / 2:.1f}" y="{top + plot_h + 36}" '
+            'text-anchor="middle">queries</text>'
+        )
         for colour, (xs, ys, ref) in zip(COLOURS, lines, strict=False):
             pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ref, strict=True))
-            parts.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" '
-                         'stroke-opacity="0.5" stroke-dasharray="4 3"/>')
+            parts.append(
+                f'<polyline points="{pts}" fill="none" stroke="{colour}" '
+                'stroke-opacity="0.5" stroke-dasharray="4 3"/>'
+            )
             pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
-            parts.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>')
+            parts.append(
+                f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>'
+            )
             for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
                 parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="{colour}"/>')
                 label = f"{y:,.2f}" if y < 10 else f"{y:,.0f}"
                 anchor, dx = ("end", -8) if i == len(xs) - 1 else ("start", 6)
-                parts.append(f'<text x="{px(x) + dx:.1f}" y="{py(y) - 6:.1f}" fill="{colour}" '
-                             f'text-anchor="{anchor}">{label}</text>')
+                parts.append(
+                    f'<text x="{px(x) + dx:.1f}" y="{py(y) - 6:.1f}" fill="{colour}" '
+                    f'text-anchor="{anchor}">{label}</text>'
+                )
     for i, (colour, s) in enumerate(zip(COLOURS, series, strict=False)):
         y = top + plot_h + 56 + i * 16
-        parts.append(f'<line x1="80" y1="{y - 4}" x2="104" y2="{y - 4}" stroke="{colour}" stroke-width="2"/>')
+        parts.append(
+            f'<line x1="80" y1="{y - 4}" x2="104" y2="{y - 4}" stroke="{colour}" stroke-width="2"/>'
+        )
         parts.append(f'<text x="110" y="{y}">{html.escape(s["label"])}</text>')
-    parts.append(f'<text x="{width - 20}" y="{height - 8}" text-anchor="end" fill="#666">'
-                 "solid: measured; dashed: linear growth from the smallest size</text>")
+    parts.append(
+        f'<text x="{width - 20}" y="{height - 8}" text-anchor="end" fill="#666">'
+        "solid: measured; dashed: linear growth from the smallest size</text>"
+    )
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
 
 def render(
-    results: Sequence[ScenarioResult], facts: dict[str, Any], elapsed_s: float, quick: bool,
+    results: Sequence[ScenarioResult],
+    facts: dict[str, Any],
+    elapsed_s: float,
+    quick: bool,
     growth_image: str | None = None,
 ) -> str:
     """The whole docs/benchmarks.md page (growth_image: the growth plot beside the page)."""
     v = facts["versions"]
-    machine = Table(("fact", "value"), text_columns=(0, 1), rows=(
-        ("date", facts["date"]),
-        ("CPU", facts["cpu"]),
-        ("cores", f"{facts['cores']} ({facts['usable_cores']} usable by this process)"),
-        ("memory", f"{facts['memory_gib']} GiB"),
-        ("memory bandwidth (numpy copy, read + write)", f"{facts['memory_gb_s']:.1f} GB/s"),
-        ("OS", facts["os"]),
-        ("Python", facts["python"]),
-        ("numpy / duckdb / rapidfuzz", f"{v['numpy']} / {v['duckdb']} / {v['rapidfuzz']}"),
-        ("pytrec-eval-terrier / ranx / numba",
-         f"{v['pytrec-eval-terrier']} / {v['ranx']} / {v['numba']}"),
-        ("load average (1, 5, 15 min)",
-         f"before: {facts['load_before']}; after: {facts.get('load_after', 'unknown')}"),
-        ("whole run", f"{elapsed_s:.0f} s{' (--quick sizes)' if quick else ''}"),
-    ))
+    machine = Table(
+        ("fact", "value"),
+        text_columns=(0, 1),
+        rows=(
+            ("date", facts["date"]),
+            ("CPU", facts["cpu"]),
+            ("cores", f"{facts['cores']} ({facts['usable_cores']} usable by this process)"),
+            ("memory", f"{facts['memory_gib']} GiB"),
+            ("memory bandwidth (numpy copy, read + write)", f"{facts['memory_gb_s']:.1f} GB/s"),
+            ("OS", facts["os"]),
+            ("Python", facts["python"]),
+            ("numpy / duckdb / rapidfuzz", f"{v['numpy']} / {v['duckdb']} / {v['rapidfuzz']}"),
+            (
+                "pytrec-eval-terrier / ranx / numba",
+                f"{v['pytrec-eval-terrier']} / {v['ranx']} / {v['numba']}",
+            ),
+            (
+                "load average (1, 5, 15 min)",
+                f"before: {facts['load_before']}; after: {facts.get('load_after', 'unknown')}",
+            ),
+            ("whole run", f"{elapsed_s:.0f} s{' (--quick sizes)' if quick else ''}"),
+        ),
+    )
     parts = [
         "# Benchmarks",
         "",
@@ -310,23 +426,29 @@ def render(
     limits = limits_table(results)
     if limits.rows:
         parts += [
-            "## Where the time goes, and the limit on this machine", "",
+            "## Where the time goes, and the limit on this machine",
+            "",
             "For each headline figure: what bounds it on this machine (measured in the same run), "
             "and how far the figure is from that bound. Each scenario's section has the profile "
-            "the bound comes from.", "",
-            limits.markdown(), "",
+            "the bound comes from.",
+            "",
+            limits.markdown(),
+            "",
         ]
     for result in results:
         parts.append(result.text())
     series = growth_series(results)
     if series:
         parts += [
-            "## Growth with the number of queries", "",
+            "## Growth with the number of queries",
+            "",
             "Each step's time and memory at every size it ran at. The growth exponent between two "
             "sizes is log(ratio of times or memories) / log(ratio of queries): 1.0 is linear "
             "growth, below 1 the fixed costs (start-up, imports) still weigh, above 1 a "
-            "superlinear step.", "",
-            growth_table(series).markdown(), "",
+            "superlinear step.",
+            "",
+            growth_table(series).markdown(),
+            "",
         ]
         if growth_image:
             parts += [f"![time and memory against queries, log-log]({growth_image})", ""]
@@ -348,8 +470,11 @@ def update_page(page: str, results: Sequence[ScenarioResult], facts: dict[str, A
             raise ValueError(f"the page has no summary row {row[0]!r}")
         old = lines[at[0]]
         widths = [len(cell) for cell in old.strip("|").split("|")]
-        cells = [f" {row[0]} ".ljust(widths[0]), f" {row[1]} ".rjust(widths[1]),
-                 f" {row[2]} ".ljust(widths[2])]
+        cells = [
+            f" {row[0]} ".ljust(widths[0]),
+            f" {row[1]} ".rjust(widths[1]),
+            f" {row[2]} ".ljust(widths[2]),
+        ]
         lines[at[0]] = "|" + "|".join(cells) + "|"
     text = "\n".join(lines) + "\n"
     for result in results:
@@ -362,6 +487,7 @@ def update_page(page: str, results: Sequence[ScenarioResult], facts: dict[str, A
         section = result.text() + (
             f"- This section was re-run on its own (`python -m bench --update`) at {facts['date']}, "
             f"load average before {facts['load_before']}, after {facts.get('load_after', 'unknown')}; "
-            "the rest of the page comes from the run described under Machine.\n\n")
+            "the rest of the page comes from the run described under Machine.\n\n"
+        )
         text = text[:start] + section + text[end:]
     return text

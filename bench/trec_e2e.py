@@ -46,8 +46,20 @@ from rageval_core.rundata import load_run_data
 
 METRICS = ("P@10", "R@100", "RR", "AP", "nDCG@10")
 #: the same measures as pytrec_eval (trec_eval) and ranx name them
-PYTREC = {"P@10": "P_10", "R@100": "recall_100", "RR": "recip_rank", "AP": "map", "nDCG@10": "ndcg_cut_10"}
-RANX = {"P@10": "precision@10", "R@100": "recall@100", "RR": "mrr", "AP": "map", "nDCG@10": "ndcg@10"}
+PYTREC = {
+    "P@10": "P_10",
+    "R@100": "recall_100",
+    "RR": "recip_rank",
+    "AP": "map",
+    "nDCG@10": "ndcg_cut_10",
+}
+RANX = {
+    "P@10": "precision@10",
+    "R@100": "recall@100",
+    "RR": "mrr",
+    "AP": "map",
+    "nDCG@10": "ndcg@10",
+}
 #: means (and every per-query value) must agree this closely
 TOLERANCE = 1e-9
 
@@ -94,8 +106,10 @@ def write_trec_files(directory: Path, n_queries: int, depth: int = 100, seed: in
             tied.add(qid)
         judged = rng.choice(pool, size=int(n_judged[q]), replace=False, p=weights)
         labels = rng.choice(4, size=judged.size, p=[0.35, 0.35, 0.2, 0.1])
-        qrels_lines += [f"{qid} 0 {names[j]} {label}\n"
-                        for j, label in zip(judged.tolist(), labels.tolist(), strict=True)]
+        qrels_lines += [
+            f"{qid} 0 {names[j]} {label}\n"
+            for j, label in zip(judged.tolist(), labels.tolist(), strict=True)
+        ]
     directory.mkdir(parents=True, exist_ok=True)
     run, qrels = directory / "bench.run", directory / "bench.qrels"
     run.write_text("".join(run_lines), encoding="utf-8")
@@ -157,8 +171,10 @@ def pytrec_eval_run(files: TrecFiles) -> tuple[Any, dict[str, float]]:
         qrels = pytrec_eval.parse_qrel(fh)
     sw.lap("parse")
     per_query = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC.values())).evaluate(run)
-    means = {m: pytrec_eval.compute_aggregated_measure(m, [v[m] for v in per_query.values()])
-             for m in PYTREC.values()}
+    means = {
+        m: pytrec_eval.compute_aggregated_measure(m, [v[m] for v in per_query.values()])
+        for m in PYTREC.values()
+    }
     sw.lap("evaluate")
     return (per_query, means), sw.stages
 
@@ -181,20 +197,26 @@ def ranx_run(files: TrecFiles) -> tuple[Any, dict[str, float]]:
 
 def values_direct(raw: Any) -> tuple[PerQuery, dict[str, float]]:
     query_ids, values, means = raw
-    return ({m: dict(zip(query_ids, values[m].tolist(), strict=True)) for m in METRICS},
-            {m: float(means[m]) for m in METRICS})
+    return (
+        {m: dict(zip(query_ids, values[m].tolist(), strict=True)) for m in METRICS},
+        {m: float(means[m]) for m in METRICS},
+    )
 
 
 def values_pytrec(raw: Any) -> tuple[PerQuery, dict[str, float]]:
     per_query, means = raw
-    return ({m: {q: float(v[PYTREC[m]]) for q, v in per_query.items()} for m in METRICS},
-            {m: float(means[PYTREC[m]]) for m in METRICS})
+    return (
+        {m: {q: float(v[PYTREC[m]]) for q, v in per_query.items()} for m in METRICS},
+        {m: float(means[PYTREC[m]]) for m in METRICS},
+    )
 
 
 def values_ranx(raw: Any) -> tuple[PerQuery, dict[str, float]]:
     run, means = raw
-    return ({m: {q: float(v) for q, v in run.scores[RANX[m]].items()} for m in METRICS},
-            {m: float(means[RANX[m]]) for m in METRICS})
+    return (
+        {m: {q: float(v) for q, v in run.scores[RANX[m]].items()} for m in METRICS},
+        {m: float(means[RANX[m]]) for m in METRICS},
+    )
 
 
 #: every way from the files to the values, by key; LABELS name them in tables
@@ -206,8 +228,11 @@ TOOLS: dict[str, Callable[[TrecFiles], tuple[Any, dict[str, float]]]] = {
     "ranx": ranx_run,
 }
 CONVERT: dict[str, Callable[[Any], tuple[PerQuery, dict[str, float]]]] = {
-    "direct": values_direct, "store": values_direct, "queries": values_direct,
-    "pytrec_eval": values_pytrec, "ranx": values_ranx,
+    "direct": values_direct,
+    "store": values_direct,
+    "queries": values_direct,
+    "pytrec_eval": values_pytrec,
+    "ranx": values_ranx,
 }
 LABELS = {
     "direct": "rageval direct (trec.read_arrays -> compute)",
@@ -224,8 +249,19 @@ def in_child(tool: str, files: TrecFiles, calls: int) -> dict[str, Any]:
     The first call warms up (ranx's numba, the page cache); peak RSS (VmHWM) covers all calls.
     """
     done = subprocess.run(
-        [sys.executable, "-m", "bench.trec_e2e", tool, str(files.run), str(files.qrels), str(calls)],
-        capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[1],
+        [
+            sys.executable,
+            "-m",
+            "bench.trec_e2e",
+            tool,
+            str(files.run),
+            str(files.qrels),
+            str(calls),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parents[1],
     )
     if done.returncode != 0:
         raise RuntimeError(f"{tool} failed in its child process: {done.stderr[-2000:]}")
@@ -250,8 +286,17 @@ def _child_main(argv: list[str]) -> int:
         seconds.append(time.perf_counter() - started)
         means = CONVERT[tool](raw)[1]
         del raw
-    print(json.dumps({"tool": tool, "seconds": seconds, "peak_mb": peak_rss_mb(), "start_mb": start_mb,
-                      "means": means}))
+    print(
+        json.dumps(
+            {
+                "tool": tool,
+                "seconds": seconds,
+                "peak_mb": peak_rss_mb(),
+                "start_mb": start_mb,
+                "means": means,
+            }
+        )
+    )
     return 0
 
 
@@ -271,7 +316,9 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def max_difference(a: PerQuery, b: PerQuery, queries: set[str] | None = None) -> tuple[float, set[str]]:
+def max_difference(
+    a: PerQuery, b: PerQuery, queries: set[str] | None = None
+) -> tuple[float, set[str]]:
     """Largest |a - b| over every metric and query (or the given queries); queries that differ."""
     worst = 0.0
     differing: set[str] = set()
@@ -298,8 +345,12 @@ def profile_direct(files: TrecFiles, top: int = 12) -> tuple[Table, str]:
     table_rows = []
     for (file, line, func), (_, calls, own, cum, _) in rows:
         where = f"{Path(file).name}:{line} {func}" if line else func
-        table_rows.append((where, f"{calls:,}", f"{own:.2f}", f"{100 * own / total:.0f}%", f"{cum:.2f}"))
-    table = Table(("function (own time)", "calls", "own s", "share", "cumulative s"), tuple(table_rows))
+        table_rows.append(
+            (where, f"{calls:,}", f"{own:.2f}", f"{100 * own / total:.0f}%", f"{cum:.2f}")
+        )
+    table = Table(
+        ("function (own time)", "calls", "own s", "share", "cumulative s"), tuple(table_rows)
+    )
     return table, f"profiled total {total:.2f} s (cProfile inflates per-call overhead)"
 
 
@@ -321,8 +372,11 @@ def run(
     in children) on files of that many queries too.
     """
     files = write_trec_files(workdir, n_queries, depth, seed)
-    tools: dict[str, Any] = {label: (TOOLS[key], CONVERT[key]) for key, label in LABELS.items()
-                             if with_ranx or key != "ranx"}
+    tools: dict[str, Any] = {
+        label: (TOOLS[key], CONVERT[key])
+        for key, label in LABELS.items()
+        if with_ranx or key != "ranx"
+    }
     timings: dict[str, Timing] = {}
     values: dict[str, tuple[PerQuery, dict[str, float]]] = {}
     for label, (fn, convert) in tools.items():
@@ -356,12 +410,25 @@ def run(
     for label in labels:
         t = timings[label]
         stages = ", ".join(f"{name} {fmt_seconds(t.stage_median(name))}" for name in t.stages)
-        rows.append((label, fmt_seconds(t.median), fmt_runs(t), stages,
-                     fmt_ratio(timings[direct].median / t.median),
-                     fmt_ratio(timings[store].median / t.median)))
+        rows.append(
+            (
+                label,
+                fmt_seconds(t.median),
+                fmt_runs(t),
+                stages,
+                fmt_ratio(timings[direct].median / t.median),
+                fmt_ratio(timings[store].median / t.median),
+            )
+        )
     time_table = Table(
-        ("tool / path", "median", "runs (fastest - slowest)", "split (medians)", "rageval direct / this",
-         "rageval store / this"),
+        (
+            "tool / path",
+            "median",
+            "runs (fastest - slowest)",
+            "split (medians)",
+            "rageval direct / this",
+            "rageval store / this",
+        ),
         tuple(rows),
         text_columns=(0, 3),
     )
@@ -370,33 +437,60 @@ def run(
         value_rows.append((m, *(f"{values[label][1][m]:.6f}" for label in labels)))
     value_table = Table(("mean of", *(_short(label) for label in labels)), tuple(value_rows))
     check_rows = tuple(
-        (_short(label), f"{a['max_mean_difference']:.1e}", f"{a['max_query_difference']:.1e}",
-         f"{a['queries_differing']:,} ({a['queries_differing_untied']:,} untied)",
-         f"{a['max_query_difference_untied']:.1e}")
+        (
+            _short(label),
+            f"{a['max_mean_difference']:.1e}",
+            f"{a['max_query_difference']:.1e}",
+            f"{a['queries_differing']:,} ({a['queries_differing_untied']:,} untied)",
+            f"{a['max_query_difference_untied']:.1e}",
+        )
         for label, a in agreement.items()
     )
-    check_table = Table(("against pytrec_eval", "max |mean diff|", "max |per-query diff|",
-                         "queries differing", "max diff, untied queries"), check_rows)
+    check_table = Table(
+        (
+            "against pytrec_eval",
+            "max |mean diff|",
+            "max |per-query diff|",
+            "queries differing",
+            "max diff, untied queries",
+        ),
+        check_rows,
+    )
 
     others = [x for x in labels if x.startswith(("pytrec", "ranx"))]
     direct_slower = [x for x in others if timings[direct].median > timings[x].median]
     tables: list[tuple[str, Table]] = [
         ("Wall-clock time from the two files to the five means:", time_table),
         ("Means (every tool computed every query):", value_table),
-        (f"Agreement with pytrec_eval ({len(files.tied):,} of {n_queries:,} queries hold tied "
-         f"scores):", check_table),
+        (
+            f"Agreement with pytrec_eval ({len(files.tied):,} of {n_queries:,} queries hold tied "
+            f"scores):",
+            check_table,
+        ),
     ]
     keys = [k for k in LABELS if with_ranx or k != "ranx"]
     peaks: dict[str, dict[str, Any]] = {}
     if memory:
         peaks = {key: in_child(key, files, 1) for key in keys}
-        rows_mem = tuple((LABELS[key], f"{peaks[key]['peak_mb']:,.0f} MB",
-                          f"{peaks[key]['start_mb']:,.0f} MB",
-                          f"{peaks[key]['peak_mb'] - peaks[key]['start_mb']:,.0f} MB") for key in keys)
-        tables.append((f"Peak memory at {n_queries:,} queries (one call in a fresh Python, which "
-                       "imports the bench module, so rageval too, before its tool's own imports):",
-                       Table(("tool / path", "peak RSS (VmHWM)", "RSS before the call",
-                              "peak above that"), rows_mem)))
+        rows_mem = tuple(
+            (
+                LABELS[key],
+                f"{peaks[key]['peak_mb']:,.0f} MB",
+                f"{peaks[key]['start_mb']:,.0f} MB",
+                f"{peaks[key]['peak_mb'] - peaks[key]['start_mb']:,.0f} MB",
+            )
+            for key in keys
+        )
+        tables.append(
+            (
+                f"Peak memory at {n_queries:,} queries (one call in a fresh Python, which "
+                "imports the bench module, so rageval too, before its tool's own imports):",
+                Table(
+                    ("tool / path", "peak RSS (VmHWM)", "RSS before the call", "peak above that"),
+                    rows_mem,
+                ),
+            )
+        )
     scale: dict[str, Any] = {}
     if scale_queries:
         big = write_trec_files(workdir / "scale", scale_queries, depth, seed)
@@ -408,16 +502,35 @@ def run(
         for key in scale_keys:
             got = scale[key]
             agree = max(abs(got["means"][m] - scale["pytrec_eval"]["means"][m]) for m in METRICS)
-            rows_scale.append((LABELS[key], fmt_seconds(got["seconds"][-1]),
-                               fmt_seconds(got["seconds"][0]), f"{got['peak_mb']:,.0f} MB",
-                               f"{got['peak_mb'] - got['start_mb']:,.0f} MB",
-                               fmt_ratio(got["seconds"][-1] / pyt_s), f"{agree:.1e}"))
-        tables.append((
-            f"At {scale_queries:,} queries x {depth} ({scale_queries * depth:,} run lines), each tool "
-            "in a fresh Python: a warm-up call, then the timed call:",
-            Table(("tool / path", "timed call", "warm-up call", "peak RSS", "peak above start",
-                   "time / pytrec_eval", "max |mean diff| vs pytrec_eval"), tuple(rows_scale)),
-        ))
+            rows_scale.append(
+                (
+                    LABELS[key],
+                    fmt_seconds(got["seconds"][-1]),
+                    fmt_seconds(got["seconds"][0]),
+                    f"{got['peak_mb']:,.0f} MB",
+                    f"{got['peak_mb'] - got['start_mb']:,.0f} MB",
+                    fmt_ratio(got["seconds"][-1] / pyt_s),
+                    f"{agree:.1e}",
+                )
+            )
+        tables.append(
+            (
+                f"At {scale_queries:,} queries x {depth} ({scale_queries * depth:,} run lines), each tool "
+                "in a fresh Python: a warm-up call, then the timed call:",
+                Table(
+                    (
+                        "tool / path",
+                        "timed call",
+                        "warm-up call",
+                        "peak RSS",
+                        "peak above start",
+                        "time / pytrec_eval",
+                        "max |mean diff| vs pytrec_eval",
+                    ),
+                    tuple(rows_scale),
+                ),
+            )
+        )
         for path in (big.run, big.qrels):
             path.unlink(missing_ok=True)
 
@@ -437,22 +550,31 @@ def run(
             ok_untied = a["max_query_difference_untied"] <= TOLERANCE
             notes.append(
                 "ranx equals pytrec_eval on every query without tied scores"
-                if ok_untied else "ranx DISAGREES with pytrec_eval on queries without ties")
+                if ok_untied
+                else "ranx DISAGREES with pytrec_eval on queries without ties"
+            )
             if not ok:
                 notes.append(
                     f"ranx differs on {a['queries_differing']:,} queries, all holding tied scores: "
                     "ranx does not break ties by docno descending as trec_eval does, so its "
-                    "means differ slightly (rageval follows trec_eval).")
+                    "means differ slightly (rageval follows trec_eval)."
+                )
         elif ok:
-            notes.append(f"{_short(label)} equals pytrec_eval on every query and metric "
-                         f"(within {TOLERANCE:g}).")
+            notes.append(
+                f"{_short(label)} equals pytrec_eval on every query and metric "
+                f"(within {TOLERANCE:g})."
+            )
         else:
-            notes.append(f"{_short(label)} DISAGREES with pytrec_eval (max {a['max_query_difference']:.2e}).")
+            notes.append(
+                f"{_short(label)} DISAGREES with pytrec_eval (max {a['max_query_difference']:.2e})."
+            )
     if with_ranx:
         label = LABELS["ranx"]
-        notes.append(f"ranx's first call in this process took {fmt_seconds(first_call[label])} "
-                     f"(numba compiles, or loads its on-disk cache), against "
-                     f"{fmt_seconds(timings[label].median)} once warm; only warm calls are in the ratios.")
+        notes.append(
+            f"ranx's first call in this process took {fmt_seconds(first_call[label])} "
+            f"(numba compiles, or loads its on-disk cache), against "
+            f"{fmt_seconds(timings[label].median)} once warm; only warm calls are in the ratios."
+        )
     if profile_note:
         notes.append(profile_note)
     if peaks:
@@ -467,27 +589,33 @@ def run(
             f"({above('direct'):,.0f} MB above its start), store {peaks['store']['peak_mb']:,.0f} MB "
             f"({above('store'):,.0f}); the lower of pytrec_eval and ranx, {_short(LABELS[lowest])}, "
             f"{peaks[lowest]['peak_mb']:,.0f} MB ({above(lowest):,.0f}). Every child starts with the "
-            "same imports (the bench module imports rageval), so the columns compare like with like.")
+            "same imports (the bench module imports rageval), so the columns compare like with like."
+        )
     if scale:
         pyt_s = scale["pytrec_eval"]["seconds"][-1]
         rivals = {k: v for k, v in scale.items() if k in ("pytrec_eval", "ranx")}
         for key in ("direct", "store"):
             faster = all(scale[key]["seconds"][-1] < v["seconds"][-1] for v in rivals.values())
-            leaner = all(scale[key]["peak_mb"] < v["peak_mb"]
-                         and scale[key]["peak_mb"] - scale[key]["start_mb"] < v["peak_mb"] - v["start_mb"]
-                         for v in rivals.values())
+            leaner = all(
+                scale[key]["peak_mb"] < v["peak_mb"]
+                and scale[key]["peak_mb"] - scale[key]["start_mb"] < v["peak_mb"] - v["start_mb"]
+                for v in rivals.values()
+            )
             notes.append(
                 f"At {scale_queries:,} queries, rageval {key}: {fmt_ratio(scale[key]['seconds'][-1] / pyt_s)} "
                 f"of pytrec_eval's time; {'faster' if faster else 'NOT faster'} than "
-                f"{' and '.join(rivals)}, {'with less' if leaner else 'NOT with less'} peak memory.")
+                f"{' and '.join(rivals)}, {'with less' if leaner else 'NOT with less'} peak memory."
+            )
 
     return ScenarioResult(
         key="trec",
         title="1. TREC run + qrels end to end",
-        setup=(f"{n_queries:,} queries x {depth} documents ({n_queries * depth:,} run lines), "
-               f"{files.n_judged:,} graded qrels lines (10-30 per query, labels 0-3), seed {seed}; "
-               f"metrics {', '.join(METRICS)}. Each time is the median of timed repeats after one "
-               "untimed warm-up call."),
+        setup=(
+            f"{n_queries:,} queries x {depth} documents ({n_queries * depth:,} run lines), "
+            f"{files.n_judged:,} graded qrels lines (10-30 per query, labels 0-3), seed {seed}; "
+            f"metrics {', '.join(METRICS)}. Each time is the median of timed repeats after one "
+            "untimed warm-up call."
+        ),
         tables=tuple(tables),
         notes=tuple(notes),
         data={
@@ -506,9 +634,14 @@ def run(
                 "direct_vs_pytrec_eval": timings[direct].median / timings[pyt].median,
                 "store_vs_pytrec_eval": timings[store].median / timings[pyt].median,
                 "queries_vs_pytrec_eval": timings[LABELS["queries"]].median / timings[pyt].median,
-                **({"direct_vs_ranx": timings[direct].median / timings[LABELS["ranx"]].median,
-                    "store_vs_ranx": timings[store].median / timings[LABELS["ranx"]].median}
-                   if with_ranx else {}),
+                **(
+                    {
+                        "direct_vs_ranx": timings[direct].median / timings[LABELS["ranx"]].median,
+                        "store_vs_ranx": timings[store].median / timings[LABELS["ranx"]].median,
+                    }
+                    if with_ranx
+                    else {}
+                ),
             },
         },
     )
@@ -520,4 +653,3 @@ def _short(label: str) -> str:
 
 if __name__ == "__main__":
     raise SystemExit(_child_main(sys.argv[1:]))
-

@@ -42,8 +42,9 @@ def take_flash() -> Flash | None:
     return st.session_state.pop(keys.RUNS_FLASH, None)
 
 
-def import_files(paths: Sequence[Path], progress: Any = None,
-                 upload_dir: Path | None = None) -> ImportOutcome:
+def import_files(
+    paths: Sequence[Path], progress: Any = None, upload_dir: Path | None = None
+) -> ImportOutcome:
     """The core's import verb on the app's store; caches are cleared when a run is added.
 
     progress(stage, label, done, total) as rageval_core.importing.import_paths. upload_dir: the
@@ -52,7 +53,7 @@ def import_files(paths: Sequence[Path], progress: Any = None,
 
     def shown(source: str) -> str:
         if upload_dir is not None and source.startswith(str(upload_dir) + os.sep):
-            return source[len(str(upload_dir)) + 1:]
+            return source[len(str(upload_dir)) + 1 :]
         return source
 
     out = import_paths(store(), list(paths), progress=progress, show_source=shown)
@@ -75,8 +76,14 @@ def rename_run(run_id: int) -> None:
         st.session_state[keys.RUN] = renamed.name
     st.session_state[keys.RUNS_TARGET] = renamed.name
     st.session_state[keys.RUNS_NEW_NAME] = ""
-    flash(Flash("success", "Run renamed.", detail=f"{old.name} -> {renamed.name}",
-                run_ids=(renamed.run_id,)))
+    flash(
+        Flash(
+            "success",
+            "Run renamed.",
+            detail=f"{old.name} -> {renamed.name}",
+            run_ids=(renamed.run_id,),
+        )
+    )
 
 
 def delete_run(run_id: int) -> None:
@@ -99,8 +106,16 @@ def label_pair(view: View, key: tuple[int, int, int], label: bool | None) -> Non
     """on_click of a pair's "match" / "no match" button: store the person's verdict."""
     qidx, rank, eidx = key
     try:
-        tuning.set_label(store(), view.run.run_id, qidx, rank, eidx, view.settings.scorer,
-                         view.settings.norm, label)
+        tuning.set_label(
+            store(),
+            view.run.run_id,
+            qidx,
+            rank,
+            eidx,
+            view.settings.scorer,
+            view.settings.norm,
+            label,
+        )
     except StoreBusyError:
         st.toast("The store is busy (an import is running): the label was not saved; try again.")
 

@@ -13,7 +13,9 @@ PAGES = Path(__file__).parent / "app_pages"
 
 # the favicon is drawn here: a `:material/...:` page icon is fetched from a third-party font
 # server by the browser (no request may leave the app's own origin)
-st.set_page_config(page_title="rageval", page_icon=Image.new("RGB", (32, 32), "#2563eb"), layout="wide")
+st.set_page_config(
+    page_title="rageval", page_icon=Image.new("RGB", (32, 32), "#2563eb"), layout="wide"
+)
 
 page = st.navigation(
     [

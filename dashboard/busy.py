@@ -22,12 +22,16 @@ BUSY_GATE_S = 60.0
 BUSY_STEP_S = 1.0
 #: how long a store call in the middle of a page waits before the page stops with a message
 BUSY_DEEP_S = 120.0
-BUSY_WAITING = ("The store is busy: an import (or another rageval process) is writing to it; "
-                "retrying ... ({waited:.0f} s so far). Nothing is lost: this page loads as soon "
-                "as the store is free.")
-BUSY_GAVE_UP = ("The store is still busy: an import (or another rageval process) has held it for "
-                "{waited:.0f} s. Nothing is lost: use **Try again** (or reload the page) once it "
-                "has finished.")
+BUSY_WAITING = (
+    "The store is busy: an import (or another rageval process) is writing to it; "
+    "retrying ... ({waited:.0f} s so far). Nothing is lost: this page loads as soon "
+    "as the store is free."
+)
+BUSY_GAVE_UP = (
+    "The store is still busy: an import (or another rageval process) has held it for "
+    "{waited:.0f} s. Nothing is lost: use **Try again** (or reload the page) once it "
+    "has finished."
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

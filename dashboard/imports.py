@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import UsageError
-from rageval_core.importing import SIDECAR_SUFFIX, file_problem, is_file, path_problem, printable_path
+from rageval_core.importing import (
+    SIDECAR_SUFFIX,
+    file_problem,
+    is_file,
+    path_problem,
+    printable_path,
+)
 
 #: folders a path import may read from (os.pathsep-separated); default: cwd and sample_runs/
 IMPORT_DIRS_ENV = "RAGEVAL_IMPORT_DIRS"
@@ -80,12 +86,16 @@ def _confine(resolved: Path, shown: str, allowed: list[Path]) -> None:
     inside = [d for d in allowed if resolved.is_relative_to(d)]
     if not inside:
         listed = ", ".join(str(d) for d in allowed)
-        raise UsageError(f"{shown}: outside the folders imports may read from ({listed}); "
-                          f"set {IMPORT_DIRS_ENV} to allow another folder")
-    if not any(all(not part.startswith(".") for part in resolved.relative_to(d).parts)
-               for d in inside):
-        raise UsageError(f"{shown}: a hidden file or folder (a name starting with '.'); "
-                          f"imports never read those")
+        raise UsageError(
+            f"{shown}: outside the folders imports may read from ({listed}); "
+            f"set {IMPORT_DIRS_ENV} to allow another folder"
+        )
+    if not any(
+        all(not part.startswith(".") for part in resolved.relative_to(d).parts) for d in inside
+    ):
+        raise UsageError(
+            f"{shown}: a hidden file or folder (a name starting with '.'); imports never read those"
+        )
 
 
 def save_uploads(files: Sequence[Any], folder: Path) -> list[Path]:

@@ -55,7 +55,11 @@ def settings_from_key(key: tuple[Any, ...]) -> Settings:
 VIEW = "app.view"
 
 SELECTED_QUERY = "queries.selected"
-QUERIES_FAILING, QUERIES_TAG, QUERIES_TAG_VALUES = "queries.failing", "queries.tag", "queries.tag_values"
+QUERIES_FAILING, QUERIES_TAG, QUERIES_TAG_VALUES = (
+    "queries.failing",
+    "queries.tag",
+    "queries.tag_values",
+)
 QUERIES_SEARCH, QUERIES_SORT, QUERIES_TABLE = "queries.search", "queries.sort", "queries.table"
 #: the table selection last acted on (a new one opens its query) and the "q" last mirrored to the URL
 QUERIES_SEEN_ROWS, QUERIES_MIRRORED = "queries.seen_rows", "queries.mirrored"
@@ -69,7 +73,11 @@ LATENCY_LOG_X, LATENCY_DIST = "latency.log_x", "latency.dist"
 #: the per-query table's page (rows per page as the Queries page)
 LATENCY_PAGE, LATENCY_PAGE_ROWS = "latency.page", 1000
 
-TUNING_BAND, TUNING_PAGE, TUNING_HIDE = "threshold.band", "threshold.page", "threshold.hide_labelled"
+TUNING_BAND, TUNING_PAGE, TUNING_HIDE = (
+    "threshold.band",
+    "threshold.page",
+    "threshold.hide_labelled",
+)
 
 OVERVIEW_TAG = "overview.tag"
 
@@ -85,5 +93,8 @@ COMPARE_FOCUS, COMPARE_METRIC = "compare.focus", "compare.metric"
 COMPARE_QUERY, COMPARE_REGRESSED = "compare.query", "compare.regressed"
 COMPARE_SCATTER, COMPARE_SEEN_POINTS = "compare.scatter", "compare.seen_points"
 COMPARE_TAG, COMPARE_TREND_METRICS, COMPARE_TREND_STAGE = (
-    "compare.tag", "compare.trend_metrics", "compare.trend_stage")
+    "compare.tag",
+    "compare.trend_metrics",
+    "compare.trend_stage",
+)
 COMPARE_MAX_CANDIDATES = 4

@@ -59,7 +59,9 @@ def _flag_value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def command(port: int, host: str = DEFAULT_HOST, overrides: dict[str, Any] | None = None) -> list[str]:
+def command(
+    port: int, host: str = DEFAULT_HOST, overrides: dict[str, Any] | None = None
+) -> list[str]:
     """`python -m streamlit run app.py` with every option of OPTIONS (overrides win), the port
     and the host."""
     options = {**OPTIONS, **(overrides or {}), "server.address": host, "server.port": port}
@@ -77,8 +79,11 @@ def serve(db: Path, port: int, host: str = DEFAULT_HOST) -> int:
     """Run Streamlit on db until it exits or this process gets SIGTERM/SIGINT/SIGHUP (passed on;
     Streamlit is killed if it has not stopped STOP_GRACE_S later). Returns its exit code."""
     env = {**os.environ, DB_ENV: str(db)}
-    proc = subprocess.Popen(command(port, host), env=env,
-                            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+    proc = subprocess.Popen(
+        command(port, host),
+        env=env,
+        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+    )
     stop_at: list[float] = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:

@@ -67,8 +67,9 @@ def setting_widget(s: Setting, run: RunRecord) -> Any:
             return st.radio(s.label, found, index=index, horizontal=True, **common)
         return st.selectbox(s.label, found, index=index, **common)
     if s.default is None:  # an optional number: a switch, then its value
-        on = st.checkbox(s.switch_label or s.label, key=s.url_switch, bind="query-params",
-                         help=widget_help(s))
+        on = st.checkbox(
+            s.switch_label or s.label, key=s.url_switch, bind="query-params", help=widget_help(s)
+        )
         if not on:
             return None
         return s.type(st.number_input(s.label, value=s.start, step=s.step, **common))
@@ -80,8 +81,9 @@ def setting_widget(s: Setting, run: RunRecord) -> Any:
         if hi <= lo:  # a slider needs min < max: every list of this run holds at most one chunk
             st.caption(f"{s.name} = {lo:g} (every ranked list of this run holds at most one chunk)")
             return s.type(lo)
-    value = st.slider(s.label, s.type(lo), s.type(hi), min(s.default, s.type(hi)),
-                      s.type(s.step), **common)
+    value = st.slider(
+        s.label, s.type(lo), s.type(hi), min(s.default, s.type(hi)), s.type(s.step), **common
+    )
     return round(float(value), _decimals(s.step)) if s.type is float else s.type(value)
 
 
@@ -135,7 +137,9 @@ def require_view() -> View:
     """The current view, or a clear message and a stop when there is no run to show."""
     current = view()
     if current is None:
-        st.info("No runs yet. Import one on the **Runs** page or with `rageval import FILE` "
-                "(`make run` imports the sample runs).")
+        st.info(
+            "No runs yet. Import one on the **Runs** page or with `rageval import FILE` "
+            "(`make run` imports the sample runs)."
+        )
         st.stop()
     return current

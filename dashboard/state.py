@@ -138,21 +138,33 @@ def run_data(run_id: int, content_hash: str, db: str | None = None) -> RunData:
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
-def _report(run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...],
-            metrics: tuple[str, ...] | None, by: str | None) -> Report:
+def _report(
+    run_id: int,
+    content_hash: str,
+    db: str | None,
+    settings_key: tuple[Any, ...],
+    metrics: tuple[str, ...] | None,
+    by: str | None,
+) -> Report:
     data = run_data(run_id, content_hash, db)
     if by is not None:  # the breakdown regroups the report's per-query values: no re-evaluation
-        return with_breakdown(data, _report(run_id, content_hash, db, settings_key, metrics, None),
-                              by)
-    return evaluate(data, list(metrics) if metrics else None, store=store(),
-                    settings=settings_from_key(settings_key))
+        return with_breakdown(
+            data, _report(run_id, content_hash, db, settings_key, metrics, None), by
+        )
+    return evaluate(
+        data,
+        list(metrics) if metrics else None,
+        store=store(),
+        settings=settings_from_key(settings_key),
+    )
 
 
 @calm
 def report(view: View, metrics: tuple[str, ...] | None = None, by: str | None = None) -> Report:
     """The core's report for the current view (cached per run, settings, metrics and tag)."""
-    return _report(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings),
-                   metrics, by)
+    return _report(
+        view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings), metrics, by
+    )
 
 
 @calm
@@ -170,8 +182,17 @@ def clear_caches() -> None:
     """After an import, rename or delete: every derived result is recomputed (the Store stays)."""
     st.cache_data.clear()
     _listed().clear()
-    for cached in (run_data, _report, _query_ops, _latency_by_tag, _query_texts, _query_table,
-                   _query_detail, _borderline, _pair_labels):
+    for cached in (
+        run_data,
+        _report,
+        _query_ops,
+        _latency_by_tag,
+        _query_texts,
+        _query_table,
+        _query_detail,
+        _borderline,
+        _pair_labels,
+    ):
         cached.clear()
 
 
@@ -209,11 +230,14 @@ def _query_texts(run_id: int, content_hash: str, db: str | None) -> Any:
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _query_table(run_id: int, content_hash: str, db: str | None,
-                 settings_key: tuple[Any, ...]) -> drilldown.QueryTable:
-    return drilldown.query_table(_report(run_id, content_hash, db, settings_key, None, None),
-                                  run_data(run_id, content_hash, db),
-                                  _query_texts(run_id, content_hash, db))
+def _query_table(
+    run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...]
+) -> drilldown.QueryTable:
+    return drilldown.query_table(
+        _report(run_id, content_hash, db, settings_key, None, None),
+        run_data(run_id, content_hash, db),
+        _query_texts(run_id, content_hash, db),
+    )
 
 
 @calm
@@ -223,39 +247,65 @@ def query_table(view: View) -> drilldown.QueryTable:
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
-def _query_detail(run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...],
-                  qidx: int) -> drilldown.QueryDetail:
-    return drilldown.query_detail(store(), run_data(run_id, content_hash, db), qidx,
-                                   settings_from_key(settings_key))
+def _query_detail(
+    run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...], qidx: int
+) -> drilldown.QueryDetail:
+    return drilldown.query_detail(
+        store(), run_data(run_id, content_hash, db), qidx, settings_from_key(settings_key)
+    )
 
 
 @calm
 def query_detail(view: View, qidx: int) -> drilldown.QueryDetail:
     """One query's drilldown at the current settings (cached)."""
-    return _query_detail(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings),
-                         qidx)
+    return _query_detail(
+        view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings), qidx
+    )
 
 
 # --- threshold ---
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _borderline(run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...],
-                band: float, limit: int) -> list[tuning.BorderlinePair]:
-    return tuning.borderline_pairs(store(), run_data(run_id, content_hash, db),
-                                   settings_from_key(settings_key), band=band, limit=limit)
+def _borderline(
+    run_id: int,
+    content_hash: str,
+    db: str | None,
+    settings_key: tuple[Any, ...],
+    band: float,
+    limit: int,
+) -> list[tuning.BorderlinePair]:
+    return tuning.borderline_pairs(
+        store(),
+        run_data(run_id, content_hash, db),
+        settings_from_key(settings_key),
+        band=band,
+        limit=limit,
+    )
 
 
 @calm
 def borderline(view: View, band: float, limit: int = TUNING_LIMIT) -> list[tuning.BorderlinePair]:
     """The pairs near the view's threshold (cached per run, settings and band; labels are not)."""
-    return _borderline(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings),
-                       round(float(band), 4), limit)
+    return _borderline(
+        view.run.run_id,
+        view.run.content_hash,
+        _db(),
+        settings_key(view.settings),
+        round(float(band), 4),
+        limit,
+    )
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _pair_labels(run_id: int, content_hash: str, db: str | None, scorer: str, norm: str,
-                 signature: tuple[Any, ...]) -> tuning.Labels:
+def _pair_labels(
+    run_id: int,
+    content_hash: str,
+    db: str | None,
+    scorer: str,
+    norm: str,
+    signature: tuple[Any, ...],
+) -> tuning.Labels:
     return tuning.labels(store(), run_id, scorer, norm)
 
 
@@ -266,18 +316,26 @@ def pair_labels(view: View) -> tuning.Labels:
     Keyed by the store files' signature: a label written here or by another process changes
     the files, so it is read again then, and not on every slider move.
     """
-    return _pair_labels(view.run.run_id, view.run.content_hash, _db(), view.settings.scorer,
-                        view.settings.norm.key, signature(store().path))
+    return _pair_labels(
+        view.run.run_id,
+        view.run.content_hash,
+        _db(),
+        view.settings.scorer,
+        view.settings.norm.key,
+        signature(store().path),
+    )
 
 
 # --- overview ---
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _curves_k(run_id: int, content_hash: str, db: str | None, key: tuple[Any, ...],
-              names: tuple[str, ...]) -> dict[str, np.ndarray]:
-    return curves.curves_over_k(store(), run_data(run_id, content_hash, db), settings_from_key(key),
-                                 list(names))
+def _curves_k(
+    run_id: int, content_hash: str, db: str | None, key: tuple[Any, ...], names: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    return curves.curves_over_k(
+        store(), run_data(run_id, content_hash, db), settings_from_key(key), list(names)
+    )
 
 
 @calm
@@ -292,48 +350,70 @@ def curves_k(view: View, names: Sequence[str]) -> dict[str, np.ndarray]:
     run = (view.run.run_id, view.run.content_hash, _db())
     if s.relevance != "ids":
         return _curves_k(*run, key, tuple(names))
-    ranking = tuple(n for n in names
-                    if registry.REGISTRY[registry.ALIASES.get(n, n)].family == "ranking")
+    ranking = tuple(
+        n for n in names if registry.REGISTRY[registry.ALIASES.get(n, n)].family == "ranking"
+    )
     other = tuple(n for n in names if n not in ranking)
     found: dict[str, np.ndarray] = {}
     if ranking:
-        found.update(_curves_k(*run, settings_key(dataclasses.replace(s, k=1, threshold=0.0)),
-                               ranking))
+        found.update(
+            _curves_k(*run, settings_key(dataclasses.replace(s, k=1, threshold=0.0)), ranking)
+        )
     if other:
         found.update(_curves_k(*run, key, other))
     return {n: found[n] for n in names}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _curves_t(run_id: int, content_hash: str, db: str | None, key: tuple[Any, ...],
-              grid: tuple[float, ...], names: tuple[str, ...] | None) -> dict[str, np.ndarray]:
-    return curves.curves_over_threshold(store(), run_data(run_id, content_hash, db),
-                                         settings_from_key(key), grid, names)
+def _curves_t(
+    run_id: int,
+    content_hash: str,
+    db: str | None,
+    key: tuple[Any, ...],
+    grid: tuple[float, ...],
+    names: tuple[str, ...] | None,
+) -> dict[str, np.ndarray]:
+    return curves.curves_over_threshold(
+        store(), run_data(run_id, content_hash, db), settings_from_key(key), grid, names
+    )
 
 
 @calm
-def curves_t(view: View, grid: Sequence[float], names: Sequence[str] | None = None
-             ) -> dict[str, np.ndarray]:
+def curves_t(
+    view: View, grid: Sequence[float], names: Sequence[str] | None = None
+) -> dict[str, np.ndarray]:
     """Run values at k over the thresholds of grid (cached; keyed without the threshold)."""
     key = settings_key(dataclasses.replace(view.settings, threshold=0.0))
-    return _curves_t(view.run.run_id, view.run.content_hash, _db(), key, tuple(grid),
-                     None if names is None else tuple(names))
+    return _curves_t(
+        view.run.run_id,
+        view.run.content_hash,
+        _db(),
+        key,
+        tuple(grid),
+        None if names is None else tuple(names),
+    )
 
 
 # --- compare ---
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _comparison(runs: tuple[tuple[int, str, str], ...], db: str | None,
-                settings_key: tuple[Any, ...], tag: str | None) -> Comparison:
+def _comparison(
+    runs: tuple[tuple[int, str, str], ...],
+    db: str | None,
+    settings_key: tuple[Any, ...],
+    tag: str | None,
+) -> Comparison:
     loaded = [run_data(run_id, content_hash, db) for run_id, content_hash, _ in runs]
-    return compare(loaded, store=store(), settings=settings_from_key(settings_key),
-                   by=(tag,) if tag else ())
+    return compare(
+        loaded, store=store(), settings=settings_from_key(settings_key), by=(tag,) if tag else ()
+    )
 
 
 @calm
-def comparison(baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings,
-               tag: str | None = None) -> Comparison:
+def comparison(
+    baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings, tag: str | None = None
+) -> Comparison:
     """The core's comparison of candidates with baseline (cached per runs, settings and tag).
 
     Raises the core's RagevalError (e.g. no shared query) for the page to show.
@@ -343,8 +423,12 @@ def comparison(baseline: RunRecord, candidates: Sequence[RunRecord], settings: S
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _trend_rows(runs: tuple[tuple[int, str, str, str | None], ...], db: str | None,
-                settings_key: tuple[Any, ...], metrics: tuple[str, ...]) -> list[TrendRow]:
+def _trend_rows(
+    runs: tuple[tuple[int, str, str, str | None], ...],
+    db: str | None,
+    settings_key: tuple[Any, ...],
+    metrics: tuple[str, ...],
+) -> list[TrendRow]:
     return trends(store(), settings_from_key(settings_key), list(metrics))
 
 

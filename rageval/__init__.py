@@ -27,6 +27,17 @@ from rageval_core.errors import InputError, RagevalError, UsageError
 __version__ = _core_version
 
 __all__ = [
-    "Comparison", "GateResult", "InputError", "LoadedRun", "RagevalError", "Report", "Settings",
-    "UsageError", "__version__", "compare", "evaluate", "gate", "load",
+    "Comparison",
+    "GateResult",
+    "InputError",
+    "LoadedRun",
+    "RagevalError",
+    "Report",
+    "Settings",
+    "UsageError",
+    "__version__",
+    "compare",
+    "evaluate",
+    "gate",
+    "load",
 ]

@@ -13,6 +13,14 @@ from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 __version__ = "0.1.0"
 
 __all__ = [
-    "Chunk", "InputError", "NotFoundError", "ParsedRun", "Problem", "Query", "RagevalError",
-    "RunInfo", "UsageError", "__version__",
+    "Chunk",
+    "InputError",
+    "NotFoundError",
+    "ParsedRun",
+    "Problem",
+    "Query",
+    "RagevalError",
+    "RunInfo",
+    "UsageError",
+    "__version__",
 ]

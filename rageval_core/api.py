@@ -35,8 +35,17 @@ from rageval_core.evaluate import evaluate as _evaluate
 from rageval_core.rundata import LoadedRun, load_run_data
 from rageval_core.store import Store
 
-__all__ = ["Comparison", "GateResult", "LoadedRun", "Report", "Settings", "compare", "evaluate",
-           "gate", "load"]
+__all__ = [
+    "Comparison",
+    "GateResult",
+    "LoadedRun",
+    "Report",
+    "Settings",
+    "compare",
+    "evaluate",
+    "gate",
+    "load",
+]
 
 #: what load() takes
 Source = str | Path | Sequence[str | Path] | Sequence[Mapping[str, Any]] | Any
@@ -69,20 +78,25 @@ def load(
         from rageval_core.formats import table
 
         log = ProblemLog()
-        return _scratch(open_in_scratch_store(table.read_arrow(_arrow(source), log), log,
-                                              name or "table"))
-    paths = [p for p in source if isinstance(p, (str, Path))] if isinstance(source, Sequence) else []
+        return _scratch(
+            open_in_scratch_store(table.read_arrow(_arrow(source), log), log, name or "table")
+        )
+    paths = (
+        [p for p in source if isinstance(p, (str, Path))] if isinstance(source, Sequence) else []
+    )
     if paths and len(paths) == len(source):
         return _scratch(open_file_in_scratch_store([Path(p) for p in paths], format, name))
     if isinstance(source, Sequence):
         from rageval_core.formats import native
 
         log = ProblemLog()
-        return _scratch(open_in_scratch_store(native.read_records(source, log), log,
-                                              name or "records"))
+        return _scratch(
+            open_in_scratch_store(native.read_records(source, log), log, name or "records")
+        )
     raise UsageError(
         f"cannot load a {type(source).__name__}: give a path, a list of paths, a list of native "
-        "records (dicts), a DataFrame or pyarrow Table, or a stored run's name")
+        "records (dicts), a DataFrame or pyarrow Table, or a stored run's name"
+    )
 
 
 def evaluate(
@@ -147,7 +161,8 @@ def rules_of(
 ) -> list[Rule]:
     """The gate's rules from the CLI's text or a mapping of the same."""
     return (parse_rules(_rule_text(max_drop), "drop") if max_drop is not None else []) + (
-        parse_rules(_rule_text(max_increase), "increase") if max_increase is not None else [])
+        parse_rules(_rule_text(max_increase), "increase") if max_increase is not None else []
+    )
 
 
 def _rule_text(rules: str | Mapping[str, float | str]) -> str:
@@ -183,10 +198,15 @@ def _is_table(source: Any) -> bool:
     import pyarrow as pa
 
     return isinstance(source, pa.Table) or (
-        hasattr(source, "columns") and hasattr(source, "to_dict") and hasattr(source, "dtypes"))
+        hasattr(source, "columns") and hasattr(source, "to_dict") and hasattr(source, "dtypes")
+    )
 
 
 def _arrow(source: Any) -> Any:
     import pyarrow as pa
 
-    return source if isinstance(source, pa.Table) else pa.Table.from_pandas(source, preserve_index=False)
+    return (
+        source
+        if isinstance(source, pa.Table)
+        else pa.Table.from_pandas(source, preserve_index=False)
+    )

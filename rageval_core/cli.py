@@ -25,8 +25,11 @@ def _store(args: argparse.Namespace) -> Any:
     try:
         store = Store(args.db, wait_s=0)
     except StoreBusyError as e:
-        print(f"rageval: the store {e.path} is in use by another process{e.holder} (an import or "
-              f"the dashboard); waiting up to {wait_s():g} s ...", file=sys.stderr)
+        print(
+            f"rageval: the store {e.path} is in use by another process{e.holder} (an import or "
+            f"the dashboard); waiting up to {wait_s():g} s ...",
+            file=sys.stderr,
+        )
         store = Store(args.db)
     _tell_interrupted(store)
     return store
@@ -61,8 +64,14 @@ class _Bars:
             desc = f"importing {label}" if stage == "import" else f"scoring evidence of {label}"
             # the bar redraws with \r on the stream under main()'s EscapingWriter; its label is
             # user text (a file or run name), escaped here
-            self.bars[key] = tqdm(desc=shown(desc), unit=" queries", total=total, delay=0.5,
-                                  file=getattr(sys.stderr, "raw", sys.stderr), leave=False)
+            self.bars[key] = tqdm(
+                desc=shown(desc),
+                unit=" queries",
+                total=total,
+                delay=0.5,
+                file=getattr(sys.stderr, "raw", sys.stderr),
+                leave=False,
+            )
         bar = self.bars[key]
         bar.update(done - bar.n)
 
@@ -75,8 +84,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     return _import(args, [Path(p) for p in args.files], args.format, args.name, not args.no_score)
 
 
-def _import(args: argparse.Namespace, paths: list[Path], fmt: str | None, name: str | None,
-            score: bool) -> int:
+def _import(
+    args: argparse.Namespace, paths: list[Path], fmt: str | None, name: str | None, score: bool
+) -> int:
     """Import paths into the store of args (--db), printing what happened; the exit code."""
     from rageval_core.importing import import_paths
 
@@ -89,12 +99,16 @@ def _import(args: argparse.Namespace, paths: list[Path], fmt: str | None, name: 
     _print_problems(out.problems)
     for verb, runs in (("imported", out.imported), ("already stored", out.existing)):
         for run in runs:
-            print(f"{verb}: {run.name} ({run.n_queries} queries, depth {run.max_depth}) "
-                  f"from {', '.join(run.sources)}")
+            print(
+                f"{verb}: {run.name} ({run.n_queries} queries, depth {run.max_depth}) "
+                f"from {', '.join(run.sources)}"
+            )
     for scoring in out.scorings:
         if not scoring.cached:
-            print(f"scored {scoring.n_pairs} evidence x chunk pairs ({scoring.scorer}) "
-                  f"in {scoring.seconds:.1f} s")
+            print(
+                f"scored {scoring.n_pairs} evidence x chunk pairs ({scoring.scorer}) "
+                f"in {scoring.seconds:.1f} s"
+            )
     for source in out.failed:
         print(f"{source}: import failed, nothing was stored", file=sys.stderr)
     return 2 if out.failed else 0
@@ -112,16 +126,37 @@ def cmd_runs(args: argparse.Namespace) -> int:
     elif not runs:
         print("no runs yet: `rageval import FILE` or `make run` imports the sample runs")
     else:
-        print(text_table(["name", "format", "queries", "depth", "created_at", "imported"], [_run_row(r) for r in runs]))
+        print(
+            text_table(
+                ["name", "format", "queries", "depth", "created_at", "imported"],
+                [_run_row(r) for r in runs],
+            )
+        )
     return 0
 
 
 def _run_json(r: Any) -> dict[str, Any]:
     keys = [
-        "run_id", "name", "format", "sources", "created_at", "description", "imported_at",
-        "settings", "price_prompt_per_1k", "price_completion_per_1k", "n_queries", "n_chunks",
-        "max_depth", "has_qrels", "has_evidence", "has_latency", "has_tokens", "has_answers",
-        "tag_keys", "content_hash",
+        "run_id",
+        "name",
+        "format",
+        "sources",
+        "created_at",
+        "description",
+        "imported_at",
+        "settings",
+        "price_prompt_per_1k",
+        "price_completion_per_1k",
+        "n_queries",
+        "n_chunks",
+        "max_depth",
+        "has_qrels",
+        "has_evidence",
+        "has_latency",
+        "has_tokens",
+        "has_answers",
+        "tag_keys",
+        "content_hash",
     ]
     return {k: getattr(r, k) for k in keys}
 
@@ -168,7 +203,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from rageval_core.demo import generate
 
     out = Path(args.out)
-    paths = generate(out, n_queries=args.queries, seed=args.seed, progress=lambda s: print(s, file=sys.stderr))
+    paths = generate(
+        out, n_queries=args.queries, seed=args.seed, progress=lambda s: print(s, file=sys.stderr)
+    )
     for p in paths:
         print(f"wrote {p} ({p.stat().st_size / 1e6:.1f} MB)")
     if args.db is None:  # --db given: the new runs go into that store too
@@ -193,15 +230,18 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     if missing:
         raise UsageError(
             f"the dashboard needs {', '.join(missing)}, which `pip install rageval` leaves out: "
-            "pip install 'rageval[dashboard]' (the core and every other command work without it)")
+            "pip install 'rageval[dashboard]' (the core and every other command work without it)"
+        )
     from dashboard import server
     from rageval_core.store.store import default_path
 
     db = Path(args.db or default_path()).expanduser().resolve()
     if not server.is_loopback(args.host):
-        print(f"rageval: warning: the dashboard listens on {args.host}, not on this machine only: "
-              "anyone who can reach this port sees every stored run's queries, chunks and answers",
-              file=sys.stderr)
+        print(
+            f"rageval: warning: the dashboard listens on {args.host}, not on this machine only: "
+            "anyone who can reach this port sees every stored run's queries, chunks and answers",
+            file=sys.stderr,
+        )
     print(f"rageval: store {db}", file=sys.stderr)
     return server.serve(db, args.port, args.host)
 
@@ -215,7 +255,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     path = Path(args.run)
     if not path.is_file() and (args.qrels or args.format or args.companions):
         raise UsageError(
-            f"{args.run} is not a file: companions, --qrels and --format apply to run files only")
+            f"{args.run} is not a file: companions, --qrels and --format apply to run files only"
+        )
     with contextlib.ExitStack() as stack:
         if path.is_file():
             files = [path, *map(Path, args.companions)] + ([Path(args.qrels)] if args.qrels else [])
@@ -249,24 +290,39 @@ def format_report(report: Any, per_query: bool = False) -> str:
     ]
     latency = report.ops.get("latency_ms") or {}
     if latency:
-        rows = [[stage, st["count"], *(_num(st[p]) for p in ("mean", "p50", "p90", "p95", "p99"))]
-                for stage, st in latency.items()]
-        out += ["", "latency (ms)", text_table(["stage", "n", "mean", "p50", "p90", "p95", "p99"], rows)]
+        rows = [
+            [stage, st["count"], *(_num(st[p]) for p in ("mean", "p50", "p90", "p95", "p99"))]
+            for stage, st in latency.items()
+        ]
+        out += [
+            "",
+            "latency (ms)",
+            text_table(["stage", "n", "mean", "p50", "p90", "p95", "p99"], rows),
+        ]
     cost = report.ops.get("cost_usd") or {}
     if cost.get("n_queries_with_tokens"):
         total, mean = cost.get("total"), cost.get("per_query")
-        line = f"cost: total ${total:.4f}, per query ${mean:.6f}" if total is not None else (
-            "cost: unknown (missing price for " + ", ".join(cost.get("price_missing", [])) + ")")
+        line = (
+            f"cost: total ${total:.4f}, per query ${mean:.6f}"
+            if total is not None
+            else (
+                "cost: unknown (missing price for " + ", ".join(cost.get("price_missing", [])) + ")"
+            )
+        )
         out += ["", line]
     if report.by:
         names = list(report.metrics)
-        rows = [[g, d["n"], *(_num(d["metrics"].get(n)) for n in names)]
-                for g, d in report.by["groups"].items()]
+        rows = [
+            [g, d["n"], *(_num(d["metrics"].get(n)) for n in names)]
+            for g, d in report.by["groups"].items()
+        ]
         out += ["", f"by {report.by['tag']}", text_table([report.by["tag"], "n", *names], rows)]
     if per_query:
         names = list(report.per_query)
-        rows = [[qid, *(_num(float(report.per_query[n][i])) for n in names)]
-                for i, qid in enumerate(report.query_ids)]
+        rows = [
+            [qid, *(_num(float(report.per_query[n][i])) for n in names)]
+            for i, qid in enumerate(report.query_ids)
+        ]
         out += ["", text_table(["query_id", *names], rows)]
     return "\n".join(out)
 
@@ -304,30 +360,66 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 def _add_stat_arguments(p: argparse.ArgumentParser) -> None:
     from rageval_core import compare as c
 
-    p.add_argument("--alpha", type=float, default=c.DEFAULT_ALPHA,
-                   help=f"significance level; intervals are 1 - alpha (default {c.DEFAULT_ALPHA})")
-    p.add_argument("--permutations", type=int, default=c.DEFAULT_PERMUTATIONS, metavar="N",
-                   help=f"sign flips of the randomisation test (default {c.DEFAULT_PERMUTATIONS})")
-    p.add_argument("--bootstrap", type=int, default=c.DEFAULT_BOOTSTRAP, metavar="N",
-                   help=f"bootstrap resamples of the intervals (default {c.DEFAULT_BOOTSTRAP})")
-    p.add_argument("--seed", type=int, default=c.DEFAULT_SEED,
-                   help=f"seed of the permutations and resamples (default {c.DEFAULT_SEED})")
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=c.DEFAULT_ALPHA,
+        help=f"significance level; intervals are 1 - alpha (default {c.DEFAULT_ALPHA})",
+    )
+    p.add_argument(
+        "--permutations",
+        type=int,
+        default=c.DEFAULT_PERMUTATIONS,
+        metavar="N",
+        help=f"sign flips of the randomisation test (default {c.DEFAULT_PERMUTATIONS})",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=c.DEFAULT_BOOTSTRAP,
+        metavar="N",
+        help=f"bootstrap resamples of the intervals (default {c.DEFAULT_BOOTSTRAP})",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=c.DEFAULT_SEED,
+        help=f"seed of the permutations and resamples (default {c.DEFAULT_SEED})",
+    )
 
 
-def _compare_runs(args: argparse.Namespace, runs: Sequence[str], metrics: list[str] | None,
-                  by: Sequence[str] = (), n_worst: int = 0) -> Any:
+def _compare_runs(
+    args: argparse.Namespace,
+    runs: Sequence[str],
+    metrics: list[str] | None,
+    by: Sequence[str] = (),
+    n_worst: int = 0,
+) -> Any:
     """compare() on stored names (in --db) and/or run files; the store is opened only when needed."""
     import contextlib
 
     from rageval_core import api
     from rageval_core.compare import StatOptions
 
-    options = StatOptions(n_permutations=args.permutations, n_bootstrap=args.bootstrap,
-                          seed=args.seed, alpha=args.alpha)
+    options = StatOptions(
+        n_permutations=args.permutations,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        alpha=args.alpha,
+    )
     with contextlib.ExitStack() as stack:
-        store = stack.enter_context(_store(args)) if any(not Path(r).is_file() for r in runs) else None
-        return api.compare(list(runs), metrics, store=store, settings=settings_from_args(args),
-                           by=by, options=options, n_worst=n_worst)
+        store = (
+            stack.enter_context(_store(args)) if any(not Path(r).is_file() for r in runs) else None
+        )
+        return api.compare(
+            list(runs),
+            metrics,
+            store=store,
+            settings=settings_from_args(args),
+            by=by,
+            options=options,
+            n_worst=n_worst,
+        )
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -352,8 +444,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
         if not rules:
             raise UsageError("the gate has no rule: give --max-drop and/or --max-increase")
         comparison = _compare_runs(args, [args.baseline, args.candidate], metrics_of(rules))
-        result = api.gate(comparison, max_drop=args.max_drop, max_increase=args.max_increase,
-                          significant_only=args.significant_only)
+        result = api.gate(
+            comparison,
+            max_drop=args.max_drop,
+            max_increase=args.max_increase,
+            significant_only=args.significant_only,
+        )
     except InputError as e:
         _print_problems(e.problems, e.truncated)
         return 2
@@ -371,8 +467,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rageval_core.formats.detect import FORMATS
 
     db_help = "the DuckDB store (default: $RAGEVAL_DB or .rageval/rageval.duckdb)"
-    parser = argparse.ArgumentParser(prog="rageval", description="Evaluate the retrieval step of RAG systems.",
-                                     epilog=EXIT_CODES)
+    parser = argparse.ArgumentParser(
+        prog="rageval", description="Evaluate the retrieval step of RAG systems.", epilog=EXIT_CODES
+    )
     parser.add_argument("--db", help=db_help)
     # --db may come before or after the command; SUPPRESS keeps a subcommand from resetting it
     common = argparse.ArgumentParser(add_help=False)
@@ -380,11 +477,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("import", parents=[common], help="validate run files and store them")
-    p.add_argument("files", nargs="+", metavar="FILE", help="run files (a TREC run may come with its qrels file)")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="run files (a TREC run may come with its qrels file)",
+    )
     p.add_argument("--name", help="name for the run (default: from the file's header or its name)")
     p.add_argument("--format", choices=FORMATS, help="force a format instead of detecting it")
-    p.add_argument("--no-score", action="store_true",
-                   help="do not score evidence pairs now (they are scored on first use)")
+    p.add_argument(
+        "--no-score",
+        action="store_true",
+        help="do not score evidence pairs now (they are scored on first use)",
+    )
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("runs", parents=[common], help="list stored runs")
@@ -410,52 +515,93 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", required=True, metavar="FILE", help="output .jsonl file")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("demo", parents=[common],
-                       help="regenerate the sample runs (and import them into the store given by --db)")
+    p = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="regenerate the sample runs (and import them into the store given by --db)",
+    )
     p.add_argument("--out", default="sample_runs", help="output folder (default: sample_runs)")
     p.add_argument("--queries", type=int, default=360, help="queries per run (default: 360)")
     p.add_argument("--seed", type=int, default=7)
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("evaluate", parents=[common], help="compute metrics for a run (file or stored name)")
+    p = sub.add_parser(
+        "evaluate", parents=[common], help="compute metrics for a run (file or stored name)"
+    )
     p.add_argument("run", metavar="RUN_FILE_OR_NAME")
-    p.add_argument("companions", nargs="*", metavar="FILE",
-                   help="the run file's companion (a TAT-RAG gold set, QA pairs, TREC qrels)")
+    p.add_argument(
+        "companions",
+        nargs="*",
+        metavar="FILE",
+        help="the run file's companion (a TAT-RAG gold set, QA pairs, TREC qrels)",
+    )
     p.add_argument("--qrels", metavar="FILE", help="qrels for a TREC run file")
     p.add_argument("--format", choices=FORMATS, help="force the run file's format")
-    p.add_argument("--metrics", help='e.g. "P@5 nDCG@10 RR" (default: a set covering what the run has)')
+    p.add_argument(
+        "--metrics", help='e.g. "P@5 nDCG@10 RR" (default: a set covering what the run has)'
+    )
     add_settings_arguments(p)
     p.add_argument("--by", metavar="TAG", help="break every summary down by this tag")
     p.add_argument("--per-query", action="store_true", help="include per-query values")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("compare", parents=[common],
-                       help="compare runs on their shared queries: baseline first, then candidates")
-    p.add_argument("runs", nargs="+", metavar="RUN",
-                   help="BASELINE CANDIDATE...: 2 to 5 stored run names or run files")
-    p.add_argument("--metrics", help='e.g. "nDCG@10 R@10" (default: the default metrics every run has)')
+    p = sub.add_parser(
+        "compare",
+        parents=[common],
+        help="compare runs on their shared queries: baseline first, then candidates",
+    )
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="BASELINE CANDIDATE...: 2 to 5 stored run names or run files",
+    )
+    p.add_argument(
+        "--metrics", help='e.g. "nDCG@10 R@10" (default: the default metrics every run has)'
+    )
     add_settings_arguments(p)
-    p.add_argument("--by", action="append", metavar="TAG",
-                   help="also compare inside every value of this tag (repeatable)")
+    p.add_argument(
+        "--by",
+        action="append",
+        metavar="TAG",
+        help="also compare inside every value of this tag (repeatable)",
+    )
     _add_stat_arguments(p)
-    p.add_argument("--worst", type=int, default=10, metavar="N",
-                   help="most regressed queries listed per candidate and metric (default 10)")
+    p.add_argument(
+        "--worst",
+        type=int,
+        default=10,
+        metavar="N",
+        help="most regressed queries listed per candidate and metric (default 10)",
+    )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("gate", parents=[common],
-                       help="exit 1 when the candidate breaks a rule against the baseline (for CI)")
+    p = sub.add_parser(
+        "gate",
+        parents=[common],
+        help="exit 1 when the candidate breaks a rule against the baseline (for CI)",
+    )
     p.add_argument("--baseline", required=True, metavar="RUN", help="stored run name or run file")
     p.add_argument("--candidate", required=True, metavar="RUN", help="stored run name or run file")
-    p.add_argument("--max-drop", metavar="RULES",
-                   help='largest allowed metric drops, absolute or relative: "nDCG@10=0.01,R@10=2%%"')
-    p.add_argument("--max-increase", metavar="RULES",
-                   help='largest allowed increases: "latency.total.p95=10%%,cost.per_query=5%%" '
-                        "(latency.<stage>.<mean|p50|p90|p95|p99> in ms or %%, cost.per_query/"
-                        "cost.total in USD or %%)")
-    p.add_argument("--significant-only", action="store_true",
-                   help="a rule fails only when the drop or increase is also significant")
+    p.add_argument(
+        "--max-drop",
+        metavar="RULES",
+        help='largest allowed metric drops, absolute or relative: "nDCG@10=0.01,R@10=2%%"',
+    )
+    p.add_argument(
+        "--max-increase",
+        metavar="RULES",
+        help='largest allowed increases: "latency.total.p95=10%%,cost.per_query=5%%" '
+        "(latency.<stage>.<mean|p50|p90|p95|p99> in ms or %%, cost.per_query/"
+        "cost.total in USD or %%)",
+    )
+    p.add_argument(
+        "--significant-only",
+        action="store_true",
+        help="a rule fails only when the drop or increase is also significant",
+    )
     add_settings_arguments(p)
     _add_stat_arguments(p)
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
@@ -463,9 +609,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("dashboard", parents=[common], help="start the dashboard")
     p.add_argument("--port", type=int, default=8501, help="(default: 8501)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default: 127.0.0.1, this machine only; another "
-                        "address is warned about)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, this machine only; another "
+        "address is warned about)",
+    )
     p.set_defaults(func=cmd_dashboard)
     return parser
 
@@ -492,8 +641,11 @@ def main(argv: Sequence[str] | None = None, *, then_ignore_sigint: bool = False)
         # RuntimeError, a failed rollback): the signal, not the error's type, says what happened
         if _interrupted(e, sigint):
             sigint.quiet()  # the same Ctrl-C, still pending, must not cut the message short
-            print("rageval: interrupted; the step under way was rolled back (nothing of it was "
-                  "stored)", file=sys.stderr)
+            print(
+                "rageval: interrupted; the step under way was rolled back (nothing of it was "
+                "stored)",
+                file=sys.stderr,
+            )
             return 130
         raise
     finally:

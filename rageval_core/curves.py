@@ -44,7 +44,8 @@ SWEPT = ("EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "BestRank")
 THRESHOLD_RANKING = frozenset({"P", "R", "F1", "Hit", "RR", "AP", "nDCG"})
 #: the evidence metrics _evidence_over_k gives at every k
 _EVIDENCE_OVER_K = frozenset(
-    {"EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "ContextCoverage", "BestRank"})
+    {"EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "ContextCoverage", "BestRank"}
+)
 
 
 def curve_names(data: RunData, relevance: Relevance | None) -> list[str]:
@@ -146,7 +147,7 @@ def _ranking_over_k(labels: RankedLabels, name: str, depth: int) -> Floats:
     """
     ks = np.arange(1, depth + 1)
     sums = rk.prefix_sums(labels)  # the cache evaluate() filled: reuse it
-    rel_k = sums.rel_cum[:, 1:depth + 1].astype(np.float64, order="C")
+    rel_k = sums.rel_cum[:, 1 : depth + 1].astype(np.float64, order="C")
     n_rel = sums.n_rel[:, None]
     if name == "P":
         values = rel_k / ks

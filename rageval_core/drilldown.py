@@ -56,7 +56,9 @@ class QueryTable:
     fail_coverage: Bools  # (n,) FullCoverageRate@k == 0 (evidence runs)
     fail_hit: Bools  # (n,) Hit@k == 0 with something relevant judged (ids mode)
     k: int
-    _haystack: NDArray[Any] = field(repr=False)  # casefolded "id\0text" (StringDType) for the search
+    _haystack: NDArray[Any] = field(
+        repr=False
+    )  # casefolded "id\0text" (StringDType) for the search
 
     @property
     def n_queries(self) -> int:
@@ -68,8 +70,11 @@ class QueryTable:
 
     def columns(self) -> dict[str, NDArray[Any]]:
         """Every column in display order: id, failing, text, metrics, why failing, latency, tags."""
-        out: dict[str, NDArray[Any]] = {QUERY_ID: self.query_ids, FAILING: self.failing,
-                                        QUERY: self.texts}
+        out: dict[str, NDArray[Any]] = {
+            QUERY_ID: self.query_ids,
+            FAILING: self.failing,
+            QUERY: self.texts,
+        }
         out.update(self.metrics)
         out[FAIL_COVERAGE] = self.fail_coverage
         out[FAIL_HIT] = self.fail_hit
@@ -87,7 +92,9 @@ class QueryTable:
         return ops.to_json_value(out)  # type: ignore[no-any-return]
 
 
-def query_table(report: Report, data: RunData, texts: Sequence[str | None] | Objects | None = None) -> QueryTable:
+def query_table(
+    report: Report, data: RunData, texts: Sequence[str | None] | Objects | None = None
+) -> QueryTable:
     """The per-query table of a report: its per-query metrics (at the report's k), tags, latency.
 
     texts: the query texts in qidx order (query_texts()); without them the text column is None.
@@ -112,7 +119,9 @@ def query_table(report: Report, data: RunData, texts: Sequence[str | None] | Obj
     if texts is None:
         text_col = np.full(n, None, dtype=object)
     else:
-        text_col = np.asarray(list(texts) if not isinstance(texts, np.ndarray) else texts, dtype=object)
+        text_col = np.asarray(
+            list(texts) if not isinstance(texts, np.ndarray) else texts, dtype=object
+        )
         if text_col.shape != (n,):
             raise UsageError(f"expected {n} query texts, got {text_col.size}")
     return QueryTable(
@@ -143,7 +152,10 @@ def _run_haystack(data: RunData, texts: object, text_col: Objects) -> NDArray[An
 def _haystack(ids: Objects, texts: Objects) -> NDArray[Any]:
     # built once per table; \0 between the two: a search term never matches across id and text.
     # StringDType (variable width): one long query does not widen every row as "<U" would.
-    joined = [f"{i}\0{'' if t is None else t}".casefold() for i, t in zip(ids.tolist(), texts.tolist(), strict=True)]
+    joined = [
+        f"{i}\0{'' if t is None else t}".casefold()
+        for i, t in zip(ids.tolist(), texts.tolist(), strict=True)
+    ]
     return np.asarray(joined, dtype=np.dtypes.StringDType())
 
 
@@ -287,7 +299,9 @@ class ChunkDetail:
     text: str | None
     score: float | None  # the retriever's score
     label: int | None  # qrels label of its document (None: unjudged or no qrels)
-    relevant: bool | None  # ids mode: label >= rel_level at the document's first rank; None without qrels
+    relevant: (
+        bool | None
+    )  # ids mode: label >= rel_level at the document's first rank; None without qrels
     match_eidx: int  # the gold span it matches best (-1: no spans or no text)
     match_score: float | None
     match_start: int  # window of that span in the ORIGINAL chunk text, [start, end); -1: none
@@ -330,8 +344,9 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
     n_spans = int(data.n_spans[qidx])
     if n_spans:
         ensure_scored(store, rid, settings.scorer, settings.norm)  # a no-op once kept
-    rows = reads.query_rows(store, rid, qidx, settings.scorer, settings.norm.key,
-                            pairs=bool(n_spans))
+    rows = reads.query_rows(
+        store, rid, qidx, settings.scorer, settings.norm.key, pairs=bool(n_spans)
+    )
     q, ch, ev, qrels, pairs = rows.query, rows.chunks, rows.evidence, rows.qrels, rows.pairs
 
     depth = len(ch)
@@ -361,13 +376,16 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
         covering = np.flatnonzero(hits[e_i])
         top = scores[e_i, :k]
         best = int(np.argmax(top)) if top.size else -1
-        spans.append(SpanDetail(
-            eidx=int(eidx), text=text,
-            first_rank=int(covering[0]) + 1 if covering.size else None,
-            best_score=float(top[best]) if top.size else None,
-            best_rank=best + 1 if top.size else None,
-            k=k,
-        ))
+        spans.append(
+            SpanDetail(
+                eidx=int(eidx),
+                text=text,
+                first_rank=int(covering[0]) + 1 if covering.size else None,
+                best_score=float(top[best]) if top.size else None,
+                best_rank=best + 1 if top.size else None,
+                k=k,
+            )
+        )
 
     rel = {str(doc): int(label) for doc, label in qrels}
     has_qrels = bool(q[5])
@@ -384,24 +402,43 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
         col = scores[:, new_rank - 1]
         m = int(np.argmax(col)) if col.size else -1
         has_match = m >= 0 and text is not None
-        chunks.append(ChunkDetail(
-            rank=new_rank, original_rank=orig + 1, doc_id=doc_id, text=text,
-            score=None if score is None or math.isnan(score) else float(score),
-            label=label, relevant=relevant,
-            match_eidx=m if has_match else -1,
-            match_score=float(col[m]) if m >= 0 else None,
-            match_start=int(start[m, orig]) if has_match else -1,
-            match_end=int(end[m, orig]) if has_match else -1,
-            covers=bool(hits[:, new_rank - 1].any()),
-            in_top_k=new_rank <= k,
-        ))
+        chunks.append(
+            ChunkDetail(
+                rank=new_rank,
+                original_rank=orig + 1,
+                doc_id=doc_id,
+                text=text,
+                score=None if score is None or math.isnan(score) else float(score),
+                label=label,
+                relevant=relevant,
+                match_eidx=m if has_match else -1,
+                match_score=float(col[m]) if m >= 0 else None,
+                match_start=int(start[m, orig]) if has_match else -1,
+                match_end=int(end[m, orig]) if has_match else -1,
+                covers=bool(hits[:, new_rank - 1].any()),
+                in_top_k=new_rank <= k,
+            )
+        )
     top_docs = {c.doc_id for c in chunks[:k]}
-    missed = tuple(d for d, label in rel.items() if label >= settings.rel_level and d not in top_docs)
+    missed = tuple(
+        d for d, label in rel.items() if label >= settings.rel_level and d not in top_docs
+    )
     return QueryDetail(
-        qidx=qidx, query_id=q[0], query=q[1], answer=q[2], reference_answer=q[3],
-        in_run=bool(q[4]), has_qrels=has_qrels, spans=tuple(spans), chunks=tuple(chunks),
-        n_dropped=int(depth - kept.size), scores=scores, missed_relevant=missed,
-        threshold=float(settings.threshold), k=k, relevance=rel,
+        qidx=qidx,
+        query_id=q[0],
+        query=q[1],
+        answer=q[2],
+        reference_answer=q[3],
+        in_run=bool(q[4]),
+        has_qrels=has_qrels,
+        spans=tuple(spans),
+        chunks=tuple(chunks),
+        n_dropped=int(depth - kept.size),
+        scores=scores,
+        missed_relevant=missed,
+        threshold=float(settings.threshold),
+        k=k,
+        relevance=rel,
     )
 
 

@@ -43,7 +43,10 @@ Floats = NDArray[np.float64]
 
 RANKING_DEFAULTS = ("P@{k}", "R@{k}", "RR", "AP", "nDCG@{k}", "Hit@{k}", "Rprec")
 EVIDENCE_DEFAULTS = (
-    "EvidenceRecall@{k}", "PerQueryCoverage@{k}", "FullCoverageRate@{k}", "ContextCoverage",
+    "EvidenceRecall@{k}",
+    "PerQueryCoverage@{k}",
+    "FullCoverageRate@{k}",
+    "ContextCoverage",
     "BestRank",
 )
 
@@ -58,8 +61,11 @@ class Settings:
     k: int = DEFAULTS["k"]
     threshold: float = DEFAULTS["threshold"]
     scorer: str = DEFAULTS["scorer"]
-    norm: Normalisation = field(default_factory=lambda: Normalisation(
-        **{s.name: s.default for s in SETTINGS if s.part_of == "norm"}))
+    norm: Normalisation = field(
+        default_factory=lambda: Normalisation(
+            **{s.name: s.default for s in SETTINGS if s.part_of == "norm"}
+        )
+    )
     #: None: ids when the run has qrels, else evidence
     relevance: Relevance | None = DEFAULTS["relevance"]
     score_threshold: float | None = DEFAULTS["score_threshold"]  # drop chunks scored below this
@@ -72,11 +78,14 @@ class Settings:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < k_min:
             raise UsageError(f"k must be an integer >= {k_min:g}, got {self.k!r}")
         if not (isinstance(self.threshold, (int, float)) and t_min <= self.threshold <= t_max):
-            raise UsageError(f"threshold must be between {t_min:g} and {t_max:g}, "
-                             f"got {self.threshold!r}")
+            raise UsageError(
+                f"threshold must be between {t_min:g} and {t_max:g}, got {self.threshold!r}"
+            )
         if self.relevance not in (None, *BY_NAME["relevance"].choices):
-            raise UsageError(f"relevance must be {' or '.join(BY_NAME['relevance'].choices)}, "
-                             f"got {self.relevance!r}")
+            raise UsageError(
+                f"relevance must be {' or '.join(BY_NAME['relevance'].choices)}, "
+                f"got {self.relevance!r}"
+            )
         if self.score_threshold is not None and not math.isfinite(self.score_threshold):
             raise UsageError(f"score threshold must be finite, got {self.score_threshold!r}")
         check_rel_level(self.rel_level)
@@ -95,15 +104,22 @@ class Settings:
 
     def values(self) -> dict[str, Any]:
         """{setting name: value} in schema order: from_values(s.values()) == s."""
-        return {s.name: getattr(getattr(self, s.part_of) if s.part_of else self, s.name)
-                for s in SETTINGS}
+        return {
+            s.name: getattr(getattr(self, s.part_of) if s.part_of else self, s.name)
+            for s in SETTINGS
+        }
 
     def to_json(self, relevance: str | None) -> dict[str, Any]:
         return {
-            "k": self.k, "threshold": self.threshold, "scorer": self.scorer,
-            "normalisation": self.norm.key, "strip_punct": self.norm.strip_punct,
-            "strip_articles": self.norm.strip_articles, "relevance": relevance,
-            "score_threshold": self.score_threshold, "rel_level": self.rel_level,
+            "k": self.k,
+            "threshold": self.threshold,
+            "scorer": self.scorer,
+            "normalisation": self.norm.key,
+            "strip_punct": self.norm.strip_punct,
+            "strip_articles": self.norm.strip_articles,
+            "relevance": relevance,
+            "score_threshold": self.score_threshold,
+            "rel_level": self.rel_level,
             "complete": self.complete,
         }
 
@@ -157,7 +173,9 @@ def _memo(data: RunData, key: tuple[Any, ...], make: Any) -> Any:
     return data._cache[key]
 
 
-def _cut_order(data: RunData, score_threshold: float | None) -> tuple[NDArray[np.int64] | None, NDArray[np.int64]]:
+def _cut_order(
+    data: RunData, score_threshold: float | None
+) -> tuple[NDArray[np.int64] | None, NDArray[np.int64]]:
     """(order, n_ret) after dropping chunks scored below the cut (None order: nothing dropped).
 
     Surviving chunks keep their order and move up; a chunk without a retriever score is kept.
@@ -181,10 +199,17 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
     def make() -> tuple[RankedLabels, NDArray[np.int64]]:
         rows = np.flatnonzero(data.has_qrels & (data.in_run | s.complete)).astype(np.int64)
         full = _memo(
-            data, ("ideal", s.rel_level),
+            data,
+            ("ideal", s.rel_level),
             lambda: ranked_labels_from_rows(
-                list(data.query_ids), np.zeros(0, np.int64), np.ones(0, np.int64),
-                np.zeros(0, np.int32), data.judged_q, data.judged_label, rel_level=s.rel_level),
+                list(data.query_ids),
+                np.zeros(0, np.int64),
+                np.ones(0, np.int64),
+                np.zeros(0, np.int32),
+                data.judged_q,
+                data.judged_label,
+                rel_level=s.rel_level,
+            ),
         )
         order, n_ret = _cut_order(data, s.score_threshold)
         labels = data.labels if order is None else np.take_along_axis(data.labels, order, axis=1)
@@ -209,7 +234,10 @@ def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
     def make() -> Coverage:
         tensor = evidence_tensor(store, data, s.scorer, s.norm)
         return prepare_coverage(
-            tensor, data.n_spans, data.n_ret, retriever_scores=data.chunk_score,
+            tensor,
+            data.n_spans,
+            data.n_ret,
+            retriever_scores=data.chunk_score,
             score_cut=s.score_threshold,
         )
 
@@ -217,7 +245,9 @@ def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
     return cov.with_threshold(s.threshold)
 
 
-def evidence_labels(store: Store, data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int64]]:
+def evidence_labels(
+    store: Store, data: RunData, s: Settings
+) -> tuple[RankedLabels, NDArray[np.int64]]:
     """Evidence-mode relevance: a chunk is relevant when it covers at least one gold span.
 
     The qrels are derived from the run itself at the threshold: every covering chunk in the
@@ -292,8 +322,9 @@ def _kept_answer_scores(store: Store, run_id: int) -> tuple[AnswerInputs, NDArra
     if kept is None:
         return None
     columns: dict[str, Floats] = {name: _floats(res["value"]) for name, res in kept.items()}
-    rows = next((np.asarray(res["qidx"], dtype=np.int64) for res in kept.values()),
-                np.zeros(0, np.int64))
+    rows = next(
+        (np.asarray(res["qidx"], dtype=np.int64) for res in kept.values()), np.zeros(0, np.int64)
+    )
     return AnswerInputs.from_scores(columns), rows
 
 
@@ -303,7 +334,9 @@ def _kept_answer_scores(store: Store, run_id: int) -> tuple[AnswerInputs, NDArra
 def resolve_relevance(data: RunData, s: Settings) -> Relevance | None:
     """ids when asked or when the run has qrels; evidence when asked or it has gold spans."""
     if s.relevance == "ids" and not data.run.has_qrels:
-        raise UsageError(f"run {data.run.name} has no qrels (relevant ids): use --relevance evidence")
+        raise UsageError(
+            f"run {data.run.name} has no qrels (relevant ids): use --relevance evidence"
+        )
     if s.relevance == "evidence" and not data.run.has_evidence:
         raise UsageError(f"run {data.run.name} has no gold evidence: use --relevance ids")
     if s.relevance is not None:
@@ -351,13 +384,17 @@ def evaluate(
     if path is not None and path.is_file():
         scratch = open_file_in_scratch_store([path])
         with scratch:
-            return _evaluate(scratch, load_run_data(scratch, scratch.runs()[0].run_id), metrics, s, by)
+            return _evaluate(
+                scratch, load_run_data(scratch, scratch.runs()[0].run_id), metrics, s, by
+            )
     if store is None:
         store = Store()
     return _evaluate(store, load_run_data(store, str(source)), metrics, s, by)
 
 
-def open_file_in_scratch_store(paths: Sequence[Path], fmt: str | None = None, name: str | None = None) -> Store:
+def open_file_in_scratch_store(
+    paths: Sequence[Path], fmt: str | None = None, name: str | None = None
+) -> Store:
     """Read run files (one run; a TREC run may come with its qrels) into an in-memory store."""
     from rageval_core.formats import read_inputs
 
@@ -380,7 +417,9 @@ def open_in_scratch_store(parsed: ParsedRun, log: ProblemLog, name: str | None =
     return store
 
 
-def _evaluate(store: Store, data: RunData, metrics: Sequence[str] | None, s: Settings, by: str | None) -> Report:
+def _evaluate(
+    store: Store, data: RunData, metrics: Sequence[str] | None, s: Settings, by: str | None
+) -> Report:
     relevance = resolve_relevance(data, s)
     names = list(metrics) if metrics else default_metrics(data, s.k, relevance)
     measures = registry.parse_all(names)
@@ -397,8 +436,12 @@ def _evaluate(store: Store, data: RunData, metrics: Sequence[str] | None, s: Set
     inputs: dict[str, tuple[Any, NDArray[np.int64]]] = {}
     if "ranking" in families:
         if relevance is None:
-            raise UsageError(f"run {data.run.name} has neither qrels nor gold evidence: ranking metrics need one")
-        inputs["ranking"] = id_labels(data, s) if relevance == "ids" else evidence_labels(store, data, s)
+            raise UsageError(
+                f"run {data.run.name} has neither qrels nor gold evidence: ranking metrics need one"
+            )
+        inputs["ranking"] = (
+            id_labels(data, s) if relevance == "ids" else evidence_labels(store, data, s)
+        )
         if relevance == "ids":
             counts["scored_ids"] = int(inputs["ranking"][1].size)
             counts["skipped_no_qrels"] = int(np.count_nonzero(~data.has_qrels))
@@ -504,16 +547,21 @@ class _OpsRows:
         """{tag value: ops summary of its queries}, every group in one grouped call (kept)."""
 
         def make() -> dict[str, dict[str, Any]]:
-            latency = ops.latency_summary(self.latency_stage, self.latency_ms,
-                                          labels[self.latency_q])
+            latency = ops.latency_summary(
+                self.latency_stage, self.latency_ms, labels[self.latency_q]
+            )
             tokens = ops.token_summary(self.tokens_kind, self.tokens_n, labels[self.tokens_q])
             out = {}
             for group in set(labels.tolist()):
                 mask = labels == group
-                costs = ops.QueryCosts(self.costs.cost_usd[mask], self.costs.has_tokens[mask],
-                                       self.costs.price_missing)
-                out[group] = {"latency_ms": latency.get(group, {}), "tokens": tokens.get(group, {}),
-                              "cost_usd": ops.cost_summary(costs)}
+                costs = ops.QueryCosts(
+                    self.costs.cost_usd[mask], self.costs.has_tokens[mask], self.costs.price_missing
+                )
+                out[group] = {
+                    "latency_ms": latency.get(group, {}),
+                    "tokens": tokens.get(group, {}),
+                    "cost_usd": ops.cost_summary(costs),
+                }
             return out
 
         return self._keep(("by", tag), make)  # type: ignore[no-any-return]
@@ -531,14 +579,26 @@ class _OpsRows:
         tokens = ops.token_summary(self.tokens_kind[tok_sel], self.tokens_n[tok_sel])
         costs = self.costs
         if rows is not None:
-            costs = ops.QueryCosts(costs.cost_usd[rows], costs.has_tokens[rows], costs.price_missing)
+            costs = ops.QueryCosts(
+                costs.cost_usd[rows], costs.has_tokens[rows], costs.price_missing
+            )
         return {"latency_ms": latency, "tokens": tokens, "cost_usd": ops.cost_summary(costs)}
 
 
 def _ops_rows(data: RunData) -> _OpsRows:
-    return _memo(data, ("ops_rows",), lambda: _OpsRows(  # type: ignore[no-any-return]
-        data.latency_q, data.latency_stage, data.latency_ms, data.tokens_q, data.tokens_kind,
-        data.tokens_n, query_costs(data)))
+    return _memo(
+        data,
+        ("ops_rows",),
+        lambda: _OpsRows(  # type: ignore[no-any-return]
+            data.latency_q,
+            data.latency_stage,
+            data.latency_ms,
+            data.tokens_q,
+            data.tokens_kind,
+            data.tokens_n,
+            query_costs(data),
+        ),
+    )
 
 
 class Deferred(Mapping[str, Any]):
@@ -550,8 +610,12 @@ class Deferred(Mapping[str, Any]):
     pickle is a plain dict.
     """
 
-    def __init__(self, make: Callable[[], Mapping[str, Any]], keys: Sequence[str] = OPS_KEYS,
-                 eager: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        make: Callable[[], Mapping[str, Any]],
+        keys: Sequence[str] = OPS_KEYS,
+        eager: Mapping[str, Any] | None = None,
+    ) -> None:
         self._make: Callable[[], Mapping[str, Any]] | None = make
         self._value: Mapping[str, Any] = {}
         self._keys = tuple(keys)
@@ -600,8 +664,11 @@ def query_costs(data: RunData) -> ops.QueryCosts:
             col[data.tokens_q[sel]] = data.tokens_n[sel]
             per_kind[kind] = col
         return ops.cost_per_query(
-            per_kind["prompt"], per_kind["completion"],
-            data.run.price_prompt_per_1k, data.run.price_completion_per_1k)
+            per_kind["prompt"],
+            per_kind["completion"],
+            data.run.price_prompt_per_1k,
+            data.run.price_completion_per_1k,
+        )
 
     return _memo(data, ("costs",), make)  # type: ignore[no-any-return]
 
@@ -618,20 +685,27 @@ def breakdown(
     labels, found = _memo(data, ("groups", tag), lambda: _groups_of(data, tag))
     rows_ops = _ops_rows(data)
     for group, rows in found:
-        metrics = {name: _aggregate(name, col, weights.get(name), rows)
-                   for name, col in per_query.items()}
+        metrics = {
+            name: _aggregate(name, col, weights.get(name), rows) for name, col in per_query.items()
+        }
         # the ops part is read lazily (Deferred): the grouped percentiles are computed, once per
         # run and tag, by the first view that shows them
-        groups[group] = Deferred(functools.partial(_group_ops, rows_ops, tag, labels, group),
-                                 eager={"n": int(rows.size), "metrics": metrics})
+        groups[group] = Deferred(
+            functools.partial(_group_ops, rows_ops, tag, labels, group),
+            eager={"n": int(rows.size), "metrics": metrics},
+        )
     return {"tag": tag, "groups": groups}
 
 
-def _group_ops(rows_ops: _OpsRows, tag: str, labels: NDArray[np.str_], group: str) -> dict[str, Any]:
+def _group_ops(
+    rows_ops: _OpsRows, tag: str, labels: NDArray[np.str_], group: str
+) -> dict[str, Any]:
     return rows_ops.by_group(tag, labels)[group]
 
 
-def _groups_of(data: RunData, tag: str) -> tuple[NDArray[np.str_], list[tuple[str, NDArray[np.int64]]]]:
+def _groups_of(
+    data: RunData, tag: str
+) -> tuple[NDArray[np.str_], list[tuple[str, NDArray[np.int64]]]]:
     """(each query's value of the tag, [(value, its queries' row numbers)]), NO_TAG last."""
     values = data.tags[tag]
     labels = np.where(values == None, ops.NO_TAG, values).astype(str)  # noqa: E711

@@ -13,15 +13,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rageval_core.errors import InputError, Problem, ProblemLog, UsageError
+
 # path checks every importer of user-named files needs (the dashboard's Runs page too)
-from rageval_core.formats.base import SIDECAR_SUFFIX, file_problem, is_file, path_problem, printable_path
+from rageval_core.formats.base import (
+    SIDECAR_SUFFIX,
+    file_problem,
+    is_file,
+    path_problem,
+    printable_path,
+)
 from rageval_core.store import RunRecord, Store
 from rageval_core.store.scores import Scoring, ensure_scored
 from rageval_core.store.store import RunRef
 
 __all__ = [
-    "SIDECAR_SUFFIX", "ImportOutcome", "Progress", "export_native", "file_problem", "import_paths",
-    "is_file", "path_problem", "printable_path",
+    "SIDECAR_SUFFIX",
+    "ImportOutcome",
+    "Progress",
+    "export_native",
+    "file_problem",
+    "import_paths",
+    "is_file",
+    "path_problem",
+    "printable_path",
 ]
 
 #: progress(stage, label, done, total): stage "import" (queries read; total: the reader's
@@ -74,7 +88,9 @@ def import_paths(
         parsed = dataclasses.replace(parsed, sources=tuple(show_source(s) for s in parsed.sources))
         label = ", ".join(parsed.sources)
         try:
-            result = store.import_run(parsed, log, name=name, progress=_stage(progress, "import", label))
+            result = store.import_run(
+                parsed, log, name=name, progress=_stage(progress, "import", label)
+            )
         except InputError as e:
             out.problems.extend(e.problems)
             out.failed.append(label)
@@ -84,10 +100,13 @@ def import_paths(
         if score and result.run.has_evidence:
             run = result.run
             scored = _stage(progress, "score", run.name)
-            out.scorings.append(ensure_scored(
-                store, run.run_id,
-                progress=scored,
-            ))
+            out.scorings.append(
+                ensure_scored(
+                    store,
+                    run.run_id,
+                    progress=scored,
+                )
+            )
         if score and result.run.has_answers:
             # answer metrics read texts only: computed once here, read back by every evaluate()
             from rageval_core.evaluate import ensure_answer_scores

@@ -71,8 +71,10 @@ class Normalisation:
         flags = set(parts[1:])
         norm = cls(strip_punct="punct" in flags, strip_articles="articles" in flags)
         if norm.key != key:
-            raise UsageError(f"unknown normalisation key {key!r} (expected e.g. {cls().key!r} "
-                             f"or {cls(True, True).key!r})")
+            raise UsageError(
+                f"unknown normalisation key {key!r} (expected e.g. {cls().key!r} "
+                f"or {cls(True, True).key!r})"
+            )
         return norm
 
 
@@ -149,15 +151,19 @@ def normalise_many(
 ) -> list[tuple[str, NDArray[np.int32]]]:
     """normalise() every text in one vectorised pass: [(normalised, offset_map), ...]."""
     normalised, maps = _normalise_texts(texts, norm)
-    return [(text, np.arange(m, m + len(text), dtype=np.int32) if isinstance(m, int) else m)
-            for text, m in zip(normalised, maps, strict=True)]
+    return [
+        (text, np.arange(m, m + len(text), dtype=np.int32) if isinstance(m, int) else m)
+        for text, m in zip(normalised, maps, strict=True)
+    ]
 
 
 #: an offset map, or the shift of one that is a plain range (normalised i -> original i + shift)
 OffsetMap = NDArray[np.int32] | int
 
 
-def _normalise_texts(texts: Sequence[str], norm: Normalisation) -> tuple[list[str], list[OffsetMap]]:
+def _normalise_texts(
+    texts: Sequence[str], norm: Normalisation
+) -> tuple[list[str], list[OffsetMap]]:
     """Normalised texts and their offset maps (an int: the map is i -> i + that shift).
 
     A text that default normalisation only lowercases, and trims of the spaces at its ends
@@ -179,8 +185,9 @@ def _normalise_texts(texts: Sequence[str], norm: Normalisation) -> tuple[list[st
     maps: list[OffsetMap] = shifts.tolist()
     dirty = np.flatnonzero(shifts < 0).tolist()
     if dirty:
-        for i, (text, m) in zip(dirty, _normalise_arrays([texts[i] for i in dirty], norm),
-                                strict=True):
+        for i, (text, m) in zip(
+            dirty, _normalise_arrays([texts[i] for i in dirty], norm), strict=True
+        ):
             normalised[i], maps[i] = text, m
     return normalised, maps
 
@@ -215,8 +222,10 @@ def _plain_shifts(texts: Sequence[str], lowered: list[str]) -> NDArray[np.int64]
         edgy[full[space[ends[full] - lengths[full]] | space[ends[full] - 1]]] = True
         edgy[np.searchsorted(ends, np.flatnonzero(space[1:] & space[:-1]), side="right")] = True
         look = np.flatnonzero(plain & edgy)
-        shifts[ids[look]] = [len(low) - len(low.lstrip(" ")) if "  " not in low.strip(" ") else -1
-                             for low in map(parts.__getitem__, look.tolist())]
+        shifts[ids[look]] = [
+            len(low) - len(low.lstrip(" ")) if "  " not in low.strip(" ") else -1
+            for low in map(parts.__getitem__, look.tolist())
+        ]
     if ids.size < len(texts):
         for i, (text, low) in enumerate(zip(texts, lowered, strict=True)):
             if not text.isascii() and len(low) == len(text) and _SEP not in low:
@@ -339,20 +348,42 @@ class _ScorerRegistry(dict[str, Scorer]):
 SCORERS: Mapping[str, Scorer] = _ScorerRegistry(
     {
         "partial": Scorer(
-            "partial", "best-aligned window of the chunk (rapidfuzz partial_ratio / 100)",
-            aligns=True, pair=_partial, cdist=fuzz.partial_ratio, scale=0.01),
+            "partial",
+            "best-aligned window of the chunk (rapidfuzz partial_ratio / 100)",
+            aligns=True,
+            pair=_partial,
+            cdist=fuzz.partial_ratio,
+            scale=0.01,
+        ),
         "ratio": Scorer(
-            "ratio", "Indel similarity of the whole strings (rapidfuzz ratio / 100)",
-            aligns=False, pair=_ratio, cdist=fuzz.ratio, scale=0.01),
+            "ratio",
+            "Indel similarity of the whole strings (rapidfuzz ratio / 100)",
+            aligns=False,
+            pair=_ratio,
+            cdist=fuzz.ratio,
+            scale=0.01,
+        ),
         "token_set": Scorer(
-            "token_set", "rapidfuzz token_set_ratio / 100", aligns=False, pair=_token_set,
-            cdist=fuzz.token_set_ratio, scale=0.01),
+            "token_set",
+            "rapidfuzz token_set_ratio / 100",
+            aligns=False,
+            pair=_token_set,
+            cdist=fuzz.token_set_ratio,
+            scale=0.01,
+        ),
         "levenshtein": Scorer(
-            "levenshtein", "1 - normalised Levenshtein distance (RAGAS non-LLM context recall)",
-            aligns=False, pair=_levenshtein, cdist=Levenshtein.normalized_similarity),
+            "levenshtein",
+            "1 - normalised Levenshtein distance (RAGAS non-LLM context recall)",
+            aligns=False,
+            pair=_levenshtein,
+            cdist=Levenshtein.normalized_similarity,
+        ),
         "difflib": Scorer(
-            "difflib", "difflib.SequenceMatcher(None, evidence, chunk).ratio(), as scripts do",
-            aligns=False, pair=_difflib),
+            "difflib",
+            "difflib.SequenceMatcher(None, evidence, chunk).ratio(), as scripts do",
+            aligns=False,
+            pair=_difflib,
+        ),
     }
 )
 
@@ -414,7 +445,6 @@ def _check_str(texts: Sequence[object], what: str) -> None:
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise UsageError(f"{what}[{i}] is {type(text).__name__}, expected str")
-
 
 
 def _run_batch(kind: str, evidence: list[str], chunks: list[str]) -> Windows:
@@ -534,8 +564,11 @@ class PairScorer:
         ukey, inverse = np.unique(ch_ids[pc] * width + ev_ids[pe], return_inverse=True)
         u_ev = ukey % width
         u_ch = ukey // width
-        out: Windows = (np.zeros(ukey.size, dtype=np.float64),
-                        np.full(ukey.size, -1, dtype=np.int64), np.full(ukey.size, -1, dtype=np.int64))
+        out: Windows = (
+            np.zeros(ukey.size, dtype=np.float64),
+            np.full(ukey.size, -1, dtype=np.int64),
+            np.full(ukey.size, -1, dtype=np.int64),
+        )
         ev_norm, _ = _normalise_texts(ev_texts, self.norm)
         ch_len = np.fromiter(map(len, ch_texts), dtype=np.int64, count=len(ch_texts))
         bounds = np.searchsorted(u_ch, np.arange(len(ch_texts) + 1))  # pairs of each chunk
@@ -544,8 +577,11 @@ class PairScorer:
             p_lo, p_hi = int(bounds[lo]), int(bounds[hi])
             if p_lo == p_hi:
                 continue
-            waiting.append(self._start_block(ev_norm, ch_texts, u_ev[p_lo:p_hi], u_ch[p_lo:p_hi],
-                                             slice(p_lo, p_hi), out))
+            waiting.append(
+                self._start_block(
+                    ev_norm, ch_texts, u_ev[p_lo:p_hi], u_ch[p_lo:p_hi], slice(p_lo, p_hi), out
+                )
+            )
             if len(waiting) > 1:  # at most two blocks' texts held at once
                 waiting.pop(0)()
 
@@ -588,13 +624,18 @@ class PairScorer:
         else:
             # Exact substring first: str.find is far cheaper than any fuzzy scorer.
             pos = np.fromiter(
-                (ch_norm[c].find(ev_norm[e]) if ok else -2
-                 for e, c, ok in zip(e_ids.tolist(), cj.tolist(), real.tolist(), strict=True)),
-                dtype=np.int64, count=cj.size)
+                (
+                    ch_norm[c].find(ev_norm[e]) if ok else -2
+                    for e, c, ok in zip(e_ids.tolist(), cj.tolist(), real.tolist(), strict=True)
+                ),
+                dtype=np.int64,
+                count=cj.size,
+            )
             hit = np.flatnonzero(pos >= 0)
             sc[hit], ns[hit] = 1.0, pos[hit]
-            ne[hit] = pos[hit] + np.fromiter((len(ev_norm[e]) for e in e_ids[hit].tolist()),
-                                             dtype=np.int64, count=hit.size)
+            ne[hit] = pos[hit] + np.fromiter(
+                (len(ev_norm[e]) for e in e_ids[hit].tolist()), dtype=np.int64, count=hit.size
+            )
             todo = np.flatnonzero(pos == -1)  # not a substring, evidence not empty
             collect = self._score_fuzzy(ev_norm, ch_norm, e_ids[todo], cj[todo])
 
@@ -611,8 +652,11 @@ class PairScorer:
             start = np.where(ok, ns + shift[cj], -1)
             end = np.where(ok, ne + shift[cj], -1)
             if arrays:  # chunks whose offset map is not a plain shift
-                lens = np.fromiter((ch_maps[j].size for j in arrays), dtype=np.int64,  # type: ignore[union-attr]
-                                   count=len(arrays))
+                lens = np.fromiter(
+                    (ch_maps[j].size for j in arrays),  # type: ignore[union-attr]
+                    dtype=np.int64,
+                    count=len(arrays),
+                )
                 base = np.full(len(ch_maps), -1, dtype=np.int64)
                 base[arrays] = np.cumsum(lens) - lens
                 flat_map = np.concatenate([ch_maps[j] for j in arrays])  # type: ignore[misc]
@@ -634,15 +678,21 @@ class PairScorer:
         if spec.cdist is None:
             return self._pool.map_pairs(spec.name, ev_norm, ch_norm, pe, pc)
         # rapidfuzz releases the GIL inside cpdist only: the C++ scorers run on every core.
-        raw = process.cpdist([ev_norm[i] for i in pe.tolist()], [ch_norm[j] for j in pc.tolist()],
-                             scorer=spec.cdist, workers=self.workers, dtype=np.float64)
+        raw = process.cpdist(
+            [ev_norm[i] for i in pe.tolist()],
+            [ch_norm[j] for j in pc.tolist()],
+            scorer=spec.cdist,
+            workers=self.workers,
+            dtype=np.float64,
+        )
         scores = np.asarray(raw, dtype=np.float64) * spec.scale
         starts = np.full(pe.size, -1, dtype=np.int64)
         ends = np.full(pe.size, -1, dtype=np.int64)
         if spec.aligns:
             todo = np.flatnonzero(scores >= self.min_align_score)
             _, starts[todo], ends[todo] = self._pool.map_pairs(
-                "align", ev_norm, ch_norm, pe[todo], pc[todo])()
+                "align", ev_norm, ch_norm, pe[todo], pc[todo]
+            )()
         return lambda: (scores, starts, ends)
 
 

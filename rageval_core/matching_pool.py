@@ -119,20 +119,29 @@ class PairPool:
         self._executor: ProcessPoolExecutor | None = None
 
     def map_pairs(
-        self, kind: str, evidence: list[str], chunks: list[str],
-        pe: NDArray[np.int64], pc: NDArray[np.int64],
+        self,
+        kind: str,
+        evidence: list[str],
+        chunks: list[str],
+        pe: NDArray[np.int64],
+        pc: NDArray[np.int64],
     ) -> Callable[[], Windows]:
         """Start scoring pairs (evidence[pe[i]], chunks[pc[i]]); call the result to wait for them."""
         n = int(pe.size)
         if n == 0:
             return no_pairs
         if self.workers <= 1 or n < POOL_MIN_PAIRS:
-            done = self.run_batch(kind, [evidence[i] for i in pe.tolist()],
-                                  [chunks[j] for j in pc.tolist()])
+            done = self.run_batch(
+                kind, [evidence[i] for i in pe.tolist()], [chunks[j] for j in pc.tolist()]
+            )
             return lambda: done
         if self._executor is None:
-            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(),
-                                                 initializer=_exit_with, initargs=(os.getpid(),))
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=_context(),
+                initializer=_exit_with,
+                initargs=(os.getpid(),),
+            )
         # Small batches balance the load; each sends its distinct texts once (a chunk is
         # paired with several spans) and the pairs as int32 indices: a fraction of the bytes.
         size = max(BATCH_MIN, min(BATCH_MAX, math.ceil(n / (self.workers * 8))))
@@ -140,8 +149,14 @@ class PairPool:
         for lo in range(0, n, size):
             e_ids, e_at = np.unique(pe[lo : lo + size], return_inverse=True)
             c_ids, c_at = np.unique(pc[lo : lo + size], return_inverse=True)
-            job = (self.run_batch, kind, [evidence[i] for i in e_ids.tolist()],
-                   [chunks[j] for j in c_ids.tolist()], e_at.astype(np.int32), c_at.astype(np.int32))
+            job = (
+                self.run_batch,
+                kind,
+                [evidence[i] for i in e_ids.tolist()],
+                [chunks[j] for j in c_ids.tolist()],
+                e_at.astype(np.int32),
+                c_at.astype(np.int32),
+            )
             futures.append(self._executor.submit(_run_packed, job))
 
         def collect() -> Windows:

@@ -71,7 +71,9 @@ class ScatterPoints:
 def query_ops(data: RunData) -> QueryOps:
     """Latency per stage, total latency, tokens and cost of every query of the run."""
     n = data.n_queries
-    stages = long_to_columns(data.latency_q, data.latency_stage, data.latency_ms, n, ops.STAGE_ORDER)
+    stages = long_to_columns(
+        data.latency_q, data.latency_stage, data.latency_ms, n, ops.STAGE_ORDER
+    )
     tokens = long_to_columns(data.tokens_q, data.tokens_kind, data.tokens_n, n, ops.TOKEN_ORDER)
     total, n_summed = total_latency(stages, n)
     costs = query_costs(data)

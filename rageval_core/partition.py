@@ -56,21 +56,29 @@ Ints = NDArray[np.int64]
 
 CHUNK_TYPE = pa.struct([("doc_id", pa.string()), ("text", pa.string()), ("score", pa.float64())])
 #: the input rows: one per query (see the module docstring)
-INPUT_SCHEMA = pa.schema([
-    pa.field("query_id", pa.string(), nullable=False),
-    pa.field("retrieved", pa.list_(CHUNK_TYPE)),
-    pa.field("relevance", pa.map_(pa.string(), pa.int64())),
-    pa.field("relevant_ids", pa.list_(pa.string())),
-    pa.field("evidence", pa.list_(pa.string())),
-])
+INPUT_SCHEMA = pa.schema(
+    [
+        pa.field("query_id", pa.string(), nullable=False),
+        pa.field("retrieved", pa.list_(CHUNK_TYPE)),
+        pa.field("relevance", pa.map_(pa.string(), pa.int64())),
+        pa.field("relevant_ids", pa.list_(pa.string())),
+        pa.field("evidence", pa.list_(pa.string())),
+    ]
+)
 #: the partial sums of one partition: one row per metric
-PARTIAL_SCHEMA = pa.schema([
-    pa.field("metric", pa.string(), nullable=False),
-    pa.field("n", pa.int64(), nullable=False),  # queries scored (non-NaN values)
-    pa.field("total", pa.float64(), nullable=False),  # sum of their values
-    pa.field("weight", pa.float64(), nullable=False),  # sum of their weights (n when unweighted)
-    pa.field("weighted", pa.float64(), nullable=False),  # sum of value x weight (total when unweighted)
-])
+PARTIAL_SCHEMA = pa.schema(
+    [
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("n", pa.int64(), nullable=False),  # queries scored (non-NaN values)
+        pa.field("total", pa.float64(), nullable=False),  # sum of their values
+        pa.field(
+            "weight", pa.float64(), nullable=False
+        ),  # sum of their weights (n when unweighted)
+        pa.field(
+            "weighted", pa.float64(), nullable=False
+        ),  # sum of value x weight (total when unweighted)
+    ]
+)
 #: per-query tables name the weight column of a weighted measure (EvidenceRecall) this way
 WEIGHT_PREFIX = "weight:"
 
@@ -95,12 +103,16 @@ def plan(
     for m in measures:
         family = m.spec.family
         if family not in ("ranking", "evidence"):
-            raise UsageError(f"measure {m} ({family}) is not computed per partition: "
-                             "only ranking and evidence metrics are (docs/scale-out.md)")
+            raise UsageError(
+                f"measure {m} ({family}) is not computed per partition: "
+                "only ranking and evidence metrics are (docs/scale-out.md)"
+            )
         if family == "ranking" and s.relevance is None:
             # evaluate() picks ids when the run has qrels: one partition cannot see the run
-            raise UsageError(f"measure {m} needs relevance='ids' or 'evidence' to be given: a "
-                             "partition cannot tell whether the whole run has qrels")
+            raise UsageError(
+                f"measure {m} needs relevance='ids' or 'evidence' to be given: a "
+                "partition cannot tell whether the whole run has qrels"
+            )
     return measures, s
 
 
@@ -139,7 +151,10 @@ def evaluate_partition(
         inputs["evidence"] = (cov, cov.rows)
         if s.relevance == "evidence" and "ranking" in families:
             ids = tuple(part.query_ids[i] for i in cov.rows.tolist())
-            inputs["ranking"] = (ranked_labels_from_relevant(ids, covers(cov).T, cov.n_ret), cov.rows)
+            inputs["ranking"] = (
+                ranked_labels_from_relevant(ids, covers(cov).T, cov.n_ret),
+                cov.rows,
+            )
 
     columns: dict[str, pa.Array] = {"query_id": pa.array(part.query_ids, type=pa.string())}
     weight_columns: dict[str, pa.Array] = {}
@@ -159,7 +174,9 @@ def evaluate_partition(
     return pa.table({**columns, **weight_columns}, schema=per_query_schema(metrics, s))
 
 
-def per_query_schema(metrics: Sequence[str], settings: Settings | None = None, **overrides: Any) -> pa.Schema:
+def per_query_schema(
+    metrics: Sequence[str], settings: Settings | None = None, **overrides: Any
+) -> pa.Schema:
     """evaluate_partition's columns: query_id, each metric, then each weighted metric's weight.
 
     An engine that matches output columns by position (Spark's mapInArrow) declares these.
@@ -167,8 +184,10 @@ def per_query_schema(metrics: Sequence[str], settings: Settings | None = None, *
     measures, _ = plan(metrics, settings, **overrides)
     names = [str(m) for m in measures]
     weighted = [WEIGHT_PREFIX + str(m) for m in measures if m.spec.weight is not None]
-    return pa.schema([pa.field("query_id", pa.string())]
-                     + [pa.field(name, pa.float64()) for name in [*names, *weighted]])
+    return pa.schema(
+        [pa.field("query_id", pa.string())]
+        + [pa.field(name, pa.float64()) for name in [*names, *weighted]]
+    )
 
 
 def partials(per_query: pa.Table) -> pa.RecordBatch:
@@ -185,8 +204,13 @@ def partials(per_query: pa.Table) -> pa.RecordBatch:
             weight, weighted = float(w.sum()), float(np.dot(v, w))
         else:
             weight, weighted = float(v.size), float(v.sum())
-        for key, value in (("metric", name), ("n", int(v.size)), ("total", float(v.sum())),
-                           ("weight", weight), ("weighted", weighted)):
+        for key, value in (
+            ("metric", name),
+            ("n", int(v.size)),
+            ("total", float(v.sum())),
+            ("weight", weight),
+            ("weighted", weighted),
+        ):
             out[key].append(value)
     return pa.RecordBatch.from_pydict(out, schema=PARTIAL_SCHEMA)
 
@@ -244,8 +268,10 @@ def to_arrow(queries: Iterable[Query]) -> pa.Table:
     for q in queries:
         cols["query_id"].append(q.query_id)
         cols["retrieved"].append(
-            None if q.retrieved is None else
-            [{"doc_id": c.doc_id, "text": c.text, "score": c.score} for c in q.retrieved])
+            None
+            if q.retrieved is None
+            else [{"doc_id": c.doc_id, "text": c.text, "score": c.score} for c in q.retrieved]
+        )
         cols["relevance"].append(None if q.relevance is None else list(q.relevance.items()))
         cols["relevant_ids"].append(None)
         cols["evidence"].append(list(q.evidence))
@@ -283,7 +309,9 @@ class _Partition:
         return int(self.chunk_score.shape[1])
 
 
-def _list_column(table: pa.Table, name: str, item: pa.DataType | None, source: str) -> pa.Array | None:
+def _list_column(
+    table: pa.Table, name: str, item: pa.DataType | None, source: str
+) -> pa.Array | None:
     """A list-like column as one array (None when absent); UsageError for a wrong type."""
     if name not in table.column_names:
         return None
@@ -299,8 +327,10 @@ def _list_column(table: pa.Table, name: str, item: pa.DataType | None, source: s
     elif ok:
         ok = pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type)
     if not ok:
-        raise UsageError(f"{source}: column {name} is {kind}, expected "
-                         f"{INPUT_SCHEMA.field(name).type} (docs/scale-out.md)")
+        raise UsageError(
+            f"{source}: column {name} is {kind}, expected "
+            f"{INPUT_SCHEMA.field(name).type} (docs/scale-out.md)"
+        )
     return column
 
 
@@ -366,40 +396,78 @@ def _read(table: pa.Table, source: str, threads: int = 1) -> _Partition:
     text = _field(chunks, "text", pa.string())
     score = _field(chunks, "score", pa.float64())
     bad = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(doc_id, ""), True)))
-    _report(log, source, chunk_q[bad], lambda i: f"retrieved[{chunk_rank[bad[i]]}].doc_id",
-            "missing or empty (or the chunk is null)")
+    _report(
+        log,
+        source,
+        chunk_q[bad],
+        lambda i: f"retrieved[{chunk_rank[bad[i]]}].doc_id",
+        "missing or empty (or the chunk is null)",
+    )
     score_np = np.array(score.to_numpy(zero_copy_only=False), dtype=np.float64)  # a copy: written
     score_np[np.asarray(score.is_null())] = np.nan  # no score: kept as NaN, as the store does
     bad = np.flatnonzero(np.isinf(score_np))  # NaN is caught below, where it is not a null
     bad = np.union1d(bad, np.flatnonzero(np.isnan(score_np) & np.asarray(score.is_valid())))
-    _report(log, source, chunk_q[bad], lambda i: f"retrieved[{chunk_rank[bad[i]]}].score",
-            "not a finite number")
+    _report(
+        log,
+        source,
+        chunk_q[bad],
+        lambda i: f"retrieved[{chunk_rank[bad[i]]}].score",
+        "not a finite number",
+    )
 
     rel, rel_q, rel_pos, _, rel_valid = _flat(relevance, n)
     rel_doc = _field(rel, "key", pa.string())
     rel_label = _field(rel, "value", pa.int64())
     label_np = np.asarray(rel_label.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    bad = np.flatnonzero(np.asarray(rel_label.is_null()) | (label_np < MIN_LABEL) | (label_np > MAX_LABEL))
-    _report(log, source, rel_q[bad], lambda i: f"relevance.{rel_doc[int(bad[i])].as_py()}",
-            f"expected an integer label from {MIN_LABEL} to {MAX_LABEL}")
+    bad = np.flatnonzero(
+        np.asarray(rel_label.is_null()) | (label_np < MIN_LABEL) | (label_np > MAX_LABEL)
+    )
+    _report(
+        log,
+        source,
+        rel_q[bad],
+        lambda i: f"relevance.{rel_doc[int(bad[i])].as_py()}",
+        f"expected an integer label from {MIN_LABEL} to {MAX_LABEL}",
+    )
     bad = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(rel_doc, ""), True)))
     _report(log, source, rel_q[bad], lambda i: "relevance", "empty doc_id")
     ids, ids_q, ids_pos, _, ids_valid = _flat(relevant_ids, n)
     bad = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(ids, ""), True)))
-    _report(log, source, ids_q[bad], lambda i: f"relevant_ids[{ids_pos[bad[i]]}]",
-            "expected a non-empty string")
+    _report(
+        log,
+        source,
+        ids_q[bad],
+        lambda i: f"relevant_ids[{ids_pos[bad[i]]}]",
+        "expected a non-empty string",
+    )
     spans, span_q, span_pos, _, _ = _flat(evidence, n)
     bad = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(spans, ""), True)))
-    _report(log, source, span_q[bad], lambda i: f"evidence[{span_pos[bad[i]]}]",
-            "expected a non-empty string")
+    _report(
+        log,
+        source,
+        span_q[bad],
+        lambda i: f"evidence[{span_pos[bad[i]]}]",
+        "expected a non-empty string",
+    )
     log.raise_if_errors()
 
     depth = int(n_ret.max()) if n else 0
     chunk_score = np.full((n, depth), np.nan)
     chunk_score[chunk_q, chunk_rank] = score_np
     chunk_label, judged_q, judged_label, pairs = _stage(
-        chunk_q, chunk_rank, doc_id, text, rel_q, rel_pos, rel_doc, rel_label, ids_q, ids, span_q,
-        threads)
+        chunk_q,
+        chunk_rank,
+        doc_id,
+        text,
+        rel_q,
+        rel_pos,
+        rel_doc,
+        rel_label,
+        ids_q,
+        ids,
+        span_q,
+        threads,
+    )
     return _Partition(
         query_ids=query_ids,
         in_run=in_run,
@@ -419,9 +487,18 @@ def _read(table: pa.Table, source: str, threads: int = 1) -> _Partition:
 
 
 def _stage(
-    chunk_q: Ints, chunk_rank: Ints, doc_id: pa.Array, text: pa.Array,
-    rel_q: Ints, rel_pos: Ints, rel_doc: pa.Array, rel_label: pa.Array,
-    ids_q: Ints, ids: pa.Array, span_q: Ints, threads: int = 1,
+    chunk_q: Ints,
+    chunk_rank: Ints,
+    doc_id: pa.Array,
+    text: pa.Array,
+    rel_q: Ints,
+    rel_pos: Ints,
+    rel_doc: pa.Array,
+    rel_label: pa.Array,
+    ids_q: Ints,
+    ids: pa.Array,
+    span_q: Ints,
+    threads: int = 1,
 ) -> tuple[NDArray[np.int32], Ints, NDArray[np.int32], tuple[Ints, Ints]]:
     """The relational steps in an in-memory DuckDB: qrels merge, chunk labels, pairs.
 
@@ -429,32 +506,44 @@ def _stage(
     both (and a key given twice keeps its last label, as json.loads); a document's label counts
     at its first rank only (rundata.load_run_data's window).
     """
-    chunk_rows = pa.table({  # noqa: F841 (read by name in the SQL below)
-        "i": np.arange(chunk_q.size, dtype=np.int64), "q": chunk_q, "rank": chunk_rank,
-        "doc_id": doc_id, "has_text": pc.is_valid(text)})
-    qrels_rows = pa.table({  # noqa: F841
-        "q": np.concatenate((rel_q, ids_q)),
-        "doc_id": pa.concat_arrays([rel_doc, ids]),
-        "label": pa.concat_arrays([rel_label, pa.array(np.ones(ids_q.size, np.int64))]),
-        # relevance first, its later keys before earlier ones; then relevant_ids
-        "pick": np.concatenate((-rel_pos, np.full(ids_q.size, 1, np.int64))),
-    })
+    # the three tables are read by name in the SQL below (DuckDB's replacement scans)
+    chunk_rows = pa.table(  # noqa: F841
+        {
+            "i": np.arange(chunk_q.size, dtype=np.int64),
+            "q": chunk_q,
+            "rank": chunk_rank,
+            "doc_id": doc_id,
+            "has_text": pc.is_valid(text),
+        }
+    )
+    qrels_rows = pa.table(  # noqa: F841
+        {
+            "q": np.concatenate((rel_q, ids_q)),
+            "doc_id": pa.concat_arrays([rel_doc, ids]),
+            "label": pa.concat_arrays([rel_label, pa.array(np.ones(ids_q.size, np.int64))]),
+            # relevance first, its later keys before earlier ones; then relevant_ids
+            "pick": np.concatenate((-rel_pos, np.full(ids_q.size, 1, np.int64))),
+        }
+    )
     span_rows = pa.table({"i": np.arange(span_q.size, dtype=np.int64), "q": span_q})  # noqa: F841
     con = duckdb.connect(":memory:", config={"threads": threads})
     try:
         con.execute(
             "CREATE TEMP TABLE judged AS SELECT q, doc_id, label FROM ("
             " SELECT *, row_number() OVER (PARTITION BY q, doc_id ORDER BY pick) AS n"
-            " FROM qrels_rows) WHERE n = 1")
+            " FROM qrels_rows) WHERE n = 1"
+        )
         judged = con.execute("SELECT q, label FROM judged ORDER BY q").fetchnumpy()
         labels = con.execute(
             "SELECT CASE WHEN row_number() OVER (PARTITION BY c.q, c.doc_id ORDER BY c.rank) = 1"
             "            THEN coalesce(j.label, 0) ELSE 0 END AS label"
             " FROM chunk_rows c LEFT JOIN judged j ON j.q = c.q AND j.doc_id = c.doc_id"
-            " ORDER BY c.i").fetchnumpy()
+            " ORDER BY c.i"
+        ).fetchnumpy()
         pairs = con.execute(
             "SELECT c.i AS chunk, s.i AS span FROM chunk_rows c JOIN span_rows s ON s.q = c.q"
-            " WHERE c.has_text ORDER BY c.i, s.i").fetchnumpy()
+            " WHERE c.has_text ORDER BY c.i, s.i"
+        ).fetchnumpy()
     except duckdb.Error as e:
         raise RagevalError(f"staging a partition in DuckDB failed: {e}") from e
     finally:
@@ -485,8 +574,14 @@ def _id_labels(part: _Partition, s: Settings) -> tuple[RankedLabels, Ints]:
     rank = np.arange(q.size) - np.searchsorted(q, q, "left") + 1
     judged = position[part.judged_q] >= 0
     arrays = ranked_labels_from_rows(
-        [part.query_ids[i] for i in selected.tolist()], q, rank, part.chunk_label[keep],
-        position[part.judged_q[judged]], part.judged_label[judged], rel_level=s.rel_level)
+        [part.query_ids[i] for i in selected.tolist()],
+        q,
+        rank,
+        part.chunk_label[keep],
+        position[part.judged_q[judged]],
+        part.judged_label[judged],
+        rel_level=s.rel_level,
+    )
     return arrays, selected
 
 
@@ -496,16 +591,19 @@ def _coverage(part: _Partition, s: Settings, workers: int) -> Coverage:
     width = int(n_spans.max()) if part.n_queries else 0
     tensor = np.full((part.n_queries, part.depth, width), np.nan, dtype=np.float32)
     exists = (np.arange(part.depth)[None, :, None] < part.n_ret[:, None, None]) & (
-        np.arange(width)[None, None, :] < n_spans[:, None, None])
+        np.arange(width)[None, None, :] < n_spans[:, None, None]
+    )
     tensor[exists] = 0.0  # a chunk without text scores 0 against every span
     pair_ch, pair_sp = part.pairs
     if pair_ch.size:
         texts = [t if t is not None else "" for t in part.chunk_text]  # only texts are paired
-        scored = score_pairs(part.span_text, texts, pair_sp, pair_ch, scorer=s.scorer, norm=s.norm,
-                             workers=workers)
+        scored = score_pairs(
+            part.span_text, texts, pair_sp, pair_ch, scorer=s.scorer, norm=s.norm, workers=workers
+        )
         span_first = np.searchsorted(part.span_q, part.span_q, "left")  # spans come in row order
         eidx = pair_sp - span_first[pair_sp]
         tensor[part.chunk_q[pair_ch], part.chunk_rank[pair_ch], eidx] = scored.score
-    cov = prepare_coverage(tensor, n_spans, part.n_ret, retriever_scores=part.chunk_score,
-                           score_cut=s.score_threshold)
+    cov = prepare_coverage(
+        tensor, n_spans, part.n_ret, retriever_scores=part.chunk_score, score_cut=s.score_threshold
+    )
     return cov.with_threshold(s.threshold)

@@ -144,8 +144,7 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
 def _codes(column: pa.ChunkedArray) -> tuple[NDArray[np.int64], list[str]]:
     """A non-NULL string column as (code per row, the distinct strings in first-seen order)."""
     encoded = pc.dictionary_encode(column.combine_chunks())
-    return (np.asarray(encoded.indices.to_numpy(), dtype=np.int64),
-            encoded.dictionary.to_pylist())
+    return (np.asarray(encoded.indices.to_numpy(), dtype=np.int64), encoded.dictionary.to_pylist())
 
 
 def _names(column: pa.ChunkedArray) -> NDArray[np.str_]:
@@ -177,8 +176,10 @@ def _strings(column: pa.ChunkedArray, dictionary: bool = True) -> NDArray[np.obj
 def _floats(column: Any) -> Floats:
     """A DuckDB numeric column (numpy, maybe masked for NULLs, or Arrow) as float64, NaN for NULL."""
     if isinstance(column, (pa.ChunkedArray, pa.Array)):
-        return np.asarray(column.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False),
-                          dtype=np.float64)
+        return np.asarray(
+            column.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False),
+            dtype=np.float64,
+        )
     if isinstance(column, np.ma.MaskedArray):
         return np.ma.filled(column.astype(np.float64), np.nan)
     return np.asarray(column, dtype=np.float64)
@@ -204,7 +205,8 @@ def evidence_tensor(
         np.arange(width)[None, None, :] < data.n_spans[:, None, None]
     )
     tensor[exists] = 0.0
-    tensor[_ints(rows, "qidx"), _ints(rows, "rank") - 1, _ints(rows, "eidx")] = (
-        rows.column("score").to_numpy())
+    tensor[_ints(rows, "qidx"), _ints(rows, "rank") - 1, _ints(rows, "eidx")] = rows.column(
+        "score"
+    ).to_numpy()
     data._cache[key] = tensor
     return tensor

@@ -57,8 +57,10 @@ class Setting:
 
     def bounds(self) -> tuple[float, float]:
         """(minimum, maximum), infinite where the setting has none."""
-        return (-math.inf if self.minimum is None else self.minimum,
-                math.inf if self.maximum is None else self.maximum)
+        return (
+            -math.inf if self.minimum is None else self.minimum,
+            math.inf if self.maximum is None else self.maximum,
+        )
 
     def flag_help(self) -> str:
         """--help's text: the help, the choices argparse does not list, and the default."""
@@ -71,33 +73,106 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("k", int, 10, "cut-off of the default metrics", "--k", "k (cut-off)",
-            url_key="k", minimum=1, step=1),
-    Setting("threshold", float, 0.7,
-            "fuzzy coverage threshold: a chunk covers a gold span when their match score is at "
-            "least this", "--threshold", "Fuzzy threshold",
-            url_key="threshold", minimum=0.0, maximum=1.0, step=0.01),
-    Setting("scorer", str, "partial", "how a gold span and a chunk are matched", "--scorer",
-            "Scorer",
-            url_key="scorer", choices=SCORER_NAMES, choices_in_flag=False, rescores=True),
-    Setting("strip_punct", bool, False, "strip punctuation before matching", "--strip-punct",
-            "Strip punctuation", url_key="punct", part_of="norm", rescores=True),
-    Setting("strip_articles", bool, False, "strip a/an/the before matching", "--strip-articles",
-            "Strip articles (a, an, the)", url_key="articles", part_of="norm", rescores=True),
-    Setting("relevance", str, None,
-            "ids (the run's qrels) or evidence (a chunk is relevant when it covers a gold span "
-            "at the threshold); default ids when the run has qrels", "--relevance", "Relevance",
-            url_key="relevance", choices=RELEVANCE_MODES),
-    Setting("score_threshold", float, None,
-            "drop chunks whose retriever score is below this before evaluating",
-            "--score-threshold", "Retriever score cut-off", url_key="cut", url_switch="cut_on",
-            switch_label="Drop chunks below a retriever score", start=0.0, step=0.05,
-            metavar="X"),
-    Setting("rel_level", int, 1, "labels >= this are relevant, as trec_eval -l", "--rel-level",
-            "Relevance level", minimum=1),
-    Setting("complete", bool, False,
-            "score judged queries missing from the run as 0, as trec_eval -c", "--complete",
-            "Complete"),
+    Setting(
+        "k",
+        int,
+        10,
+        "cut-off of the default metrics",
+        "--k",
+        "k (cut-off)",
+        url_key="k",
+        minimum=1,
+        step=1,
+    ),
+    Setting(
+        "threshold",
+        float,
+        0.7,
+        "fuzzy coverage threshold: a chunk covers a gold span when their match score is at "
+        "least this",
+        "--threshold",
+        "Fuzzy threshold",
+        url_key="threshold",
+        minimum=0.0,
+        maximum=1.0,
+        step=0.01,
+    ),
+    Setting(
+        "scorer",
+        str,
+        "partial",
+        "how a gold span and a chunk are matched",
+        "--scorer",
+        "Scorer",
+        url_key="scorer",
+        choices=SCORER_NAMES,
+        choices_in_flag=False,
+        rescores=True,
+    ),
+    Setting(
+        "strip_punct",
+        bool,
+        False,
+        "strip punctuation before matching",
+        "--strip-punct",
+        "Strip punctuation",
+        url_key="punct",
+        part_of="norm",
+        rescores=True,
+    ),
+    Setting(
+        "strip_articles",
+        bool,
+        False,
+        "strip a/an/the before matching",
+        "--strip-articles",
+        "Strip articles (a, an, the)",
+        url_key="articles",
+        part_of="norm",
+        rescores=True,
+    ),
+    Setting(
+        "relevance",
+        str,
+        None,
+        "ids (the run's qrels) or evidence (a chunk is relevant when it covers a gold span "
+        "at the threshold); default ids when the run has qrels",
+        "--relevance",
+        "Relevance",
+        url_key="relevance",
+        choices=RELEVANCE_MODES,
+    ),
+    Setting(
+        "score_threshold",
+        float,
+        None,
+        "drop chunks whose retriever score is below this before evaluating",
+        "--score-threshold",
+        "Retriever score cut-off",
+        url_key="cut",
+        url_switch="cut_on",
+        switch_label="Drop chunks below a retriever score",
+        start=0.0,
+        step=0.05,
+        metavar="X",
+    ),
+    Setting(
+        "rel_level",
+        int,
+        1,
+        "labels >= this are relevant, as trec_eval -l",
+        "--rel-level",
+        "Relevance level",
+        minimum=1,
+    ),
+    Setting(
+        "complete",
+        bool,
+        False,
+        "score judged queries missing from the run as 0, as trec_eval -c",
+        "--complete",
+        "Complete",
+    ),
 )
 
 #: name -> Setting
@@ -128,20 +203,25 @@ def _range(s: Setting) -> str:
         return "any finite number"
     if s.maximum is None:
         return f"an integer >= {s.minimum:g}" + (
-            " (the app's slider stops at the run's depth)" if s.url_key else "")
+            " (the app's slider stops at the run's depth)" if s.url_key else ""
+        )
     return f"{s.minimum:g} to {s.maximum:g}"
 
 
 def settings_table_markdown() -> str:
     """The settings table of docs/metrics.md (between DOCS_BEGIN and DOCS_END)."""
-    rows = ["| setting | CLI flag | URL key | default | values | re-scores | meaning |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| setting | CLI flag | URL key | default | values | re-scores | meaning |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for s in SETTINGS:
         url = f"`{s.url_key}`" if s.url_key else "-"
         if s.url_switch:
             url = f"`{s.url_switch}` + {url}"
-        rows.append(f"| `{s.name}` | `{s.flag}` | {url} | {_shown(s.default)} | {_range(s)} | "
-                    f"{'yes' if s.rescores else 'no'} | {s.help} |")
+        rows.append(
+            f"| `{s.name}` | `{s.flag}` | {url} | {_shown(s.default)} | {_range(s)} | "
+            f"{'yes' if s.rescores else 'no'} | {s.help} |"
+        )
     return "\n".join(rows) + "\n"
 
 

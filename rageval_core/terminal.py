@@ -33,9 +33,13 @@ def json_text(value: Any, default: Callable[[Any], Any] | None = None) -> str:
 
 def text_table(headers: Sequence[Any], rows: Sequence[Sequence[Any]]) -> str:
     """Left-aligned columns under a dashed rule; cells escaped (shown) before widths are measured."""
-    cells = [[shown(str(h)) for h in headers]] + [["" if v is None else shown(str(v)) for v in r] for r in rows]
+    cells = [[shown(str(h)) for h in headers]] + [
+        ["" if v is None else shown(str(v)) for v in r] for r in rows
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

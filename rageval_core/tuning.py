@@ -101,7 +101,9 @@ def flip_share(best: ArrayLike, threshold: float, delta: float = 0.05) -> Flip:
     """
     values = np.asarray(best, dtype=np.float32)
     if not (np.isfinite(threshold) and np.isfinite(delta)) or delta < 0:
-        raise UsageError(f"threshold and delta must be finite, delta >= 0 (got {threshold}, {delta})")
+        raise UsageError(
+            f"threshold and delta must be finite, delta >= 0 (got {threshold}, {delta})"
+        )
     # round: 0.7 + 0.05 must be the slider's 0.75, not 0.7499999999999999
     t, hi, lo = (np.float32(round(x, 9)) for x in (threshold, threshold + delta, threshold - delta))
     covered = values >= t
@@ -186,19 +188,38 @@ def borderline_pairs(
     # a candidate without a kept score row (no chunk text) is dropped by the join: fetch more
     step = 2 * limit
     for lo in range(0, order.size, step):
-        chosen = order[lo:lo + step]
-        rows = reads.pair_texts(store, rid, settings.scorer, settings.norm.key,
-                                q[chosen].tolist(), (r[chosen] + 1).tolist(), e[chosen].tolist())
+        chosen = order[lo : lo + step]
+        rows = reads.pair_texts(
+            store,
+            rid,
+            settings.scorer,
+            settings.norm.key,
+            q[chosen].tolist(),
+            (r[chosen] + 1).tolist(),
+            e[chosen].tolist(),
+        )
         for i, query_id, query, doc_id, evidence, text, start, end in rows:
             j = chosen[i]  # i: the position in closest-first order
             before, window, after, clip_b, clip_a = _window(text or "", start, end, context_chars)
-            out.append(BorderlinePair(
-                qidx=int(q[j]), query_id=query_id, query=query, rank=int(r[j]) + 1,
-                cut_rank=int(cut_rank[q[j], r[j]]), eidx=int(e[j]), doc_id=doc_id,
-                score=float(scores[q[j], r[j], e[j]]), distance=float(d[j]), evidence=evidence,
-                before=before, window=window, after=after, clipped_before=clip_b,
-                clipped_after=clip_a,
-            ))
+            out.append(
+                BorderlinePair(
+                    qidx=int(q[j]),
+                    query_id=query_id,
+                    query=query,
+                    rank=int(r[j]) + 1,
+                    cut_rank=int(cut_rank[q[j], r[j]]),
+                    eidx=int(e[j]),
+                    doc_id=doc_id,
+                    score=float(scores[q[j], r[j], e[j]]),
+                    distance=float(d[j]),
+                    evidence=evidence,
+                    before=before,
+                    window=window,
+                    after=after,
+                    clipped_before=clip_b,
+                    clipped_after=clip_a,
+                )
+            )
             if len(out) == limit:
                 return out
     return out
@@ -239,10 +260,13 @@ def set_label(
     if label is not None and not isinstance(label, (bool, np.bool_)):
         raise UsageError(f"label must be True, False or None, got {label!r}")
     record = store.run(run)
-    if not set_pair_label(store, record.run_id, scorer, key, int(qidx), int(rank), int(eidx), label):
+    if not set_pair_label(
+        store, record.run_id, scorer, key, int(qidx), int(rank), int(eidx), label
+    ):
         raise UsageError(
             f"run {record.name} has no scored pair (query {qidx}, rank {rank}, span {eidx}) "
-            f"for scorer {scorer} ({key})")
+            f"for scorer {scorer} ({key})"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -353,7 +377,10 @@ def agreement_curve(labels: ArrayLike, scores: ArrayLike, thresholds: ArrayLike)
         precision=_ratio(tp, tp + fp),
         recall=_ratio(tp, np.full(ts.shape, pos.size)),
         f1=_ratio(2 * tp, 2 * tp + fp + fn),
-        tp=tp, fp=fp, fn=fn, tn=tn,
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        tn=tn,
     )
 
 
@@ -391,15 +418,25 @@ def suggest_threshold(
     n_no = int(kept.size - n_match)
     if n_match < min_each or n_no < min_each:
         return Suggestion(
-            None, float("nan"), float("nan"), int(kept.size), n_match, n_no,
+            None,
+            float("nan"),
+            float("nan"),
+            int(kept.size),
+            n_match,
+            n_no,
             f"no suggestion yet: it needs at least {min_each} labels of each kind "
-            f"(have {n_match} match, {n_no} no match)")
+            f"(have {n_match} match, {n_no} no match)",
+        )
     f1 = np.where(np.isnan(curve.f1), -1.0, curve.f1)
     best = np.flatnonzero(f1 == f1.max())
     distance = np.round(np.abs(ts[best] - current), 9)  # 0.65 and 0.75 are equally far from 0.7
     pick = int(best[np.argmin(distance)])  # argmin takes the first: the lower threshold
     return Suggestion(
-        threshold=float(ts[pick]), f1=float(curve.f1[pick]), accuracy=float(curve.accuracy[pick]),
-        n_labels=int(kept.size), n_match=n_match, n_no_match=n_no,
+        threshold=float(ts[pick]),
+        f1=float(curve.f1[pick]),
+        accuracy=float(curve.accuracy[pick]),
+        n_labels=int(kept.size),
+        n_match=n_match,
+        n_no_match=n_no,
         message=f"F1 {curve.f1[pick]:.3f} on {kept.size} labels ({n_match} match, {n_no} no match)",
     )

@@ -51,8 +51,12 @@ def _environment(cwd: Path | None, env: Mapping[str, str | None] | None) -> Iter
                 os.environ[k] = v
 
 
-def rageval(*args: str, db: Path | None = None, cwd: Path | None = None,
-            env: Mapping[str, str | None] | None = None) -> Result:
+def rageval(
+    *args: str,
+    db: Path | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str | None] | None = None,
+) -> Result:
     """`rageval [--db DB] ARGS` through cli.main in this process; argparse's exits are codes too."""
     argv = [*(["--db", str(db)] if db is not None else []), *args]
     out, err = io.StringIO(), io.StringIO()
@@ -64,12 +68,18 @@ def rageval(*args: str, db: Path | None = None, cwd: Path | None = None,
     return Result(int(code), out.getvalue(), err.getvalue())
 
 
-def rageval_subprocess(*args: str, db: Path | None = None, cwd: Path | None = None,
-                       timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def rageval_subprocess(
+    *args: str, db: Path | None = None, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """`python -m rageval_core.cli [--db DB] ARGS` in a real child process."""
     argv = [*(["--db", str(db)] if db is not None else []), *args]
-    return subprocess.run([sys.executable, "-m", "rageval_core.cli", *argv], capture_output=True,
-                          text=True, cwd=cwd or REPO, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rageval_core.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd or REPO,
+        timeout=timeout,
+    )
 
 
 def import_files(db: Path, *files: Path | str) -> None:

@@ -12,16 +12,27 @@ from tests.paths import ORACLE, ORACLE_MISSING, REPO, in_ci
 
 #: a marker per folder: `pytest -m store` runs the store's tests, `-m "not e2e"` skips the browser
 FOLDER_MARKERS = {
-    ("core", "formats"): "formats", ("core", "metrics"): "metrics", ("core", "store"): "store",
-    ("core", "matching"): "matching", ("core", "cli"): "cli", ("core", "compare"): "compare",
-    ("bench",): "bench", ("dashboard",): "dashboard", ("e2e",): "e2e",
+    ("core", "formats"): "formats",
+    ("core", "metrics"): "metrics",
+    ("core", "store"): "store",
+    ("core", "matching"): "matching",
+    ("core", "cli"): "cli",
+    ("core", "compare"): "compare",
+    ("bench",): "bench",
+    ("dashboard",): "dashboard",
+    ("e2e",): "e2e",
 }
 #: left out of `make test-fast` (still in `make test` and CI): tests/bench (the bench smoke
 #: tests) and these files: fuzzing, and tests that start and kill processes or hold files across them
-SLOW_FILES = frozenset({
-    "test_fuzz_readers.py", "test_concurrency.py", "test_crash.py", "test_native_fast_import.py",
-    "test_partition.py",
-})
+SLOW_FILES = frozenset(
+    {
+        "test_fuzz_readers.py",
+        "test_concurrency.py",
+        "test_crash.py",
+        "test_native_fast_import.py",
+        "test_partition.py",
+    }
+)
 TESTS = REPO / "tests"
 
 
@@ -63,6 +74,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("oracle") is None or ORACLE.is_dir():
         return
     if in_ci():
-        pytest.fail(f"{ORACLE_MISSING} ({ORACLE}); CI runs with ../shared beside the clone",
-                    pytrace=False)
+        pytest.fail(
+            f"{ORACLE_MISSING} ({ORACLE}); CI runs with ../shared beside the clone", pytrace=False
+        )
     pytest.skip(f"{ORACLE_MISSING} (they sit beside the project for its developers and CI)")

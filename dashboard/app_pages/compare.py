@@ -33,27 +33,35 @@ def keep_choice(key: str, options: list[str], default: str) -> None:
 
 
 def html_label(text: str, role: str) -> str:
-    return (f'<div style="font-weight:600;font-size:1.1rem;margin:0.2rem 0 0.4rem 0">'
-            f'{escape_text(text)} <span style="opacity:0.6;font-weight:400">({role})</span></div>')
+    return (
+        f'<div style="font-weight:600;font-size:1.1rem;margin:0.2rem 0 0.4rem 0">'
+        f'{escape_text(text)} <span style="opacity:0.6;font-weight:400">({role})</span></div>'
+    )
 
 
 st.title("Compare")
 view = sidebar.require_view()
 all_runs = state.runs()
 if len(all_runs) < 2:
-    st.info("Comparing needs at least two runs, and this store holds one. Import another run on "
-            "the **Runs** page or with `rageval import FILE`, then come back.")
+    st.info(
+        "Comparing needs at least two runs, and this store holds one. Import another run on "
+        "the **Runs** page or with `rageval import FILE`, then come back."
+    )
     st.stop()
 by_name = {r.name: r for r in all_runs}
 settings = view.settings
 
 # --- which runs: the baseline follows the sidebar's run, candidates default to all others --------
-if ss.get(keys.COMPARE_SIDEBAR_RUN) != view.run.name or ss.get(keys.COMPARE_BASELINE) not in by_name:
+if (
+    ss.get(keys.COMPARE_SIDEBAR_RUN) != view.run.name
+    or ss.get(keys.COMPARE_BASELINE) not in by_name
+):
     ss[keys.COMPARE_SIDEBAR_RUN] = view.run.name
     ss[keys.COMPARE_BASELINE] = view.run.name
 c1, c2 = st.columns([1, 3])
-baseline_name = c1.selectbox("Baseline", list(by_name), key=keys.COMPARE_BASELINE,
-                             help="defaults to the sidebar's run")
+baseline_name = c1.selectbox(
+    "Baseline", list(by_name), key=keys.COMPARE_BASELINE, help="defaults to the sidebar's run"
+)
 others = [n for n in by_name if n != baseline_name]
 previous = ss.get(keys.COMPARE_PREV_BASELINE)
 chosen = ss.get(keys.COMPARE_CANDIDATES)
@@ -62,12 +70,17 @@ if chosen is None:
 else:  # a new baseline that was a candidate swaps places with the old baseline
     chosen = [previous if c == baseline_name else c for c in chosen]
 ss[keys.COMPARE_CANDIDATES] = list(dict.fromkeys(c for c in chosen if c in others))[
-    : keys.COMPARE_MAX_CANDIDATES]
+    : keys.COMPARE_MAX_CANDIDATES
+]
 ss[keys.COMPARE_PREV_BASELINE] = baseline_name
 candidate_names = c2.multiselect(
-    "Candidates", others, key=keys.COMPARE_CANDIDATES,
-    max_selections=keys.COMPARE_MAX_CANDIDATES, placeholder="pick up to four runs",
-    help="each is compared with the baseline on the queries all the runs share")
+    "Candidates",
+    others,
+    key=keys.COMPARE_CANDIDATES,
+    max_selections=keys.COMPARE_MAX_CANDIDATES,
+    placeholder="pick up to four runs",
+    help="each is compared with the baseline on the queries all the runs share",
+)
 baseline = by_name[baseline_name]
 candidates = [by_name[n] for n in candidate_names]
 
@@ -81,37 +94,53 @@ def show_comparison(c: Comparison) -> None:
     al = c.alignment
     stem = "compare_run" + "_".join(str(r.run_id) for r in (baseline, *candidates))
     st.markdown(fc.summary_html(c), unsafe_allow_html=True)
-    st.caption(f"Settings from the sidebar: k = {s['k']}, relevance = {s['relevance'] or 'none'}, "
-               f"fuzzy threshold = {s['threshold']}, scorer = {s['scorer']}. Paired on the "
-               f"{al.n_shared} queries every run holds; significant = randomisation-test p < "
-               f"{c.options.alpha:g} after Holm's correction over all {len(c.tests)} "
-               "(candidate, metric) tests.")
+    st.caption(
+        f"Settings from the sidebar: k = {s['k']}, relevance = {s['relevance'] or 'none'}, "
+        f"fuzzy threshold = {s['threshold']}, scorer = {s['scorer']}. Paired on the "
+        f"{al.n_shared} queries every run holds; significant = randomisation-test p < "
+        f"{c.options.alpha:g} after Holm's correction over all {len(c.tests)} "
+        "(candidate, metric) tests."
+    )
     not_shared = [f"{run}: {al.n_only_in[run]}" for run in al.runs if al.n_only_in[run]]
     if not_shared:
-        st.warning(escape_text(f"Queries not held by every run are left out "
-                               f"({'; '.join(not_shared)}).", one_line=True))
+        st.warning(
+            escape_text(
+                f"Queries not held by every run are left out ({'; '.join(not_shared)}).",
+                one_line=True,
+            )
+        )
 
     # --- metrics ---
     st.header("Metrics", divider="gray")
     if not c.metrics:
-        st.info("These runs share no metric at these settings (latency and cost are compared "
-                "below).")
+        st.info(
+            "These runs share no metric at these settings (latency and cost are compared below)."
+        )
     else:
         frame = fc.metrics_frame(c)
         lower = [m for m in c.metrics if not higher_is_better(m)]
-        direction = (f"{', '.join(lower)} {'is' if len(lower) == 1 else 'are'} better when lower; "
-                     "every other metric when higher") if lower else "every metric is better when higher"
-        st.dataframe(fc.style_metrics(fc.metrics_display(frame, c.options.level)),
-                     hide_index=True, width="stretch",
-                     key="compare.metrics", height=min(38 + 35 * len(frame), 600),
-                     column_config={
-                         **{name: st.column_config.Column(width="small") for name in SMALL},
-                         "candidate": st.column_config.TextColumn("run", pinned=True),
-                         "metric": st.column_config.TextColumn(
-                             pinned=True, help=direction),
-                         "baseline mean": st.column_config.Column("baseline", width="small"),
-                         "candidate mean": st.column_config.Column("candidate", width="small"),
-                     })
+        direction = (
+            (
+                f"{', '.join(lower)} {'is' if len(lower) == 1 else 'are'} better when lower; "
+                "every other metric when higher"
+            )
+            if lower
+            else "every metric is better when higher"
+        )
+        st.dataframe(
+            fc.style_metrics(fc.metrics_display(frame, c.options.level)),
+            hide_index=True,
+            width="stretch",
+            key="compare.metrics",
+            height=min(38 + 35 * len(frame), 600),
+            column_config={
+                **{name: st.column_config.Column(width="small") for name in SMALL},
+                "candidate": st.column_config.TextColumn("run", pinned=True),
+                "metric": st.column_config.TextColumn(pinned=True, help=direction),
+                "baseline mean": st.column_config.Column("baseline", width="small"),
+                "candidate mean": st.column_config.Column("candidate", width="small"),
+            },
+        )
         csv_download("Download CSV", frame, f"{stem}_metrics.csv", "compare.metrics.csv")
         with st.expander("How to read this table"):
             st.markdown(
@@ -128,7 +157,8 @@ def show_comparison(c: Comparison) -> None:
                 f"direction: {direction} (a negative delta of a lower-is-better metric is an "
                 "improvement).\n"
                 f"- Rows are green (▲) for a significant improvement and red (▼) for a "
-                f"significant regression (p (Holm) < {c.options.alpha:g}).")
+                f"significant regression (p (Holm) < {c.options.alpha:g})."
+            )
         st.plotly_chart(fc.wtl_bars(c), width="stretch", key="compare.wtl")
 
     # --- per query ---
@@ -148,24 +178,41 @@ def show_comparison(c: Comparison) -> None:
     if lat.empty:
         st.info("No latency stage is recorded in both the baseline and a candidate.")
     else:
-        st.caption("Milliseconds, over the queries where both runs recorded the stage; the "
-                   f"interval is a {100 * c.options.level:g}% bootstrap interval of the change. "
-                   "Red: significantly slower; green: significantly faster.")
-        st.dataframe(fc.style_ops(lat, 1), hide_index=True, width="stretch", key="compare.latency",
-                     height=min(38 + 35 * len(lat), 600))
+        st.caption(
+            "Milliseconds, over the queries where both runs recorded the stage; the "
+            f"interval is a {100 * c.options.level:g}% bootstrap interval of the change. "
+            "Red: significantly slower; green: significantly faster."
+        )
+        st.dataframe(
+            fc.style_ops(lat, 1),
+            hide_index=True,
+            width="stretch",
+            key="compare.latency",
+            height=min(38 + 35 * len(lat), 600),
+        )
         csv_download("Download CSV", lat, f"{stem}_latency.csv", "compare.latency.csv")
     alone = fc.stages_not_compared(c)
     if alone:
-        st.caption(escape_text("Stages not compared (not in both runs): " + ", ".join(alone),
-                               one_line=True))
+        st.caption(
+            escape_text(
+                "Stages not compared (not in both runs): " + ", ".join(alone), one_line=True
+            )
+        )
     cost = fc.cost_frame(c)
     if cost.empty:
-        st.info(escape_text("Cost is not compared: "
-                            + (c.cost_note or "no query has a known cost in both runs") + ".",
-                            one_line=True))
+        st.info(
+            escape_text(
+                "Cost is not compared: "
+                + (c.cost_note or "no query has a known cost in both runs")
+                + ".",
+                one_line=True,
+            )
+        )
     else:
-        st.caption("Cost in USD per query (mean) and in total over the shared queries whose cost "
-                   "both runs know.")
+        st.caption(
+            "Cost in USD per query (mean) and in total over the shared queries whose cost "
+            "both runs know."
+        )
         st.dataframe(fc.style_ops(cost, 6), hide_index=True, width="stretch", key="compare.cost")
         csv_download("Download CSV", cost, f"{stem}_cost.csv", "compare.cost.csv")
 
@@ -180,16 +227,22 @@ def show_per_query(c: Comparison, stem: str) -> None:
     base_report = state.report(run_view(baseline))
     cand_report = state.report(run_view(focus_run))
     test = c.test(focus, metric)
-    pairs = fc.paired_frame(c, focus, metric, base_report.per_query[metric],
-                            cand_report.per_query[metric])
+    pairs = fc.paired_frame(
+        c, focus, metric, base_report.per_query[metric], cand_report.per_query[metric]
+    )
     left, right = st.columns([3, 2])
     with left:
         event = st.plotly_chart(
             fc.scatter(pairs, metric, test.higher_is_better, c.baseline, focus),
-            width="stretch", key=keys.COMPARE_SCATTER, on_select="rerun",
-            selection_mode="points")
-        st.caption(f"{len(pairs)} queries scored in both runs; points on the dashed diagonal "
-                   "are ties. Click a point to open that query below.")
+            width="stretch",
+            key=keys.COMPARE_SCATTER,
+            on_select="rerun",
+            selection_mode="points",
+        )
+        st.caption(
+            f"{len(pairs)} queries scored in both runs; points on the dashed diagonal "
+            "are ties. Click a point to open that query below."
+        )
     points = list(event.selection.points) if event is not None else []
     seen = [p.get("customdata") for p in points]
     if seen != ss.get(keys.COMPARE_SEEN_POINTS, []):  # a new click, not one left from before
@@ -204,10 +257,16 @@ def show_per_query(c: Comparison, stem: str) -> None:
         if worst.empty:
             st.info("No query got worse on this metric.")
         else:
-            st.dataframe(worst, hide_index=True, width="stretch", key="compare.worst",
-                         column_config={"baseline": NUM, "candidate": NUM, "delta": NUM})
-            csv_download("Download CSV", worst, f"{stem}_regressed_{metric}.csv",
-                         "compare.worst.csv")
+            st.dataframe(
+                worst,
+                hide_index=True,
+                width="stretch",
+                key="compare.worst",
+                column_config={"baseline": NUM, "candidate": NUM, "delta": NUM},
+            )
+            csv_download(
+                "Download CSV", worst, f"{stem}_regressed_{metric}.csv", "compare.worst.csv"
+            )
         options = [NO_QUERY, *worst["query_id"].tolist()]
         keep_choice(keys.COMPARE_REGRESSED, options, NO_QUERY)
 
@@ -215,19 +274,27 @@ def show_per_query(c: Comparison, stem: str) -> None:
             if ss[keys.COMPARE_REGRESSED] != NO_QUERY:
                 ss[keys.COMPARE_QUERY] = ss[keys.COMPARE_REGRESSED]
 
-        st.selectbox("Open a regressed query", options, key=keys.COMPARE_REGRESSED,
-                     on_change=_pick)
+        st.selectbox("Open a regressed query", options, key=keys.COMPARE_REGRESSED, on_change=_pick)
     selected = ss.get(keys.COMPARE_QUERY)
     if selected is None:
-        st.info("Click a point of the scatter or pick a regressed query to see that query's "
-                "retrieved chunks in both runs side by side.")
+        st.info(
+            "Click a point of the scatter or pick a regressed query to see that query's "
+            "retrieved chunks in both runs side by side."
+        )
         return
-    show_side_by_side(c, focus_run, metric, str(selected), base_report.per_query,
-                      cand_report.per_query)
+    show_side_by_side(
+        c, focus_run, metric, str(selected), base_report.per_query, cand_report.per_query
+    )
 
 
-def show_side_by_side(c: Comparison, focus_run: RunRecord, metric: str, query_id: str,
-                      base_values: dict[str, Any], cand_values: dict[str, Any]) -> None:
+def show_side_by_side(
+    c: Comparison,
+    focus_run: RunRecord,
+    metric: str,
+    query_id: str,
+    base_values: dict[str, Any],
+    cand_values: dict[str, Any],
+) -> None:
     st.subheader("Side by side")
     base_view, cand_view = run_view(baseline), run_view(focus_run)
     rows = [dd.qidx_of(state.data(v), query_id) for v in (base_view, cand_view)]
@@ -238,58 +305,89 @@ def show_side_by_side(c: Comparison, focus_run: RunRecord, metric: str, query_id
     st.markdown(text_block(f"Query {query_id}", details[0].query), unsafe_allow_html=True)
     values = fc.query_metrics_frame(c.metrics, base_values, cand_values, rows[0], rows[1])
     with st.expander("This query's metrics in both runs"):
-        st.dataframe(values, hide_index=True, width="stretch", key="compare.query_metrics",
-                     column_config={"baseline": NUM, "candidate": NUM, "delta": NUM})
+        st.dataframe(
+            values,
+            hide_index=True,
+            width="stretch",
+            key="compare.query_metrics",
+            column_config={"baseline": NUM, "candidate": NUM, "delta": NUM},
+        )
     own = values.set_index("metric").loc[metric]
     direction = "normal" if higher_is_better(metric) else "inverse"
     shown = (("baseline", own["baseline"], None), ("candidate", own["candidate"], own["delta"]))
-    for col, record, (role, value, delta), detail in zip(st.columns(2), (baseline, focus_run),
-                                                        shown, details, strict=True):
+    for col, record, (role, value, delta), detail in zip(
+        st.columns(2), (baseline, focus_run), shown, details, strict=True
+    ):
         with col, st.container(key=f"compare-detail-{role}"):
             st.markdown(html_label(record.name, role), unsafe_allow_html=True)
             m1, m2, m3 = st.columns(3)
-            m1.metric(metric, "—" if pd.isna(value) else f"{value:.3f}",
-                      delta=None if delta is None or pd.isna(delta) else f"{delta:+.3f}",
-                      delta_color=direction)
+            m1.metric(
+                metric,
+                "—" if pd.isna(value) else f"{value:.3f}",
+                delta=None if delta is None or pd.isna(delta) else f"{delta:+.3f}",
+                delta_color=direction,
+            )
             show_detail(detail, m2, m3)
 
 
 def show_detail(detail: dd.QueryDetail, m2: Any, m3: Any) -> None:
     k = detail.k
-    m2.metric(f"Spans covered in top {k}",
-              f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—")
+    m2.metric(
+        f"Spans covered in top {k}",
+        f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—",
+    )
     m3.metric("Chunks retrieved", len(detail.chunks))
     if detail.has_qrels and detail.missed_relevant:
-        st.caption(f"{len(detail.missed_relevant)} relevant document(s) by the qrels not in the "
-                   f"top {k}.")
+        st.caption(
+            f"{len(detail.missed_relevant)} relevant document(s) by the qrels not in the top {k}."
+        )
     if not detail.in_run or not detail.chunks:
         st.info("Nothing was retrieved for this query in this run.")
         return
 
     def card(ch: dd.ChunkDetail) -> str:
-        header = fq.chunk_header(ch.rank, ch.original_rank, ch.doc_id, ch.score, ch.label,
-                                 ch.relevant, ch.match_eidx, ch.match_score, detail.threshold)
+        header = fq.chunk_header(
+            ch.rank,
+            ch.original_rank,
+            ch.doc_id,
+            ch.score,
+            ch.label,
+            ch.relevant,
+            ch.match_eidx,
+            ch.match_score,
+            detail.threshold,
+        )
         return chunk_card(header, ch.text, ch.match_start, ch.match_end, ch.covers)
 
     st.caption(f"Top {k} chunks, rank order; the matched gold-span window is highlighted.")
     with st.container(height=720):  # both lists scroll side by side, the page stays short
-        st.markdown("".join(card(ch) for ch in detail.chunks if ch.in_top_k),
-                    unsafe_allow_html=True)
+        st.markdown(
+            "".join(card(ch) for ch in detail.chunks if ch.in_top_k), unsafe_allow_html=True
+        )
 
 
 def show_segments(c: Comparison, stem: str) -> None:
     tags = list(baseline.tag_keys)
     if not tags or not c.metrics:
-        st.info("The baseline has no tags, so there are no segments to compare."
-                if not tags else "No metric to compare by segment.")
+        st.info(
+            "The baseline has no tags, so there are no segments to compare."
+            if not tags
+            else "No metric to compare by segment."
+        )
         return
     # on request only: a segment comparison re-runs every test inside every value of the tag
     keep_choice(keys.COMPARE_TAG, [NO_TAG, *tags], NO_TAG)
-    tag = st.selectbox("Tag", [NO_TAG, *tags], key=keys.COMPARE_TAG,
-                       help="the baseline's tag values; queries without the tag form (none)")
+    tag = st.selectbox(
+        "Tag",
+        [NO_TAG, *tags],
+        key=keys.COMPARE_TAG,
+        help="the baseline's tag values; queries without the tag form (none)",
+    )
     if tag == NO_TAG:
-        st.caption("Pick a tag to compare the runs inside each of its values (e.g. per query "
-                   "type): the deltas, their significance and the number of queries per value.")
+        st.caption(
+            "Pick a tag to compare the runs inside each of its values (e.g. per query "
+            "type): the deltas, their significance and the number of queries per value."
+        )
         return
     with st.spinner("Comparing inside every value of the tag ..."):
         try:
@@ -298,26 +396,38 @@ def show_segments(c: Comparison, stem: str) -> None:
             st.error(escape_text(f"The segments cannot be compared: {e}", one_line=True))
             return
     long = fc.segment_frame(seg, tag)
-    st.caption("Delta (candidate - baseline) of each metric inside each value of the tag, with "
-               "the number of queries; green / red: significant after Holm's correction within "
-               "the value; None: no query of the value is scored on that metric in both runs.")
-    st.dataframe(fc.segment_table(long, seg.metrics), hide_index=True, width="stretch",
-                 key="compare.segments")
+    st.caption(
+        "Delta (candidate - baseline) of each metric inside each value of the tag, with "
+        "the number of queries; green / red: significant after Holm's correction within "
+        "the value; None: no query of the value is scored on that metric in both runs."
+    )
+    st.dataframe(
+        fc.segment_table(long, seg.metrics),
+        hide_index=True,
+        width="stretch",
+        key="compare.segments",
+    )
     csv_download("Download CSV", long, f"{stem}_segments.csv", "compare.segments.csv")
 
 
 def show_trends(c: Comparison | None) -> None:
     st.header("Trends", divider="gray")
     try:
-        options = list(c.metrics) if c is not None and c.metrics else list(
-            state.report(run_view(baseline)).metrics)
+        options = (
+            list(c.metrics)
+            if c is not None and c.metrics
+            else list(state.report(run_view(baseline)).metrics)
+        )
     except RagevalError:
         options = []
     if not options:
         st.info("No metric to follow at these settings.")
         return
-    defaults = [m for m in (f"nDCG@{settings.k}", f"R@{settings.k}", f"EvidenceRecall@{settings.k}")
-                if m in options] or options[:2]
+    defaults = [
+        m
+        for m in (f"nDCG@{settings.k}", f"R@{settings.k}", f"EvidenceRecall@{settings.k}")
+        if m in options
+    ] or options[:2]
     if keys.COMPARE_TREND_METRICS not in ss:
         ss[keys.COMPARE_TREND_METRICS] = defaults
     ss[keys.COMPARE_TREND_METRICS] = [m for m in ss[keys.COMPARE_TREND_METRICS] if m in options]
@@ -331,12 +441,21 @@ def show_trends(c: Comparison | None) -> None:
         stage = st.selectbox("p95 latency of stage", stages, key=keys.COMPARE_TREND_STAGE)
     st.plotly_chart(fc.trends_figure(rows, metrics, stage), width="stretch", key="compare.trends")
     frame = fc.trends_frame(rows, metrics)
-    st.caption("Every stored run, ordered by its created_at (runs without one come last); "
-               "None: the run cannot be scored on that metric, or does not record that stage.")
+    st.caption(
+        "Every stored run, ordered by its created_at (runs without one come last); "
+        "None: the run cannot be scored on that metric, or does not record that stage."
+    )
     ms = st.column_config.NumberColumn(format="%.1f")
-    st.dataframe(frame, hide_index=True, width="stretch", key="compare.trends_table",
-                 column_config={**{m: NUM for m in metrics},
-                                **{c: ms for c in frame.columns if str(c).startswith("p95 ")}})
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        key="compare.trends_table",
+        column_config={
+            **{m: NUM for m in metrics},
+            **{c: ms for c in frame.columns if str(c).startswith("p95 ")},
+        },
+    )
     csv_download("Download CSV", frame, "trends.csv", "compare.trends.csv")
 
 

@@ -40,57 +40,86 @@ file_stem = f"run{run.run_id}"  # never the run name in a file name: it is user 
 st.header("Latency per stage", divider="gray")
 latency = report.ops["latency_ms"]
 if not qops.has_latency:
-    st.info("This run has no latency: its queries carry no `latency_ms` "
-            "(e.g. `{\"retrieval\": 12.5, \"total\": 480.0}`), so there are no percentiles to show.")
+    st.info(
+        "This run has no latency: its queries carry no `latency_ms` "
+        '(e.g. `{"retrieval": 12.5, "total": 480.0}`), so there are no percentiles to show.'
+    )
 else:
     table = fo.percentile_frame(latency)
     # stages differ by orders of magnitude (retrieval ms, generation s): log by default
-    log_scale = st.toggle("Log scale", value=True, key=keys.LATENCY_LOG_X,
-                          help="the bars' ms axis and the distribution's ms axis")
-    st.plotly_chart(fo.percentile_bars(table, log_y=log_scale), width="stretch",
-                    key="latency.bars")
-    st.caption("Milliseconds, over the queries that recorded each stage; percentiles are "
-               "numpy.percentile's (linear).")
-    st.dataframe(table, hide_index=True, width="stretch", key="latency.table",
-                 column_config={c: MS for c in fo.STAT_COLUMNS})
+    log_scale = st.toggle(
+        "Log scale",
+        value=True,
+        key=keys.LATENCY_LOG_X,
+        help="the bars' ms axis and the distribution's ms axis",
+    )
+    st.plotly_chart(fo.percentile_bars(table, log_y=log_scale), width="stretch", key="latency.bars")
+    st.caption(
+        "Milliseconds, over the queries that recorded each stage; percentiles are "
+        "numpy.percentile's (linear)."
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        key="latency.table",
+        column_config={c: MS for c in fo.STAT_COLUMNS},
+    )
     csv_download("Download CSV", table, f"{file_stem}_latency_percentiles.csv", "latency.table.csv")
 
     st.subheader("Distribution")
     kind = st.radio("Show as", ["ECDF", "Histogram"], key=keys.LATENCY_DIST, horizontal=True)
-    st.plotly_chart(fo.stage_distribution(qops.stages, log_x=log_scale, kind=kind.lower()),
-                    width="stretch", key="latency.dist.chart")
+    st.plotly_chart(
+        fo.stage_distribution(qops.stages, log_x=log_scale, kind=kind.lower()),
+        width="stretch",
+        key="latency.dist.chart",
+    )
 
 # --- tokens and cost ---
 st.header("Tokens and cost", divider="gray")
 if not qops.has_tokens:
-    st.info("This run has no token counts: its queries carry no `tokens` "
-            "(e.g. `{\"prompt\": 1600, \"completion\": 40}`), so cost cannot be computed.")
+    st.info(
+        "This run has no token counts: its queries carry no `tokens` "
+        '(e.g. `{"prompt": 1600, "completion": 40}`), so cost cannot be computed.'
+    )
 else:
     tokens = report.ops["tokens"]
     cost = report.ops["cost_usd"]
     cols = st.columns(4)
     cols[0].metric("Total cost", "—" if cost["total"] is None else f"${cost['total']:,.4f}")
-    cols[1].metric("Cost per query (mean)",
-                   "—" if cost["per_query"] is None else f"${cost['per_query']:,.6f}")
+    cols[1].metric(
+        "Cost per query (mean)", "—" if cost["per_query"] is None else f"${cost['per_query']:,.6f}"
+    )
     for col, kind_name in zip(cols[2:], ("prompt", "completion"), strict=True):
         t = tokens.get(kind_name)
-        col.metric(f"{kind_name.capitalize()} tokens (mean)",
-                   "—" if t is None or t["mean"] is None else f"{t['mean']:,.1f}",
-                   help=None if t is None else f"total {t['total']:,.0f} over {t['count']} queries")
+        col.metric(
+            f"{kind_name.capitalize()} tokens (mean)",
+            "—" if t is None or t["mean"] is None else f"{t['mean']:,.1f}",
+            help=None if t is None else f"total {t['total']:,.0f} over {t['count']} queries",
+        )
     if cost["price_missing"]:
         kinds = " and ".join(cost["price_missing"])
-        st.info(f"No price for {kinds} tokens: the run header has no `prices_per_1k` for them, "
-                "so cost is not computed (token counts are still shown).")
+        st.info(
+            f"No price for {kinds} tokens: the run header has no `prices_per_1k` for them, "
+            "so cost is not computed (token counts are still shown)."
+        )
     elif not np.isfinite(qops.cost_usd).any():
         st.info("No query has a known cost.")
     else:
         st.plotly_chart(fo.cost_histogram(qops.cost_usd), width="stretch", key="latency.cost")
-        st.caption(f"{cost['n_queries_with_tokens']} queries with token counts; prices per 1K "
-                   f"tokens: prompt ${run.price_prompt_per_1k}, completion "
-                   f"${run.price_completion_per_1k}.")
+        st.caption(
+            f"{cost['n_queries_with_tokens']} queries with token counts; prices per 1K "
+            f"tokens: prompt ${run.price_prompt_per_1k}, completion "
+            f"${run.price_completion_per_1k}."
+        )
     token_table = fo.token_frame(tokens)
-    st.dataframe(token_table, hide_index=True, width="stretch", key="latency.tokens",
-                 column_config={"mean": MS})
+    st.dataframe(
+        token_table,
+        hide_index=True,
+        width="stretch",
+        key="latency.tokens",
+        column_config={"mean": MS},
+    )
     csv_download("Download CSV", token_table, f"{file_stem}_tokens.csv", "latency.tokens.csv")
 
 if qops.has_latency or qops.has_tokens:
@@ -101,26 +130,39 @@ if qops.has_latency or qops.has_tokens:
             st.session_state[keys.LATENCY_PAGE] = n_pages
         page_no = 1
         if n_pages > 1:
-            page_no = int(st.number_input(
-                f"Page (of {n_pages:,}, {keys.LATENCY_PAGE_ROWS:,} queries each, query order)",
-                1, n_pages, key=keys.LATENCY_PAGE))
+            page_no = int(
+                st.number_input(
+                    f"Page (of {n_pages:,}, {keys.LATENCY_PAGE_ROWS:,} queries each, query order)",
+                    1,
+                    n_pages,
+                    key=keys.LATENCY_PAGE,
+                )
+            )
         rows = slice((page_no - 1) * keys.LATENCY_PAGE_ROWS, page_no * keys.LATENCY_PAGE_ROWS)
 
         def per_query(rows: slice = slice(None)) -> pd.DataFrame:
-            return fo.per_query_frame(qops.query_ids[rows], qops.total_ms[rows],
-                                      {k: v[rows] for k, v in qops.stages.items()},
-                                      {k: v[rows] for k, v in qops.tokens.items()},
-                                      qops.cost_usd[rows])
+            return fo.per_query_frame(
+                qops.query_ids[rows],
+                qops.total_ms[rows],
+                {k: v[rows] for k, v in qops.stages.items()},
+                {k: v[rows] for k, v in qops.tokens.items()},
+                qops.cost_usd[rows],
+            )
 
         st.dataframe(per_query(rows), hide_index=True, width="stretch", key="latency.per_query")
         c1, c2 = st.columns(2)
         # built on click only (callables): 100,000 rows of JSON should not slow every rerun
         with c1:
-            csv_download("Download CSV", per_query, f"{file_stem}_per_query_ops.csv",
-                         "latency.per_query.csv")
+            csv_download(
+                "Download CSV", per_query, f"{file_stem}_per_query_ops.csv", "latency.per_query.csv"
+            )
         with c2:
-            json_download("Download JSON", lambda: per_query().to_dict(orient="records"),
-                          f"{file_stem}_per_query_ops.json", "latency.per_query.json")
+            json_download(
+                "Download JSON",
+                lambda: per_query().to_dict(orient="records"),
+                f"{file_stem}_per_query_ops.json",
+                "latency.per_query.json",
+            )
 
 # --- latency against quality ---
 st.header("Latency against quality", divider="gray")
@@ -139,11 +181,15 @@ else:
     metric = c1.selectbox("Metric (y)", metric_names, key=keys.LATENCY_METRIC)
     colour = c2.selectbox("Colour by tag", colour_options, key=keys.LATENCY_TAG)
     tag = None if colour == NO_TAG_CHOICE else colour
-    points = scatter_points(qops.total_ms, report.per_query[metric],
-                            None if tag is None else state.data(view).tags.get(tag),
-                            report.query_ids)
-    st.plotly_chart(fo.latency_quality_scatter(points, metric, tag), width="stretch",
-                    key="latency.scatter")
+    points = scatter_points(
+        qops.total_ms,
+        report.per_query[metric],
+        None if tag is None else state.data(view).tags.get(tag),
+        report.query_ids,
+    )
+    st.plotly_chart(
+        fo.latency_quality_scatter(points, metric, tag), width="stretch", key="latency.scatter"
+    )
     notes = [f"{points.x_ms.size} queries at k = {view.settings.k}"]
     if points.n_dropped:
         notes.append(f"{points.n_dropped} left out (no latency, or not scored on {metric})")
@@ -164,8 +210,14 @@ else:
     c1, c2 = st.columns(2)
     by_tag = c1.selectbox("Tag", tag_keys, key=keys.LATENCY_BY)
     by_stage = c2.selectbox("Stage", stage_options, key=keys.LATENCY_BY_STAGE)
-    by_frame = fo.percentile_by_tag_frame(by_tag, state.latency_by_tag(view, by_tag),
-                                          None if by_stage == ALL_STAGES else by_stage)
-    st.dataframe(by_frame, hide_index=True, width="stretch", key="latency.by_tag",
-                 column_config={c: MS for c in fo.STAT_COLUMNS})
+    by_frame = fo.percentile_by_tag_frame(
+        by_tag, state.latency_by_tag(view, by_tag), None if by_stage == ALL_STAGES else by_stage
+    )
+    st.dataframe(
+        by_frame,
+        hide_index=True,
+        width="stretch",
+        key="latency.by_tag",
+        column_config={c: MS for c in fo.STAT_COLUMNS},
+    )
     csv_download("Download CSV", by_frame, f"{file_stem}_latency_by_tag.csv", "latency.by_tag.csv")

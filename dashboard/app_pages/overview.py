@@ -28,17 +28,28 @@ if not metrics:
 for family, items in tables.metric_groups(metrics).items():
     st.subheader(tables.FAMILY_TITLES.get(family, family))
     for start in range(0, len(items), CARDS_PER_ROW):
-        for col, (name, value) in zip(st.columns(CARDS_PER_ROW), items[start:start + CARDS_PER_ROW],
-                                      strict=False):
+        for col, (name, value) in zip(
+            st.columns(CARDS_PER_ROW), items[start : start + CARDS_PER_ROW], strict=False
+        ):
             band = tables.band(name, value)
-            col.metric(name, tables.format_value(name, value), delta=band,
-                       delta_color={"good": "green", "poor": "red"}.get(band or "", "off"),
-                       delta_arrow="off", help=tables.describe(name), border=True)
+            col.metric(
+                name,
+                tables.format_value(name, value),
+                delta=band,
+                delta_color={"good": "green", "poor": "red"}.get(band or "", "off"),
+                delta_arrow="off",
+                help=tables.describe(name),
+                border=True,
+            )
 with st.expander("Metrics table"):
     frame = tables.metrics_frame(metrics)
     st.dataframe(frame, hide_index=True, width="stretch")
-    csv_download("Download metrics (CSV)", frame, f"{tables.file_stem(view.run.name)}_metrics.csv",
-                 "overview.metrics.csv")
+    csv_download(
+        "Download metrics (CSV)",
+        frame,
+        f"{tables.file_stem(view.run.name)}_metrics.csv",
+        "overview.metrics.csv",
+    )
 
 data = state.data(view)
 drawn = [n for n in curve_names(data, report.relevance) if n not in tables.OFF_SCALE]
@@ -49,27 +60,41 @@ with left:
     else:
         over_k = state.curves_k(view, drawn)
         st.plotly_chart(figures.curves_over_k(over_k, s.k), key="overview.curves_k")
-        csv_download("Download curves over k (CSV)",
-                     tables.curves_frame(over_k, "k", range(1, data.depth + 1)),
-                     f"{tables.file_stem(view.run.name)}_curves_k.csv", "overview.curves_k.csv")
+        csv_download(
+            "Download curves over k (CSV)",
+            tables.curves_frame(over_k, "k", range(1, data.depth + 1)),
+            f"{tables.file_stem(view.run.name)}_curves_k.csv",
+            "overview.curves_k.csv",
+        )
 with right:
     if not view.run.has_evidence:
-        st.info("No threshold curves: this run has no gold evidence spans, and only evidence "
-                "coverage depends on the fuzzy threshold.")
+        st.info(
+            "No threshold curves: this run has no gold evidence spans, and only evidence "
+            "coverage depends on the fuzzy threshold."
+        )
     else:
-        fine = {n: v for n, v in state.curves_t(view, state.THRESHOLD_GRID).items()
-                if n not in tables.OFF_SCALE}
+        fine = {
+            n: v
+            for n, v in state.curves_t(view, state.THRESHOLD_GRID).items()
+            if n not in tables.OFF_SCALE
+        }
         coarse = None
         if report.relevance == "evidence":  # chunks are relevant when they cover a span
-            coarse = state.curves_t(view, state.COARSE_GRID,
-                                    [n for n in drawn if n in THRESHOLD_RANKING])
-        st.plotly_chart(figures.curves_over_threshold(fine, state.THRESHOLD_GRID, s.threshold,
-                                                      coarse, state.COARSE_GRID, k=s.k),
-                        key="overview.curves_t")
-        csv_download("Download curves over the threshold (CSV)",
-                     tables.curves_frame(fine, "threshold", state.THRESHOLD_GRID),
-                     f"{tables.file_stem(view.run.name)}_curves_threshold.csv",
-                     "overview.curves_t.csv")
+            coarse = state.curves_t(
+                view, state.COARSE_GRID, [n for n in drawn if n in THRESHOLD_RANKING]
+            )
+        st.plotly_chart(
+            figures.curves_over_threshold(
+                fine, state.THRESHOLD_GRID, s.threshold, coarse, state.COARSE_GRID, k=s.k
+            ),
+            key="overview.curves_t",
+        )
+        csv_download(
+            "Download curves over the threshold (CSV)",
+            tables.curves_frame(fine, "threshold", state.THRESHOLD_GRID),
+            f"{tables.file_stem(view.run.name)}_curves_threshold.csv",
+            "overview.curves_t.csv",
+        )
 
 st.subheader("Breakdown by tag")
 tag_keys = list(view.run.tag_keys)
@@ -85,6 +110,9 @@ else:
     if main:
         st.plotly_chart(figures.breakdown_bars(table, tag, main), key="overview.breakdown")
     st.dataframe(table, hide_index=True, width="stretch")
-    csv_download("Download breakdown (CSV)", table,
-                 f"{tables.file_stem(view.run.name)}_by_{tables.file_stem(tag)}.csv",
-                 "overview.breakdown.csv")
+    csv_download(
+        "Download breakdown (CSV)",
+        table,
+        f"{tables.file_stem(view.run.name)}_by_{tables.file_stem(tag)}.csv",
+        "overview.breakdown.csv",
+    )

@@ -22,8 +22,11 @@ st.title("Queries")
 try:
     table = state.query_table(view)
 except RagevalError as e:
-    st.info(escape_text(f"The per-query table cannot be computed for this run and settings: {e}",
-                        one_line=True))
+    st.info(
+        escape_text(
+            f"The per-query table cannot be computed for this run and settings: {e}", one_line=True
+        )
+    )
     st.stop()
 data = state.data(view)
 k = view.settings.k
@@ -38,24 +41,39 @@ if ss.get(keys.QUERIES_SORT) not in sorts:  # k moved: the metric names changed 
     ss[keys.QUERIES_SORT] = dd.WORST_FIRST
 
 c1, c2, c3, c4, c5 = st.columns([1.1, 1.2, 2, 2, 1.6], vertical_alignment="bottom")
-failing_only = c1.toggle("Failing only", key=keys.QUERIES_FAILING,
-                         help=f"not every gold span covered in the top {k}, or (ids mode) nothing "
-                              f"relevant in the top {k}")
-tag = c2.selectbox("Tag", [ANY_TAG, *tag_keys], key=keys.QUERIES_TAG,
-                   on_change=lambda: ss.pop(keys.QUERIES_TAG_VALUES, None))
+failing_only = c1.toggle(
+    "Failing only",
+    key=keys.QUERIES_FAILING,
+    help=f"not every gold span covered in the top {k}, or (ids mode) nothing "
+    f"relevant in the top {k}",
+)
+tag = c2.selectbox(
+    "Tag",
+    [ANY_TAG, *tag_keys],
+    key=keys.QUERIES_TAG,
+    on_change=lambda: ss.pop(keys.QUERIES_TAG_VALUES, None),
+)
 values: list[str] = []
 if tag != ANY_TAG:
     options = dd.tag_values(table, tag)
     ss[keys.QUERIES_TAG_VALUES] = [v for v in ss.get(keys.QUERIES_TAG_VALUES, []) if v in options]
-    values = c3.multiselect("Values", options, key=keys.QUERIES_TAG_VALUES, placeholder="all values")
+    values = c3.multiselect(
+        "Values", options, key=keys.QUERIES_TAG_VALUES, placeholder="all values"
+    )
 else:
     c3.multiselect("Values", [], disabled=True, placeholder="pick a tag first")
-search = c4.text_input("Search id or query text", key=keys.QUERIES_SEARCH,
-                       placeholder="plain text, case-insensitive")
+search = c4.text_input(
+    "Search id or query text", key=keys.QUERIES_SEARCH, placeholder="plain text, case-insensitive"
+)
 sort_by = c5.selectbox("Sort by", sorts, key=keys.QUERIES_SORT)
 
-mask = dd.filter_rows(table, failing_only=failing_only, tag=None if tag == ANY_TAG else tag,
-                      tag_values=values, text=search or "")
+mask = dd.filter_rows(
+    table,
+    failing_only=failing_only,
+    tag=None if tag == ANY_TAG else tag,
+    tag_values=values,
+    text=search or "",
+)
 order = dd.sort_rows(table, mask, sort_by)
 # one page of rows goes to the browser; the filters, the sort and the downloads see every row
 n_pages = max(1, -(-order.size // keys.QUERIES_PAGE_ROWS))
@@ -63,22 +81,37 @@ if ss.get(keys.QUERIES_PAGE, 1) > n_pages:  # the filters shrank the list
     ss[keys.QUERIES_PAGE] = n_pages
 page_no = 1
 if n_pages > 1:
-    page_no = int(st.number_input(f"Page (of {n_pages:,}, {keys.QUERIES_PAGE_ROWS:,} rows each)",
-                                  1, n_pages, key=keys.QUERIES_PAGE))
+    page_no = int(
+        st.number_input(
+            f"Page (of {n_pages:,}, {keys.QUERIES_PAGE_ROWS:,} rows each)",
+            1,
+            n_pages,
+            key=keys.QUERIES_PAGE,
+        )
+    )
 first = (page_no - 1) * keys.QUERIES_PAGE_ROWS
-page_rows = order[first:first + keys.QUERIES_PAGE_ROWS]
+page_rows = order[first : first + keys.QUERIES_PAGE_ROWS]
 frame = fq.table_frame(table, page_rows)
-shown = (f"{order.size} of {table.n_queries} queries shown" if n_pages == 1 else
-         f"{order.size:,} of {table.n_queries:,} queries match (rows {first + 1:,}-"
-         f"{first + page_rows.size:,} shown)")
-st.caption(f"{shown} · {int(table.failing.sum()):,} failing at k = {k} · click a row to open it "
-           "below")
+shown = (
+    f"{order.size} of {table.n_queries} queries shown"
+    if n_pages == 1
+    else f"{order.size:,} of {table.n_queries:,} queries match (rows {first + 1:,}-"
+    f"{first + page_rows.size:,} shown)"
+)
+st.caption(
+    f"{shown} · {int(table.failing.sum()):,} failing at k = {k} · click a row to open it below"
+)
 
 # --- the table -------------------------------------------------------------------------------
 metric_cols = {name: st.column_config.NumberColumn(name, format="%.3f") for name in table.metrics}
 event = st.dataframe(
-    frame, key=keys.QUERIES_TABLE, on_select="rerun", selection_mode="single-row",
-    hide_index=True, width="stretch", height=360,
+    frame,
+    key=keys.QUERIES_TABLE,
+    on_select="rerun",
+    selection_mode="single-row",
+    hide_index=True,
+    width="stretch",
+    height=360,
     column_config={
         **metric_cols,
         dd.QUERY: st.column_config.TextColumn("query", width="large"),
@@ -96,11 +129,19 @@ d1, d2, _ = st.columns([1, 1, 5])
 meta = {"run": view.run.name, "settings": state.report(view).settings}
 # built on click only (callables), from every filtered row (not only the page shown)
 with d1:
-    csv_download("Download CSV", lambda: fq.table_frame(table, order),
-                 f"{file_stem(view.run.name)}_queries.csv", "queries.csv")
+    csv_download(
+        "Download CSV",
+        lambda: fq.table_frame(table, order),
+        f"{file_stem(view.run.name)}_queries.csv",
+        "queries.csv",
+    )
 with d2:
-    json_download("Download JSON", lambda: fq.table_document(table, order, meta),
-                  f"{file_stem(view.run.name)}_queries.json", "queries.json")
+    json_download(
+        "Download JSON",
+        lambda: fq.table_document(table, order, meta),
+        f"{file_stem(view.run.name)}_queries.json",
+        "queries.json",
+    )
 
 # --- which query is open: a table click, prev/next, or a link with ?q=<query_id> -------------
 link = st.query_params.get(keys.QUERY_PARAM)
@@ -110,8 +151,10 @@ selected = ss.get(keys.SELECTED_QUERY)
 ss[keys.QUERIES_MIRRORED] = selected
 if selected is None:
     st.query_params.pop(keys.QUERY_PARAM, None)
-    st.info("Select a row of the table to open that query: its gold spans, its ranked chunks "
-            "with the matched text highlighted, and the evidence x chunk scores.")
+    st.info(
+        "Select a row of the table to open that query: its gold spans, its ranked chunks "
+        "with the matched text highlighted, and the evidence x chunk scores."
+    )
     st.stop()
 st.query_params[keys.QUERY_PARAM] = selected
 qidx = dd.qidx_of(data, selected)
@@ -130,10 +173,22 @@ detail = state.query_detail(view, qidx)
 prev, nxt = dd.neighbours(table.failing, qidx)
 h1, h2, h3 = st.columns([4, 1, 1], vertical_alignment="bottom")
 h1.subheader("Drilldown")
-h2.button("◀ Previous failing", key="queries.prev", disabled=prev is None, width="stretch",
-          on_click=_open, args=(str(table.query_ids[prev]) if prev is not None else "",))
-h3.button("Next failing ▶", key="queries.next", disabled=nxt is None, width="stretch",
-          on_click=_open, args=(str(table.query_ids[nxt]) if nxt is not None else "",))
+h2.button(
+    "◀ Previous failing",
+    key="queries.prev",
+    disabled=prev is None,
+    width="stretch",
+    on_click=_open,
+    args=(str(table.query_ids[prev]) if prev is not None else "",),
+)
+h3.button(
+    "Next failing ▶",
+    key="queries.next",
+    disabled=nxt is None,
+    width="stretch",
+    on_click=_open,
+    args=(str(table.query_ids[nxt]) if nxt is not None else "",),
+)
 st.markdown(text_block(f"Query {detail.query_id}", detail.query), unsafe_allow_html=True)
 
 status = []
@@ -143,16 +198,25 @@ if table.fail_hit[qidx]:
     status.append(f"nothing relevant in the top {k}")
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Status", "failing" if status else "ok", help="; ".join(status) or None)
-m2.metric(f"Spans covered in top {k}",
-          f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—")
-m3.metric("Chunks retrieved", len(detail.chunks),
-          help=f"{detail.n_dropped} dropped by the score cut-off" if detail.n_dropped else None)
-m4.metric("Total latency (ms)", "—" if math.isnan(table.total_ms[qidx])
-          else f"{table.total_ms[qidx]:.1f}")
+m2.metric(
+    f"Spans covered in top {k}",
+    f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—",
+)
+m3.metric(
+    "Chunks retrieved",
+    len(detail.chunks),
+    help=f"{detail.n_dropped} dropped by the score cut-off" if detail.n_dropped else None,
+)
+m4.metric(
+    "Total latency (ms)", "—" if math.isnan(table.total_ms[qidx]) else f"{table.total_ms[qidx]:.1f}"
+)
 if detail.answer is not None or detail.reference_answer is not None:
     with st.expander("Answer and reference answer"):
-        st.markdown(text_block("Answer", detail.answer) + text_block("Reference answer",
-                    detail.reference_answer), unsafe_allow_html=True)
+        st.markdown(
+            text_block("Answer", detail.answer)
+            + text_block("Reference answer", detail.reference_answer),
+            unsafe_allow_html=True,
+        )
 
 st.markdown("**Gold evidence spans**")
 if not data.run.has_evidence:
@@ -160,37 +224,69 @@ if not data.run.has_evidence:
 elif not detail.spans:
     st.info("This query has no gold evidence spans.")
 else:
-    st.dataframe(fq.spans_frame(detail), hide_index=True, width="stretch",
-                 column_config={"best_score@k": st.column_config.NumberColumn(format="%.3f"),
-                                "evidence": st.column_config.TextColumn(width="large")})
+    st.dataframe(
+        fq.spans_frame(detail),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "best_score@k": st.column_config.NumberColumn(format="%.3f"),
+            "evidence": st.column_config.TextColumn(width="large"),
+        },
+    )
     if detail.chunks:
-        st.markdown("**Evidence x chunk scores** (green: covers, at or above the threshold "
-                    f"{detail.threshold:.2f}; grey: below)")
-        st.plotly_chart(fq.evidence_heatmap(detail.scores, detail.threshold, k,
-                                            [c.rank for c in detail.chunks]),
-                        width="stretch", key="queries.heatmap")
+        st.markdown(
+            "**Evidence x chunk scores** (green: covers, at or above the threshold "
+            f"{detail.threshold:.2f}; grey: below)"
+        )
+        st.plotly_chart(
+            fq.evidence_heatmap(
+                detail.scores, detail.threshold, k, [c.rank for c in detail.chunks]
+            ),
+            width="stretch",
+            key="queries.heatmap",
+        )
 if detail.has_qrels and detail.missed_relevant:
-    st.caption(f"{len(detail.missed_relevant)} relevant document(s) by the qrels are not in the "
-               f"top {k}:")
-    st.dataframe({"doc_id": list(detail.missed_relevant),
-                  "qrels": [detail.relevance[d] for d in detail.missed_relevant]}, hide_index=True)
+    st.caption(
+        f"{len(detail.missed_relevant)} relevant document(s) by the qrels are not in the top {k}:"
+    )
+    st.dataframe(
+        {
+            "doc_id": list(detail.missed_relevant),
+            "qrels": [detail.relevance[d] for d in detail.missed_relevant],
+        },
+        hide_index=True,
+    )
 
 st.markdown(f"**Retrieved chunks** (top {k}, rank order; matched span highlighted)")
 if not detail.in_run:
     st.info("This query is judged in the qrels but absent from the run: nothing was retrieved.")
 elif not detail.chunks:
-    st.info("Nothing was retrieved for this query"
-            + (" (every chunk is below the score cut-off)." if detail.n_dropped else "."))
+    st.info(
+        "Nothing was retrieved for this query"
+        + (" (every chunk is below the score cut-off)." if detail.n_dropped else ".")
+    )
 else:
     if detail.n_dropped:
-        st.caption(f"{detail.n_dropped} chunk(s) dropped by the retriever-score cut-off; ranks are "
-                   "after the cut (the original rank is shown as \"was #\").")
+        st.caption(
+            f"{detail.n_dropped} chunk(s) dropped by the retriever-score cut-off; ranks are "
+            'after the cut (the original rank is shown as "was #").'
+        )
 
     def _card(c: dd.ChunkDetail) -> str:
-        header = fq.chunk_header(c.rank, c.original_rank, c.doc_id, c.score, c.label, c.relevant,
-                                 c.match_eidx, c.match_score, detail.threshold)
-        return chunk_card(header, c.text, c.match_start, c.match_end, c.covers,
-                          dimmed=not c.in_top_k)
+        header = fq.chunk_header(
+            c.rank,
+            c.original_rank,
+            c.doc_id,
+            c.score,
+            c.label,
+            c.relevant,
+            c.match_eidx,
+            c.match_score,
+            detail.threshold,
+        )
+        return chunk_card(
+            header, c.text, c.match_start, c.match_end, c.covers, dimmed=not c.in_top_k
+        )
 
     top = [c for c in detail.chunks if c.in_top_k]
     rest = [c for c in detail.chunks if not c.in_top_k]

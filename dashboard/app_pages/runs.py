@@ -14,7 +14,9 @@ from rageval_core.errors import RagevalError
 from rageval_core.importing import ImportOutcome
 
 st.title("Runs")
-PRICES = {c: st.column_config.NumberColumn(c, format="%.5f") for c in ("prompt $/1K", "completion $/1K")}
+PRICES = {
+    c: st.column_config.NumberColumn(c, format="%.5f") for c in ("prompt $/1K", "completion $/1K")
+}
 
 
 def show_outcome(outcome: ImportOutcome, upload_dir: Path | None) -> None:
@@ -31,11 +33,19 @@ def show_outcome(outcome: ImportOutcome, upload_dir: Path | None) -> None:
     if outcome.existing:
         parts.append(f"{len(outcome.existing)} run(s) were already stored with identical content.")
     if outcome.failed:
-        parts.append(f"{len(outcome.failed)} run(s) had errors and were not stored (see the problems).")
+        parts.append(
+            f"{len(outcome.failed)} run(s) had errors and were not stored (see the problems)."
+        )
     # upload names are shown without their temporary folder: fixed here, before it is removed
     shown = tables.problems_frame(problems, hide_prefix=upload_dir)
-    actions.flash(actions.Flash("warning" if outcome.failed else "success", " ".join(parts),
-                            run_ids=tuple(r.run_id for r in added), problems=shown))
+    actions.flash(
+        actions.Flash(
+            "warning" if outcome.failed else "success",
+            " ".join(parts),
+            run_ids=tuple(r.run_id for r in added),
+            problems=shown,
+        )
+    )
     st.rerun()
 
 
@@ -74,7 +84,9 @@ if note is not None:
         st.code(note.detail, language=None)
     shown = [r for r in state.runs() if r.run_id in note.run_ids]
     if shown:
-        st.dataframe(tables.runs_frame(shown), hide_index=True, width="stretch", column_config=PRICES)
+        st.dataframe(
+            tables.runs_frame(shown), hide_index=True, width="stretch", column_config=PRICES
+        )
     if note.problems is not None and len(note.problems):
         st.caption("Problems found while reading:")
         st.dataframe(note.problems, hide_index=True, width="stretch")
@@ -82,8 +94,11 @@ if note is not None:
 st.subheader("Import")
 upload_tab, path_tab = st.tabs(["Upload files", "From a path"])
 with upload_tab:
-    files = st.file_uploader("Run files (a run may come with its qrels or gold file)",
-                             accept_multiple_files=True, key=keys.RUNS_UPLOAD)
+    files = st.file_uploader(
+        "Run files (a run may come with its qrels or gold file)",
+        accept_multiple_files=True,
+        key=keys.RUNS_UPLOAD,
+    )
     if st.button("Import uploaded files", disabled=not files, key="runs.import_upload"):
         with tempfile.TemporaryDirectory(prefix="rageval-upload-") as tmp:
             folder = Path(tmp).resolve()
@@ -95,7 +110,9 @@ with upload_tab:
             else:
                 run_import(saved, upload_dir=folder)
 with path_tab:
-    st.caption("Files inside these folders can be imported (set `RAGEVAL_IMPORT_DIRS` to change them):")
+    st.caption(
+        "Files inside these folders can be imported (set `RAGEVAL_IMPORT_DIRS` to change them):"
+    )
     st.code("\n".join(str(d) for d in imports.import_dirs()), language=None)
     typed = st.text_area("Paths, one per line (e.g. a TREC run and its qrels)", key=keys.RUNS_PATHS)
     # not disabled while empty: the text commits on blur, which a click on the button is
@@ -110,8 +127,10 @@ with path_tab:
             except RagevalError as e:
                 refused.append(str(e))
         if refused:
-            st.error("Refused: every path must name a file inside the folders listed above. "
-                     "Nothing was imported.")
+            st.error(
+                "Refused: every path must name a file inside the folders listed above. "
+                "Nothing was imported."
+            )
             st.code("\n".join(refused), language=None)
         else:
             run_import(checked)
@@ -119,8 +138,10 @@ with path_tab:
 st.subheader("Stored runs")
 runs = state.runs()
 if not runs:
-    st.info("No runs yet. Import one above, with `rageval import FILE`, or run `make run` to "
-            "import the sample runs.")
+    st.info(
+        "No runs yet. Import one above, with `rageval import FILE`, or run `make run` to "
+        "import the sample runs."
+    )
 else:
     st.caption(f"{len(runs)} run(s) in the store")
     frame = tables.runs_frame(runs)
@@ -138,5 +159,11 @@ else:
         st.button("Rename", key="runs.rename", on_click=actions.rename_run, args=(target.run_id,))
     with delete_col:
         st.checkbox("Yes, delete this run and everything stored with it", key=keys.RUNS_CONFIRM)
-        st.button("Delete", key="runs.delete", type="primary", on_click=actions.delete_run,
-                  args=(target.run_id,), disabled=not st.session_state.get(keys.RUNS_CONFIRM))
+        st.button(
+            "Delete",
+            key="runs.delete",
+            type="primary",
+            on_click=actions.delete_run,
+            args=(target.run_id,),
+            disabled=not st.session_state.get(keys.RUNS_CONFIRM),
+        )

@@ -29,16 +29,25 @@ def json_bytes(value: Any) -> bytes:
     return json.dumps(to_json_value(value), ensure_ascii=False, indent=1).encode("utf-8")
 
 
-def csv_download(label: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], file_name: str,
-                 key: str) -> None:
+def csv_download(
+    label: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], file_name: str, key: str
+) -> None:
     """A download button for frame (or for what the callable returns, built on click) as CSV."""
     data = (lambda: csv_bytes(frame())) if callable(frame) else csv_bytes(frame)
-    st.download_button(label, data, file_name=file_name, mime="text/csv", key=key, icon=ICON,
-                       on_click="ignore")
+    st.download_button(
+        label, data, file_name=file_name, mime="text/csv", key=key, icon=ICON, on_click="ignore"
+    )
 
 
 def json_download(label: str, value: Any, file_name: str, key: str) -> None:
     """A download button for value (or for what a callable returns, built on click) as JSON."""
     data = (lambda: json_bytes(value())) if callable(value) else json_bytes(value)
-    st.download_button(label, data, file_name=file_name, mime="application/json", key=key,
-                       icon=ICON, on_click="ignore")
+    st.download_button(
+        label,
+        data,
+        file_name=file_name,
+        mime="application/json",
+        key=key,
+        icon=ICON,
+        on_click="ignore",
+    )

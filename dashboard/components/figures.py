@@ -18,16 +18,48 @@ from numpy.typing import ArrayLike
 from dashboard.components.text import escape_text
 
 #: evidence measures are dashed, ranking measures solid: the two families read apart at a glance
-EVIDENCE_NAMES = frozenset({"EvidenceRecall", "PerQueryCoverage", "FullCoverageRate",
-                            "ContextCoverage", "BestRank"})
+EVIDENCE_NAMES = frozenset(
+    {"EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "ContextCoverage", "BestRank"}
+)
 MARK = "#e6550d"
 #: one colour per measure in every Overview figure, so R@k and R@3 read as the same measure
-COLOURS = dict(zip(("P", "R", "RR", "AP", "nDCG", "Hit", "EvidenceRecall", "PerQueryCoverage",
-                    "FullCoverageRate", "ContextCoverage", "BestRank"),
-                   ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
-                    "#ff9da7", "#9c755f", "#bab0ac", "#17becf"), strict=True))
-_LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "height": 380,
-                           "legend": {"orientation": "h", "y": -0.22}, "hovermode": "x unified"}
+COLOURS = dict(
+    zip(
+        (
+            "P",
+            "R",
+            "RR",
+            "AP",
+            "nDCG",
+            "Hit",
+            "EvidenceRecall",
+            "PerQueryCoverage",
+            "FullCoverageRate",
+            "ContextCoverage",
+            "BestRank",
+        ),
+        (
+            "#4e79a7",
+            "#f28e2b",
+            "#e15759",
+            "#76b7b2",
+            "#59a14f",
+            "#edc948",
+            "#b07aa1",
+            "#ff9da7",
+            "#9c755f",
+            "#bab0ac",
+            "#17becf",
+        ),
+        strict=True,
+    )
+)
+_LAYOUT: dict[str, Any] = {
+    "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+    "height": 380,
+    "legend": {"orientation": "h", "y": -0.22},
+    "hovermode": "x unified",
+}
 
 
 def _line(name: str) -> dict[str, Any]:
@@ -38,8 +70,9 @@ def _line(name: str) -> dict[str, Any]:
     return line
 
 
-def marker(x: float, text: str, colour: str = MARK, position: str = "right",
-           dash: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def marker(
+    x: float, text: str, colour: str = MARK, position: str = "right", dash: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(shape, annotation) of a vertical line at x with a label at its top, as layout dicts.
 
     What fig.add_vline draws, without its per-call layout pass (which costs more than the
@@ -48,36 +81,73 @@ def marker(x: float, text: str, colour: str = MARK, position: str = "right",
     line: dict[str, Any] = {"color": colour, "width": 2}
     if dash:
         line["dash"] = dash
-    shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
-             "line": line}
-    note = {"x": x, "xref": "x", "y": 1, "yref": "paper", "text": text, "showarrow": False,
-            "xanchor": "left" if position == "right" else "right", "yanchor": "top"}
+    shape = {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": x,
+        "x1": x,
+        "y0": 0,
+        "y1": 1,
+        "line": line,
+    }
+    note = {
+        "x": x,
+        "xref": "x",
+        "y": 1,
+        "yref": "paper",
+        "text": text,
+        "showarrow": False,
+        "xanchor": "left" if position == "right" else "right",
+        "yanchor": "top",
+    }
     return shape, note
 
 
-def figure(traces: Sequence[Any], layout: dict[str, Any],
-           markers: Sequence[tuple[dict[str, Any], dict[str, Any]]] = ()) -> go.Figure:
+def figure(
+    traces: Sequence[Any],
+    layout: dict[str, Any],
+    markers: Sequence[tuple[dict[str, Any], dict[str, Any]]] = (),
+) -> go.Figure:
     """One Figure from its traces, layout and markers, built in one validation pass."""
     if markers:
-        layout = {**layout, "shapes": [*layout.get("shapes", []), *(m[0] for m in markers)],
-                  "annotations": [*layout.get("annotations", []), *(m[1] for m in markers)]}
+        layout = {
+            **layout,
+            "shapes": [*layout.get("shapes", []), *(m[0] for m in markers)],
+            "annotations": [*layout.get("annotations", []), *(m[1] for m in markers)],
+        }
     return go.Figure(data=list(traces), layout=layout)
 
 
-def curves_over_k(curves: Mapping[str, ArrayLike], k: int, title: str = "Metrics vs k") -> go.Figure:
+def curves_over_k(
+    curves: Mapping[str, ArrayLike], k: int, title: str = "Metrics vs k"
+) -> go.Figure:
     """One line per metric over k = 1..depth, the current k marked by a vertical line."""
     traces = []
     depth = 0
     for name, values in curves.items():
         y = np.asarray(values, dtype=np.float64)
         depth = max(depth, y.size)
-        traces.append(go.Scatter(x=np.arange(1, y.size + 1), y=y,
-                                 mode="lines+markers" if y.size <= 30 else "lines",
-                                 name=f"{name}@k", line=_line(name), hovertemplate="%{y:.3f}"))
-    layout = {**_LAYOUT, "title": title,
-              "xaxis": {"title": "k (cut-off)", "range": [0.5, max(depth, 1) + 0.5],
-                        "dtick": 1 if depth <= 20 else None},
-              "yaxis": {"title": "run value", "range": [0, 1.02]}}
+        traces.append(
+            go.Scatter(
+                x=np.arange(1, y.size + 1),
+                y=y,
+                mode="lines+markers" if y.size <= 30 else "lines",
+                name=f"{name}@k",
+                line=_line(name),
+                hovertemplate="%{y:.3f}",
+            )
+        )
+    layout = {
+        **_LAYOUT,
+        "title": title,
+        "xaxis": {
+            "title": "k (cut-off)",
+            "range": [0.5, max(depth, 1) + 0.5],
+            "dtick": 1 if depth <= 20 else None,
+        },
+        "yaxis": {"title": "run value", "range": [0, 1.02]},
+    }
     return figure(traces, layout, [marker(k, f"k = {k}")])
 
 
@@ -91,18 +161,37 @@ def curves_over_threshold(
 ) -> go.Figure:
     """Metrics over the coverage threshold (evidence on a fine grid, ranking on a coarse one)."""
     x = np.asarray(fine_x, dtype=np.float64)
-    traces = [go.Scatter(x=x, y=np.asarray(values, dtype=np.float64), mode="lines",
-                         name=_at(name, k), line=_line(name), hovertemplate="%{y:.3f}")
-              for name, values in fine.items()]
+    traces = [
+        go.Scatter(
+            x=x,
+            y=np.asarray(values, dtype=np.float64),
+            mode="lines",
+            name=_at(name, k),
+            line=_line(name),
+            hovertemplate="%{y:.3f}",
+        )
+        for name, values in fine.items()
+    ]
     if coarse and coarse_x is not None:
         cx = np.asarray(coarse_x, dtype=np.float64)
-        traces += [go.Scatter(x=cx, y=np.asarray(values, dtype=np.float64), mode="lines+markers",
-                              name=_at(name, k), line=_line(name), hovertemplate="%{y:.3f}")
-                   for name, values in coarse.items()]
+        traces += [
+            go.Scatter(
+                x=cx,
+                y=np.asarray(values, dtype=np.float64),
+                mode="lines+markers",
+                name=_at(name, k),
+                line=_line(name),
+                hovertemplate="%{y:.3f}",
+            )
+            for name, values in coarse.items()
+        ]
     title = "Metrics vs threshold" + (f" (at k = {k})" if k is not None else "")
-    layout = {**_LAYOUT, "title": title,
-              "xaxis": {"title": "fuzzy match threshold", "range": [0, 1]},
-              "yaxis": {"title": "run value", "range": [0, 1.02]}}
+    layout = {
+        **_LAYOUT,
+        "title": title,
+        "xaxis": {"title": "fuzzy match threshold", "range": [0, 1]},
+        "yaxis": {"title": "run value", "range": [0, 1.02]},
+    }
     return figure(traces, layout, [marker(threshold, f"threshold {threshold:.2f}")])
 
 
@@ -110,15 +199,26 @@ def breakdown_bars(frame: pd.DataFrame, tag: str, names: Sequence[str]) -> go.Fi
     """Grouped bars: one group per tag value, one bar per metric (a breakdown_frame)."""
     labels = (frame[tag].astype(str) if tag in frame else pd.Series(dtype=str)).map(escape_text)
     counts = frame["queries"] if "queries" in frame else pd.Series(dtype=int)
-    traces = [go.Bar(x=labels, y=frame[name], name=name, customdata=counts,
-                     marker_color=COLOURS.get(name.split("@", 1)[0]),
-                     hovertemplate="%{x}: %{y:.3f} (%{customdata} queries)<extra>" + name
-                                   + "</extra>")
-              for name in names if name in frame]
-    layout = {**_LAYOUT, "hovermode": "closest", "barmode": "group",
-              "title": "Metrics by tag value",
-              "xaxis": {"title": escape_text(tag), "type": "category"},
-              "yaxis": {"title": "run value", "range": [0, 1.02]}}
+    traces = [
+        go.Bar(
+            x=labels,
+            y=frame[name],
+            name=name,
+            customdata=counts,
+            marker_color=COLOURS.get(name.split("@", 1)[0]),
+            hovertemplate="%{x}: %{y:.3f} (%{customdata} queries)<extra>" + name + "</extra>",
+        )
+        for name in names
+        if name in frame
+    ]
+    layout = {
+        **_LAYOUT,
+        "hovermode": "closest",
+        "barmode": "group",
+        "title": "Metrics by tag value",
+        "xaxis": {"title": escape_text(tag), "type": "category"},
+        "yaxis": {"title": "run value", "range": [0, 1.02]},
+    }
     return figure(traces, layout)
 
 

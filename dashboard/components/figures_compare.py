@@ -28,18 +28,39 @@ IMPROVED, REGRESSED = "▲ improved", "▼ regressed"
 #: latency or cost whose bootstrap interval of the change excludes 0
 HIGHER, LOWER = "▲ higher", "▼ lower"
 GREEN, RED, GREY = "#2e9e4f", "#d62728", "#9e9e9e"
-GOOD_BG, BAD_BG = "background-color: rgba(46, 158, 79, 0.18)", "background-color: rgba(214, 39, 40, 0.16)"
+GOOD_BG, BAD_BG = (
+    "background-color: rgba(46, 158, 79, 0.18)",
+    "background-color: rgba(214, 39, 40, 0.16)",
+)
 LATENCY_STATS = ("mean", "p50", "p95", "p99")
 #: above this many points the scatter draws with WebGL (SVG slows down past a few thousand)
 WEBGL_POINTS = 2000
 #: |difference| at or below this is a tie (the core's tolerance for wins/ties/losses)
 TIE = 1e-12
-_LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-                           "legend": {"orientation": "h", "y": -0.15}}
+_LAYOUT: dict[str, Any] = {
+    "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+    "legend": {"orientation": "h", "y": -0.15},
+}
 
-METRIC_COLUMNS = ["candidate", "metric", "better", "n", "baseline mean", "candidate mean", "delta",
-                  "CI low", "CI high", "p (t-test)", "p (perm.)", "p (Holm)", "effect d_z",
-                  "wins", "ties", "losses", "significant"]
+METRIC_COLUMNS = [
+    "candidate",
+    "metric",
+    "better",
+    "n",
+    "baseline mean",
+    "candidate mean",
+    "delta",
+    "CI low",
+    "CI high",
+    "p (t-test)",
+    "p (perm.)",
+    "p (Holm)",
+    "effect d_z",
+    "wins",
+    "ties",
+    "losses",
+    "significant",
+]
 
 
 def _mark(t: PairedTest, alpha: float) -> str:
@@ -75,12 +96,17 @@ def summary_lines(c: Comparison) -> list[str]:
         sig_better = sum(t.significant(alpha) for t in better)
         sig_worse = sum(t.significant(alpha) for t in worse)
         if better:
-            text = (f"{cand} beats {c.baseline} on {len(better)} of {_count(len(tests), 'metric')}, "
-                    f"significantly on {sig_better}")
+            text = (
+                f"{cand} beats {c.baseline} on {len(better)} of {_count(len(tests), 'metric')}, "
+                f"significantly on {sig_better}"
+            )
         else:
             text = f"{cand} beats {c.baseline} on none of {_count(len(tests), 'metric')}"
-        text += (f"; it is worse on {len(worse)}, significantly on {sig_worse}" if worse
-                 else "; it is worse on none")
+        text += (
+            f"; it is worse on {len(worse)}, significantly on {sig_worse}"
+            if worse
+            else "; it is worse on none"
+        )
         ties = len(tests) - len(better) - len(worse)
         if ties:
             text += f"; {_count(ties, 'metric')} unchanged"
@@ -88,11 +114,12 @@ def summary_lines(c: Comparison) -> list[str]:
         if head is not None:
             t = c.test(cand, head)
             if t.n > 0:
-                text += (f" {head}: {t.baseline_mean:.3f} → {t.candidate_mean:.3f} "
-                         f"({t.diff:+.3f}")
+                text += f" {head}: {t.baseline_mean:.3f} → {t.candidate_mean:.3f} ({t.diff:+.3f}"
                 if not math.isnan(t.ci_low):
-                    text += (f", {100 * c.options.level:g}% CI {t.ci_low:+.3f} to "
-                             f"{t.ci_high:+.3f}, p(Holm) {_p(t.p_perm_holm)}")
+                    text += (
+                        f", {100 * c.options.level:g}% CI {t.ci_low:+.3f} to "
+                        f"{t.ci_high:+.3f}, p(Holm) {_p(t.p_perm_holm)}"
+                    )
                 text += ")."
         lines.append(text)
     return lines
@@ -104,8 +131,15 @@ def verdicts(c: Comparison) -> dict[str, str]:
     out = {}
     for cand in c.candidates:
         marks = {_mark(t, alpha) for t in c.tests if t.candidate == cand} - {""}
-        out[cand] = ("mixed" if len(marks) == 2 else "better" if marks == {IMPROVED}
-                     else "worse" if marks == {REGRESSED} else "no significant change")
+        out[cand] = (
+            "mixed"
+            if len(marks) == 2
+            else "better"
+            if marks == {IMPROVED}
+            else "worse"
+            if marks == {REGRESSED}
+            else "no significant change"
+        )
     return out
 
 
@@ -115,7 +149,7 @@ def summary_html(c: Comparison) -> str:
     verdict = verdicts(c)
     items = "".join(
         f'<div class="rageval-summary" style="border-left:6px solid {colours[verdict[cand]]};'
-        f'padding:0.35rem 0.8rem;margin:0 0 0.4rem 0;background:rgba(128,128,128,0.06);'
+        f"padding:0.35rem 0.8rem;margin:0 0 0.4rem 0;background:rgba(128,128,128,0.06);"
         f'border-radius:4px;font-size:1.05rem">{escape_text(line)}</div>'
         for cand, line in zip(c.candidates, summary_lines(c), strict=True)
     )
@@ -135,12 +169,25 @@ def metrics_frame(c: Comparison) -> pd.DataFrame:
     """One row per (candidate, metric): means over the pairs, delta, CI, p-values, d_z, W/T/L."""
     alpha = c.options.alpha
     rows = [
-        {"candidate": t.candidate, "metric": t.metric,
-         "better": "higher" if t.higher_is_better else "lower", "n": t.n,
-         "baseline mean": t.baseline_mean, "candidate mean": t.candidate_mean, "delta": t.diff,
-         "CI low": t.ci_low, "CI high": t.ci_high, "p (t-test)": t.p_t, "p (perm.)": t.p_perm,
-         "p (Holm)": t.p_perm_holm, "effect d_z": t.effect_size, "wins": t.wins, "ties": t.ties,
-         "losses": t.losses, "significant": _mark(t, alpha)}
+        {
+            "candidate": t.candidate,
+            "metric": t.metric,
+            "better": "higher" if t.higher_is_better else "lower",
+            "n": t.n,
+            "baseline mean": t.baseline_mean,
+            "candidate mean": t.candidate_mean,
+            "delta": t.diff,
+            "CI low": t.ci_low,
+            "CI high": t.ci_high,
+            "p (t-test)": t.p_t,
+            "p (perm.)": t.p_perm,
+            "p (Holm)": t.p_perm_holm,
+            "effect d_z": t.effect_size,
+            "wins": t.wins,
+            "ties": t.ties,
+            "losses": t.losses,
+            "significant": _mark(t, alpha),
+        }
         for t in c.tests
     ]
     return pd.DataFrame(rows, columns=METRIC_COLUMNS)
@@ -165,6 +212,7 @@ def _fmt(digits: int, signed: bool = False) -> Any:
         if isinstance(x, float) and math.isinf(x):
             return "+inf" if x > 0 else "-inf"
         return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
     return fmt
 
 
@@ -172,31 +220,62 @@ def metrics_display(frame: pd.DataFrame, level: float) -> pd.DataFrame:
     """metrics_frame() made narrow for the page: the interval and W/T/L as one column each."""
     ci = _fmt(4, True)
     # "better" and the uncorrected p stay in the CSV; the page says which metrics are lower=better
-    out = frame.drop(columns=["better", "p (perm.)", "CI low", "CI high", "wins", "ties", "losses",
-                              "significant"])
+    out = frame.drop(
+        columns=[
+            "better",
+            "p (perm.)",
+            "CI low",
+            "CI high",
+            "wins",
+            "ties",
+            "losses",
+            "significant",
+        ]
+    )
     out.insert(out.columns.get_loc("delta") + 1, "significant", frame["significant"])
-    out.insert(out.columns.get_loc("significant") + 1, f"{100 * level:g}% CI", [
-        "—" if math.isnan(lo) else f"[{ci(lo)}, {ci(hi)}]"
-        for lo, hi in zip(frame["CI low"], frame["CI high"], strict=True)])
-    out["W / T / L"] = [f"{w} / {t} / {x}" for w, t, x in
-                        zip(frame["wins"], frame["ties"], frame["losses"], strict=True)]
+    out.insert(
+        out.columns.get_loc("significant") + 1,
+        f"{100 * level:g}% CI",
+        [
+            "—" if math.isnan(lo) else f"[{ci(lo)}, {ci(hi)}]"
+            for lo, hi in zip(frame["CI low"], frame["CI high"], strict=True)
+        ],
+    )
+    out["W / T / L"] = [
+        f"{w} / {t} / {x}"
+        for w, t, x in zip(frame["wins"], frame["ties"], frame["losses"], strict=True)
+    ]
     return out
 
 
 def style_metrics(frame: pd.DataFrame) -> Styler:
     """The (display) metrics table with significant improvements green and regressions red."""
-    formats = {"baseline mean": _fmt(4), "candidate mean": _fmt(4), "delta": _fmt(4, True),
-               "CI low": _fmt(4, True), "CI high": _fmt(4, True), "p (t-test)": _fmt_p,
-               "p (perm.)": _fmt_p, "p (Holm)": _fmt_p, "effect d_z": _fmt(2, True)}
+    formats = {
+        "baseline mean": _fmt(4),
+        "candidate mean": _fmt(4),
+        "delta": _fmt(4, True),
+        "CI low": _fmt(4, True),
+        "CI high": _fmt(4, True),
+        "p (t-test)": _fmt_p,
+        "p (perm.)": _fmt_p,
+        "p (Holm)": _fmt_p,
+        "effect d_z": _fmt(2, True),
+    }
     return _row_colours(frame, "significant", IMPROVED, REGRESSED).format(
-        {k: v for k, v in formats.items() if k in frame.columns})
+        {k: v for k, v in formats.items() if k in frame.columns}
+    )
 
 
 # --- per query -----------------------------------------------------------------------------------
 
 
-def paired_frame(c: Comparison, candidate: str, metric: str, baseline_values: NDArray[np.float64],
-                 candidate_values: NDArray[np.float64]) -> pd.DataFrame:
+def paired_frame(
+    c: Comparison,
+    candidate: str,
+    metric: str,
+    baseline_values: NDArray[np.float64],
+    candidate_values: NDArray[np.float64],
+) -> pd.DataFrame:
     """The shared queries both runs score on metric: query_id, baseline, candidate, delta.
 
     *_values are the runs' per-query arrays (Report.per_query[metric], in each run's own query
@@ -206,8 +285,14 @@ def paired_frame(c: Comparison, candidate: str, metric: str, baseline_values: ND
     base = np.asarray(baseline_values, dtype=np.float64)[c.alignment.rows[0]]
     cand = np.asarray(candidate_values, dtype=np.float64)[c.alignment.rows[i]]
     keep = ~np.isnan(base) & ~np.isnan(cand)
-    return pd.DataFrame({"query_id": c.alignment.shared_ids[keep].astype(str), "baseline": base[keep],
-                         "candidate": cand[keep], "delta": cand[keep] - base[keep]})
+    return pd.DataFrame(
+        {
+            "query_id": c.alignment.shared_ids[keep].astype(str),
+            "baseline": base[keep],
+            "candidate": cand[keep],
+            "delta": cand[keep] - base[keep],
+        }
+    )
 
 
 def outcome(delta: NDArray[np.float64], higher_is_better: bool) -> NDArray[np.int8]:
@@ -216,33 +301,53 @@ def outcome(delta: NDArray[np.float64], higher_is_better: bool) -> NDArray[np.in
     return np.where(gain > TIE, 1, np.where(gain < -TIE, -1, 0)).astype(np.int8)
 
 
-def scatter(frame: pd.DataFrame, metric: str, higher_is_better: bool, baseline: str,
-            candidate: str) -> go.Figure:
+def scatter(
+    frame: pd.DataFrame, metric: str, higher_is_better: bool, baseline: str, candidate: str
+) -> go.Figure:
     """Per-query baseline (x) against candidate (y), the diagonal drawn; customdata = query_id."""
     fig = go.Figure()
     kind = go.Scattergl if len(frame) > WEBGL_POINTS else go.Scatter
     result = outcome(frame["delta"].to_numpy(), higher_is_better)
-    for code, name, colour in ((1, "candidate better", GREEN), (0, "tie", GREY),
-                               (-1, "candidate worse", RED)):
+    for code, name, colour in (
+        (1, "candidate better", GREEN),
+        (0, "tie", GREY),
+        (-1, "candidate worse", RED),
+    ):
         sel = result == code
         ids = frame["query_id"].to_numpy()[sel]
-        fig.add_trace(kind(
-            x=frame["baseline"].to_numpy()[sel], y=frame["candidate"].to_numpy()[sel],
-            mode="markers", name=f"{name} ({int(sel.sum())})",
-            marker={"color": colour, "size": 8, "opacity": 0.6, "line": {"width": 0}},
-            customdata=ids[:, None], text=[escape_text(q) for q in ids],
-            hovertemplate="%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}<extra></extra>",
-        ))
+        fig.add_trace(
+            kind(
+                x=frame["baseline"].to_numpy()[sel],
+                y=frame["candidate"].to_numpy()[sel],
+                mode="markers",
+                name=f"{name} ({int(sel.sum())})",
+                marker={"color": colour, "size": 8, "opacity": 0.6, "line": {"width": 0}},
+                customdata=ids[:, None],
+                text=[escape_text(q) for q in ids],
+                hovertemplate="%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}<extra></extra>",
+            )
+        )
     values = frame[["baseline", "candidate"]].to_numpy()
     lo = float(np.nanmin(values)) if values.size else 0.0
     hi = float(np.nanmax(values)) if values.size else 1.0
     pad = 0.04 * ((hi - lo) or 1.0)
     span = [lo - pad, hi + pad]
-    fig.add_shape(type="line", x0=span[0], y0=span[0], x1=span[1], y1=span[1],
-                  line={"color": "#888", "dash": "dash", "width": 1}, layer="below")
+    fig.add_shape(
+        type="line",
+        x0=span[0],
+        y0=span[0],
+        x1=span[1],
+        y1=span[1],
+        line={"color": "#888", "dash": "dash", "width": 1},
+        layer="below",
+    )
     fig.update_layout(
-        title=f"{escape_text(metric)} per query", height=460, xaxis_title=f"{escape_text(baseline)} (baseline)",
-        yaxis_title=f"{escape_text(candidate)} (candidate)", xaxis_range=span, yaxis_range=span,
+        title=f"{escape_text(metric)} per query",
+        height=460,
+        xaxis_title=f"{escape_text(baseline)} (baseline)",
+        yaxis_title=f"{escape_text(candidate)} (candidate)",
+        xaxis_range=span,
+        yaxis_range=span,
         **_LAYOUT,
     )
     return fig
@@ -251,20 +356,38 @@ def scatter(frame: pd.DataFrame, metric: str, higher_is_better: bool, baseline: 
 def wtl_bars(c: Comparison) -> go.Figure:
     """Wins / ties / losses per metric, one panel per candidate (in the metric's direction)."""
     cands = list(c.candidates)
-    fig = make_subplots(rows=1, cols=len(cands), shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=[f"{escape_text(x)} vs {escape_text(c.baseline)}" for x in cands])
+    fig = make_subplots(
+        rows=1,
+        cols=len(cands),
+        shared_yaxes=True,
+        horizontal_spacing=0.03,
+        subplot_titles=[f"{escape_text(x)} vs {escape_text(c.baseline)}" for x in cands],
+    )
     labels = [escape_text(m) for m in c.metrics]
     for col, cand in enumerate(cands, start=1):
         tests = [c.test(cand, m) for m in c.metrics]
         for field, colour in (("wins", GREEN), ("ties", "#c4c4c4"), ("losses", RED)):
             counts = [getattr(t, field) for t in tests]
-            fig.add_trace(go.Bar(
-                y=labels, x=counts, orientation="h", name=field, marker_color=colour,
-                legendgroup=field, showlegend=col == 1,
-                hovertemplate=f"%{{y}}<br>{field}: %{{x}}<extra></extra>",
-            ), row=1, col=col)
-    fig.update_layout(barmode="stack", height=max(260, 26 * len(c.metrics) + 120),
-                      title="Queries won / tied / lost by the candidate", **_LAYOUT)
+            fig.add_trace(
+                go.Bar(
+                    y=labels,
+                    x=counts,
+                    orientation="h",
+                    name=field,
+                    marker_color=colour,
+                    legendgroup=field,
+                    showlegend=col == 1,
+                    hovertemplate=f"%{{y}}<br>{field}: %{{x}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+    fig.update_layout(
+        barmode="stack",
+        height=max(260, 26 * len(c.metrics) + 120),
+        title="Queries won / tied / lost by the candidate",
+        **_LAYOUT,
+    )
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(title_text="queries")
     return fig
@@ -274,7 +397,8 @@ def worst_frame(c: Comparison, candidate: str, metric: str) -> pd.DataFrame:
     """The candidate's most regressed queries on metric, worst first."""
     rows = c.worst.get(candidate, {}).get(metric, [])
     return pd.DataFrame(rows, columns=["query_id", "baseline", "candidate", "diff"]).rename(
-        columns={"diff": "delta"})
+        columns={"diff": "delta"}
+    )
 
 
 # --- segments ------------------------------------------------------------------------------------
@@ -286,14 +410,39 @@ def segment_frame(c: Comparison, tag: str) -> pd.DataFrame:
     rows = []
     for group, seg in c.by.get(tag, {}).items():
         for t in seg["tests"]:
-            rows.append({"value": group, "queries": seg["n"], "candidate": t.candidate,
-                         "metric": t.metric, "n": t.n, "baseline mean": t.baseline_mean,
-                         "candidate mean": t.candidate_mean, "delta": t.diff, "CI low": t.ci_low,
-                         "CI high": t.ci_high, "p (Holm)": t.p_perm_holm,
-                         "significant": _mark(t, alpha)})
-    return pd.DataFrame(rows, columns=["value", "queries", "candidate", "metric", "n",
-                                       "baseline mean", "candidate mean", "delta", "CI low",
-                                       "CI high", "p (Holm)", "significant"])
+            rows.append(
+                {
+                    "value": group,
+                    "queries": seg["n"],
+                    "candidate": t.candidate,
+                    "metric": t.metric,
+                    "n": t.n,
+                    "baseline mean": t.baseline_mean,
+                    "candidate mean": t.candidate_mean,
+                    "delta": t.diff,
+                    "CI low": t.ci_low,
+                    "CI high": t.ci_high,
+                    "p (Holm)": t.p_perm_holm,
+                    "significant": _mark(t, alpha),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "value",
+            "queries",
+            "candidate",
+            "metric",
+            "n",
+            "baseline mean",
+            "candidate mean",
+            "delta",
+            "CI low",
+            "CI high",
+            "p (Holm)",
+            "significant",
+        ],
+    )
 
 
 def segment_table(long: pd.DataFrame, metrics: Sequence[str]) -> Styler:
@@ -304,7 +453,8 @@ def segment_table(long: pd.DataFrame, metrics: Sequence[str]) -> Styler:
     marks = long.pivot(index=keys, columns="metric", values="significant")
     index = pd.MultiIndex.from_tuples(
         [(v, int(long.loc[long["value"] == v, "queries"].iloc[0]), cand) for v, cand in order],
-        names=keys)
+        names=keys,
+    )
     cols = [m for m in metrics if m in wide.columns]
     wide, marks = wide.reindex(index)[cols].reset_index(), marks.reindex(index)[cols].reset_index()
 
@@ -324,9 +474,16 @@ def segment_table(long: pd.DataFrame, metrics: Sequence[str]) -> Styler:
 def _ops_row(x: OpsChange) -> dict[str, Any]:
     excludes_zero = x.ci_low > 0 or x.ci_high < 0
     mark = (HIGHER if x.change > 0 else LOWER) if excludes_zero else ""
-    return {"n": x.n, "baseline": x.baseline, "candidate value": x.candidate_value,
-            "change": x.change, "change %": x.change_pct, "CI low": x.ci_low,
-            "CI high": x.ci_high, "significant": mark}
+    return {
+        "n": x.n,
+        "baseline": x.baseline,
+        "candidate value": x.candidate_value,
+        "change": x.change,
+        "change %": x.change_pct,
+        "CI low": x.ci_low,
+        "CI high": x.ci_high,
+        "significant": mark,
+    }
 
 
 def latency_frame(c: Comparison, stats: Sequence[str] = LATENCY_STATS) -> pd.DataFrame:
@@ -335,35 +492,77 @@ def latency_frame(c: Comparison, stats: Sequence[str] = LATENCY_STATS) -> pd.Dat
     for x in c.latency:
         _, stage, stat = x.target.split(".")
         if stat in stats:
-            rows.append({"candidate": x.candidate, "stage": stage, "statistic": stat, **_ops_row(x)})
-    return pd.DataFrame(rows, columns=["candidate", "stage", "statistic", "n", "baseline",
-                                       "candidate value", "change", "change %", "CI low",
-                                       "CI high", "significant"])
+            rows.append(
+                {"candidate": x.candidate, "stage": stage, "statistic": stat, **_ops_row(x)}
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "candidate",
+            "stage",
+            "statistic",
+            "n",
+            "baseline",
+            "candidate value",
+            "change",
+            "change %",
+            "CI low",
+            "CI high",
+            "significant",
+        ],
+    )
 
 
 def cost_frame(c: Comparison) -> pd.DataFrame:
     """One row per (candidate, per_query | total) in USD, the change and its bootstrap interval."""
-    rows = [{"candidate": x.candidate, "cost": x.target.split(".")[1], **_ops_row(x)}
-            for x in c.cost]
-    return pd.DataFrame(rows, columns=["candidate", "cost", "n", "baseline", "candidate value",
-                                       "change", "change %", "CI low", "CI high", "significant"])
+    rows = [
+        {"candidate": x.candidate, "cost": x.target.split(".")[1], **_ops_row(x)} for x in c.cost
+    ]
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "candidate",
+            "cost",
+            "n",
+            "baseline",
+            "candidate value",
+            "change",
+            "change %",
+            "CI low",
+            "CI high",
+            "significant",
+        ],
+    )
 
 
 def style_ops(frame: pd.DataFrame, digits: int) -> Styler:
     """Latency/cost rows: a significant increase red, a significant decrease green."""
-    return _row_colours(frame, "significant", LOWER, HIGHER).format({
-        "baseline": _fmt(digits), "candidate value": _fmt(digits), "change": _fmt(digits, True),
-        "change %": _fmt(1, True), "CI low": _fmt(digits, True), "CI high": _fmt(digits, True),
-    })
+    return _row_colours(frame, "significant", LOWER, HIGHER).format(
+        {
+            "baseline": _fmt(digits),
+            "candidate value": _fmt(digits),
+            "change": _fmt(digits, True),
+            "change %": _fmt(1, True),
+            "CI low": _fmt(digits, True),
+            "CI high": _fmt(digits, True),
+        }
+    )
 
 
 def stages_not_compared(c: Comparison) -> list[str]:
-    """"stage (run)" for every latency stage only one side of a pair records."""
+    """ "stage (run)" for every latency stage only one side of a pair records."""
     base = c.stages[c.baseline]
-    out = [f"{stage} ({cand})" for cand in c.candidates for stage in c.stages[cand]
-           if stage not in base]
-    out += [f"{stage} ({c.baseline})" for stage in base
-            if any(stage not in c.stages[cand] for cand in c.candidates)]
+    out = [
+        f"{stage} ({cand})"
+        for cand in c.candidates
+        for stage in c.stages[cand]
+        if stage not in base
+    ]
+    out += [
+        f"{stage} ({c.baseline})"
+        for stage in base
+        if any(stage not in c.stages[cand] for cand in c.candidates)
+    ]
     return out
 
 
@@ -384,41 +583,64 @@ def trends_frame(rows: Sequence[TrendRow], metrics: Sequence[str]) -> pd.DataFra
         item.update({m: r.metrics.get(m, math.nan) for m in metrics})
         item.update({f"p95 {s} ms": r.latency_p95_ms.get(s) for s in stages})
         out.append(item)
-    return pd.DataFrame(out, columns=["run", "created_at", "queries", *metrics,
-                                      *(f"p95 {s} ms" for s in stages)])
+    return pd.DataFrame(
+        out, columns=["run", "created_at", "queries", *metrics, *(f"p95 {s} ms" for s in stages)]
+    )
 
 
 def trends_figure(rows: Sequence[TrendRow], metrics: Sequence[str], stage: str | None) -> go.Figure:
     """Metrics (left axis) and p95 latency of stage (right axis, dashed) over runs in time order."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = list(range(len(rows)))
-    ticks = [f"{escape_text(r.run)}<br>{escape_text((r.created_at or 'no date')[:10])}" for r in rows]
+    ticks = [
+        f"{escape_text(r.run)}<br>{escape_text((r.created_at or 'no date')[:10])}" for r in rows
+    ]
     for m in metrics:
-        fig.add_trace(go.Scatter(
-            x=x, y=[r.metrics.get(m, math.nan) for r in rows], mode="lines+markers", name=escape_text(m),
-            customdata=[escape_text(r.run) for r in rows],
-            hovertemplate=f"%{{customdata}}<br>{escape_text(m)}: %{{y:.4f}}<extra></extra>",
-        ), secondary_y=False)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[r.metrics.get(m, math.nan) for r in rows],
+                mode="lines+markers",
+                name=escape_text(m),
+                customdata=[escape_text(r.run) for r in rows],
+                hovertemplate=f"%{{customdata}}<br>{escape_text(m)}: %{{y:.4f}}<extra></extra>",
+            ),
+            secondary_y=False,
+        )
     if stage is not None:
         p95 = [r.latency_p95_ms.get(stage) for r in rows]
-        fig.add_trace(go.Scatter(
-            x=x, y=[math.nan if v is None else v for v in p95], mode="lines+markers",
-            name=f"p95 latency, {escape_text(stage)} (ms)", line={"dash": "dash", "color": "#555"},
-            marker={"symbol": "diamond"}, customdata=[escape_text(r.run) for r in rows],
-            hovertemplate="%{customdata}<br>p95 %{y:.1f} ms<extra></extra>",
-        ), secondary_y=True)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[math.nan if v is None else v for v in p95],
+                mode="lines+markers",
+                name=f"p95 latency, {escape_text(stage)} (ms)",
+                line={"dash": "dash", "color": "#555"},
+                marker={"symbol": "diamond"},
+                customdata=[escape_text(r.run) for r in rows],
+                hovertemplate="%{customdata}<br>p95 %{y:.1f} ms<extra></extra>",
+            ),
+            secondary_y=True,
+        )
         fig.update_yaxes(title_text="p95 latency (ms)", secondary_y=True, rangemode="tozero")
         fig.update_yaxes(tickmode="auto", showgrid=False, secondary_y=True)
     fig.update_yaxes(title_text="metric value", secondary_y=False)
     fig.update_xaxes(tickvals=x, ticktext=ticks, range=[-0.3, len(rows) - 0.7])
-    fig.update_layout(height=440, title="Trends over all runs (ordered by created_at)",
-                      **{**_LAYOUT, "legend": {"orientation": "h", "y": -0.2}})
+    fig.update_layout(
+        height=440,
+        title="Trends over all runs (ordered by created_at)",
+        **{**_LAYOUT, "legend": {"orientation": "h", "y": -0.2}},
+    )
     return fig
 
 
-def query_metrics_frame(metrics: Sequence[str], baseline: dict[str, NDArray[np.float64]],
-                        candidate: dict[str, NDArray[np.float64]], baseline_row: int,
-                        candidate_row: int) -> pd.DataFrame:
+def query_metrics_frame(
+    metrics: Sequence[str],
+    baseline: dict[str, NDArray[np.float64]],
+    candidate: dict[str, NDArray[np.float64]],
+    baseline_row: int,
+    candidate_row: int,
+) -> pd.DataFrame:
     """One query's value of each metric in both runs (per_query arrays, each run's own row)."""
     rows = []
     for m in metrics:

@@ -22,8 +22,13 @@ from rageval_core.opsview import ScatterPoints, ecdf
 
 STAT_COLUMNS = ("p50", "p90", "p95", "p99", "mean")
 #: a colour per statistic, light to dark as the percentile rises; mean stands apart
-STAT_COLOURS = {"p50": "#9ecae1", "p90": "#4292c6", "p95": "#2171b5", "p99": "#08306b",
-                "mean": "#f28e2b"}
+STAT_COLOURS = {
+    "p50": "#9ecae1",
+    "p90": "#4292c6",
+    "p95": "#2171b5",
+    "p99": "#08306b",
+    "mean": "#f28e2b",
+}
 #: above this many points the scatter draws with WebGL (SVG slows down past a few thousand)
 WEBGL_POINTS = 2000
 #: the scatter draws at most this many queries: a 100,000-query run would otherwise ship
@@ -31,8 +36,11 @@ WEBGL_POINTS = 2000
 SCATTER_POINTS = 3000
 #: histograms are binned here (numpy), not by plotly.js from every raw value
 HISTOGRAM_BINS = 60
-_LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "height": 380,
-                           "legend": {"orientation": "h", "y": -0.18}}
+_LAYOUT: dict[str, Any] = {
+    "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+    "height": 380,
+    "legend": {"orientation": "h", "y": -0.18},
+}
 
 
 def _escape_all(values: Sequence[Any] | np.ndarray) -> list[str]:
@@ -44,13 +52,16 @@ def _escape_all(values: Sequence[Any] | np.ndarray) -> list[str]:
 
 def percentile_frame(latency: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per stage: queries, p50, p90, p95, p99, mean (ms), from ops.latency_summary."""
-    rows = [{"stage": stage, "queries": s.get("count"), **{c: s.get(c) for c in STAT_COLUMNS}}
-            for stage, s in latency.items()]
+    rows = [
+        {"stage": stage, "queries": s.get("count"), **{c: s.get(c) for c in STAT_COLUMNS}}
+        for stage, s in latency.items()
+    ]
     return pd.DataFrame(rows, columns=["stage", "queries", *STAT_COLUMNS])
 
 
-def percentile_by_tag_frame(tag: str, groups: Mapping[str, Mapping[str, Mapping[str, Any]]],
-                            stage: str | None = None) -> pd.DataFrame:
+def percentile_by_tag_frame(
+    tag: str, groups: Mapping[str, Mapping[str, Mapping[str, Any]]], stage: str | None = None
+) -> pd.DataFrame:
     """One row per (tag value, stage): the latency percentiles inside each group.
 
     groups is {value: {stage: stats}} (opsview.latency_by_tag); stage keeps only that stage's
@@ -62,21 +73,33 @@ def percentile_by_tag_frame(tag: str, groups: Mapping[str, Mapping[str, Mapping[
         for name, s in stages.items():
             if stage is not None and name != stage:
                 continue
-            rows.append({"tag": tag, "value": value, "stage": name, "queries": s.get("count"),
-                         **{c: s.get(c) for c in STAT_COLUMNS}})
+            rows.append(
+                {
+                    "tag": tag,
+                    "value": value,
+                    "stage": name,
+                    "queries": s.get("count"),
+                    **{c: s.get(c) for c in STAT_COLUMNS},
+                }
+            )
     return pd.DataFrame(rows, columns=columns)
 
 
 def token_frame(tokens: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per token kind: queries with a count, mean and total tokens."""
-    rows = [{"kind": kind, "queries": s.get("count"), "mean": s.get("mean"), "total": s.get("total")}
-            for kind, s in tokens.items()]
+    rows = [
+        {"kind": kind, "queries": s.get("count"), "mean": s.get("mean"), "total": s.get("total")}
+        for kind, s in tokens.items()
+    ]
     return pd.DataFrame(rows, columns=["kind", "queries", "mean", "total"])
 
 
 def per_query_frame(
-    query_ids: np.ndarray, total_ms: np.ndarray, stages: Mapping[str, np.ndarray],
-    tokens: Mapping[str, np.ndarray], cost_usd: np.ndarray,
+    query_ids: np.ndarray,
+    total_ms: np.ndarray,
+    stages: Mapping[str, np.ndarray],
+    tokens: Mapping[str, np.ndarray],
+    cost_usd: np.ndarray,
 ) -> pd.DataFrame:
     """One row per query: total and stage latencies, token counts and cost (empty cell = unknown)."""
     cols: dict[str, Any] = {"query_id": query_ids.astype(str), "total_ms": total_ms}
@@ -92,18 +115,33 @@ def per_query_frame(
 def percentile_bars(frame: pd.DataFrame, log_y: bool = False) -> go.Figure:
     """Grouped bars: for each stage, p50, p90, p95, p99 and mean latency in ms."""
     stages = _escape_all(frame["stage"])
-    traces = [go.Bar(name=stat, x=stages, y=frame[stat].astype(float),
-                     marker_color=STAT_COLOURS[stat],
-                     hovertemplate=f"%{{x}}<br>{stat}: %{{y:,.1f}} ms<extra></extra>")
-              for stat in STAT_COLUMNS]
-    return go.Figure(data=traces, layout={
-        **_LAYOUT, "barmode": "group", "title": "Latency per stage",
-        "yaxis": {"type": "log" if log_y else "linear", "title": "ms" + (" (log)" if log_y else "")},
-    })
+    traces = [
+        go.Bar(
+            name=stat,
+            x=stages,
+            y=frame[stat].astype(float),
+            marker_color=STAT_COLOURS[stat],
+            hovertemplate=f"%{{x}}<br>{stat}: %{{y:,.1f}} ms<extra></extra>",
+        )
+        for stat in STAT_COLUMNS
+    ]
+    return go.Figure(
+        data=traces,
+        layout={
+            **_LAYOUT,
+            "barmode": "group",
+            "title": "Latency per stage",
+            "yaxis": {
+                "type": "log" if log_y else "linear",
+                "title": "ms" + (" (log)" if log_y else ""),
+            },
+        },
+    )
 
 
-def binned(values: np.ndarray, bins: int = HISTOGRAM_BINS,
-           edges: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def binned(
+    values: np.ndarray, bins: int = HISTOGRAM_BINS, edges: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(bin edges, counts) of the finite values: what a histogram draws, a few numbers long."""
     v = values[np.isfinite(values)]
     if edges is None:
@@ -114,24 +152,41 @@ def binned(values: np.ndarray, bins: int = HISTOGRAM_BINS,
 
 def _bars(edges: np.ndarray, counts: np.ndarray, **kwargs: Any) -> go.Bar:
     """A histogram as bars: one bar per bin, centred, as wide as the bin."""
-    return go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges),
-                  customdata=np.stack([edges[:-1], edges[1:]], axis=1), **kwargs)
+    return go.Bar(
+        x=(edges[:-1] + edges[1:]) / 2,
+        y=counts,
+        width=np.diff(edges),
+        customdata=np.stack([edges[:-1], edges[1:]], axis=1),
+        **kwargs,
+    )
 
 
-def stage_distribution(stages: Mapping[str, np.ndarray], log_x: bool = False,
-                       kind: str = "ecdf") -> go.Figure:
+def stage_distribution(
+    stages: Mapping[str, np.ndarray], log_x: bool = False, kind: str = "ecdf"
+) -> go.Figure:
     """Per-stage latency distribution: ECDF step lines (kind="ecdf") or overlaid histograms."""
     traces = []
     if kind == "ecdf":
         for name, col in stages.items():
             label = escape_text(name)
             x, y = ecdf(col)
-            traces.append(go.Scatter(
-                x=x, y=y, mode="lines", line_shape="hv", name=label,
-                hovertemplate=f"{label}<br>%{{y:.1%}} of queries ≤ %{{x:,.1f}} ms<extra></extra>"))
-        layout = {"yaxis": {"title": "share of queries", "tickformat": ".0%"},
-                  "xaxis": {"type": "log" if log_x else "linear",
-                            "title": "ms" + (" (log)" if log_x else "")}}
+            traces.append(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    mode="lines",
+                    line_shape="hv",
+                    name=label,
+                    hovertemplate=f"{label}<br>%{{y:.1%}} of queries ≤ %{{x:,.1f}} ms<extra></extra>",
+                )
+            )
+        layout = {
+            "yaxis": {"title": "share of queries", "tickformat": ".0%"},
+            "xaxis": {
+                "type": "log" if log_x else "linear",
+                "title": "ms" + (" (log)" if log_x else ""),
+            },
+        }
     else:
         # plotly bins on a log axis poorly: bin log10(ms) instead and label the axis as such;
         # every stage on the same edges, so the overlaid bars line up
@@ -146,25 +201,45 @@ def stage_distribution(stages: Mapping[str, np.ndarray], log_x: bool = False,
         unit = "log10(ms)" if log_x else "ms"
         for name, v in cols.items():
             label = escape_text(name)
-            traces.append(_bars(*binned(v, edges=edges), name=label, opacity=0.6,
-                                hovertemplate=f"{label}<br>{unit} %{{customdata[0]:,.2f}} to "
-                                              f"%{{customdata[1]:,.2f}}: %{{y}} queries"
-                                              "<extra></extra>"))
-        layout = {"barmode": "overlay", "bargap": 0, "yaxis": {"title": "queries"},
-                  "xaxis": {"title": unit}}
-    return go.Figure(data=traces, layout={**layout, "title": "Latency distribution per stage",
-                                          **_LAYOUT})
+            traces.append(
+                _bars(
+                    *binned(v, edges=edges),
+                    name=label,
+                    opacity=0.6,
+                    hovertemplate=f"{label}<br>{unit} %{{customdata[0]:,.2f}} to "
+                    f"%{{customdata[1]:,.2f}}: %{{y}} queries"
+                    "<extra></extra>",
+                )
+            )
+        layout = {
+            "barmode": "overlay",
+            "bargap": 0,
+            "yaxis": {"title": "queries"},
+            "xaxis": {"title": unit},
+        }
+    return go.Figure(
+        data=traces, layout={**layout, "title": "Latency distribution per stage", **_LAYOUT}
+    )
 
 
 def cost_histogram(cost_usd: np.ndarray) -> go.Figure:
     """Histogram of the cost of each query in USD (queries with a known cost), binned here."""
-    bars = _bars(*binned(cost_usd), marker_color="#59a14f",
-                 hovertemplate="$%{customdata[0]:.5f} to $%{customdata[1]:.5f}<br>%{y} queries"
-                               "<extra></extra>")
-    return go.Figure(data=[bars], layout={
-        "title": "Cost per query", "xaxis": {"title": "USD", "tickformat": "$.5f"},
-        "yaxis": {"title": "queries"}, "bargap": 0.05, **_LAYOUT,
-    })
+    bars = _bars(
+        *binned(cost_usd),
+        marker_color="#59a14f",
+        hovertemplate="$%{customdata[0]:.5f} to $%{customdata[1]:.5f}<br>%{y} queries"
+        "<extra></extra>",
+    )
+    return go.Figure(
+        data=[bars],
+        layout={
+            "title": "Cost per query",
+            "xaxis": {"title": "USD", "tickformat": "$.5f"},
+            "yaxis": {"title": "queries"},
+            "bargap": 0.05,
+            **_LAYOUT,
+        },
+    )
 
 
 def thinned(points: ScatterPoints, max_points: int = SCATTER_POINTS) -> NDArray[np.intp]:
@@ -177,15 +252,20 @@ def thinned(points: ScatterPoints, max_points: int = SCATTER_POINTS) -> NDArray[
     return np.sort(order[np.unique(np.linspace(0, n - 1, max_points).round().astype(np.intp))])
 
 
-def latency_quality_scatter(points: ScatterPoints, metric: str, tag: str | None,
-                            max_points: int = SCATTER_POINTS) -> go.Figure:
+def latency_quality_scatter(
+    points: ScatterPoints, metric: str, tag: str | None, max_points: int = SCATTER_POINTS
+) -> go.Figure:
     """Total latency (x) against a per-query metric (y), one trace per tag value, hover = query id.
 
     More than max_points queries are thinned (thinned()); the title says how many are drawn.
     """
     keep = thinned(points, max_points)
-    x, y, group, ids = (points.x_ms[keep], points.y[keep], points.group[keep],
-                        points.query_id[keep])
+    x, y, group, ids = (
+        points.x_ms[keep],
+        points.y[keep],
+        points.group[keep],
+        points.query_id[keep],
+    )
     groups = [""] if tag is None else _group_order(points.group)
     trace = go.Scattergl if x.size > WEBGL_POINTS else go.Scatter
     metric_text = escape_text(metric)
@@ -193,23 +273,37 @@ def latency_quality_scatter(points: ScatterPoints, metric: str, tag: str | None,
     for g in groups:
         sel = group == g if tag else np.ones(x.size, dtype=bool)
         name = escape_text(g) if tag else "queries"
-        traces.append(trace(
-            x=x[sel], y=y[sel], mode="markers", name=name,
-            customdata=_escape_all(ids[sel]), marker={"size": 7, "opacity": 0.7},
-            hovertemplate=(f"%{{customdata}}<br>{metric_text}: %{{y:.3f}}"
-                           f"<br>total: %{{x:,.1f}} ms<extra>{name}</extra>"),
-        ))
+        traces.append(
+            trace(
+                x=x[sel],
+                y=y[sel],
+                mode="markers",
+                name=name,
+                customdata=_escape_all(ids[sel]),
+                marker={"size": 7, "opacity": 0.7},
+                hovertemplate=(
+                    f"%{{customdata}}<br>{metric_text}: %{{y:.3f}}"
+                    f"<br>total: %{{x:,.1f}} ms<extra>{name}</extra>"
+                ),
+            )
+        )
     title = f"Latency against {metric_text}"
     if keep.size < points.x_ms.size:
-        title += (f" ({keep.size:,} of {points.x_ms.size:,} queries drawn, evenly spaced by "
-                  "latency)")
-    return go.Figure(data=traces, layout={
-        "title": title, "xaxis": {"title": "total latency (ms)"}, "yaxis": {"title": metric_text},
-        "showlegend": tag is not None,
-        "legend": {**_LAYOUT["legend"], **({"title": {"text": escape_text(tag)}}
-                                           if tag else {})},
-        **{k: v for k, v in _LAYOUT.items() if k != "legend"},
-    })
+        title += f" ({keep.size:,} of {points.x_ms.size:,} queries drawn, evenly spaced by latency)"
+    return go.Figure(
+        data=traces,
+        layout={
+            "title": title,
+            "xaxis": {"title": "total latency (ms)"},
+            "yaxis": {"title": metric_text},
+            "showlegend": tag is not None,
+            "legend": {
+                **_LAYOUT["legend"],
+                **({"title": {"text": escape_text(tag)}} if tag else {}),
+            },
+            **{k: v for k, v in _LAYOUT.items() if k != "legend"},
+        },
+    )
 
 
 def _group_order(groups: np.ndarray) -> list[str]:

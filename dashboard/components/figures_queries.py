@@ -21,8 +21,9 @@ def table_frame(table: QueryTable, rows: NDArray[np.int64]) -> pd.DataFrame:
     return pd.DataFrame({name: values[rows] for name, values in table.columns().items()})
 
 
-def table_document(table: QueryTable, rows: NDArray[np.int64],
-                   meta: dict[str, object]) -> dict[str, object]:
+def table_document(
+    table: QueryTable, rows: NDArray[np.int64], meta: dict[str, object]
+) -> dict[str, object]:
     """The rows' per-query results for the JSON download: {run, settings, ..., queries: [...]}."""
     return {**meta, "queries": table.records(rows)}
 
@@ -37,36 +38,59 @@ def spans_frame(detail: QueryDetail) -> pd.DataFrame:
             status = f"not in top {s.k} (first covered at rank {s.first_rank})"
         else:
             status = f"not covered in top {s.k}"
-        rows.append({
-            "span": s.eidx + 1,
-            "covered": s.covered,
-            "status": status,
-            "first_rank": s.first_rank,
-            "best_score@k": s.best_score,
-            "best_rank@k": s.best_rank,
-            "evidence": s.text,
-        })
-    return pd.DataFrame(rows, columns=["span", "covered", "status", "first_rank", "best_score@k",
-                                       "best_rank@k", "evidence"])
+        rows.append(
+            {
+                "span": s.eidx + 1,
+                "covered": s.covered,
+                "status": status,
+                "first_rank": s.first_rank,
+                "best_score@k": s.best_score,
+                "best_rank@k": s.best_rank,
+                "evidence": s.text,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "span",
+            "covered",
+            "status",
+            "first_rank",
+            "best_score@k",
+            "best_rank@k",
+            "evidence",
+        ],
+    )
 
 
-def chunk_header(rank: int, original_rank: int, doc_id: str, score: float | None,
-                 label: int | None, relevant: bool | None, match_eidx: int,
-                 match_score: float | None, threshold: float) -> str:
+def chunk_header(
+    rank: int,
+    original_rank: int,
+    doc_id: str,
+    score: float | None,
+    label: int | None,
+    relevant: bool | None,
+    match_eidx: int,
+    match_score: float | None,
+    threshold: float,
+) -> str:
     """The plain-text line above a chunk (escaped by the caller's HTML helper)."""
     parts = [f"#{rank}" + (f" (was #{original_rank})" if original_rank != rank else ""), doc_id]
     parts.append("no retriever score" if score is None else f"score {score:.4g}")
     if relevant is not None:
-        parts.append(("relevant" if relevant else "not relevant")
-                     + ("" if label is None else f" (qrels {label})"))
+        parts.append(
+            ("relevant" if relevant else "not relevant")
+            + ("" if label is None else f" (qrels {label})")
+        )
     if match_eidx >= 0 and match_score is not None:
         verdict = "covers" if match_score >= np.float32(threshold) else "below threshold"
         parts.append(f"best match: span {match_eidx + 1} ({match_score:.2f}, {verdict})")
     return " · ".join(parts)
 
 
-def evidence_heatmap(scores: NDArray[np.float32], threshold: float, k: int,
-                     chunk_ranks: Sequence[int] | None = None) -> go.Figure:
+def evidence_heatmap(
+    scores: NDArray[np.float32], threshold: float, k: int, chunk_ranks: Sequence[int] | None = None
+) -> go.Figure:
     """Gold span x chunk match scores; cells below the threshold dimmed, the k boundary marked.
 
     Axis labels are span numbers and ranks only (never user text); hover shows the score.
@@ -80,20 +104,39 @@ def evidence_heatmap(scores: NDArray[np.float32], threshold: float, k: int,
     values = scores.astype(np.float64)
     hover = "%{y}, chunk %{x}<br>score %{customdata:.3f}<extra></extra>"
     fig = go.Figure()
-    for mask, scale, zmin, zmax in ((~above, BELOW_SCALE, 0.0, max(threshold, 1e-9)),
-                                    (above, ABOVE_SCALE, threshold, 1.0)):
+    for mask, scale, zmin, zmax in (
+        (~above, BELOW_SCALE, 0.0, max(threshold, 1e-9)),
+        (above, ABOVE_SCALE, threshold, 1.0),
+    ):
         z = np.where(mask, values, np.nan)
-        fig.add_trace(go.Heatmap(
-            z=z, x=x, y=y, customdata=values, colorscale=scale, zmin=zmin, zmax=zmax,
-            showscale=False, hovertemplate=hover, xgap=2, ygap=2,
-            text=np.where(mask, np.char.mod("%.2f", values), ""), texttemplate="%{text}",
-            textfont={"size": 11},
-        ))
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=x,
+                y=y,
+                customdata=values,
+                colorscale=scale,
+                zmin=zmin,
+                zmax=zmax,
+                showscale=False,
+                hovertemplate=hover,
+                xgap=2,
+                ygap=2,
+                text=np.where(mask, np.char.mod("%.2f", values), ""),
+                texttemplate="%{text}",
+                textfont={"size": 11},
+            )
+        )
     if 0 < k < n_chunks:
-        fig.add_vline(x=k - 0.5, line={"color": "#d62728", "dash": "dash", "width": 2},
-                      annotation_text=f"k = {k}", annotation_position="top")
+        fig.add_vline(
+            x=k - 0.5,
+            line={"color": "#d62728", "dash": "dash", "width": 2},
+            annotation_text=f"k = {k}",
+            annotation_position="top",
+        )
     fig.update_layout(
-        height=max(180, 60 + 44 * n_spans), margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        height=max(180, 60 + 44 * n_spans),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
         xaxis={"title": "chunk rank", "type": "category", "side": "bottom"},
         yaxis={"type": "category", "autorange": "reversed"},
         plot_bgcolor="rgba(0,0,0,0)",

@@ -22,9 +22,17 @@ from rageval_core.tuning import Agreement, BorderlinePair, Labels
 
 COVERED, UNCOVERED = "#2171b5", "#bdbdbd"
 MATCH, NO_MATCH = "#2ca02c", "#d62728"
-CURVE_COLOURS = {"F1": "#08306b", "accuracy": "#f28e2b", "precision": "#6baed6", "recall": "#9467bd"}
-_LAYOUT: dict[str, Any] = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "height": 360,
-                           "legend": {"orientation": "h", "y": -0.2}}
+CURVE_COLOURS = {
+    "F1": "#08306b",
+    "accuracy": "#f28e2b",
+    "precision": "#6baed6",
+    "recall": "#9467bd",
+}
+_LAYOUT: dict[str, Any] = {
+    "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+    "height": 360,
+    "legend": {"orientation": "h", "y": -0.2},
+}
 
 
 # --- figures -------------------------------------------------------------------------------
@@ -46,22 +54,49 @@ def span_histogram(
     traces = []
     for mask, name, colour in ((~covered, "not covered", UNCOVERED), (covered, "covered", COVERED)):
         counts, _ = np.histogram(np.clip(finite[mask], 0.0, 1.0), bins=edges)
-        traces.append(go.Bar(x=centres, y=counts, width=bin_width, name=name, marker_color=colour,
-                             customdata=np.stack([edges[:-1], edges[1:]], axis=1),
-                             hovertemplate="best score %{customdata[0]:.2f} to "
-                                           "%{customdata[1]:.2f}: %{y} spans<extra>" + name
-                                           + "</extra>"))
+        traces.append(
+            go.Bar(
+                x=centres,
+                y=counts,
+                width=bin_width,
+                name=name,
+                marker_color=colour,
+                customdata=np.stack([edges[:-1], edges[1:]], axis=1),
+                hovertemplate="best score %{customdata[0]:.2f} to "
+                "%{customdata[1]:.2f}: %{y} spans<extra>" + name + "</extra>",
+            )
+        )
     lo, hi = max(round(threshold - delta, 6), 0.0), min(round(threshold + delta, 6), 1.0)
-    band = {"type": "rect", "xref": "x", "yref": "paper", "x0": lo, "x1": hi, "y0": 0, "y1": 1,
-            "fillcolor": "#fdd0a2", "opacity": 0.35, "line": {"width": 0}, "layer": "below"}
+    band = {
+        "type": "rect",
+        "xref": "x",
+        "yref": "paper",
+        "x0": lo,
+        "x1": hi,
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": "#fdd0a2",
+        "opacity": 0.35,
+        "line": {"width": 0},
+        "layer": "below",
+    }
     missing = int(values.size - finite.size)
     title = f"Best score of each gold span ({finite.size:,} spans"
     title += f"; {missing:,} with no chunk in the top k)" if missing else ")"
-    layout = {**_LAYOUT, "barmode": "stack", "bargap": 0.05, "title": title, "shapes": [band],
-              "xaxis": {"title": "best match score in the top k", "range": [0, 1.0]},
-              "yaxis": {"title": "gold spans"}}
-    return figure(traces, layout,
-                  [marker(threshold, f"threshold {threshold:.2f}", "#e6550d", position="left")])
+    layout = {
+        **_LAYOUT,
+        "barmode": "stack",
+        "bargap": 0.05,
+        "title": title,
+        "shapes": [band],
+        "xaxis": {"title": "best match score in the top k", "range": [0, 1.0]},
+        "yaxis": {"title": "gold spans"},
+    }
+    return figure(
+        traces,
+        layout,
+        [marker(threshold, f"threshold {threshold:.2f}", "#e6550d", position="left")],
+    )
 
 
 def agreement_figure(
@@ -76,39 +111,63 @@ def agreement_figure(
     The labelled pairs sit as ticks along the top (match) and bottom (no match) edges.
     """
     traces = []
-    series = {"F1": curve.f1, "accuracy": curve.accuracy, "precision": curve.precision,
-              "recall": curve.recall}
+    series = {
+        "F1": curve.f1,
+        "accuracy": curve.accuracy,
+        "precision": curve.precision,
+        "recall": curve.recall,
+    }
     for name, values in series.items():
-        traces.append(go.Scatter(
-            x=curve.thresholds, y=values, mode="lines", name=name,
-            line={"color": CURVE_COLOURS[name], "width": 3 if name == "F1" else 1.5},
-            hovertemplate="threshold %{x:.2f}: %{y:.3f}<extra>" + name + "</extra>"))
+        traces.append(
+            go.Scatter(
+                x=curve.thresholds,
+                y=values,
+                mode="lines",
+                name=name,
+                line={"color": CURVE_COLOURS[name], "width": 3 if name == "F1" else 1.5},
+                hovertemplate="threshold %{x:.2f}: %{y:.3f}<extra>" + name + "</extra>",
+            )
+        )
     scores = np.asarray(label_scores, dtype=np.float64)
     values = np.asarray(label_values, dtype=bool)
-    for sel, y, name, colour in ((values, 1.06, "labelled match", MATCH),
-                                 (~values, -0.06, "labelled no match", NO_MATCH)):
+    for sel, y, name, colour in (
+        (values, 1.06, "labelled match", MATCH),
+        (~values, -0.06, "labelled no match", NO_MATCH),
+    ):
         if np.any(sel):
-            traces.append(go.Scatter(
-                x=scores[sel], y=np.full(int(sel.sum()), y), mode="markers", name=name,
-                marker={"symbol": "line-ns-open", "size": 12, "color": colour},
-                hovertemplate="score %{x:.3f}<extra>" + name + "</extra>"))
+            traces.append(
+                go.Scatter(
+                    x=scores[sel],
+                    y=np.full(int(sel.sum()), y),
+                    mode="markers",
+                    name=name,
+                    marker={"symbol": "line-ns-open", "size": 12, "color": colour},
+                    hovertemplate="score %{x:.3f}<extra>" + name + "</extra>",
+                )
+            )
     if suggested is not None and round(suggested, 2) == round(current, 2):
         markers = [marker(current, f"current = suggested {current:.2f}", MATCH)]
     else:
-        markers = [marker(current, f"current {current:.2f}", "#e6550d", position="left",
-                          dash="dash")]
+        markers = [
+            marker(current, f"current {current:.2f}", "#e6550d", position="left", dash="dash")
+        ]
         if suggested is not None:
             markers.append(marker(suggested, f"suggested {suggested:.2f}", MATCH))
-    layout = {**_LAYOUT, "title": "Agreement of each threshold with your labels",
-              "xaxis": {"title": "threshold", "range": [0, 1.0]},
-              "yaxis": {"range": [-0.12, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1]}}
+    layout = {
+        **_LAYOUT,
+        "title": "Agreement of each threshold with your labels",
+        "xaxis": {"title": "threshold", "range": [0, 1.0]},
+        "yaxis": {"range": [-0.12, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1]},
+    }
     return figure(traces, layout, markers)
 
 
 # --- pair cards ----------------------------------------------------------------------------
 
-_BOX = ("border:1px solid rgba(128,128,128,0.35);border-radius:0.4rem;padding:0.5rem 0.7rem;"
-        "word-break:break-word;font-size:0.9rem;line-height:1.45")
+_BOX = (
+    "border:1px solid rgba(128,128,128,0.35);border-radius:0.4rem;padding:0.5rem 0.7rem;"
+    "word-break:break-word;font-size:0.9rem;line-height:1.45"
+)
 _MARK = "background:#ffe08a;color:inherit;padding:0 1px;border-radius:2px"
 
 
@@ -117,20 +176,29 @@ def pair_header_html(pair: BorderlinePair, label: bool | None) -> str:
     rank = f"rank {pair.rank}"
     if pair.cut_rank != pair.rank:
         rank += f" (rank {pair.cut_rank} after the score cut)"
-    verdict = {True: f'<b style="color:{MATCH}">labelled: match</b>',
-               False: f'<b style="color:{NO_MATCH}">labelled: no match</b>',
-               None: '<span style="opacity:0.6">not labelled</span>'}[label]
-    parts = [f"<b>{escape_text(pair.query_id)}</b>", escape_text(rank),
-             f"<code>{escape_text(pair.doc_id)}</code>", f"span {pair.eidx + 1}",
-             f"score <b>{pair.score:.3f}</b>", verdict]
+    verdict = {
+        True: f'<b style="color:{MATCH}">labelled: match</b>',
+        False: f'<b style="color:{NO_MATCH}">labelled: no match</b>',
+        None: '<span style="opacity:0.6">not labelled</span>',
+    }[label]
+    parts = [
+        f"<b>{escape_text(pair.query_id)}</b>",
+        escape_text(rank),
+        f"<code>{escape_text(pair.doc_id)}</code>",
+        f"span {pair.eidx + 1}",
+        f"score <b>{pair.score:.3f}</b>",
+        verdict,
+    ]
     query = f'<div style="opacity:0.75">{escape_text(pair.query)}</div>' if pair.query else ""
-    return f'<div>{" · ".join(parts)}</div>{query}'
+    return f"<div>{' · '.join(parts)}</div>{query}"
 
 
 def evidence_html(pair: BorderlinePair) -> str:
     """The gold span in a box (escaped)."""
-    return (f'<div style="font-size:0.8rem;opacity:0.7">gold span</div>'
-            f'<div style="{_BOX}">{escape_text(pair.evidence)}</div>')
+    return (
+        f'<div style="font-size:0.8rem;opacity:0.7">gold span</div>'
+        f'<div style="{_BOX}">{escape_text(pair.evidence)}</div>'
+    )
 
 
 def window_html(pair: BorderlinePair) -> str:
@@ -139,8 +207,10 @@ def window_html(pair: BorderlinePair) -> str:
     after = escape_text(pair.after) + ("…" if pair.clipped_after else "")
     mark = f'<mark style="{_MARK}">{escape_text(pair.window)}</mark>' if pair.window else ""
     caption = "matched window in the chunk" if pair.window else "chunk (no window located)"
-    return (f'<div style="font-size:0.8rem;opacity:0.7">{caption}</div>'
-            f'<div style="{_BOX}">{before}{mark}{after}</div>')
+    return (
+        f'<div style="font-size:0.8rem;opacity:0.7">{caption}</div>'
+        f'<div style="{_BOX}">{before}{mark}{after}</div>'
+    )
 
 
 # --- tables ---------------------------------------------------------------------------------
@@ -154,24 +224,46 @@ def borderline_frame(
     pairs: Sequence[BorderlinePair], lookup: Mapping[tuple[int, int, int], bool]
 ) -> pd.DataFrame:
     """One row per borderline pair, closest to the threshold first, with its label if any."""
-    columns = ["query_id", "rank", "doc_id", "span", "score", "distance", "label", "evidence",
-               "window"]
-    rows = [{"query_id": p.query_id, "rank": p.rank, "doc_id": p.doc_id, "span": p.eidx + 1,
-             "score": p.score, "distance": p.distance, "label": _verdict(lookup.get(p.key)),
-             "evidence": p.evidence, "window": p.window} for p in pairs]
+    columns = [
+        "query_id",
+        "rank",
+        "doc_id",
+        "span",
+        "score",
+        "distance",
+        "label",
+        "evidence",
+        "window",
+    ]
+    rows = [
+        {
+            "query_id": p.query_id,
+            "rank": p.rank,
+            "doc_id": p.doc_id,
+            "span": p.eidx + 1,
+            "score": p.score,
+            "distance": p.distance,
+            "label": _verdict(lookup.get(p.key)),
+            "evidence": p.evidence,
+            "window": p.window,
+        }
+        for p in pairs
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
 def labels_frame(labels: Labels) -> pd.DataFrame:
     """One row per labelled pair: where it is, its score and the person's verdict."""
-    return pd.DataFrame({
-        "query_id": labels.query_id,
-        "qidx": labels.qidx,
-        "rank": labels.rank,
-        "doc_id": labels.doc_id,
-        "span": labels.eidx + 1,
-        "score": labels.score.astype(np.float64),
-        "label": [_verdict(bool(v)) for v in labels.label],
-        "evidence": labels.evidence,
-        "labelled_at": labels.labelled_at,
-    })
+    return pd.DataFrame(
+        {
+            "query_id": labels.query_id,
+            "qidx": labels.qidx,
+            "rank": labels.rank,
+            "doc_id": labels.doc_id,
+            "span": labels.eidx + 1,
+            "score": labels.score.astype(np.float64),
+            "label": [_verdict(bool(v)) for v in labels.label],
+            "evidence": labels.evidence,
+            "labelled_at": labels.labelled_at,
+        }
+    )

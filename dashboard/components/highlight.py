@@ -14,8 +14,10 @@ HIT_CLASS = "rageval-hit"
 COVERS_COLOUR = "#2e9e4f"  # green: the chunk covers a gold span at the threshold
 OTHER_COLOUR = "#c4c4c4"  # grey: it does not
 MARK_STYLE = "background-color:#fde68a;color:inherit;padding:0 1px;border-radius:2px"
-WEAK_STYLE = ("background-color:transparent;color:inherit;text-decoration:underline dotted #b08900;"
-              "text-underline-offset:3px")
+WEAK_STYLE = (
+    "background-color:transparent;color:inherit;text-decoration:underline dotted #b08900;"
+    "text-underline-offset:3px"
+)
 
 
 def highlight(text: str, start: int, end: int, *, weak: bool = False) -> str:
@@ -32,8 +34,9 @@ def highlight(text: str, start: int, end: int, *, weak: bool = False) -> str:
     return f'{escape_text(before)}<mark class="{cls}" style="{style}">{escape_text(middle)}</mark>{escape_text(after)}'
 
 
-def chunk_card(header: str, text: str | None, start: int, end: int, covers: bool,
-               dimmed: bool = False) -> str:
+def chunk_card(
+    header: str, text: str | None, start: int, end: int, covers: bool, dimmed: bool = False
+) -> str:
     """One chunk as a bordered block: green left border when it covers a gold span, else grey.
 
     header is plain text (escaped here); text None shows that the run gave no chunk text. The
@@ -41,8 +44,11 @@ def chunk_card(header: str, text: str | None, start: int, end: int, covers: bool
     weakly: the closest text, not a match.
     """
     colour = COVERS_COLOUR if covers else OTHER_COLOUR
-    body = ('<i style="opacity:0.7">(no chunk text in the run)</i>' if text is None
-            else highlight(text, start, end, weak=not covers))
+    body = (
+        '<i style="opacity:0.7">(no chunk text in the run)</i>'
+        if text is None
+        else highlight(text, start, end, weak=not covers)
+    )
     opacity = "opacity:0.6;" if dimmed else ""
     return (
         f'<div class="rageval-chunk" data-covers="{str(covers).lower()}" '
@@ -56,5 +62,7 @@ def chunk_card(header: str, text: str | None, start: int, end: int, covers: bool
 def text_block(label: str, text: str | None) -> str:
     """A labelled block of user text (query, answer), escaped; an em dash when there is none."""
     value = "—" if text is None else escape_text(text)
-    return (f'<div style="margin:0 0 0.5rem 0"><span style="font-weight:600">{escape_text(label)}</span>'
-            f'<br><span style="line-height:1.5">{value}</span></div>')
+    return (
+        f'<div style="margin:0 0 0.5rem 0"><span style="font-weight:600">{escape_text(label)}</span>'
+        f'<br><span style="line-height:1.5">{value}</span></div>'
+    )

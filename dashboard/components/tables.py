@@ -69,7 +69,9 @@ def metric_groups(metrics: Mapping[str, float]) -> dict[str, list[tuple[str, flo
     return dict(sorted(groups.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
 
 
-def insert_after(metrics: Mapping[str, float], after: str, name: str, value: float) -> dict[str, float]:
+def insert_after(
+    metrics: Mapping[str, float], after: str, name: str, value: float
+) -> dict[str, float]:
     """metrics with (name, value) placed right after the entry `after` (at the end if absent)."""
     out: dict[str, float] = {}
     for key, v in metrics.items():
@@ -100,8 +102,15 @@ def metrics_frame(metrics: Mapping[str, float]) -> pd.DataFrame:
     rows = []
     for name, value in metrics.items():
         spec = registry.parse(name).spec
-        rows.append({"metric": name, "family": spec.family, "value": value,
-                     "band": band(name, value) or "", "description": spec.description})
+        rows.append(
+            {
+                "metric": name,
+                "family": spec.family,
+                "value": value,
+                "band": band(name, value) or "",
+                "description": spec.description,
+            }
+        )
     return pd.DataFrame(rows, columns=["metric", "family", "value", "band", "description"])
 
 
@@ -130,14 +139,17 @@ def breakdown_frame(report: Report, names: Sequence[str] | None = None) -> pd.Da
     for value, group in by["groups"].items():
         metrics = group["metrics"]
         wanted = list(metrics) if names is None else [n for n in names if n in metrics]
-        rows.append({by["tag"] or "tag": value, "queries": group["n"],
-                     **{n: metrics[n] for n in wanted}})
+        rows.append(
+            {by["tag"] or "tag": value, "queries": group["n"], **{n: metrics[n] for n in wanted}}
+        )
     return pd.DataFrame(rows)
 
 
 def curves_frame(curves: Mapping[str, Any], x_name: str, x: Sequence[float]) -> pd.DataFrame:
     """Curves (name -> values along x) as one column per metric, for the CSV download."""
-    return pd.DataFrame({x_name: list(x), **{name: list(values) for name, values in curves.items()}})
+    return pd.DataFrame(
+        {x_name: list(x), **{name: list(values) for name, values in curves.items()}}
+    )
 
 
 def runs_frame(runs: Sequence[Any]) -> pd.DataFrame:
@@ -177,15 +189,24 @@ def problems_frame(problems: Sequence[Problem], hide_prefix: Path | None = None)
     hide_prefix: a temporary folder uploads were written to, cut from the file names so the
     table shows the names the user uploaded.
     """
+
     def shown(file: str) -> str:
         if hide_prefix is not None:
             prefix = str(hide_prefix).rstrip("/") + "/"
             if file.startswith(prefix):
-                return file[len(prefix):]
+                return file[len(prefix) :]
         return file
 
-    rows = [{"file": shown(p.file), "line": p.line or None, "field": p.field, "problem": p.problem,
-             "severity": p.severity} for p in problems]
+    rows = [
+        {
+            "file": shown(p.file),
+            "line": p.line or None,
+            "field": p.field,
+            "problem": p.problem,
+            "severity": p.severity,
+        }
+        for p in problems
+    ]
     frame = pd.DataFrame(rows, columns=["file", "line", "field", "problem", "severity"])
     frame["line"] = frame["line"].astype("Int64")
     return frame.sort_values("severity", kind="stable").reset_index(drop=True)

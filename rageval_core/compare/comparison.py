@@ -167,15 +167,27 @@ class PairedTest:
         return bool(self.p_perm_holm < alpha)
 
     def to_json(self, alpha: float) -> dict[str, Any]:
-        return ops.to_json_value({  # type: ignore[no-any-return]
-            "n": self.n, "baseline_mean": self.baseline_mean, "candidate_mean": self.candidate_mean,
-            "diff": self.diff, "ci": [self.ci_low, self.ci_high], "t": self.t, "df": self.df,
-            "p_t": self.p_t, "p_perm": self.p_perm, "p_t_holm": self.p_t_holm,
-            "p_perm_holm": self.p_perm_holm, "significant": self.significant(alpha),
-            "effect_size": self.effect_size, "wins": self.wins, "ties": self.ties,
-            "losses": self.losses, "note": self.note,
-        })
-
+        return ops.to_json_value(
+            {  # type: ignore[no-any-return]
+                "n": self.n,
+                "baseline_mean": self.baseline_mean,
+                "candidate_mean": self.candidate_mean,
+                "diff": self.diff,
+                "ci": [self.ci_low, self.ci_high],
+                "t": self.t,
+                "df": self.df,
+                "p_t": self.p_t,
+                "p_perm": self.p_perm,
+                "p_t_holm": self.p_t_holm,
+                "p_perm_holm": self.p_perm_holm,
+                "significant": self.significant(alpha),
+                "effect_size": self.effect_size,
+                "wins": self.wins,
+                "ties": self.ties,
+                "losses": self.losses,
+                "note": self.note,
+            }
+        )
 
 
 def paired_test(
@@ -208,8 +220,13 @@ def paired_test(
     raw = (c - b) * (1.0 if higher else -1.0)
     tt = paired_t_test(d)
     lo, hi = bootstrap_ci(
-        b, c, wb if weighted else None, wc if weighted else None,
-        n_resamples=options.n_bootstrap, seed=options.seed, level=options.level,
+        b,
+        c,
+        wb if weighted else None,
+        wc if weighted else None,
+        n_resamples=options.n_bootstrap,
+        seed=options.seed,
+        level=options.level,
     )
     return PairedTest(
         metric=metric,
@@ -267,10 +284,16 @@ class OpsChange:
         return 100.0 * self.change / self.baseline if self.baseline else math.nan
 
     def to_json(self) -> dict[str, Any]:
-        return ops.to_json_value({  # type: ignore[no-any-return]
-            "n": self.n, "baseline": self.baseline, "candidate": self.candidate_value,
-            "change": self.change, "change_pct": self.change_pct, "ci": [self.ci_low, self.ci_high],
-        })
+        return ops.to_json_value(
+            {  # type: ignore[no-any-return]
+                "n": self.n,
+                "baseline": self.baseline,
+                "candidate": self.candidate_value,
+                "change": self.change,
+                "change_pct": self.change_pct,
+                "ci": [self.ci_low, self.ci_high],
+            }
+        )
 
 
 def _latency_stats(x: Floats) -> Floats:
@@ -296,14 +319,22 @@ def _ops_changes(
     values_b = statistic(b[None, :])[0]
     values_c = statistic(c[None, :])[0]
     if n >= 2:
-        samples = resampled(n, options.n_bootstrap, options.seed,
-                             lambda idx: statistic(c[idx]) - statistic(b[idx]))
+        samples = resampled(
+            n, options.n_bootstrap, options.seed, lambda idx: statistic(c[idx]) - statistic(b[idx])
+        )
         lo, hi = percentile_interval(samples, options.level)
     else:
         lo = hi = np.full(len(names), np.nan)
     return [
-        OpsChange(f"{target}.{name}", candidate, n, float(values_b[i]), float(values_c[i]),
-                  float(lo[i]), float(hi[i]))
+        OpsChange(
+            f"{target}.{name}",
+            candidate,
+            n,
+            float(values_b[i]),
+            float(values_c[i]),
+            float(lo[i]),
+            float(hi[i]),
+        )
         for i, name in enumerate(names)
     ]
 
@@ -356,22 +387,30 @@ class Comparison:
         raise KeyError((candidate, metric))
 
     def ops_change(self, candidate: str, target: str) -> OpsChange | None:
-        return next((c for c in (*self.latency, *self.cost)
-                     if c.candidate == candidate and c.target == target), None)
+        return next(
+            (
+                c
+                for c in (*self.latency, *self.cost)
+                if c.candidate == candidate and c.target == target
+            ),
+            None,
+        )
 
     def to_json(self) -> dict[str, Any]:
         alpha = self.options.alpha
         metrics = []
         for name in self.metrics:
-            metrics.append({
-                "metric": name,
-                "higher_is_better": higher_is_better(name),
-                "means": {run: self.means[run].get(name) for run in self.means},
-                "n_scored": {run: self.n_scored[run].get(name) for run in self.n_scored},
-                "vs_baseline": {
-                    t.candidate: t.to_json(alpha) for t in self.tests if t.metric == name
-                },
-            })
+            metrics.append(
+                {
+                    "metric": name,
+                    "higher_is_better": higher_is_better(name),
+                    "means": {run: self.means[run].get(name) for run in self.means},
+                    "n_scored": {run: self.n_scored[run].get(name) for run in self.n_scored},
+                    "vs_baseline": {
+                        t.candidate: t.to_json(alpha) for t in self.tests if t.metric == name
+                    },
+                }
+            )
         latency: dict[str, dict[str, dict[str, Any]]] = {}
         for c in self.latency:
             _, stage, stat = c.target.split(".")
@@ -386,8 +425,11 @@ class Comparison:
             "settings": self.settings,
             "statistics": {
                 "n_permutations": self.options.n_permutations,
-                "n_bootstrap": self.options.n_bootstrap, "seed": self.options.seed,
-                "alpha": alpha, "ci_level": self.options.level, "holm_tests": len(self.tests),
+                "n_bootstrap": self.options.n_bootstrap,
+                "seed": self.options.seed,
+                "alpha": alpha,
+                "ci_level": self.options.level,
+                "holm_tests": len(self.tests),
             },
             "alignment": self.alignment.to_json(),
             "metrics": metrics,
@@ -403,8 +445,11 @@ class Comparison:
                     group: {
                         "n": seg["n"],
                         "metrics": {
-                            name: {t.candidate: t.to_json(alpha)
-                                   for t in seg["tests"] if t.metric == name}
+                            name: {
+                                t.candidate: t.to_json(alpha)
+                                for t in seg["tests"]
+                                if t.metric == name
+                            }
                             for name in self.metrics
                         },
                     }
@@ -476,8 +521,10 @@ def compare(
     opts = options or StatOptions()
     opts.check()
     if not MIN_RUNS <= len(runs) <= MAX_RUNS:
-        raise UsageError(f"compare takes {MIN_RUNS} to {MAX_RUNS} runs (a baseline and its "
-                         f"candidates), got {len(runs)}")
+        raise UsageError(
+            f"compare takes {MIN_RUNS} to {MAX_RUNS} runs (a baseline and its "
+            f"candidates), got {len(runs)}"
+        )
     if n_worst < 0:
         raise UsageError(f"the number of worst queries must be >= 0, got {n_worst}")
     with open_runs(runs, store) as loaded:
@@ -494,16 +541,18 @@ def _labels(names: Sequence[str]) -> list[str]:
     return out
 
 
-def _choose_metrics(loaded: Sequence[tuple[Store, RunData]], metrics: Sequence[str] | None,
-                    s: Settings) -> list[str]:
+def _choose_metrics(
+    loaded: Sequence[tuple[Store, RunData]], metrics: Sequence[str] | None, s: Settings
+) -> list[str]:
     if metrics is not None:  # an empty list compares no metric (latency and cost only)
         return [str(m) for m in registry.parse_all(metrics)]
     per_run = [default_metrics(d, s.k, resolve_relevance(d, s)) for _, d in loaded]
     return [m for m in per_run[0] if all(m in other for other in per_run[1:])]
 
 
-def _weights(store: Store, data: RunData, s: Settings, relevance: str | None,
-             name: str) -> Floats | None:
+def _weights(
+    store: Store, data: RunData, s: Settings, relevance: str | None, name: str
+) -> Floats | None:
     """Per-query weights of a pooled metric (EvidenceRecall: span counts), NaN where unscored."""
     measure = registry.parse(name)
     family = measure.spec.family
@@ -545,8 +594,10 @@ def _compare(
     modes = {label: r.relevance for label, r in zip(labels, reports, strict=True) if r is not None}
     if uses_ranking and len(set(modes.values())) > 1:
         shown = ", ".join(f"{k}: {v}" for k, v in modes.items())
-        raise UsageError(f"the runs judge relevance differently ({shown}); pass --relevance "
-                         "evidence (or ids) so ranking metrics mean the same thing in every run")
+        raise UsageError(
+            f"the runs judge relevance differently ({shown}); pass --relevance "
+            "evidence (or ids) so ranking metrics mean the same thing in every run"
+        )
     # every per-query column restricted to the shared queries, in the baseline's order
     cols: list[dict[str, Floats]] = []
     weights: list[dict[str, Floats | None]] = []
@@ -567,17 +618,28 @@ def _compare(
         tests = []
         for i in range(1, len(labels)):
             for m in names:
+
                 def cut(x: Floats | None) -> Floats | None:
                     return x if x is None or mask is None else x[mask]
 
-                tests.append(paired_test(
-                    m, labels[i], cut(cols[0][m]), cut(cols[i][m]),  # type: ignore[arg-type]
-                    cut(weights[0][m]), cut(weights[i][m]), opts))
+                tests.append(
+                    paired_test(
+                        m,
+                        labels[i],
+                        cut(cols[0][m]),  # type: ignore[arg-type]
+                        cut(cols[i][m]),  # type: ignore[arg-type]
+                        cut(weights[0][m]),
+                        cut(weights[i][m]),
+                        opts,
+                    )
+                )
         return _with_holm(tests)
 
     tests = family_tests(None)
     worst = {
-        labels[i]: {m: _worst(alignment.shared_ids, cols[0][m], cols[i][m], m, n_worst) for m in names}
+        labels[i]: {
+            m: _worst(alignment.shared_ids, cols[0][m], cols[i][m], m, n_worst) for m in names
+        }
         for i in range(1, len(labels))
     }
     latency, cost, cost_note = _ops(loaded, labels, alignment, opts)
@@ -595,8 +657,10 @@ def _compare(
     return Comparison(
         baseline=labels[0],
         candidates=tuple(labels[1:]),
-        runs=[{"name": label, "created_at": d.run.created_at, "n_queries": d.n_queries}
-              for label, (_, d) in zip(labels, loaded, strict=True)],
+        runs=[
+            {"name": label, "created_at": d.run.created_at, "n_queries": d.n_queries}
+            for label, (_, d) in zip(labels, loaded, strict=True)
+        ],
         settings=s.to_json(relevance),
         relevance=relevance,
         options=opts,
@@ -609,13 +673,16 @@ def _compare(
         latency=latency,
         cost=cost,
         cost_note=cost_note,
-        stages={label: list(_stage_columns(d)) for label, (_, d) in zip(labels, loaded, strict=True)},
+        stages={
+            label: list(_stage_columns(d)) for label, (_, d) in zip(labels, loaded, strict=True)
+        },
         by=segments,
     )
 
 
-def _worst(ids: NDArray[np.object_], base: Floats, cand: Floats, metric: str,
-           n: int) -> list[dict[str, Any]]:
+def _worst(
+    ids: NDArray[np.object_], base: Floats, cand: Floats, metric: str, n: int
+) -> list[dict[str, Any]]:
     """The queries that regressed most (in the metric's direction), worst first."""
     sign = 1.0 if higher_is_better(metric) else -1.0
     with np.errstate(invalid="ignore"):
@@ -623,8 +690,12 @@ def _worst(ids: NDArray[np.object_], base: Floats, cand: Floats, metric: str,
     rows = np.flatnonzero(gain < -_TIE)
     rows = rows[np.argsort(gain[rows], kind="stable")][:n]
     return [
-        {"query_id": str(ids[r]), "baseline": float(base[r]), "candidate": float(cand[r]),
-         "diff": float(cand[r] - base[r])}
+        {
+            "query_id": str(ids[r]),
+            "baseline": float(base[r]),
+            "candidate": float(cand[r]),
+            "diff": float(cand[r] - base[r]),
+        }
         for r in rows.tolist()
     ]
 
@@ -641,20 +712,37 @@ def _ops(
     latency: list[OpsChange] = []
     cost: list[OpsChange] = []
     costs = [query_costs(d) for _, d in loaded]
-    missing = [f"{label} has no price for {', '.join(c.price_missing)} tokens"
-               for label, c in zip(labels, costs, strict=True) if c.price_missing]
+    missing = [
+        f"{label} has no price for {', '.join(c.price_missing)} tokens"
+        for label, c in zip(labels, costs, strict=True)
+        if c.price_missing
+    ]
     no_tokens = [label for label, c in zip(labels, costs, strict=True) if not c.has_tokens.any()]
-    note = "; ".join(missing + ([f"no token counts in {', '.join(no_tokens)}"] if no_tokens else []))
+    note = "; ".join(
+        missing + ([f"no token counts in {', '.join(no_tokens)}"] if no_tokens else [])
+    )
     base_rows = alignment.rows[0]
     for i in range(1, len(labels)):
         rows = alignment.rows[i]
         for stage, col in stages[0].items():
             if stage in stages[i]:
-                latency += _ops_changes(f"latency.{stage}", LATENCY_STATS, labels[i], col[base_rows],
-                                        stages[i][stage][rows], _latency_stats, opts)
+                latency += _ops_changes(
+                    f"latency.{stage}",
+                    LATENCY_STATS,
+                    labels[i],
+                    col[base_rows],
+                    stages[i][stage][rows],
+                    _latency_stats,
+                    opts,
+                )
         if not note:
-            cost += _ops_changes("cost", ("per_query", "total"), labels[i],
-                                 costs[0].cost_usd[base_rows], costs[i].cost_usd[rows],
-                                 _cost_stats, opts)
+            cost += _ops_changes(
+                "cost",
+                ("per_query", "total"),
+                labels[i],
+                costs[0].cost_usd[base_rows],
+                costs[i].cost_usd[rows],
+                _cost_stats,
+                opts,
+            )
     return latency, cost, note
-

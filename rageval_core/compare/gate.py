@@ -21,7 +21,9 @@ from rageval_core.errors import UsageError
 from rageval_core.metrics import registry
 
 RuleKind = Literal["drop", "increase"]
-_OPS_TARGET = re.compile(r"^latency\.(?P<stage>[^.=]+)\.(?P<stat>[A-Za-z0-9]+)$|^cost\.(?P<cost>per_query|total)$")
+_OPS_TARGET = re.compile(
+    r"^latency\.(?P<stage>[^.=]+)\.(?P<stat>[A-Za-z0-9]+)$|^cost\.(?P<cost>per_query|total)$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,11 @@ class Rule:
 def _limit_text(rule: Rule) -> str:
     if rule.relative:
         return f"{100 * rule.limit:g}%"
-    unit = " ms" if rule.target.startswith("latency.") else (" USD" if rule.target.startswith("cost.") else "")
+    unit = (
+        " ms"
+        if rule.target.startswith("latency.")
+        else (" USD" if rule.target.startswith("cost.") else "")
+    )
     return f"{rule.limit:g}{unit}"
 
 
@@ -86,12 +92,21 @@ def parse_rules(text: str, kind: RuleKind) -> list[Rule]:
         try:
             limit = float(number)
         except ValueError:
-            raise UsageError(f"{flag} rule {item!r}: the limit {raw!r} is not a number "
-                             "(an absolute value, or a percentage like 5%)") from None
+            raise UsageError(
+                f"{flag} rule {item!r}: the limit {raw!r} is not a number "
+                "(an absolute value, or a percentage like 5%)"
+            ) from None
         if not math.isfinite(limit) or limit < 0:
             raise UsageError(f"{flag} rule {item!r}: the limit must be a finite number >= 0")
-        rules.append(Rule(item, kind, _rule_target(item, target, kind, flag),
-                          limit / 100.0 if relative else limit, relative))
+        rules.append(
+            Rule(
+                item,
+                kind,
+                _rule_target(item, target, kind, flag),
+                limit / 100.0 if relative else limit,
+                relative,
+            )
+        )
     return rules
 
 
@@ -106,13 +121,16 @@ def _rule_target(item: str, target: str, kind: RuleKind, flag: str) -> str:
         except UsageError as e:
             raise UsageError(f"{flag} rule {item!r}: {e}") from e
     if ops_target is None:
-        hint = ("metric limits go in --max-drop; " if not looks_ops else "")
+        hint = "metric limits go in --max-drop; " if not looks_ops else ""
         raise UsageError(
             f"{flag} rule {item!r}: {hint}expected latency.<stage>.<{'|'.join(LATENCY_STATS)}>, "
-            "cost.per_query or cost.total")
+            "cost.per_query or cost.total"
+        )
     if ops_target["stat"] is not None and ops_target["stat"] not in LATENCY_STATS:
-        raise UsageError(f"{flag} rule {item!r}: unknown latency statistic "
-                         f"{ops_target['stat']!r} (one of {', '.join(LATENCY_STATS)})")
+        raise UsageError(
+            f"{flag} rule {item!r}: unknown latency statistic "
+            f"{ops_target['stat']!r} (one of {', '.join(LATENCY_STATS)})"
+        )
     return target
 
 
@@ -143,10 +161,12 @@ class RuleResult:
         unit = " ms" if r.target.startswith("latency.") else ""
         digits = 6 if r.target.startswith("cost.") else (1 if unit else 4)
         pct = "" if math.isnan(self.change_pct) else f" ({self.change_pct:+.1f}%)"
-        text = (f"{'PASS' if self.passed else 'FAIL'}  {r.describe()}: baseline "
-                f"{self.baseline:.{digits}f}{unit}, candidate {self.candidate:.{digits}f}{unit}, "
-                f"change {self.change:+.{digits}f}{unit}{pct}, allowed "
-                f"{'drop' if r.kind == 'drop' else 'increase'} {self.allowed:.{digits}f}{unit}")
+        text = (
+            f"{'PASS' if self.passed else 'FAIL'}  {r.describe()}: baseline "
+            f"{self.baseline:.{digits}f}{unit}, candidate {self.candidate:.{digits}f}{unit}, "
+            f"change {self.change:+.{digits}f}{unit}{pct}, allowed "
+            f"{'drop' if r.kind == 'drop' else 'increase'} {self.allowed:.{digits}f}{unit}"
+        )
         if self.violated and not self.passed:
             return text + f"; {self.evidence}"
         if self.violated:
@@ -155,13 +175,25 @@ class RuleResult:
 
     def to_json(self) -> dict[str, Any]:
         r = self.rule
-        return ops.to_json_value({  # type: ignore[no-any-return]
-            "rule": r.text, "kind": r.kind, "target": r.target, "limit": r.limit,
-            "relative": r.relative, "baseline": self.baseline, "candidate": self.candidate,
-            "change": self.change, "change_pct": self.change_pct, "worsening": self.worsening,
-            "allowed": self.allowed, "violated": self.violated, "significant": self.significant,
-            "evidence": self.evidence, "passed": self.passed,
-        })
+        return ops.to_json_value(
+            {  # type: ignore[no-any-return]
+                "rule": r.text,
+                "kind": r.kind,
+                "target": r.target,
+                "limit": r.limit,
+                "relative": r.relative,
+                "baseline": self.baseline,
+                "candidate": self.candidate,
+                "change": self.change,
+                "change_pct": self.change_pct,
+                "worsening": self.worsening,
+                "allowed": self.allowed,
+                "violated": self.violated,
+                "significant": self.significant,
+                "evidence": self.evidence,
+                "passed": self.passed,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -185,14 +217,20 @@ class GateResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "passed": self.passed, "baseline": self.baseline, "candidate": self.candidate,
-            "n_shared": self.n_shared, "significant_only": self.significant_only,
-            "alpha": self.alpha, "rules": [r.to_json() for r in self.results],
+            "passed": self.passed,
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "n_shared": self.n_shared,
+            "significant_only": self.significant_only,
+            "alpha": self.alpha,
+            "rules": [r.to_json() for r in self.results],
             "failed": [r.rule.text for r in self.failed],
         }
 
 
-def gate(comparison: Comparison, rules: Sequence[Rule], significant_only: bool = False) -> GateResult:
+def gate(
+    comparison: Comparison, rules: Sequence[Rule], significant_only: bool = False
+) -> GateResult:
     """Check rules on a baseline-vs-one-candidate comparison (UsageError: a rule cannot be checked).
 
     A rule fails when the candidate worsens by more than its limit; with significant_only, only
@@ -211,37 +249,53 @@ def gate(comparison: Comparison, rules: Sequence[Rule], significant_only: bool =
                 raise UsageError(f"rule {rule.text!r}: {rule.target} was not compared")
             t = comparison.test(candidate, rule.target)
             if t.n == 0:
-                raise UsageError(f"rule {rule.text!r}: no shared query is scored on {rule.target} "
-                                 "in both runs, so the rule cannot be checked")
+                raise UsageError(
+                    f"rule {rule.text!r}: no shared query is scored on {rule.target} "
+                    "in both runs, so the rule cannot be checked"
+                )
             base, cand, worse = t.baseline_mean, t.candidate_mean, -t.improvement
             significant = t.significant(alpha)
-            evidence = (f"p(Holm) = {p_text(t.p_perm_holm)}" if t.n >= 2
-                        else f"significance undefined ({NOTE_SMALL})")
+            evidence = (
+                f"p(Holm) = {p_text(t.p_perm_holm)}"
+                if t.n >= 2
+                else f"significance undefined ({NOTE_SMALL})"
+            )
         else:
             c = comparison.ops_change(candidate, rule.target)
             if c is None:
-                raise UsageError(f"rule {rule.text!r}: " + _missing_ops(comparison, candidate, rule))
+                raise UsageError(
+                    f"rule {rule.text!r}: " + _missing_ops(comparison, candidate, rule)
+                )
             base, cand, worse = c.baseline, c.candidate_value, c.change
             significant = bool(c.ci_low > 0)
             level = f"{100 * comparison.options.level:g}%"
-            evidence = (f"{level} CI of the change [{c.ci_low:+.6g}, {c.ci_high:+.6g}]"
-                        if c.n >= 2 else f"significance undefined ({NOTE_SMALL})")
+            evidence = (
+                f"{level} CI of the change [{c.ci_low:+.6g}, {c.ci_high:+.6g}]"
+                if c.n >= 2
+                else f"significance undefined ({NOTE_SMALL})"
+            )
         allowed = rule.limit * abs(base) if rule.relative else rule.limit
         # a drop of exactly the limit passes, whatever the rounding of the subtraction
         violated = bool(worse > allowed + 1e-12 * max(1.0, abs(base), abs(cand)))
         passed = not violated or (significant_only and not significant)
-        results.append(RuleResult(rule, base, cand, worse, allowed, violated, significant,
-                                  evidence, passed))
-    return GateResult(comparison.baseline, candidate, comparison.n_shared, significant_only,
-                      alpha, results)
+        results.append(
+            RuleResult(rule, base, cand, worse, allowed, violated, significant, evidence, passed)
+        )
+    return GateResult(
+        comparison.baseline, candidate, comparison.n_shared, significant_only, alpha, results
+    )
 
 
 def _missing_ops(comparison: Comparison, candidate: str, rule: Rule) -> str:
     if rule.target.startswith("cost."):
-        return "cost cannot be compared: " + (comparison.cost_note or "no query has a known cost in both runs")
+        return "cost cannot be compared: " + (
+            comparison.cost_note or "no query has a known cost in both runs"
+        )
     stage = rule.target.split(".")[1]
-    known = "; ".join(f"{run}: {', '.join(comparison.stages[run]) or 'none'}"
-                      for run in (comparison.baseline, candidate))
+    known = "; ".join(
+        f"{run}: {', '.join(comparison.stages[run]) or 'none'}"
+        for run in (comparison.baseline, candidate)
+    )
     return f"no latency stage {stage!r} recorded in both runs (stages of {known})"
 
 

@@ -114,7 +114,11 @@ def paired_t_test(d: Floats) -> TTest:
     if sd == 0.0:
         # Every pair moved by the same amount: no variance to test against. By definition,
         # no change (t = 0, p = 1) or a certain one (t = +-inf, p = 0).
-        return TTest(0.0, n - 1, 1.0) if mean == 0.0 else TTest(math.copysign(math.inf, mean), n - 1, 0.0)
+        return (
+            TTest(0.0, n - 1, 1.0)
+            if mean == 0.0
+            else TTest(math.copysign(math.inf, mean), n - 1, 0.0)
+        )
     t = mean / (sd / math.sqrt(n))
     return TTest(t, n - 1, t_two_sided_p(t, n - 1))
 
@@ -245,7 +249,9 @@ def bootstrap_ci(
     if n_resamples < 1:
         raise UsageError(f"the number of bootstrap resamples must be >= 1, got {n_resamples}")
     wb = np.ones(n) if weights_baseline is None else np.asarray(weights_baseline, dtype=np.float64)
-    wc = np.ones(n) if weights_candidate is None else np.asarray(weights_candidate, dtype=np.float64)
+    wc = (
+        np.ones(n) if weights_candidate is None else np.asarray(weights_candidate, dtype=np.float64)
+    )
 
     def diff(idx: NDArray[np.intp]) -> Floats:
         if weights_baseline is None and weights_candidate is None:
@@ -290,4 +296,3 @@ class StatOptions:
     @property
     def level(self) -> float:
         return 1.0 - self.alpha
-

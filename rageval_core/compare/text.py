@@ -30,9 +30,12 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
     o = c.options
     al = c.alignment
     s = c.settings
-    not_shared = [f"{run} {al.n_only_in[run]} ({', '.join(al.only_in[run][:5])}"
-                  f"{' ...' if al.n_only_in[run] > 5 else ''})"
-                  for run in al.runs if al.n_only_in[run]]
+    not_shared = [
+        f"{run} {al.n_only_in[run]} ({', '.join(al.only_in[run][:5])}"
+        f"{' ...' if al.n_only_in[run] > 5 else ''})"
+        for run in al.runs
+        if al.n_only_in[run]
+    ]
     level = f"{100 * o.level:g}%"
     out = [
         f"baseline {c.baseline}; candidate{'s' if len(c.candidates) > 1 else ''} "
@@ -48,27 +51,47 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
         out += ["", _metric_table(c, level)]
     lat = _latency_table(c)
     if lat:
-        out += ["", "latency (ms; queries where both runs recorded the stage; change vs "
-                f"baseline; * = {level} CI of the change excludes 0)", lat]
+        out += [
+            "",
+            "latency (ms; queries where both runs recorded the stage; change vs "
+            f"baseline; * = {level} CI of the change excludes 0)",
+            lat,
+        ]
     base_stages = set(c.stages[c.baseline])
-    alone = [f"{stage} ({run})" for run in c.candidates for stage in c.stages[run]
-             if stage not in base_stages]
-    alone += [f"{stage} ({c.baseline})" for stage in c.stages[c.baseline]
-              if any(stage not in c.stages[run] for run in c.candidates)]
+    alone = [
+        f"{stage} ({run})"
+        for run in c.candidates
+        for stage in c.stages[run]
+        if stage not in base_stages
+    ]
+    alone += [
+        f"{stage} ({c.baseline})"
+        for stage in c.stages[c.baseline]
+        if any(stage not in c.stages[run] for run in c.candidates)
+    ]
     if alone:
         out.append("stages not compared (not in both runs): " + ", ".join(alone))
     if c.cost:
         rows: list[list[Any]] = []
         first = c.cost[0]
-        rows.append([c.baseline, first.n, _f(first.baseline, 6),
-                     _f(c.cost[1].baseline, 4) if len(c.cost) > 1 else "-"])
+        rows.append(
+            [
+                c.baseline,
+                first.n,
+                _f(first.baseline, 6),
+                _f(c.cost[1].baseline, 4) if len(c.cost) > 1 else "-",
+            ]
+        )
         for cand in c.candidates:
             pq = c.ops_change(cand, "cost.per_query")
             tot = c.ops_change(cand, "cost.total")
             if pq and tot:
                 rows.append([cand, pq.n, _ops_cell(pq, 6), _ops_cell(tot, 4)])
-        out += ["", "cost (USD; queries with a known cost in both runs)",
-                text_table(["run", "n", "per query", "total"], rows)]
+        out += [
+            "",
+            "cost (USD; queries with a known cost in both runs)",
+            text_table(["run", "n", "per query", "total"], rows),
+        ]
     elif c.cost_note:
         out += ["", f"cost: not compared ({c.cost_note})"]
     if c.metrics and worst:
@@ -78,10 +101,20 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
         for cand in c.candidates:
             items = c.worst[cand][m][:worst]
             if items:
-                rows = [[w["query_id"], _f(w["baseline"]), _f(w["candidate"]), _f(w["diff"], signed=True)]
-                        for w in items]
-                out += ["", f"most regressed on {m}: {cand} vs {c.baseline}",
-                        text_table(["query_id", c.baseline, cand, "diff"], rows)]
+                rows = [
+                    [
+                        w["query_id"],
+                        _f(w["baseline"]),
+                        _f(w["candidate"]),
+                        _f(w["diff"], signed=True),
+                    ]
+                    for w in items
+                ]
+                out += [
+                    "",
+                    f"most regressed on {m}: {cand} vs {c.baseline}",
+                    text_table(["query_id", c.baseline, cand, "diff"], rows),
+                ]
     for tag, groups in c.by.items():
         headers = [tag, "n", "candidate", *(f"{m} diff" for m in c.metrics)]
         rows = []
@@ -101,25 +134,68 @@ def _metric_table(c: Comparison, level: str) -> str:
     rows: list[list[Any]] = []
     for m in c.metrics:
         label = m if higher_is_better(m) else f"{m} (lower=better)"
-        rows.append([label, c.baseline, c.n_scored[c.baseline][m], _f(c.means[c.baseline][m]),
-                     "", "", "", "", "", "", ""])
+        rows.append(
+            [
+                label,
+                c.baseline,
+                c.n_scored[c.baseline][m],
+                _f(c.means[c.baseline][m]),
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+            ]
+        )
         for cand in c.candidates:
             t = c.test(cand, m)
             star = "*" if t.significant(o.alpha) else ""
-            ci = "-" if math.isnan(t.ci_low) else f"[{_f(t.ci_low, signed=True)}, {_f(t.ci_high, signed=True)}]"
-            rows.append(["", cand, t.n, _f(c.means[cand][m]), _f(t.diff, signed=True) + star, ci,
-                         p_text(t.p_t), p_text(t.p_perm), p_text(t.p_perm_holm),
-                         _f(t.effect_size, 2, signed=True),
-                         f"{t.wins}/{t.ties}/{t.losses}"])
-    headers = ["metric", "run", "n", "mean", "diff", f"{level} CI", "p(t)", "p(perm)",
-               "p(Holm)", "d_z", "W/T/L"]
+            ci = (
+                "-"
+                if math.isnan(t.ci_low)
+                else f"[{_f(t.ci_low, signed=True)}, {_f(t.ci_high, signed=True)}]"
+            )
+            rows.append(
+                [
+                    "",
+                    cand,
+                    t.n,
+                    _f(c.means[cand][m]),
+                    _f(t.diff, signed=True) + star,
+                    ci,
+                    p_text(t.p_t),
+                    p_text(t.p_perm),
+                    p_text(t.p_perm_holm),
+                    _f(t.effect_size, 2, signed=True),
+                    f"{t.wins}/{t.ties}/{t.losses}",
+                ]
+            )
+    headers = [
+        "metric",
+        "run",
+        "n",
+        "mean",
+        "diff",
+        f"{level} CI",
+        "p(t)",
+        "p(perm)",
+        "p(Holm)",
+        "d_z",
+        "W/T/L",
+    ]
     return text_table(headers, rows)
 
 
 def _ops_cell(change: OpsChange, digits: int) -> str:
     pct = "" if math.isnan(change.change_pct) else f" ({change.change_pct:+.1f}%"
     star = "*" if change.ci_low > 0 or change.ci_high < 0 else ""
-    return f"{_f(change.candidate_value, digits)}{pct}{star})" if pct else f"{_f(change.candidate_value, digits)}{star}"
+    return (
+        f"{_f(change.candidate_value, digits)}{pct}{star})"
+        if pct
+        else f"{_f(change.candidate_value, digits)}{star}"
+    )
 
 
 def _latency_table(c: Comparison) -> str:
@@ -133,8 +209,14 @@ def _latency_table(c: Comparison) -> str:
             if changes[0] is None:
                 continue
             if first:
-                rows.append([stage, c.baseline, changes[0].n,
-                             *(_f(x.baseline, 1) if x else "-" for x in changes)])
+                rows.append(
+                    [
+                        stage,
+                        c.baseline,
+                        changes[0].n,
+                        *(_f(x.baseline, 1) if x else "-" for x in changes),
+                    ]
+                )
                 first = False
             rows.append(["", cand, changes[0].n, *(_ops_cell(x, 1) if x else "-" for x in changes)])
     return text_table(["stage", "run", "n", *stats], rows) if rows else ""
@@ -143,11 +225,16 @@ def _latency_table(c: Comparison) -> str:
 def format_gate(g: GateResult) -> str:
     """One line per rule (PASS/FAIL with the numbers), then the verdict."""
     mode = f"; a rule fails only when significant (alpha {g.alpha:g})" if g.significant_only else ""
-    lines = [f"gate: baseline {g.baseline} vs candidate {g.candidate} on {g.n_shared} shared "
-             f"queries{mode}"]
+    lines = [
+        f"gate: baseline {g.baseline} vs candidate {g.candidate} on {g.n_shared} shared "
+        f"queries{mode}"
+    ]
     lines += [r.describe() for r in g.results]
     n_failed = len(g.failed)
-    lines.append("gate passed: every rule holds" if g.passed else
-                 f"gate failed: {n_failed} of {len(g.results)} rule{'s' if len(g.results) > 1 else ''} "
-                 f"broken ({', '.join(r.rule.text for r in g.failed)})")
+    lines.append(
+        "gate passed: every rule holds"
+        if g.passed
+        else f"gate failed: {n_failed} of {len(g.results)} rule{'s' if len(g.results) > 1 else ''} "
+        f"broken ({', '.join(r.rule.text for r in g.failed)})"
+    )
     return "\n".join(lines)

@@ -64,16 +64,22 @@ def trends(
         data = load_run_data(store, record.run_id)
         values, report = _trend_values(store, data, s, metrics)
         latency = report.ops.get("latency_ms", {}) if report else ops_summary(data)["latency_ms"]
-        rows.append(TrendRow(
-            run=record.name, created_at=record.created_at, imported_at=str(record.imported_at),
-            n_queries=record.n_queries, metrics=values,
-            latency_p95_ms={stage: st.get("p95") for stage, st in latency.items()},
-        ))
+        rows.append(
+            TrendRow(
+                run=record.name,
+                created_at=record.created_at,
+                imported_at=str(record.imported_at),
+                n_queries=record.n_queries,
+                metrics=values,
+                latency_p95_ms={stage: st.get("p95") for stage, st in latency.items()},
+            )
+        )
     return rows
 
 
-def _trend_values(store: Store, data: RunData, s: Settings,
-                  metrics: Sequence[str] | None) -> tuple[dict[str, float], Report | None]:
+def _trend_values(
+    store: Store, data: RunData, s: Settings, metrics: Sequence[str] | None
+) -> tuple[dict[str, float], Report | None]:
     try:
         report = evaluate(data, metrics, store=store, settings=s)
         return dict(report.metrics), report

@@ -17,7 +17,15 @@ from rageval_core.demo.questions import GoldQuery, build_questions
 from rageval_core.demo.runs import SPECS, write_runs
 from rageval_core.errors import UsageError
 
-__all__ = ["MAX_QUERIES", "SPECS", "Corpus", "GoldQuery", "build_corpus", "build_questions", "generate"]
+__all__ = [
+    "MAX_QUERIES",
+    "SPECS",
+    "Corpus",
+    "GoldQuery",
+    "build_corpus",
+    "build_questions",
+    "generate",
+]
 
 #: the most questions `rageval demo --queries` gives (seeds 0-3, 7, 11, 42 give 8,000 and more)
 MAX_QUERIES = 5_000
@@ -36,14 +44,18 @@ def generate(
     is a UsageError before anything is written.
     """
     if not 1 <= n_queries <= MAX_QUERIES:
-        raise UsageError(f"--queries {n_queries}: the demo collection gives 1 to {MAX_QUERIES:,} "
-                         "distinct questions per run; nothing was written")
+        raise UsageError(
+            f"--queries {n_queries}: the demo collection gives 1 to {MAX_QUERIES:,} "
+            "distinct questions per run; nothing was written"
+        )
     say = progress or (lambda _msg: None)
     corpus = build_corpus(seed)
     say(f"corpus: {len(corpus.documents)} documents, {len(corpus.chunks)} chunks")
     questions = build_questions(corpus, n_queries, seed)
     if len(questions) < n_queries:  # (not seen for any seed tried: 8,000 fit for each of them)
-        raise UsageError(f"--queries {n_queries}: the demo collection gives only "
-                         f"{len(questions):,} distinct questions for seed {seed}; nothing was written")
+        raise UsageError(
+            f"--queries {n_queries}: the demo collection gives only "
+            f"{len(questions):,} distinct questions for seed {seed}; nothing was written"
+        )
     say(f"questions: {len(questions)}")
     return write_runs(corpus, questions, Path(out_dir), seed, progress)

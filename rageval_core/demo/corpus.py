@@ -182,8 +182,12 @@ def build_corpus(seed: int = 7) -> Corpus:
     for f, name in enumerate(companies):
         sector = r.choice(sorted(_NAMES["sectors"]))
         company = f"{name} {r.choice(_NAMES['company_suffixes'])}"
-        ident0 = {"company": company, "short": name, "sector": sector,
-                  "city": r.choice(_NAMES["cities"])}
+        ident0 = {
+            "company": company,
+            "short": name,
+            "sector": sector,
+            "city": r.choice(_NAMES["cities"]),
+        }
         style = r.randrange(1 << 30)
         year = r.choice([2022, 2023])
         values = company_values(r, sector)

@@ -189,11 +189,19 @@ def _run(b: _Builder, steps: list[dict[str, Any]], fields: dict[str, Any]) -> No
         elif "fact" in step:
             # the sentences first: their picks are the only draws from the style generator
             sentences = _sentences(b, step["text"], fields)
-            extra = {key: fields[x["number"]] if isinstance(x, dict) else _text(x, fields)
-                     for key, x in step.get("extra", {}).items()}
+            extra = {
+                key: fields[x["number"]] if isinstance(x, dict) else _text(x, fields)
+                for key, x in step.get("extra", {}).items()
+            }
             number = fields[step["number"]] if "number" in step else None
-            b.f(step["fact"], sentences, _text(step["value"], fields),
-                _text(step["statement"], fields), number, **extra)
+            b.f(
+                step["fact"],
+                sentences,
+                _text(step["value"], fields),
+                _text(step["statement"], fields),
+                number,
+                **extra,
+            )
         elif "each" in step:
             for row in fields[step["each"]]:
                 _run(b, step["steps"], {**fields, **row})
@@ -256,7 +264,9 @@ def _fields(product: str, ident: dict[str, Any], v: dict[str, Any]) -> dict[str,
         f.update(
             sector_description=_VOCABULARY["sectors"][ident["sector"]]["description"],
             n_segments=len(segs),
-            segment_list=" and ".join(segs) if len(segs) == 2 else f"{segs[0]}, {segs[1]} and {segs[2]}",
+            segment_list=" and ".join(segs)
+            if len(segs) == 2
+            else f"{segs[0]}, {segs[1]} and {segs[2]}",
             growing=v["growth"] >= 0,
             growth_abs=abs(v["growth"]),
             prior_year=ident["year"] - 1,
@@ -268,8 +278,11 @@ def _fields(product: str, ident: dict[str, Any], v: dict[str, Any]) -> dict[str,
             cash_abroad_pct=v["intl"] // 2 + 10,
             ebitda=v["revenue"] * (v["margin"] + v["ebitda_margin_add"]) / 100 * 1000,
             segment_rows=[
-                {"segment": seg, "segment_share_pct": share * 100,
-                 "segment_revenue": v["revenue"] * share * 1000}
+                {
+                    "segment": seg,
+                    "segment_share_pct": share * 100,
+                    "segment_revenue": v["revenue"] * share * 1000,
+                }
                 for seg, share in zip(segs, v["seg_share"], strict=True)
             ],
         )
@@ -344,12 +357,51 @@ def _auto_values(r: random.Random) -> dict[str, Any]:
 ValuesFn = Callable[[random.Random], dict[str, Any]]
 #: product -> (its values, the values another edition may change, the policy form's prefix)
 POLICY_PRODUCTS: dict[str, tuple[ValuesFn, Sequence[str], str]] = {
-    "life": (_life_values, ("benefit", "premium", "grace", "adb", "waiver", "terminal",
-                            "contest", "conversion", "free_look"), "LP"),
-    "home": (_home_values, ("dwelling", "pp_pct", "liability", "aop", "wind_pct",
-                            "water_backup", "jewelry", "roof_age", "vacancy"), "HO"),
-    "auto": (_auto_values, ("pd", "um", "collision", "comprehensive", "total_loss",
-                            "rental_day", "tow", "gap", "permissive"), "AP"),
+    "life": (
+        _life_values,
+        (
+            "benefit",
+            "premium",
+            "grace",
+            "adb",
+            "waiver",
+            "terminal",
+            "contest",
+            "conversion",
+            "free_look",
+        ),
+        "LP",
+    ),
+    "home": (
+        _home_values,
+        (
+            "dwelling",
+            "pp_pct",
+            "liability",
+            "aop",
+            "wind_pct",
+            "water_backup",
+            "jewelry",
+            "roof_age",
+            "vacancy",
+        ),
+        "HO",
+    ),
+    "auto": (
+        _auto_values,
+        (
+            "pd",
+            "um",
+            "collision",
+            "comprehensive",
+            "total_loss",
+            "rental_day",
+            "tow",
+            "gap",
+            "permissive",
+        ),
+        "AP",
+    ),
 }
 
 

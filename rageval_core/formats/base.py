@@ -134,21 +134,37 @@ def parse_run_info(obj: Any, file: str, line: int, log: ProblemLog) -> RunInfo:
 
     settings = obj.get("settings") or {}
     if not isinstance(settings, Mapping):
-        log.error(file, line, f"{HEADER_KEY}.settings", f"expected an object, got {type_name(settings)}")
+        log.error(
+            file, line, f"{HEADER_KEY}.settings", f"expected an object, got {type_name(settings)}"
+        )
         settings = {}
     prompt = completion = None
     if "price_per_1k" in obj:
-        prompt = completion = price(obj["price_per_1k"], file, line, f"{HEADER_KEY}.price_per_1k", log)
+        prompt = completion = price(
+            obj["price_per_1k"], file, line, f"{HEADER_KEY}.price_per_1k", log
+        )
     prices = obj.get("prices_per_1k")
     if prices is not None:
         if not isinstance(prices, Mapping):
-            log.error(file, line, f"{HEADER_KEY}.prices_per_1k", "expected {\"prompt\": .., \"completion\": ..}")
+            log.error(
+                file,
+                line,
+                f"{HEADER_KEY}.prices_per_1k",
+                'expected {"prompt": .., "completion": ..}',
+            )
         else:
             for key in prices:
                 if key not in ("prompt", "completion"):
-                    log.error(file, line, f"{HEADER_KEY}.prices_per_1k.{key}", "expected prompt or completion")
+                    log.error(
+                        file,
+                        line,
+                        f"{HEADER_KEY}.prices_per_1k.{key}",
+                        "expected prompt or completion",
+                    )
             if "prompt" in prices:
-                prompt = price(prices["prompt"], file, line, f"{HEADER_KEY}.prices_per_1k.prompt", log)
+                prompt = price(
+                    prices["prompt"], file, line, f"{HEADER_KEY}.prices_per_1k.prompt", log
+                )
             if "completion" in prices:
                 completion = price(
                     prices["completion"], file, line, f"{HEADER_KEY}.prices_per_1k.completion", log
@@ -184,8 +200,13 @@ def finite_number(value: Any) -> float | None:
 
 def type_name(value: Any) -> str:
     return {
-        type(None): "null", bool: "a boolean", int: "a number", float: "a number",
-        str: "a string", list: "an array", dict: "an object",
+        type(None): "null",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
     }.get(type(value), type(value).__name__)
 
 

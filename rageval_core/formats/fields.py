@@ -36,7 +36,6 @@ class Check:
             self.log.warn(self.file, self.line, field, problem)
 
 
-
 def optional_text(value: Any, field: str, check: Check) -> str | None:
     if value is None or isinstance(value, str):
         return value
@@ -56,7 +55,8 @@ def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, int] | Non
             for i, doc_id in enumerate(ids):
                 if not isinstance(doc_id, str) or not doc_id:
                     check.error(
-                        f"relevant_ids[{i}]", f"expected a non-empty string, got {shown_value(doc_id)}"
+                        f"relevant_ids[{i}]",
+                        f"expected a non-empty string, got {shown_value(doc_id)}",
                     )
                 else:
                     out[doc_id] = 1
@@ -69,11 +69,14 @@ def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, int] | Non
                     check.error("relevance", "empty doc_id")
                 elif isinstance(label, bool) or not isinstance(label, int):
                     check.error(
-                        f"relevance.{doc_id}", f"expected an integer label, got {shown_value(label)}"
+                        f"relevance.{doc_id}",
+                        f"expected an integer label, got {shown_value(label)}",
                     )
                 elif not MIN_LABEL <= label <= MAX_LABEL:  # the store keeps 32-bit labels
-                    check.error(f"relevance.{doc_id}",
-                                f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {label}")
+                    check.error(
+                        f"relevance.{doc_id}",
+                        f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {label}",
+                    )
                 else:
                     out[doc_id] = label
     return out

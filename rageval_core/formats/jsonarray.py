@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import SURROGATE as _SURROGATE  # a valid escaped pair is one character
+from rageval_core.formats.base import (
+    SURROGATE as _SURROGATE,
+)  # a valid escaped pair is one character
 from rageval_core.formats.base import escaped_surrogate as _escaped
 from rageval_core.formats.base import finite_number, type_name
 from rageval_core.model import Chunk
 
 Layout = Literal["array", "object", "lines"]
-
 
 
 #: integer literals of up to this many digits always fit a float (every number field is one, or
@@ -92,7 +93,11 @@ def _key_problem(key: str, path: str) -> tuple[str, str, re.Pattern[str]] | None
     m = _SURROGATE.search(key)
     if m is None:
         return None
-    return path or "json", f"a key holds a lone surrogate ({_escaped(m[0])}), not valid Unicode", _LONE_ESCAPE
+    return (
+        path or "json",
+        f"a key holds a lone surrogate ({_escaped(m[0])}), not valid Unicode",
+        _LONE_ESCAPE,
+    )
 
 
 def unsound(value: Any) -> tuple[str, str] | None:
@@ -114,11 +119,20 @@ def _unsound(value: Any, path: str = "") -> tuple[str, str, re.Pattern[str]] | N
         m = _SURROGATE.search(value)
         if m is None:
             return None
-        return (path or "json", f"text holds a lone surrogate ({_escaped(m[0])}), not valid Unicode",
-                _LONE_ESCAPE)
+        return (
+            path or "json",
+            f"text holds a lone surrogate ({_escaped(m[0])}), not valid Unicode",
+            _LONE_ESCAPE,
+        )
     if isinstance(value, _Long):
-        return path or "json", (f"an integer of {value.digits} digits, too large for a number "
-                                "(at most about 1.8e308)"), _LONG_DIGITS
+        return (
+            path or "json",
+            (
+                f"an integer of {value.digits} digits, too large for a number "
+                "(at most about 1.8e308)"
+            ),
+            _LONG_DIGITS,
+        )
     items: Iterable[tuple[str, Any]]
     if isinstance(value, dict):
         for key in value:
@@ -156,7 +170,9 @@ class _Decoder(json.JSONDecoder):
                     return value, end
             except _LongInteger:
                 # decoded again with the long integers as markers, so the walk finds their field
-                value, end = json.JSONDecoder(strict=self.strict, parse_int=_marked_int).raw_decode(s, idx)
+                value, end = json.JSONDecoder(strict=self.strict, parse_int=_marked_int).raw_decode(
+                    s, idx
+                )
             found = _unsound(value)
         except RecursionError:
             # Python's parser recurses per level: thousands of "[" would end the import
@@ -185,8 +201,14 @@ def loads(text: str, strict: bool = True) -> Any:
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_LITERALS = {"true": True, "false": False, "null": None, "NaN": math.nan,
-             "Infinity": math.inf, "-Infinity": -math.inf}
+_LITERALS = {
+    "true": True,
+    "false": False,
+    "null": None,
+    "NaN": math.nan,
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+}
 
 
 #: stands in for a value already reported as unsound: the walk skips it
@@ -588,11 +610,12 @@ def _partial_container(s: str, i: int, out: Any) -> tuple[Any, int, bool]:
             return out, i, False
 
 
-
 # -- documents and per-query extras shared by tatrag and qa_pairs ------------------------------
 
 _TOKEN_NAMES = {
-    "prompt_tokens": "prompt", "completion_tokens": "completion", "total_tokens": "total",
+    "prompt_tokens": "prompt",
+    "completion_tokens": "completion",
+    "total_tokens": "total",
 }
 
 
@@ -606,8 +629,11 @@ def parse_chunk(
     ok = True
     doc_id = id_text(doc.get("id"))
     if doc_id is None:
-        problem = "required" if doc.get("id") is None else (
-            f"expected a non-empty string or an integer, got {describe(doc['id'])}")
+        problem = (
+            "required"
+            if doc.get("id") is None
+            else (f"expected a non-empty string or an integer, got {describe(doc['id'])}")
+        )
         log.error(file, line, f"{where}.id", problem)
         ok = False
     text_key = next((k for k in text_keys if k in doc), None)
@@ -619,8 +645,12 @@ def parse_chunk(
     if score is not None:
         score = finite_number(score)
         if score is None:
-            log.error(file, line, f"{where}.score",
-                      f"expected a finite number, got {describe(doc['score'])}")
+            log.error(
+                file,
+                line,
+                f"{where}.score",
+                f"expected a finite number, got {describe(doc['score'])}",
+            )
             ok = False
     metadata = doc.get("metadata")
     if metadata is None:
@@ -677,8 +707,12 @@ def parse_extras(entry: Mapping[str, Any], line: int, file: str, log: ProblemLog
             continue
         for name, value in counts.items():
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
-                log.error(file, line, f"{key}.{name}",
-                          f"expected an integer from 0 to {MAX_COUNT}, got {describe(value)}")
+                log.error(
+                    file,
+                    line,
+                    f"{key}.{name}",
+                    f"expected an integer from 0 to {MAX_COUNT}, got {describe(value)}",
+                )
                 ok = False
             else:
                 name = str(name)
@@ -690,8 +724,9 @@ def parse_extras(entry: Mapping[str, Any], line: int, file: str, log: ProblemLog
             number = finite_number(value)
             if number is None or number < 0:
                 where = f"latency_ms.{stage}" if isinstance(latency, Mapping) else "latency_ms"
-                log.error(file, line, where,
-                          f"expected a finite number >= 0, got {describe(value)}")
+                log.error(
+                    file, line, where, f"expected a finite number >= 0, got {describe(value)}"
+                )
                 ok = False
             else:
                 out.latency_ms[stage] = number

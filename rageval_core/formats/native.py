@@ -43,6 +43,7 @@ from rageval_core.formats.fields import (
     shown_value,
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo, info_to_json
+
 # deep nesting, a lone surrogate, a huge integer: a JSON error, never a crash
 from rageval_core.formats.jsonarray import DECODER as safe_json
 from rageval_core.formats.jsonarray import UnsoundJSON, error_field
@@ -534,7 +535,7 @@ def _jsonl_columns(path: Path, skip: int) -> Iterator[ColumnBatch]:
                     raise UseQueries from None
             del text
             for lo in range(0, len(records), COLUMN_BATCH_QUERIES):
-                part = records[lo:lo + COLUMN_BATCH_QUERIES]
+                part = records[lo : lo + COLUMN_BATCH_QUERIES]
                 yield _column_batch(part, n_done, seen)
                 n_done += len(part)
     if n_done == 0:
@@ -589,7 +590,12 @@ def _column_batch(records: list[Any], first_qidx: int, seen: set[str]) -> Column
             ev["text"].extend(spans)
         for table, mapping, key_col, val_col in (
             ("qrels", relevance, "doc_id", "rel"),
-            ("latency", parse_numbers(obj.get("latency_ms"), "latency_ms", check, non_negative=True), "stage", "ms"),
+            (
+                "latency",
+                parse_numbers(obj.get("latency_ms"), "latency_ms", check, non_negative=True),
+                "stage",
+                "ms",
+            ),
             ("tokens", parse_counts(obj.get("tokens"), "tokens", check), "kind", "n"),
             ("tags", parse_tags(obj.get("tags"), "tags", check), "key", "value"),
         ):
@@ -639,7 +645,9 @@ def _chunk_table(rankings: list[list[Any]], depths: NDArray[np.int64], first_qid
         metadata = []
         for item in items:
             value = item.get("metadata")
-            if value is not None and (type(value) is not dict or non_finite_path(value, "") is not None):
+            if value is not None and (
+                type(value) is not dict or non_finite_path(value, "") is not None
+            ):
                 raise UseQueries
             metadata.append(store_json(value) if value else None)
     qidx = np.repeat(np.arange(first_qidx, first_qidx + depths.size, dtype=np.int32), depths)

@@ -148,10 +148,14 @@ def _read(path: Path, skip: int, header: bool) -> Iterator[ColumnBatch]:
 def _connect() -> duckdb.DuckDBPyConnection:
     threads = max(1, min(MAX_THREADS, os.cpu_count() or 1))
     # results stream in file order (preserve_insertion_order): qidx is the record's position
-    con = duckdb.connect(":memory:", config={
-        "threads": threads, "preserve_insertion_order": True,
-        "memory_limit": f"{MEMORY_MB_BASE + MEMORY_MB_PER_THREAD * threads}MB",
-    })
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "threads": threads,
+            "preserve_insertion_order": True,
+            "memory_limit": f"{MEMORY_MB_BASE + MEMORY_MB_PER_THREAD * threads}MB",
+        },
+    )
     con.execute("SET enable_progress_bar = false")  # never DuckDB's own bar on the terminal
     return con
 
@@ -167,10 +171,22 @@ def _batch_queries(path: Path, skip: int) -> int:
 
 # --- the witness -----------------------------------------------------------------------------
 
-_QUERY_KEYS = frozenset({
-    "query_id", "query", "retrieved", "relevant_ids", "relevance", "evidence", "answer",
-    "reference_answer", "latency_ms", "tokens", "tags", "judge",
-})
+_QUERY_KEYS = frozenset(
+    {
+        "query_id",
+        "query",
+        "retrieved",
+        "relevant_ids",
+        "relevance",
+        "evidence",
+        "answer",
+        "reference_answer",
+        "latency_ms",
+        "tokens",
+        "tags",
+        "judge",
+    }
+)
 _CHUNK_KEYS = frozenset({"doc_id", "text", "score", "metadata"})
 _TEXT = frozenset({"VARCHAR", "NULL"})
 # json_structure's names for JSON numbers (HUGEINT: integers of both signs beyond BIGINT)
@@ -224,9 +240,7 @@ def valid_shape(shape: Any) -> bool:
         value = shape.get(key, "NULL")
         # "JSON" is an empty object here (a value that is no object fails the rows' scan)
         if value not in ("NULL", "JSON") and not (
-            type(value) is dict and all(
-                type(v) is str and v in allowed for v in value.values()
-            )
+            type(value) is dict and all(type(v) is str and v in allowed for v in value.values())
         ):
             return False
     return True
@@ -278,9 +292,7 @@ class _Witness(threading.Thread):
             if self._stopped:
                 raise _Doubt("stopped")
             self._con = _connect()
-            reader = self._con.sql(
-                sql, params=[str(self.path)]
-            ).to_arrow_reader(50_000)
+            reader = self._con.sql(sql, params=[str(self.path)]).to_arrow_reader(50_000)
         known: dict[str, bool] = {}
         for rb in reader:
             shapes, suspects, bad = rb.column("shape"), rb.column("suspect"), rb.column("bad")
@@ -357,9 +369,17 @@ def _column_batch(rb: pa.RecordBatch, first_qidx: int, seen: set[int]) -> Column
         if score.null_count < len(score) and _any(pc.invert(pc.is_finite(score))):
             raise _Doubt("a score that is not finite")
         qidx, pos = _positions(depths, first_qidx)
-        tables["chunks"] = _table("chunks", [
-            qidx, pos + 1, doc_id, text, score, pa.nulls(len(doc_id), pa.string()),
-        ])
+        tables["chunks"] = _table(
+            "chunks",
+            [
+                qidx,
+                pos + 1,
+                doc_id,
+                text,
+                score,
+                pa.nulls(len(doc_id), pa.string()),
+            ],
+        )
 
     evidence = rb.column("evidence")
     lengths = _lengths(evidence)
@@ -409,11 +429,19 @@ def _column_batch(rb: pa.RecordBatch, first_qidx: int, seen: set[int]) -> Column
         raise _Doubt("a negative token count")
 
     has_qrels = pc.or_(ids.is_valid(), labels.is_valid())
-    tables["queries"] = _table("queries", [
-        np.arange(first_qidx, first_qidx + n, dtype=np.int32), query_id, rb.column("query"),
-        retrieved.is_valid(), has_qrels, rb.column("answer"), rb.column("reference_answer"),
-        pa.nulls(n, pa.string()),
-    ])
+    tables["queries"] = _table(
+        "queries",
+        [
+            np.arange(first_qidx, first_qidx + n, dtype=np.int32),
+            query_id,
+            rb.column("query"),
+            retrieved.is_valid(),
+            has_qrels,
+            rb.column("answer"),
+            rb.column("reference_answer"),
+            pa.nulls(n, pa.string()),
+        ],
+    )
     return ColumnBatch(n, tables)
 
 
@@ -440,7 +468,9 @@ def _map_table(table: str, mapped: pa.MapArray, first_qidx: int) -> pa.Table | N
 def _table(table: str, arrays: list[Any]) -> pa.Table:
     schema = BATCH_SCHEMAS[table]
     return pa.Table.from_arrays(
-        [pa.array(a, type=f.type) if isinstance(a, np.ndarray) else a.cast(f.type)
-         for a, f in zip(arrays, schema, strict=True)],
+        [
+            pa.array(a, type=f.type) if isinstance(a, np.ndarray) else a.cast(f.type)
+            for a, f in zip(arrays, schema, strict=True)
+        ],
         schema=schema,
     )

@@ -128,21 +128,27 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
             continue
         hit = hits.get(pair.query_id)
         if hit is None:
-            log.warn(cfile, pair.line, "qa_pair_id",
-                     f"no retrieval results for {pair.query_id}; scored as an empty ranking")
+            log.warn(
+                cfile,
+                pair.line,
+                "qa_pair_id",
+                f"no retrieval results for {pair.query_id}; scored as an empty ranking",
+            )
             hit = _Hit(0, (), Extras())
-        queries.append(Query(
-            query_id=pair.query_id,
-            retrieved=hit.chunks,
-            query=pair.question,
-            evidence=pair.evidence,
-            answer=hit.extras.answer,
-            reference_answer=pair.reference_answer,
-            latency_ms=hit.extras.latency_ms,
-            tokens=hit.extras.tokens,
-            tags=pair.tags,
-            line=hit.line,
-        ))
+        queries.append(
+            Query(
+                query_id=pair.query_id,
+                retrieved=hit.chunks,
+                query=pair.question,
+                evidence=pair.evidence,
+                answer=hit.extras.answer,
+                reference_answer=pair.reference_answer,
+                latency_ms=hit.extras.latency_ms,
+                tokens=hit.extras.tokens,
+                tags=pair.tags,
+                line=hit.line,
+            )
+        )
     return ParsedRun(info, queries, FORMAT, (pfile, cfile))
 
 
@@ -156,8 +162,12 @@ def _read_pairs(path: Path, file: str, log: ProblemLog) -> list[_Pair] | None:
     for line, entry in iter_records(text, file, log):
         pair = _parse_pair(entry, line, file, log, keys)
         if pair.valid and pair.query_id in seen:
-            log.error(file, line, "qa_pair_id",
-                      f'duplicate "{pair.query_id}" (first on line {seen[pair.query_id]})')
+            log.error(
+                file,
+                line,
+                "qa_pair_id",
+                f'duplicate "{pair.query_id}" (first on line {seen[pair.query_id]})',
+            )
             pair.valid = False
         if pair.valid:
             seen[pair.query_id] = line
@@ -173,14 +183,20 @@ def _parse_pair(entry: Any, line: int, file: str, log: ProblemLog, keys: KeyWarn
     ok = True
     query_id = id_text(entry.get("qa_pair_id"))
     if query_id is None:
-        problem = "required" if entry.get("qa_pair_id") is None else (
-            f"expected a non-empty string or an integer, got {describe(entry['qa_pair_id'])}")
+        problem = (
+            "required"
+            if entry.get("qa_pair_id") is None
+            else (f"expected a non-empty string or an integer, got {describe(entry['qa_pair_id'])}")
+        )
         log.error(file, line, "qa_pair_id", problem)
         ok = False
     question = entry.get("question")
     if not isinstance(question, str) or not question.strip():
-        problem = "required" if question is None else (
-            f"expected a non-empty string, got {describe(question)}")
+        problem = (
+            "required"
+            if question is None
+            else (f"expected a non-empty string, got {describe(question)}")
+        )
         log.error(file, line, "question", problem)
         ok = False
     answer = entry.get("answer")
@@ -190,16 +206,24 @@ def _parse_pair(entry: Any, line: int, file: str, log: ProblemLog, keys: KeyWarn
     context = entry.get("context")
     spans: list[Any] = [] if context is None else [context] if isinstance(context, str) else context
     if not isinstance(spans, list) or not all(isinstance(s, str) and s.strip() for s in spans):
-        log.error(file, line, "context",
-                  f"expected a non-empty string or an array of them, got {describe(context)}")
+        log.error(
+            file,
+            line,
+            "context",
+            f"expected a non-empty string or an array of them, got {describe(context)}",
+        )
         ok = False
         spans = []
     tags: dict[str, str] = {}
     if entry.get("source_document") is not None:
         source = tag_text(entry["source_document"])
         if source is None:
-            log.error(file, line, "source_document",
-                      f"expected a string, got {describe(entry['source_document'])}")
+            log.error(
+                file,
+                line,
+                "source_document",
+                f"expected a string, got {describe(entry['source_document'])}",
+            )
             ok = False
         else:
             tags["source_document"] = source
@@ -259,8 +283,12 @@ class _Joiner:
             self.log.error(self.file, line, "results", f"required (one of {', '.join(DOC_KEYS)})")
             return
         if len(present) > 1:
-            self.log.error(self.file, line, present[1],
-                           f"more than one list of documents ({', '.join(present)})")
+            self.log.error(
+                self.file,
+                line,
+                present[1],
+                f"more than one list of documents ({', '.join(present)})",
+            )
             return
         chunks = self._chunks(entry[present[0]], present[0], line)
         extras = parse_extras(entry, line, self.file, self.log)
@@ -281,20 +309,25 @@ class _Joiner:
         if not isinstance(docs, list):
             self.log.error(self.file, line, where, f"expected an array, got {describe(docs)}")
             return None
-        chunks = [parse_chunk(doc, f"{where}[{rank}]", line, self.file, self.log, _TEXT_KEYS)
-                  for rank, doc in enumerate(docs)]
+        chunks = [
+            parse_chunk(doc, f"{where}[{rank}]", line, self.file, self.log, _TEXT_KEYS)
+            for rank, doc in enumerate(docs)
+        ]
         return None if None in chunks else tuple(c for c in chunks if c is not None)
 
     def _by_id(self, value: Any, line: int, key: str) -> _Pair | None:
         query_id = id_text(value)
         if query_id is None:
-            self.log.error(self.file, line, key,
-                           f"expected a non-empty string or an integer, got {describe(value)}")
+            self.log.error(
+                self.file,
+                line,
+                key,
+                f"expected a non-empty string or an integer, got {describe(value)}",
+            )
             return None
         pair = self.pairs.get(query_id)
         if pair is None:
-            self.log.error(self.file, line, key,
-                           f'"{query_id}" matches no pair in {self.cfile}')
+            self.log.error(self.file, line, key, f'"{query_id}" matches no pair in {self.cfile}')
         return pair
 
     def _by_question(self, value: Any, line: int) -> _Pair | None:
@@ -304,14 +337,18 @@ class _Joiner:
         found = self.by_question.get(value.strip(), [])
         shown = value if len(value) <= 60 else value[:57] + "..."
         if not found:
-            self.log.error(self.file, line, "question",
-                           f'"{shown}" matches no pair in {self.cfile}')
+            self.log.error(
+                self.file, line, "question", f'"{shown}" matches no pair in {self.cfile}'
+            )
             return None
         if len(found) > 1:
             lines = ", ".join(str(p.line) for p in found)
-            self.log.error(self.file, line, "question",
-                           f'"{shown}" matches several pairs (lines {lines} of {self.cfile}); '
-                           "give qa_pair_id")
+            self.log.error(
+                self.file,
+                line,
+                "question",
+                f'"{shown}" matches several pairs (lines {lines} of {self.cfile}); give qa_pair_id',
+            )
             return None
         return found[0]
 
@@ -319,8 +356,12 @@ class _Joiner:
         if not pair.valid:
             return  # already reported in the pairs file
         if pair.query_id in self.hits:
-            self.log.error(self.file, line, "qa_pair_id",
-                           f'second result list for "{pair.query_id}" '
-                           f"(first on line {self.hits[pair.query_id].line})")
+            self.log.error(
+                self.file,
+                line,
+                "qa_pair_id",
+                f'second result list for "{pair.query_id}" '
+                f"(first on line {self.hits[pair.query_id].line})",
+            )
             return
         self.hits[pair.query_id] = hit

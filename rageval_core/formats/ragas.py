@@ -42,8 +42,16 @@ COMPANION = None
 COMPANION_REQUIRED = False
 
 _ID_KEYS = ("query_id", "id")
-_KNOWN = {"user_input", "retrieved_contexts", "retrieved_context_ids", "reference_contexts",
-          "reference_context_ids", "response", "reference", *_ID_KEYS}
+_KNOWN = {
+    "user_input",
+    "retrieved_contexts",
+    "retrieved_context_ids",
+    "reference_contexts",
+    "reference_context_ids",
+    "response",
+    "reference",
+    *_ID_KEYS,
+}
 #: Columns pandas adds for the index when a frame is written with to_csv(index=True).
 _INDEX_COLUMNS = {"", "Unnamed: 0"}
 #: Contexts can be long: allow CSV cells far above the csv module's default 128 KiB.
@@ -88,8 +96,12 @@ def _queries(path: Path, file: str, log: ProblemLog) -> Iterator[Query]:
             if query is None:
                 continue
             if query.query_id in seen:
-                log.error(file, line, rows.id_field(record),
-                          f'duplicate "{query.query_id}" (first on line {seen[query.query_id]})')
+                log.error(
+                    file,
+                    line,
+                    rows.id_field(record),
+                    f'duplicate "{query.query_id}" (first on line {seen[query.query_id]})',
+                )
                 continue
             seen[query.query_id] = line
             yield query
@@ -160,8 +172,14 @@ def _csv_rows(fh: Any, file: str, log: ProblemLog) -> Iterator[tuple[int, dict[s
         if len(cells) != len(header):
             log.error(file, start, "row", f"expected {len(header)} cells, got {len(cells)}")
             continue
-        yield start, {h: c for h, c in zip(header, cells, strict=True)
-                      if h not in _INDEX_COLUMNS and c.strip()}
+        yield (
+            start,
+            {
+                h: c
+                for h, c in zip(header, cells, strict=True)
+                if h not in _INDEX_COLUMNS and c.strip()
+            },
+        )
 
 
 class _RowParser:
@@ -192,16 +210,20 @@ class _RowParser:
         self.ok = True
         user_input = record.get("user_input")
         if not isinstance(user_input, str) or not user_input.strip():
-            problem = "required" if user_input is None else (
-                f"expected a non-empty string, got {describe(user_input)}")
+            problem = (
+                "required"
+                if user_input is None
+                else (f"expected a non-empty string, got {describe(user_input)}")
+            )
             self._error("user_input", problem)
         query_id = f"q{number}"
         key = self.id_field(record)
         if record.get(key) is not None:
             query_id = id_text(record[key]) or ""
             if not query_id:
-                self._error(key, f"expected a non-empty string or an integer, "
-                                 f"got {describe(record[key])}")
+                self._error(
+                    key, f"expected a non-empty string or an integer, got {describe(record[key])}"
+                )
         contexts = self._list(record, "retrieved_contexts", ids=False)
         ids = self._list(record, "retrieved_context_ids", ids=True)
         chunks: tuple[Chunk, ...] = ()
@@ -210,13 +232,16 @@ class _RowParser:
             if all(v is None for v in given):
                 self._error("retrieved_contexts", "required (or retrieved_context_ids)")
         elif contexts is not None and ids is not None and len(contexts) != len(ids):
-            self._error("retrieved_context_ids",
-                        f"{len(ids)} ids for {len(contexts)} retrieved_contexts")
+            self._error(
+                "retrieved_context_ids", f"{len(ids)} ids for {len(contexts)} retrieved_contexts"
+            )
         else:
             n = len(ids if ids is not None else contexts or [])
             chunks = tuple(
-                Chunk(doc_id=ids[i] if ids is not None else f"ctx{i + 1}",
-                      text=contexts[i] if contexts is not None else None)
+                Chunk(
+                    doc_id=ids[i] if ids is not None else f"ctx{i + 1}",
+                    text=contexts[i] if contexts is not None else None,
+                )
                 for i in range(n)
             )
         evidence = self._list(record, "reference_contexts", ids=False) or []
@@ -236,8 +261,9 @@ class _RowParser:
                 judge[name] = score
             elif name not in self.bad_judge:  # a RAGAS metric that failed is written as NaN
                 self.bad_judge.add(name)
-                self.log.warn(self.file, line, name,
-                              f"{describe(score)} score ignored (and in any later row)")
+                self.log.warn(
+                    self.file, line, name, f"{describe(score)} score ignored (and in any later row)"
+                )
         if not self.ok:
             return None
         return Query(

@@ -118,8 +118,10 @@ def _is_entry(record: Mapping[str, Any]) -> bool:
 
 
 def _is_tatrag_doc(doc: Any) -> bool:
-    return isinstance(doc, Mapping) and ("content" in doc or "content_preview" in doc) and (
-        "text" not in doc
+    return (
+        isinstance(doc, Mapping)
+        and ("content" in doc or "content_preview" in doc)
+        and ("text" not in doc)
     )
 
 
@@ -165,22 +167,28 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
             continue
         hit = hits.get(index)
         if hit is None:
-            log.warn(gfile, gold.line, "query",
-                     f"no retrieval output for {gold.query_id}; scored as an empty ranking")
+            log.warn(
+                gfile,
+                gold.line,
+                "query",
+                f"no retrieval output for {gold.query_id}; scored as an empty ranking",
+            )
             hit = _Hit(0, ())
-        queries.append(Query(
-            query_id=gold.query_id,
-            retrieved=hit.chunks,
-            query=gold.query,
-            relevance=gold.relevance,
-            evidence=gold.evidence,
-            answer=hit.extras.answer,
-            reference_answer=gold.reference_answer,
-            latency_ms=hit.extras.latency_ms,
-            tokens=hit.extras.tokens,
-            tags=gold.tags,
-            line=hit.line,
-        ))
+        queries.append(
+            Query(
+                query_id=gold.query_id,
+                retrieved=hit.chunks,
+                query=gold.query,
+                relevance=gold.relevance,
+                evidence=gold.evidence,
+                answer=hit.extras.answer,
+                reference_answer=gold.reference_answer,
+                latency_ms=hit.extras.latency_ms,
+                tokens=hit.extras.tokens,
+                tags=gold.tags,
+                line=hit.line,
+            )
+        )
     _check_file_ids(queries, gfile, log)
     return ParsedRun(info, queries, FORMAT, (pfile, gfile))
 
@@ -196,9 +204,13 @@ def _check_file_ids(queries: list[Query], gfile: str, log: ProblemLog) -> None:
         return
     got = {c.doc_id for q in queries for c in q.retrieved or ()}
     if not wanted & got:
-        log.warn(gfile, 0, "gold",
-                 "no retrieved document id is a FILE gold name, so id metrics (recall, "
-                 "nDCG ...) will be 0; give documents the file name as id")
+        log.warn(
+            gfile,
+            0,
+            "gold",
+            "no retrieved document id is a FILE gold name, so id metrics (recall, "
+            "nDCG ...) will be 0; give documents the file name as id",
+        )
 
 
 def _read_gold(path: Path, file: str, log: ProblemLog) -> list[_Gold] | None:
@@ -212,8 +224,12 @@ def _read_gold(path: Path, file: str, log: ProblemLog) -> list[_Gold] | None:
     for index, (line, entry) in enumerate(iter_records(text, file, log)):
         gold = _parse_gold(entry, index, line, file, log, keys)
         if gold.valid and gold.query_id in seen:
-            log.error(file, line, "query_id",
-                      f'duplicate "{gold.query_id}" (first on line {seen[gold.query_id]})')
+            log.error(
+                file,
+                line,
+                "query_id",
+                f'duplicate "{gold.query_id}" (first on line {seen[gold.query_id]})',
+            )
             gold.valid = False
         if gold.valid:
             seen[gold.query_id] = line
@@ -241,8 +257,12 @@ def _parse_gold(
         if entry.get(key) is not None:
             query_id = id_text(entry[key]) or ""
             if not query_id:
-                log.error(file, line, key,
-                          f"expected a non-empty string or an integer, got {describe(entry[key])}")
+                log.error(
+                    file,
+                    line,
+                    key,
+                    f"expected a non-empty string or an integer, got {describe(entry[key])}",
+                )
                 ok = False
             break
     answer = entry.get("answer")
@@ -277,8 +297,11 @@ def _parse_gold(
                 continue
             content = item.get("content")
             if not isinstance(content, str) or not content.strip():
-                problem = "required" if content is None else (
-                    f"expected a non-empty string, got {describe(content)}")
+                problem = (
+                    "required"
+                    if content is None
+                    else (f"expected a non-empty string, got {describe(content)}")
+                )
                 log.error(file, line, f"{where}.content", problem)
                 ok = False
                 continue
@@ -358,17 +381,24 @@ class _Joiner:
                 self._add(matched, _Hit(line, chunks), line)
             return
         if not isinstance(entry, Mapping):
-            self.log.error(self.file, line, "entry",
-                           f"expected an object or an array of documents, got {describe(entry)}")
+            self.log.error(
+                self.file,
+                line,
+                "entry",
+                f"expected an object or an array of documents, got {describe(entry)}",
+            )
             return
         present = [k for k in DOC_KEYS if k in entry]
         if not present:
-            self.log.error(self.file, line, "documents",
-                           f"required (one of {', '.join(DOC_KEYS)})")
+            self.log.error(self.file, line, "documents", f"required (one of {', '.join(DOC_KEYS)})")
             return
         if len(present) > 1:
-            self.log.error(self.file, line, present[1],
-                           f"more than one list of documents ({', '.join(present)})")
+            self.log.error(
+                self.file,
+                line,
+                present[1],
+                f"more than one list of documents ({', '.join(present)})",
+            )
             return
         chunks = self._chunks(entry[present[0]], present[0], line)
         extras = parse_extras(entry, line, self.file, self.log)
@@ -404,12 +434,17 @@ class _Joiner:
     def _by_id(self, value: Any, key: str, line: int) -> int | None:
         query_id = id_text(value)
         if query_id is None:
-            self.log.error(self.file, line, key,
-                           f"expected a non-empty string or an integer, got {describe(value)}")
+            self.log.error(
+                self.file,
+                line,
+                key,
+                f"expected a non-empty string or an integer, got {describe(value)}",
+            )
             return None
         if query_id not in self.by_id:
-            self.log.error(self.file, line, key,
-                           f'"{query_id}" matches no query in the gold set {self.gfile}')
+            self.log.error(
+                self.file, line, key, f'"{query_id}" matches no query in the gold set {self.gfile}'
+            )
             return None
         return self.by_id[query_id]
 
@@ -419,22 +454,32 @@ class _Joiner:
             return None
         found = self.by_text.get(value.strip(), [])
         if not found:
-            self.log.error(self.file, line, key,
-                           f"{_short(value)} matches no query in the gold set {self.gfile}")
+            self.log.error(
+                self.file,
+                line,
+                key,
+                f"{_short(value)} matches no query in the gold set {self.gfile}",
+            )
             return None
         if len(found) > 1:
             lines = ", ".join(str(self.golds[i].line) for i in found)
-            self.log.error(self.file, line, key,
-                           f"{_short(value)} matches several gold queries (lines {lines} of "
-                           f"{self.gfile})")
+            self.log.error(
+                self.file,
+                line,
+                key,
+                f"{_short(value)} matches several gold queries (lines {lines} of {self.gfile})",
+            )
             return None
         return found[0]
 
     def _by_index(self, index: int, line: int) -> int | None:
         if index >= len(self.golds):
-            self.log.error(self.file, line, "documents",
-                           f"entry {index + 1} has no gold query (the gold set has "
-                           f"{len(self.golds)})")
+            self.log.error(
+                self.file,
+                line,
+                "documents",
+                f"entry {index + 1} has no gold query (the gold set has {len(self.golds)})",
+            )
             return None
         return index
 
@@ -442,9 +487,13 @@ class _Joiner:
         if not self.golds[index].valid:
             return  # its gold entry is already reported
         if index in self.hits:
-            self.log.error(self.file, line, "query",
-                           f"second retrieval for gold query {self.golds[index].query_id} "
-                           f"(first on line {self.hits[index].line})")
+            self.log.error(
+                self.file,
+                line,
+                "query",
+                f"second retrieval for gold query {self.golds[index].query_id} "
+                f"(first on line {self.hits[index].line})",
+            )
             return
         self.hits[index] = hit
 
@@ -452,5 +501,3 @@ class _Joiner:
 def _short(text: str, limit: int = 60) -> str:
     shown = text if len(text) <= limit else text[: limit - 3] + "..."
     return f'"{shown}"'
-
-

@@ -162,8 +162,14 @@ class _Staged:
     i is line i + 1. load() returns None for anything else.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, run: Path, qrels: Path | None,
-                 tag: str, missing: list[tuple[str, int]]) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        run: Path,
+        qrels: Path | None,
+        tag: str,
+        missing: list[tuple[str, int]],
+    ) -> None:
         self.con = con
         self.run_file = display_path(run)
         self.qrels_file = display_path(qrels) if qrels is not None else None
@@ -197,9 +203,11 @@ class _Staged:
                 [str(run), run_layout.delim, run_layout.first[5]],
             )
             # a hash collision can only send a clean file the slow way, never the reverse
-            counts = _first(con.execute(
-                "SELECT count(*), false, count(*) <> count(DISTINCT hash(qid, docno)) FROM run"
-            ).fetchall())
+            counts = _first(
+                con.execute(
+                    "SELECT count(*), false, count(*) <> count(DISTINCT hash(qid, docno)) FROM run"
+                ).fetchall()
+            )
             n_lines = run_layout.n_lines
             if counts is None or counts[0] != n_lines or n_lines == 0 or counts[1] or counts[2]:
                 con.close()
@@ -239,10 +247,18 @@ class _Staged:
             f" {_unicode_spaces(layout, 4)}, true)",
             [str(qrels), layout.delim, _INTEGER.pattern[1:-1]],
         )
-        counts = _first(con.execute(
-            "SELECT count(*), false, count(*) <> count(DISTINCT hash(qid, docno)) FROM qrels"
-        ).fetchall())
-        if counts is None or counts[0] != layout.n_lines or layout.n_lines == 0 or counts[1] or counts[2]:
+        counts = _first(
+            con.execute(
+                "SELECT count(*), false, count(*) <> count(DISTINCT hash(qid, docno)) FROM qrels"
+            ).fetchall()
+        )
+        if (
+            counts is None
+            or counts[0] != layout.n_lines
+            or layout.n_lines == 0
+            or counts[1]
+            or counts[2]
+        ):
             return None
         con.execute("UPDATE qmap SET has_qrels = true WHERE qid IN (SELECT qid FROM qrels)")
         con.execute(
@@ -272,31 +288,45 @@ class _Staged:
     def tables(self) -> dict[str, pa.Table]:
         """queries, chunks and qrels rows as the store keeps them (sorted as trec_eval sorts)."""
         if self._tables is None:
-            self._lines = [int(r[0]) for r in self.con.execute(
-                "SELECT line FROM qmap ORDER BY qidx"
-            ).fetchall()]
-            has_qrels = _first(self.con.execute(
-                "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'qrels'"
-            ).fetchall())
+            self._lines = [
+                int(r[0])
+                for r in self.con.execute("SELECT line FROM qmap ORDER BY qidx").fetchall()
+            ]
+            has_qrels = _first(
+                self.con.execute(
+                    "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'qrels'"
+                ).fetchall()
+            )
             out = {
-                "queries": _arrow(self.con, (
-                    "SELECT qidx, qid AS query_id, NULL AS query, in_run, has_qrels, NULL AS answer, "
-                    "NULL AS reference_answer, NULL AS judge FROM qmap ORDER BY qidx"
-                )),
+                "queries": _arrow(
+                    self.con,
+                    (
+                        "SELECT qidx, qid AS query_id, NULL AS query, in_run, has_qrels, NULL AS answer, "
+                        "NULL AS reference_answer, NULL AS judge FROM qmap ORDER BY qidx"
+                    ),
+                ),
                 # trec_eval's order: score descending, ties by docno descending; + 0.0 makes
                 # -0.0 and 0.0 tie, as they do in Python
-                "chunks": _with_ranks(_arrow(self.con, (
-                    "SELECT m.qidx, r.docno AS doc_id, NULL AS text, r.score, NULL AS metadata "
-                    "FROM run r JOIN qmap m USING (qid) "
-                    "ORDER BY m.qidx, r.score + 0.0 DESC, r.docno DESC"
-                ))),
+                "chunks": _with_ranks(
+                    _arrow(
+                        self.con,
+                        (
+                            "SELECT m.qidx, r.docno AS doc_id, NULL AS text, r.score, NULL AS metadata "
+                            "FROM run r JOIN qmap m USING (qid) "
+                            "ORDER BY m.qidx, r.score + 0.0 DESC, r.docno DESC"
+                        ),
+                    )
+                ),
             }
             if has_qrels is not None and has_qrels[0]:
-                out["qrels"] = _arrow(self.con, (
-                    "SELECT m.qidx, (row_number() OVER (PARTITION BY m.qidx ORDER BY j.rowid) - 1)"
-                    "::INTEGER AS pos, j.docno AS doc_id, j.rel FROM qrels j JOIN qmap m USING (qid) "
-                    "ORDER BY m.qidx, pos"
-                ))
+                out["qrels"] = _arrow(
+                    self.con,
+                    (
+                        "SELECT m.qidx, (row_number() OVER (PARTITION BY m.qidx ORDER BY j.rowid) - 1)"
+                        "::INTEGER AS pos, j.docno AS doc_id, j.rel FROM qrels j JOIN qmap m USING (qid) "
+                        "ORDER BY m.qidx, pos"
+                    ),
+                )
             self._tables = {
                 name: table.rename_columns(BATCH_SCHEMAS[name].names).cast(BATCH_SCHEMAS[name])
                 for name, table in out.items()
@@ -308,7 +338,9 @@ class _Staged:
         tables = self.tables()
         n = tables["queries"].num_rows
         cuts = {
-            name: np.searchsorted(table.column("qidx").to_numpy(), np.arange(0, n + 1, _BATCH_QUERIES))
+            name: np.searchsorted(
+                table.column("qidx").to_numpy(), np.arange(0, n + 1, _BATCH_QUERIES)
+            )
             for name, table in tables.items()
         }
         for i, lo in enumerate(range(0, n, _BATCH_QUERIES)):
@@ -339,7 +371,12 @@ class _Staged:
             lo, hi = int(c_cut[qidx]), int(c_cut[qidx + 1])
             yield Query(
                 query_id=qid,
-                retrieved=tuple([Chunk(doc_id=d, score=sc) for d, sc in zip(docs[lo:hi], scores[lo:hi], strict=True)])
+                retrieved=tuple(
+                    [
+                        Chunk(doc_id=d, score=sc)
+                        for d, sc in zip(docs[lo:hi], scores[lo:hi], strict=True)
+                    ]
+                )
                 if in_run
                 else None,
                 relevance=judged.get(qidx),
@@ -349,14 +386,18 @@ class _Staged:
     def ranked_labels(self, rel_level: int, complete: bool) -> tuple[RankedLabels, QuerySelection]:
         """trec_eval's selection and labels, computed in SQL (no Query objects)."""
         con = self.con
-        has_qrels = _first(con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'qrels'"
-        ).fetchall())
+        has_qrels = _first(
+            con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'qrels'"
+            ).fetchall()
+        )
         if not (has_qrels and has_qrels[0]):
             con.execute("CREATE TABLE qrels (qid VARCHAR, docno VARCHAR, rel INTEGER)")
-        counts = _first(con.execute(
-            "SELECT count(*) FILTER (WHERE NOT has_qrels), count(*) FILTER (WHERE NOT in_run) FROM qmap"
-        ).fetchall())
+        counts = _first(
+            con.execute(
+                "SELECT count(*) FILTER (WHERE NOT has_qrels), count(*) FILTER (WHERE NOT in_run) FROM qmap"
+            ).fetchall()
+        )
         skipped, missing = (int(counts[0]), int(counts[1])) if counts else (0, 0)
         con.execute(
             "CREATE OR REPLACE TEMP TABLE sel AS SELECT qid, (row_number() OVER (ORDER BY qidx) - 1)"
@@ -595,8 +636,12 @@ def _read_qrels(path: Path, log: ProblemLog) -> _Qrels:
             log.error(qrels.file, number, "rel", f"expected an integer, got {rel_text!r}")
             continue
         if not -(2**31) <= int(rel_text) < 2**31:  # the store keeps 32-bit labels
-            log.error(qrels.file, number, "rel",
-                      f"label out of range (-2147483648 to 2147483647), got {rel_text!r}")
+            log.error(
+                qrels.file,
+                number,
+                "rel",
+                f"label out of range (-2147483648 to 2147483647), got {rel_text!r}",
+            )
             continue
         first = lines.get((qid, docno))
         if first is not None:

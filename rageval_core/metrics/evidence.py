@@ -179,12 +179,16 @@ def prepare_coverage(
     for plane in best:  # uncovered (-inf) and missing (NaN) spans add 0
         context += np.where(plane > 0, plane, np.float32(0.0))
     context /= np.maximum(spans, 1)[None, :]
-    chunk_max = (np.fmax.reduce(planes, axis=0) if width else
-                 np.full(planes.shape[1:], np.nan, dtype=np.float32))
+    chunk_max = (
+        np.fmax.reduce(planes, axis=0)
+        if width
+        else np.full(planes.shape[1:], np.nan, dtype=np.float32)
+    )
     chunk_max = np.where(np.isnan(chunk_max), np.float32(-np.inf), chunk_max)
     lead = np.maximum.accumulate(chunk_max, axis=0)
     previous = np.concatenate(
-        (np.full((1, lead.shape[1]), -np.inf, dtype=np.float32), lead[:-1]), axis=0)
+        (np.full((1, lead.shape[1]), -np.inf, dtype=np.float32), lead[:-1]), axis=0
+    )
     rank = np.arange(1, lead.shape[0] + 1, dtype=np.int32)[:, None]
     lead_rank = np.maximum.accumulate(np.where(chunk_max > previous, rank, 0), axis=0)
     return Coverage(
@@ -333,8 +337,11 @@ def _sorted_at(cov: Coverage, col: int) -> _Sorted:
         for width in np.unique(cov.n_spans).tolist():
             rows = cov.n_spans == width
             groups.append((int(width), np.sort(span_best[:width, rows], axis=None)))
-        worst = np.sort(np.fmin.reduce(span_best, axis=0)) if span_best.size else \
-            np.zeros(cov.n_queries, np.float32)
+        worst = (
+            np.sort(np.fmin.reduce(span_best, axis=0))
+            if span_best.size
+            else np.zeros(cov.n_queries, np.float32)
+        )
         lead = cov.lead[col]
         order = np.argsort(lead, kind="stable")
         ranks = cov.lead_rank[col, order].astype(np.float64)
@@ -360,8 +367,10 @@ def threshold_sweep(
     n = cov.n_queries
     if n == 0:
         nothing = np.full(ts.shape, np.nan)
-        return {name: nothing.copy() for name in
-                ("EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "BestRank")}
+        return {
+            name: nothing.copy()
+            for name in ("EvidenceRecall", "PerQueryCoverage", "FullCoverageRate", "BestRank")
+        }
     cached = _sorted_at(cov, col)
     spans_hit = np.zeros(ts.shape, dtype=np.float64)
     share_hit = np.zeros(ts.shape, dtype=np.float64)
@@ -432,15 +441,26 @@ def _k(cov: Coverage, cutoff: int | None) -> list[int]:
 
 
 def _register(
-    name: str, fn: Any, description: str, threshold: bool = True,
-    value_range: tuple[float | None, float | None] = (0.0, 1.0), weight: Any = None,
+    name: str,
+    fn: Any,
+    description: str,
+    threshold: bool = True,
+    value_range: tuple[float | None, float | None] = (0.0, 1.0),
+    weight: Any = None,
     higher_is_better: bool = True,
 ) -> None:
     register(
         MeasureSpec(
-            name=name, family="evidence", needs_cutoff=False, allows_cutoff=True, fn=fn,
-            description=description, range=value_range, input=Coverage,
-            params=dict(_PARAMS) if threshold else {}, weight=weight,
+            name=name,
+            family="evidence",
+            needs_cutoff=False,
+            allows_cutoff=True,
+            fn=fn,
+            description=description,
+            range=value_range,
+            input=Coverage,
+            params=dict(_PARAMS) if threshold else {},
+            weight=weight,
             higher_is_better=higher_is_better,
         )
     )
@@ -452,23 +472,29 @@ _register(
     "gold spans covered in the top k / all gold spans, pooled over queries (micro): the "
     "per-query value is the query's covered share, and the run value weighs each query by its "
     "number of gold spans (so any subset, e.g. one tag value, pools its own spans)",
-    weight=lambda c: c.n_spans)
+    weight=lambda c: c.n_spans,
+)
 _register(
     "PerQueryCoverage",
     lambda c, k, p: per_query_coverage(c, p["threshold"], _k(c, k))[:, 0],
-    "share of the query's gold spans covered in the top k, averaged over queries (macro)")
+    "share of the query's gold spans covered in the top k, averaged over queries (macro)",
+)
 _register(
     "FullCoverageRate",
     lambda c, k, p: full_coverage(c, p["threshold"], _k(c, k))[:, 0],
-    "share of queries whose every gold span is covered in the top k")
+    "share of queries whose every gold span is covered in the top k",
+)
 _register(
     "ContextCoverage",
     lambda c, k, p: context_coverage(c, _k(c, k))[:, 0],
     "mean over gold spans of the best match score in the top k (threshold-free)",
-    threshold=False)
+    threshold=False,
+)
 _register(
     "BestRank",
     lambda c, k, p: best_rank(c, p["threshold"], _k(c, k))[:, 0],
     "rank of the best-matching chunk when it reaches the threshold; the run value is the mean "
     "over the queries where one is found (NaN = not found, left out)",
-    value_range=(1.0, None), higher_is_better=False)
+    value_range=(1.0, None),
+    higher_is_better=False,
+)

@@ -382,8 +382,9 @@ class AnswerInputs:
         if missing:
             raise ValueError(f"kept answer scores lack {', '.join(missing)}")
         inputs = cls(answers=[], references=[], queries=[], chunk_texts=[])
-        inputs._scores = {name: np.asarray(scores[name], dtype=np.float64)
-                          for name in GENERATION_METRICS}
+        inputs._scores = {
+            name: np.asarray(scores[name], dtype=np.float64) for name in GENERATION_METRICS
+        }
         return inputs
 
     def scores(self) -> dict[str, NDArray[np.float64]]:

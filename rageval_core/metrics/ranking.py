@@ -267,7 +267,7 @@ class PrefixSums:
         """P@r at each relevant rank r, per entry of _hits."""
         hits = self._hits
         cum = self._rel_cum  # (depth+1, n): row r+1 holds a cell at rank r, n entries later
-        found = cum.reshape(-1)[cum.shape[1]:][hits.cells]  # relevant within the top r
+        found = cum.reshape(-1)[cum.shape[1] :][hits.cells]  # relevant within the top r
         terms = hits.rank.astype(np.float64)
         terms += 1.0
         return np.divide(found, terms, out=terms)

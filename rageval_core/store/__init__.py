@@ -5,4 +5,12 @@ from rageval_core.store.lease import LeasedStore
 from rageval_core.store.locking import StoreBusyError
 from rageval_core.store.store import ImportResult, RunRecord, RunRef, Store, default_path
 
-__all__ = ["ImportResult", "LeasedStore", "RunRecord", "RunRef", "Store", "StoreBusyError", "default_path"]
+__all__ = [
+    "ImportResult",
+    "LeasedStore",
+    "RunRecord",
+    "RunRef",
+    "Store",
+    "StoreBusyError",
+    "default_path",
+]

@@ -29,9 +29,12 @@ ScoreAnswers = Callable[
 def answer_score_counts(store: Store, run_id: int) -> dict[str, int]:
     """Kept rows per answer metric of the run (a metric not kept is absent)."""
     with store._cursor() as cur:
-        return dict(cur.execute(
-            "SELECT metric, count(*) FROM answer_scores WHERE run_id = ? GROUP BY metric",
-            [run_id]).fetchall())
+        return dict(
+            cur.execute(
+                "SELECT metric, count(*) FROM answer_scores WHERE run_id = ? GROUP BY metric",
+                [run_id],
+            ).fetchall()
+        )
 
 
 def keep_answer_scores(
@@ -69,19 +72,23 @@ def _keep_block(cur: Any, run_id: int, lo: int, hi: int, score: ScoreAnswers) ->
     q = cur.execute(
         "SELECT qidx, answer, reference_answer, query, in_run FROM queries "
         "WHERE run_id = ? AND qidx >= ? AND qidx < ? AND answer IS NOT NULL ORDER BY qidx",
-        [run_id, lo, hi]).fetchall()
+        [run_id, lo, hi],
+    ).fetchall()
     if not q:
         return 0
     ch = cur.execute(
         "SELECT qidx, text FROM chunks WHERE run_id = ? AND qidx >= ? AND qidx < ? AND qidx IN "
         "(SELECT qidx FROM queries WHERE run_id = ? AND qidx >= ? AND qidx < ? "
         "AND answer IS NOT NULL) ORDER BY qidx, rank",
-        [run_id, lo, hi, run_id, lo, hi]).fetchall()
+        [run_id, lo, hi, run_id, lo, hi],
+    ).fetchall()
     texts: dict[int, list[str | None]] = {}
     for qidx, text in ch:
         texts.setdefault(qidx, []).append(text)
     scores = score(
-        [r[1] for r in q], [r[2] for r in q], [r[3] for r in q],
+        [r[1] for r in q],
+        [r[2] for r in q],
+        [r[3] for r in q],
         # a query absent from the run (judged only) has no chunk list at all, not an empty one
         [texts.get(r[0], []) if r[4] else None for r in q],
     )
@@ -89,12 +96,18 @@ def _keep_block(cur: Any, run_id: int, lo: int, hi: int, score: ScoreAnswers) ->
     parts = []
     for name, values in scores.items():
         n = values.size
-        parts.append(pa.table({
-            "run_id": pa.array(np.full(n, run_id, dtype=np.int64)),
-            "metric": pa.array([name] * n, type=pa.string()),
-            "qidx": qidx,
-            "value": pa.array(values, mask=np.isnan(values)),  # NaN (not scored) kept as NULL
-        }))
+        parts.append(
+            pa.table(
+                {
+                    "run_id": pa.array(np.full(n, run_id, dtype=np.int64)),
+                    "metric": pa.array([name] * n, type=pa.string()),
+                    "qidx": qidx,
+                    "value": pa.array(
+                        values, mask=np.isnan(values)
+                    ),  # NaN (not scored) kept as NULL
+                }
+            )
+        )
     rageval_answers = pa.concat_tables(parts)  # noqa: F841 (read by name in the SQL below)
     cur.execute("INSERT INTO answer_scores SELECT * FROM rageval_answers")
     return len(q)
@@ -115,7 +128,8 @@ def kept_answer_scores(
         for name in names:
             res = cur.execute(
                 "SELECT qidx, value FROM answer_scores WHERE run_id = ? AND metric = ? ORDER BY qidx",
-                [run_id, name]).fetchnumpy()
+                [run_id, name],
+            ).fetchnumpy()
             if len(res["qidx"]) != has_answers:
                 return None
             out[name] = res

@@ -26,7 +26,11 @@ from rageval_core.errors import StoreError
 
 Kind = str  # "import" | "scoring"
 RUNNING, DONE, FAILED, INTERRUPTED, ACKNOWLEDGED = (
-    "running", "done", "failed", "interrupted", "acknowledged",
+    "running",
+    "done",
+    "failed",
+    "interrupted",
+    "acknowledged",
 )
 #: finished rows kept (older ones are pruned when a store is opened)
 KEEP_FINISHED = 1000
@@ -58,10 +62,14 @@ class Interruption:
         """What the CLI and the dashboard say about it."""
         when = f"started at {self.started_at} (process {self.pid})"
         if self.kind == "scoring":
-            return (f"a scoring of {self.source} {when} was interrupted before it finished; none "
-                    f"of its scores were kept (they are computed again when needed)")
-        return (f"an import of {self.source} {when} was interrupted before it finished; nothing "
-                f"of it was stored (import the file again)")
+            return (
+                f"a scoring of {self.source} {when} was interrupted before it finished; none "
+                f"of its scores were kept (they are computed again when needed)"
+            )
+        return (
+            f"an import of {self.source} {when} was interrupted before it finished; nothing "
+            f"of it was stored (import the file again)"
+        )
 
 
 def _now() -> str:
@@ -79,7 +87,7 @@ def _process_start(pid: int) -> str | None:
     except OSError:
         return None
     # the command name (field 2) may hold spaces and parentheses: split after the last ")"
-    fields = stat[stat.rfind(")") + 2:].split()
+    fields = stat[stat.rfind(")") + 2 :].split()
     return fields[19] if len(fields) > 19 else None
 
 
@@ -97,7 +105,7 @@ def _alive(pid: int, started: str | None) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True  # no /proc (not Linux): trust kill()
-    if stat[stat.rfind(")") + 2:].startswith("Z"):
+    if stat[stat.rfind(")") + 2 :].startswith("Z"):
         return False  # killed, not yet reaped by its parent
     return started is None or _process_start(pid) == started
 
@@ -130,7 +138,9 @@ def finish(store: Cursors, entry: int, status: str, detail: str | None = None) -
 
 def finish_in(cur: duckdb.DuckDBPyConnection, entry: int) -> None:
     """Mark a row done inside the work's own transaction (it then commits with the work)."""
-    cur.execute("UPDATE journal SET status = ?, finished_at = ? WHERE id = ?", [DONE, _now(), entry])
+    cur.execute(
+        "UPDATE journal SET status = ?, finished_at = ? WHERE id = ?", [DONE, _now(), entry]
+    )
 
 
 def recorded(kind: Kind, describe: Callable[..., tuple[str, str | None]]) -> Callable[[F], F]:
@@ -157,8 +167,7 @@ def recorded(kind: Kind, describe: Callable[..., tuple[str, str | None]]) -> Cal
 def describe_import(parsed: Any, *args: Any, **kwargs: Any) -> tuple[str, str | None]:
     """An import_run call's journal source (its files) and key (runs.sources as stored)."""
     sources = list(parsed.sources)
-    return (", ".join(sources) or f"a {parsed.format} run",
-            json.dumps(sources, ensure_ascii=False))
+    return (", ".join(sources) or f"a {parsed.format} run", json.dumps(sources, ensure_ascii=False))
 
 
 def sweep(con: duckdb.DuckDBPyConnection) -> int:

@@ -8,8 +8,15 @@ from typing import Any
 from rageval_core.store.schema import rollback_quietly
 from rageval_core.store.store import Store
 
+
 def set_pair_label(
-    store: Store, run_id: int, scorer: str, norm: str, qidx: int, rank: int, eidx: int,
+    store: Store,
+    run_id: int,
+    scorer: str,
+    norm: str,
+    qidx: int,
+    rank: int,
+    eidx: int,
     label: bool | None,
 ) -> bool:
     """Keep label (True: match) for one kept pair, replacing any earlier one; None removes it.
@@ -21,19 +28,24 @@ def set_pair_label(
     with store._cursor() as cur:
         found = cur.execute(
             "SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ? AND norm = ? "
-            "AND qidx = ? AND rank = ? AND eidx = ?", pair).fetchall()
+            "AND qidx = ? AND rank = ? AND eidx = ?",
+            pair,
+        ).fetchall()
         if not found[0][0]:
             return False
         cur.begin()
         try:
             cur.execute(
                 "DELETE FROM pair_labels WHERE run_id = ? AND scorer = ? AND norm = ? "
-                "AND qidx = ? AND rank = ? AND eidx = ?", pair)
+                "AND qidx = ? AND rank = ? AND eidx = ?",
+                pair,
+            )
             if label is not None:
                 cur.execute(
                     "INSERT INTO pair_labels (run_id, scorer, norm, qidx, rank, eidx, label, "
                     "labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [*pair, bool(label), datetime.now(UTC).isoformat(timespec="seconds")])
+                    [*pair, bool(label), datetime.now(UTC).isoformat(timespec="seconds")],
+                )
             cur.commit()
         except BaseException:
             rollback_quietly(cur)

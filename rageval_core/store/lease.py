@@ -33,8 +33,12 @@ YIELD_S = 2.0
 class LeasedStore(Store):
     """A Store whose connection is opened on demand and closed when idle (thread-safe)."""
 
-    def __init__(self, path: str | Path | None = None, idle_s: float = DEFAULT_IDLE_S,
-                 wait_s: float | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        idle_s: float = DEFAULT_IDLE_S,
+        wait_s: float | None = None,
+    ) -> None:
         """No connection is kept; the first one (made here) creates and migrates the file.
 
         wait_s bounds each open's wait for another process (None: $RAGEVAL_BUSY_WAIT_S or 10 s).
@@ -42,7 +46,9 @@ class LeasedStore(Store):
         # Store.__init__ is not called: it would hold the file from now on
         target = str(path) if path is not None else default_path()
         if target == ":memory:":
-            raise StoreError("a leased store needs a file (an in-memory store lives only while open)")
+            raise StoreError(
+                "a leased store needs a file (an in-memory store lives only while open)"
+            )
         self.path = target
         self._con: duckdb.DuckDBPyConnection | None = None
         self.idle_s = idle_s

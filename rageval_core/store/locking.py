@@ -122,7 +122,7 @@ def waiters(path: str) -> list[int]:
         return []
     found = []
     for marker in names:
-        pid_text = marker.name[len(prefix.name):].split("-", 1)[0]
+        pid_text = marker.name[len(prefix.name) :].split("-", 1)[0]
         if not pid_text.isdigit() or int(pid_text) == os.getpid():
             continue
         try:

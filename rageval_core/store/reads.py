@@ -51,7 +51,8 @@ def run_tables(store: Store, run_id: int) -> RunTables:
                  ON r.qidx = c.qidx AND r.doc_id = c.doc_id
                WHERE c.run_id = ? AND r.run_id = ?
                QUALIFY row_number() OVER (PARTITION BY c.qidx, c.doc_id ORDER BY c.rank) = 1""",
-            params=[run_id, run_id]).to_arrow_table()  # type: ignore[union-attr]
+            params=[run_id, run_id],
+        ).to_arrow_table()  # type: ignore[union-attr]
         judged = fetch("SELECT qidx, rel FROM qrels WHERE run_id = ?")
         spans = fetch("SELECT qidx, count(*) AS n FROM evidence WHERE run_id = ? GROUP BY qidx")
         tags = fetch("SELECT qidx, key, value FROM tags WHERE run_id = ?")
@@ -87,20 +88,30 @@ def query_rows(
     with store._cursor() as cur:
         q = cur.execute(
             "SELECT query_id, query, answer, reference_answer, in_run, has_qrels FROM queries "
-            "WHERE run_id = ? AND qidx = ?", [run_id, qidx]).fetchall()[0]
+            "WHERE run_id = ? AND qidx = ?",
+            [run_id, qidx],
+        ).fetchall()[0]
         ch = cur.execute(
             "SELECT rank, doc_id, text, score FROM chunks WHERE run_id = ? AND qidx = ? ORDER BY rank",
-            [run_id, qidx]).fetchall()
+            [run_id, qidx],
+        ).fetchall()
         ev = cur.execute(
             "SELECT eidx, text FROM evidence WHERE run_id = ? AND qidx = ? ORDER BY eidx",
-            [run_id, qidx]).fetchall()
+            [run_id, qidx],
+        ).fetchall()
         qrels = cur.execute(
             "SELECT doc_id, rel FROM qrels WHERE run_id = ? AND qidx = ? ORDER BY pos",
-            [run_id, qidx]).fetchall()
-        scored = cur.execute(
-            "SELECT rank, eidx, score, span_start, span_end FROM pair_scores "
-            "WHERE run_id = ? AND scorer = ? AND norm = ? AND qidx = ?",
-            [run_id, scorer, norm, qidx]).fetchall() if pairs else []
+            [run_id, qidx],
+        ).fetchall()
+        scored = (
+            cur.execute(
+                "SELECT rank, eidx, score, span_start, span_end FROM pair_scores "
+                "WHERE run_id = ? AND scorer = ? AND norm = ? AND qidx = ?",
+                [run_id, scorer, norm, qidx],
+            ).fetchall()
+            if pairs
+            else []
+        )
     return QueryRows(q, ch, ev, qrels, scored)
 
 
@@ -120,8 +131,13 @@ ORDER BY n.i
 
 
 def pair_texts(
-    store: Store, run_id: int, scorer: str, norm: str,
-    qidx: list[int], rank: list[int], eidx: list[int],
+    store: Store,
+    run_id: int,
+    scorer: str,
+    norm: str,
+    qidx: list[int],
+    rank: list[int],
+    eidx: list[int],
 ) -> list[Row]:
     """The texts of the pairs (qidx[i], rank[i], eidx[i]) (1-based ranks), in the order asked.
 
@@ -129,6 +145,18 @@ def pair_texts(
     pair without a kept score row for (scorer, norm) (a chunk without text) is left out.
     """
     with store._cursor() as cur:
-        return cur.execute(_PAIR_TEXTS_SQL, [
-            list(range(len(qidx))), qidx, rank, eidx, run_id, scorer, norm, run_id, run_id, run_id,
-        ]).fetchall()
+        return cur.execute(
+            _PAIR_TEXTS_SQL,
+            [
+                list(range(len(qidx))),
+                qidx,
+                rank,
+                eidx,
+                run_id,
+                scorer,
+                norm,
+                run_id,
+                run_id,
+                run_id,
+            ],
+        ).fetchall()

@@ -86,7 +86,9 @@ class ContentHasher:
                 lo, hi = int(offsets[filled.offset]), int(offsets[filled.offset + len(filled)])
                 self._streams[(*key, "data")].update(memoryview(data)[lo:hi])
         else:
-            values = pc.fill_null(array, False if kind == "bool" else 0) if array.null_count else array
+            values = (
+                pc.fill_null(array, False if kind == "bool" else 0) if array.null_count else array
+            )
             dtype = {"bool": "u1", "int": "<i8", "float": "<f8"}[kind]
             self._streams[(*key, "data")].update(
                 values.to_numpy(zero_copy_only=False).astype(dtype).tobytes()
@@ -99,8 +101,12 @@ class ContentHasher:
         return sha.hexdigest()
 
 
-_PARTS = {"string": ("valid", "length", "data"), "bool": ("valid", "data"),
-          "int": ("valid", "data"), "float": ("valid", "data")}
+_PARTS = {
+    "string": ("valid", "length", "data"),
+    "bool": ("valid", "data"),
+    "int": ("valid", "data"),
+    "float": ("valid", "data"),
+}
 
 
 def _kind(dtype: pa.DataType) -> str:

@@ -98,8 +98,14 @@ def ensure_scored(
             seconds = time.perf_counter() - started
             cur.execute(
                 "INSERT INTO scorings VALUES (?, ?, ?, ?, ?, ?)",
-                [run.run_id, scorer, norm.key, n_pairs, seconds,
-                 datetime.now(UTC).isoformat(timespec="seconds")],
+                [
+                    run.run_id,
+                    scorer,
+                    norm.key,
+                    n_pairs,
+                    seconds,
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                ],
             )
             journal.finish_in(cur, entry)
             cur.commit()
@@ -118,8 +124,11 @@ def _capped_cache(cur: duckdb.DuckDBPyConnection) -> Iterator[None]:
     cached up to its limit (80% of RAM by default): the process would grow by the texts' size
     on disk (300 MB at 100,000 queries). A limit set by hand, or lower already, is left alone.
     """
-    path = first_row(cur.execute(
-        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall())
+    path = first_row(
+        cur.execute(
+            "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchall()
+    )
     query = "SELECT current_setting('memory_limit')"
     before = first_row(cur.execute(query).fetchall())
     if path is None or path[0] is None or before is None:
@@ -151,18 +160,24 @@ class _Block:
 
 def _start_block(cur, pairs: PairScorer, run_id: int, lo: int, hi: int) -> _Block:  # type: ignore[no-untyped-def]
     """Read the texts of queries [lo, hi) and hand every (span, chunk) pair to the scorer."""
-    ev = _in_order(cur.execute(
-        "SELECT qidx, eidx, text FROM evidence WHERE run_id = ? AND qidx >= ? AND qidx < ?",
-        [run_id, lo, hi],
-    ).fetchnumpy(), "eidx")
+    ev = _in_order(
+        cur.execute(
+            "SELECT qidx, eidx, text FROM evidence WHERE run_id = ? AND qidx >= ? AND qidx < ?",
+            [run_id, lo, hi],
+        ).fetchnumpy(),
+        "eidx",
+    )
     empty = np.zeros(0, dtype=np.int32)
     if len(ev["qidx"]) == 0:
         return _Block(hi, empty, empty, empty, _nothing)
-    ch = _in_order(cur.execute(
-        "SELECT qidx, rank, text FROM chunks WHERE run_id = ? AND qidx >= ? AND qidx < ? "
-        "AND text IS NOT NULL",
-        [run_id, lo, hi],
-    ).fetchnumpy(), "rank")
+    ch = _in_order(
+        cur.execute(
+            "SELECT qidx, rank, text FROM chunks WHERE run_id = ? AND qidx >= ? AND qidx < ? "
+            "AND text IS NOT NULL",
+            [run_id, lo, hi],
+        ).fetchnumpy(),
+        "rank",
+    )
     ev_q = np.asarray(ev["qidx"], dtype=np.int64) - lo
     ch_q = np.asarray(ch["qidx"], dtype=np.int64) - lo
     ev_count = np.bincount(ev_q, minlength=hi - lo)
@@ -205,8 +220,12 @@ def _store_block(cur, block: _Block, run_id: int, scorer: str, norm: Normalisati
     scores = block.scores()
     rageval_scores = pa.table(  # noqa: F841 (read by name in the SQL: DuckDB's replacement scan)
         {
-            "qidx": block.qidx, "rank": block.rank, "eidx": block.eidx, "score": scores.score,
-            "span_start": scores.start, "span_end": scores.end,
+            "qidx": block.qidx,
+            "rank": block.rank,
+            "eidx": block.eidx,
+            "score": scores.score,
+            "span_start": scores.start,
+            "span_end": scores.end,
         }
     )
     # Read by name, not register()ed: DuckDB 2.0 keeps every registered table alive until the
@@ -249,14 +268,17 @@ def pair_score_table(store: Store, run_id: int, scorer: str, norm: str) -> pa.Ta
         return cur.sql(  # type: ignore[union-attr]
             "SELECT qidx, rank, eidx, score FROM pair_scores "
             "WHERE run_id = ? AND scorer = ? AND norm = ?",
-            params=[run_id, scorer, norm]).to_arrow_table()
+            params=[run_id, scorer, norm],
+        ).to_arrow_table()
 
 
 def kept_pair_count(store: Store, ref: RunRef, scorer: str) -> int:
     """How many pair scores the run keeps for scorer, every normalisation together."""
     run_id = store.run(ref).run_id
     with store._cursor() as cur:
-        row = first_row(cur.execute(
-            "SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ?",
-            [run_id, scorer]).fetchall())
+        row = first_row(
+            cur.execute(
+                "SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ?", [run_id, scorer]
+            ).fetchall()
+        )
     return int(row[0]) if row else 0

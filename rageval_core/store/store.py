@@ -15,7 +15,14 @@ from typing import Any, Self
 import duckdb
 
 from rageval_core.columns import ColumnBatch, UseQueries
-from rageval_core.errors import NotFoundError, Problem, ProblemLog, StoreCorruptError, StoreError, UsageError
+from rageval_core.errors import (
+    NotFoundError,
+    Problem,
+    ProblemLog,
+    StoreCorruptError,
+    StoreError,
+    UsageError,
+)
 from rageval_core.model import ParsedRun, Query, RunInfo
 from rageval_core.store import journal, locking
 from rageval_core.store.rows import ContentHasher, batches_from_queries, build_queries, prefetch
@@ -194,7 +201,11 @@ class Store:
             raise self._error(e) from e
 
     def _error(self, e: duckdb.Error) -> StoreError:
-        return corrupt_error(self.path, e) if is_corrupt_error(e) else StoreError(f"the store {self.path}: {e}")
+        return (
+            corrupt_error(self.path, e)
+            if is_corrupt_error(e)
+            else StoreError(f"the store {self.path}: {e}")
+        )
 
     @contextmanager
     def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -486,8 +497,17 @@ def _import_settings(cur: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?) ?([KMGT]?i?B)")
-_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-          "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+_UNITS = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+}
 
 
 def _bytes(size: str) -> float:
@@ -621,8 +641,10 @@ def _check_folder(path: str) -> None:
             folder.mkdir(parents=True, exist_ok=True)
         elif not folder.is_dir():
             what = "is not a folder" if folder.exists() else "does not exist"
-            raise StoreError(f"cannot open the store {path}: its folder {folder} {what} "
-                             "(create it first, or give another --db / RAGEVAL_DB)")
+            raise StoreError(
+                f"cannot open the store {path}: its folder {folder} {what} "
+                "(create it first, or give another --db / RAGEVAL_DB)"
+            )
         if Path(path).is_dir():
             raise StoreError(f"cannot open the store {path}: it is a folder, not a store file")
     except (OSError, ValueError) as e:  # unreadable, a NUL in the name, a name too long ...
@@ -643,7 +665,8 @@ def corrupt_error(path: str, e: BaseException) -> StoreCorruptError:
         f"the store {path} is corrupt: DuckDB cannot read it ({e}). Nothing was changed. To "
         f"recover: move it aside (mv {path} {path}.corrupt), then import your runs again into a "
         f"new store, or import native exports (`rageval export RUN --to FILE`) made from a "
-        f"backup copy; docs/reliability.md says what the crash journal keeps")
+        f"backup copy; docs/reliability.md says what the crash journal keeps"
+    )
 
 
 def _open_error(path: str, e: duckdb.Error) -> StoreError:

@@ -19,8 +19,9 @@ def finite_positive(values: list[float]) -> bool:
 
 
 def test_dashboard_scale_measures_every_page(tmp_path: Path) -> None:
-    result = ds.run(tmp_path, n_queries=N, moves=MOVES, browser=True, baseline=False,
-                    keep_files=True)
+    result = ds.run(
+        tmp_path, n_queries=N, moves=MOVES, browser=True, baseline=False, keep_files=True
+    )
     (point,) = result.data["points"]
     assert point["n_queries"] == N and point["import_s"] > 0 and point["bytes"] > 0
     # the import kept the run with its answer metrics (the first render only reads them)

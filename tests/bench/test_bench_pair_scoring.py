@@ -57,7 +57,13 @@ def test_pair_scoring_scenario_at_quick_size(tmp_path: Path) -> None:
     reused = data["reused"]
     assert reused["cached"] is True and reused["new_pairs_scored"] == 0
     assert reused["n_pairs"] == data["n_pairs"]
-    for key in ("ratio_vs_difflib", "pairs_per_s", "floor_two_cores_s", "main_peak_rss_mb", "peak_pss_mb"):
+    for key in (
+        "ratio_vs_difflib",
+        "pairs_per_s",
+        "floor_two_cores_s",
+        "main_peak_rss_mb",
+        "peak_pss_mb",
+    ):
         assert math.isfinite(data[key]) and data[key] > 0, key
     assert data["workers_cpu_s"] > 0  # the pool did the alignments (seen by the sampler)
     subset = data["subset"]

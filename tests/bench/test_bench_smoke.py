@@ -43,8 +43,13 @@ def reference_values(workdir: Path) -> dict[str, dict[str, float]]:
     for line in (workdir / "bench.run").read_text(encoding="utf-8").splitlines():
         qid, _, doc, _, score, _ = line.split()
         run.setdefault(qid, {})[doc] = float(score)
-    names = {"P@10": "P_10", "R@100": "recall_100", "RR": "recip_rank", "AP": "map",
-             "nDCG@10": "ndcg_cut_10"}
+    names = {
+        "P@10": "P_10",
+        "R@100": "recall_100",
+        "RR": "recip_rank",
+        "AP": "map",
+        "nDCG@10": "ndcg_cut_10",
+    }
     evaluated = pytrec_eval.RelevanceEvaluator(qrels, set(names.values())).evaluate(run)
     return {ours: {q: v[theirs] for q, v in evaluated.items()} for ours, theirs in names.items()}
 
@@ -69,8 +74,15 @@ def test_trec_files_are_deterministic_and_shaped_as_described(tmp_path: Path) ->
 
 
 def test_trec_scenario_values_equal_pytrec_eval(tmp_path: Path) -> None:
-    result = trec_e2e.run(tmp_path, n_queries=120, depth=100, with_ranx=False, profile=True, repeats=1,
-                          scale_queries=150)
+    result = trec_e2e.run(
+        tmp_path,
+        n_queries=120,
+        depth=100,
+        with_ranx=False,
+        profile=True,
+        repeats=1,
+        scale_queries=150,
+    )
     data = result.data
     assert {"timings", "means", "per_query", "agreement", "ratios", "n_tied_queries"} <= set(data)
     assert set(data["timings"]) == {DIRECT, STORE, QUERIES, PYTREC}
@@ -82,7 +94,9 @@ def test_trec_scenario_values_equal_pytrec_eval(tmp_path: Path) -> None:
     for got in scale.values():
         assert len(got["seconds"]) == 2
         for metric in trec_e2e.METRICS:
-            assert got["means"][metric] == pytest.approx(scale["pytrec_eval"]["means"][metric], abs=1e-9)
+            assert got["means"][metric] == pytest.approx(
+                scale["pytrec_eval"]["means"][metric], abs=1e-9
+            )
     assert {"direct_vs_pytrec_eval", "store_vs_pytrec_eval"} <= set(data["ratios"])
     assert all(t["median_s"] > 0 and t["repeats"] == 1 for t in data["timings"].values())
     assert data["n_tied_queries"] > 0  # trec_eval's tie order is exercised
@@ -94,7 +108,9 @@ def test_trec_scenario_values_equal_pytrec_eval(tmp_path: Path) -> None:
             assert set(got[metric]) == set(values)
             worst = max(abs(got[metric][q] - v) for q, v in values.items())
             assert worst <= 1e-9, (label, metric, worst)
-            assert data["means"][label][metric] == pytest.approx(np.mean(list(values.values())), abs=1e-9)
+            assert data["means"][label][metric] == pytest.approx(
+                np.mean(list(values.values())), abs=1e-9
+            )
         assert data["agreement"][label]["queries_differing"] == 0
 
     text = result.text()
@@ -104,7 +120,9 @@ def test_trec_scenario_values_equal_pytrec_eval(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_trec_scenario_with_ranx_agrees_off_ties(tmp_path: Path) -> None:
-    result = trec_e2e.run(tmp_path, n_queries=60, depth=100, with_ranx=True, profile=False, repeats=1)
+    result = trec_e2e.run(
+        tmp_path, n_queries=60, depth=100, with_ranx=True, profile=False, repeats=1
+    )
     agreement = result.data["agreement"][RANX]
     assert agreement["queries_differing_untied"] == 0
     assert agreement["max_query_difference_untied"] <= 1e-9
@@ -119,8 +137,16 @@ def test_native_scale_scenario_imports_with_the_cli(tmp_path: Path) -> None:
     for p in points:
         assert p["mb_per_s"] > 0 and p["peak_rss_mb"] > 10 and p["cpu_s"] > 0
         assert f"({p['n_queries']} queries, depth 20)" in p["stdout"]  # the CLI's own report
-    assert set(result.data["steps_s"]) == {"witness", "rows", "tables", "hash", "insert", "read", "json",
-                                           "python_columns"}
+    assert set(result.data["steps_s"]) == {
+        "witness",
+        "rows",
+        "tables",
+        "hash",
+        "insert",
+        "read",
+        "json",
+        "python_columns",
+    }
     assert "Where the time goes" in result.text()
     series = report.growth_series([result])
     assert [p["n_queries"] for p in series[0]["points"]] == [30, 90]
@@ -150,8 +176,16 @@ def test_recompute_scenario_times_the_real_evaluate(tmp_path: Path) -> None:
     result = recompute.run(n_queries=n, depth=depth, repeats=2, slow_repeats=1)
     data = result.data
     timings = data["timings"]
-    assert set(timings) == {"prepare_coverage", "first_evaluate", "new_k_threshold", "evidence_metrics",
-                            "evidence_labels", "labels_and_ranking", "sweep_cold", "sweep_warm"}
+    assert set(timings) == {
+        "prepare_coverage",
+        "first_evaluate",
+        "new_k_threshold",
+        "evidence_metrics",
+        "evidence_labels",
+        "labels_and_ranking",
+        "sweep_cold",
+        "sweep_warm",
+    }
     assert isinstance(data["within_target"], bool) and data["target_s"] == 0.05
     # The report came from the synthetic tensor: EvidenceRecall@k by brute force over it.
     k, threshold = data["report_settings"]["k"], data["report_settings"]["threshold"]
@@ -193,8 +227,15 @@ def test_main_quick_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixtur
     out = tmp_path / "benchmarks.md"
     assert main(["--quick", "--only", "recompute", "--out", str(out)]) == 0
     page = out.read_text(encoding="utf-8")
-    for part in ("# Benchmarks", "## Summary", "## Machine", "make bench", "2. Recompute",
-                 "numpy / duckdb", "load average"):
+    for part in (
+        "# Benchmarks",
+        "## Summary",
+        "## Machine",
+        "make bench",
+        "2. Recompute",
+        "numpy / duckdb",
+        "load average",
+    ):
         assert part in page
     assert "| CPU" in page and "cores" in page
     # the quick sizes run recompute at two sizes: the growth section and its plot are written
@@ -246,10 +287,12 @@ def test_update_replaces_one_section_and_its_summary_rows(tmp_path: Path) -> Non
     assert after.count("## 2. Recompute") == 1 and after.count("## 3. Evidence matching") == 1
     assert "re-run on its own (`python -m bench --update`)" in after
     # matching's section and the Machine table are the first run's, untouched
-    section = before[before.index("## 3. Evidence matching"):]
+    section = before[before.index("## 3. Evidence matching") :]
     assert section.split("\n## ")[0] in after
-    assert before[before.index("## Machine"):before.index("## Where")] in after
-    row = next(line for line in after.splitlines() if line.startswith("| new (k, threshold) on 200 "))
+    assert before[before.index("## Machine") : before.index("## Where")] in after
+    row = next(
+        line for line in after.splitlines() if line.startswith("| new (k, threshold) on 200 ")
+    )
     assert row.rstrip("| ").endswith(("target 50 ms: met", "target 50 ms: MISSED"))
     # the same row, re-measured: its cells, not their widths (timings print with varying digits)
     old = next(line for line in before.splitlines() if line.startswith("| new (k, threshold)"))

@@ -23,7 +23,9 @@ HYBRID = REPO / "sample_runs" / "hybrid_rerank.jsonl"
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def same_metrics(a: dict[str, Any], b: dict[str, Any]) -> None:
@@ -33,9 +35,11 @@ def same_metrics(a: dict[str, Any], b: dict[str, Any]) -> None:
         assert (x == y) or (isinstance(x, float) and math.isnan(x) and math.isnan(y)), name
 
 
-def test_the_readme_example_runs_as_written(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_example_runs_as_written(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Python API"):]
+    section = readme[readme.index("## Python API") :]
     code = re.search(r"```python\n(.*?)```", section, re.S)
     assert code is not None, "the README's Python API section has no python block"
     monkeypatch.chdir(REPO)
@@ -48,20 +52,32 @@ def test_the_readme_example_runs_as_written(monkeypatch: pytest.MonkeyPatch, cap
 
 def test_a_run_gives_the_same_numbers_from_its_file_its_records_and_a_dataframe() -> None:
     rows = records(BM25)
-    table = pd.DataFrame([
-        {"query_id": q["query_id"], "rank": rank, "doc_id": c["doc_id"], "text": c.get("text"),
-         "score": c.get("score"), "query": q.get("query"),
-         "relevance": json.dumps(q["relevance"]),  # {} too: judged, nothing relevant
-         "evidence": json.dumps(q.get("evidence") or []),
-         **{f"latency_ms.{stage}": ms for stage, ms in (q.get("latency_ms") or {}).items()}}
-        for q in rows[1:] if q.get("retrieved") for rank, c in enumerate(q["retrieved"], 1)
-    ])
+    table = pd.DataFrame(
+        [
+            {
+                "query_id": q["query_id"],
+                "rank": rank,
+                "doc_id": c["doc_id"],
+                "text": c.get("text"),
+                "score": c.get("score"),
+                "query": q.get("query"),
+                "relevance": json.dumps(q["relevance"]),  # {} too: judged, nothing relevant
+                "evidence": json.dumps(q.get("evidence") or []),
+                **{f"latency_ms.{stage}": ms for stage, ms in (q.get("latency_ms") or {}).items()},
+            }
+            for q in rows[1:]
+            if q.get("retrieved")
+            for rank, c in enumerate(q["retrieved"], 1)
+        ]
+    )
     with rv.load(BM25) as from_file, rv.load(rows) as from_records, rv.load(table) as from_frame:
         assert from_file.n_queries == from_records.n_queries == 360
         assert from_records.name == "records" and from_frame.name == "table"
         metrics = ["P@5", "R@10", "RR", "AP", "nDCG@10", "EvidenceRecall@5", "FullCoverageRate@10"]
-        reports = [rv.evaluate(run, metrics, k=5, threshold=0.8)
-                   for run in (from_file, from_records, from_frame)]
+        reports = [
+            rv.evaluate(run, metrics, k=5, threshold=0.8)
+            for run in (from_file, from_records, from_frame)
+        ]
     same_metrics(reports[0].metrics, reports[1].metrics)
     assert all(q.get("retrieved") for q in rows[1:])  # a table cannot hold a query without chunks
     assert from_frame.n_queries == 360
@@ -72,8 +88,14 @@ def test_a_run_gives_the_same_numbers_from_its_file_its_records_and_a_dataframe(
 def test_bad_records_are_reported_as_a_bad_file_is() -> None:
     good = {"query_id": "q1", "retrieved": [{"doc_id": "d1", "text": "x"}], "relevant_ids": ["d1"]}
     with pytest.raises(InputError) as caught:
-        rv.load([good, {"retrieved": []}, {"query_id": "q3", "retrieved": [{"doc_id": 7}]},
-                 {"query_id": "q4", "retrieved": [], "latency_ms": {"total": float("nan")}}])
+        rv.load(
+            [
+                good,
+                {"retrieved": []},
+                {"query_id": "q3", "retrieved": [{"doc_id": 7}]},
+                {"query_id": "q4", "retrieved": [], "latency_ms": {"total": float("nan")}},
+            ]
+        )
     shown = [str(p) for p in caught.value.problems if p.severity == "error"]
     assert shown[0] == "records:2: query_id: missing"
     assert shown[1].startswith("records:3: retrieved[0].doc_id: ")
@@ -101,8 +123,17 @@ def test_compare_and_gate_agree_with_the_cli(tmp_path: Path) -> None:
     as_text = rv.gate(comparison, max_drop="nDCG@10=0.01,RR=0.02")
     as_mapping = rv.gate(comparison, max_drop={"nDCG@10": 0.01, "RR": 0.02})
     assert as_text.to_json() == as_mapping.to_json()
-    cli = rageval("gate", "--baseline", str(BM25), "--candidate", str(HYBRID),
-                  "--max-drop", "nDCG@10=0.01,RR=0.02", "--json", db=tmp_path / "s.duckdb")
+    cli = rageval(
+        "gate",
+        "--baseline",
+        str(BM25),
+        "--candidate",
+        str(HYBRID),
+        "--max-drop",
+        "nDCG@10=0.01,RR=0.02",
+        "--json",
+        db=tmp_path / "s.duckdb",
+    )
     assert cli.returncode == (0 if as_text.passed else 1)
     assert json.loads(cli.stdout) == json.loads(json.dumps(as_text.to_json()))
     with pytest.raises(UsageError, match="no rule"):

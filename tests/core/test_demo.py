@@ -159,15 +159,24 @@ def test_collection_and_questions_are_those_of_sample_runs(
     header, records = _records(Path(__file__).resolve().parents[2] / "sample_runs" / "bm25.jsonl")
     settings = header["rageval_run"]["settings"]
     assert (settings["demo_seed"], settings["n_documents"], settings["n_chunks"]) == (
-        SEED, len(corpus.documents), len(corpus.chunks))
+        SEED,
+        len(corpus.documents),
+        len(corpus.chunks),
+    )
     text_of = {c.chunk_id: c.text for c in corpus.chunks}
     assert len(records) == len(questions)
     for r, q in zip(records, questions, strict=True):
-        assert (r["query_id"], r["query"], r["reference_answer"]) == (q.query_id, q.text,
-                                                                      q.reference_answer)
+        assert (r["query_id"], r["query"], r["reference_answer"]) == (
+            q.query_id,
+            q.text,
+            q.reference_answer,
+        )
         assert r.get("relevance", {}) == q.relevance and r.get("evidence", []) == list(q.evidence)
         assert (r["tags"]["query_type"], r["tags"]["evidence"], r["tags"].get("wording")) == (
-            q.query_type, q.evidence_form, q.wording)
+            q.query_type,
+            q.evidence_form,
+            q.wording,
+        )
         assert all(c["text"] == text_of[c["doc_id"]] for c in r["retrieved"])
 
 
@@ -357,7 +366,9 @@ def test_rrf_by_hand() -> None:
     assert fused[1][1] == pytest.approx(1 / 61)
 
 
-def test_more_questions_than_the_collection_holds_is_refused(corpus: Corpus, tmp_path: Path) -> None:
+def test_more_questions_than_the_collection_holds_is_refused(
+    corpus: Corpus, tmp_path: Path
+) -> None:
     """`rageval demo --queries N` gives N queries or says how many it can; never fewer in silence."""
     out = tmp_path / "out"
     for n in ("10000", "0"):
@@ -368,14 +379,18 @@ def test_more_questions_than_the_collection_holds_is_refused(corpus: Corpus, tmp
     # the most it offers is given, of every type (a type that runs out is filled in by the others)
     most = build_questions(corpus, MAX_QUERIES, SEED)
     assert len(most) == MAX_QUERIES == len({q.text for q in most})
-    assert {q.query_type for q in most} == {q.query_type for q in build_questions(corpus, 360, SEED)}
+    assert {q.query_type for q in most} == {
+        q.query_type for q in build_questions(corpus, 360, SEED)
+    }
 
 
 def test_demo_with_db_imports_the_runs_it_writes(tmp_path: Path) -> None:
     db = tmp_path / "demo.duckdb"
     r = rageval("demo", "--out", str(tmp_path / "out"), "--queries", "6", db=db)
     assert r.returncode == 0, r.stderr
-    listed = {x["name"]: x["n_queries"] for x in json.loads(rageval("runs", "--json", db=db).stdout)}
+    listed = {
+        x["name"]: x["n_queries"] for x in json.loads(rageval("runs", "--json", db=db).stdout)
+    }
     assert listed == {name: 6 for name in RUNS}
     plain = rageval("demo", "--out", str(tmp_path / "plain"), "--queries", "6")
     assert plain.returncode == 0 and "import them with: rageval import" in plain.stdout

@@ -28,7 +28,8 @@ def tiny_run() -> ParsedRun:
     queries = [
         # a: span 1 at rank 2, span 2 at rank 3; d2 relevant. Retriever scores let a cut drop d1.
         Query(
-            query_id="a", query="Rider BENEFIT (what.*)?",
+            query_id="a",
+            query="Rider BENEFIT (what.*)?",
             retrieved=(
                 Chunk("d1", "Nothing of interest is written in this chunk at all.", 0.1),
                 Chunk("d2", CHUNK_A2, 0.8),
@@ -41,23 +42,39 @@ def tiny_run() -> ParsedRun:
         ),
         # b: its only span is never covered; nothing relevant retrieved (qrels hold d8)
         Query(
-            query_id="b", query="deductible",
+            query_id="b",
+            query="deductible",
             retrieved=(Chunk("d4", "Completely unrelated words about the weather.", 0.7),),
-            relevance={"d8": 1}, evidence=("the deductible is $500 per claim",),
+            relevance={"d8": 1},
+            evidence=("the deductible is $500 per claim",),
             latency_ms={"total": 50.0, "retrieval": 5.0},
             tags={"type": "amount"},
         ),
         # c: nothing retrieved at all
-        Query(query_id="c", query="empty", retrieved=(), relevance={"d7": 1},
-              evidence=("anything at all",), tags={"type": "amount"}),
+        Query(
+            query_id="c",
+            query="empty",
+            retrieved=(),
+            relevance={"d7": 1},
+            evidence=("anything at all",),
+            tags={"type": "amount"},
+        ),
         # d: judged with nothing relevant, no evidence: nothing to find, never failing
-        Query(query_id="d", query="Unanswerable ÜBER question",
-              retrieved=(Chunk("d5", "Some text.", 0.5),), relevance={}),
+        Query(
+            query_id="d",
+            query="Unanswerable ÜBER question",
+            retrieved=(Chunk("d5", "Some text.", 0.5),),
+            relevance={},
+        ),
         # e: multi-byte text before the span; covered at rank 1, hit at rank 1
         Query(
-            query_id="e", query="naïve café",
-            retrieved=(Chunk("d6", "Ünïcödé — 日本語 prefix: the café serves crème brûlée daily.", 0.9),),
-            relevance={"d6": 1}, evidence=("the café serves crème brûlée daily",),
+            query_id="e",
+            query="naïve café",
+            retrieved=(
+                Chunk("d6", "Ünïcödé — 日本語 prefix: the café serves crème brûlée daily.", 0.9),
+            ),
+            relevance={"d6": 1},
+            evidence=("the café serves crème brûlée daily",),
             tags={"type": "definition"},
         ),
     ]
@@ -82,12 +99,17 @@ def table_for(store: Store, data, **settings) -> dd.QueryTable:  # type: ignore[
 def test_detail_windows_are_the_gold_substrings(tiny) -> None:  # type: ignore[no-untyped-def]
     store, data = tiny
     det = dd.query_detail(store, data, 0, Settings(k=3))
-    assert (det.query_id, det.query, det.in_run, det.has_qrels) == ("a", "Rider BENEFIT (what.*)?", True, True)
+    assert (det.query_id, det.query, det.in_run, det.has_qrels) == (
+        "a",
+        "Rider BENEFIT (what.*)?",
+        True,
+        True,
+    )
     assert [c.doc_id for c in det.chunks] == ["d1", "d2", "d3"]
     c2, c3 = det.chunks[1], det.chunks[2]
     assert (c2.match_eidx, c3.match_eidx) == (0, 1)
-    assert c2.text[c2.match_start:c2.match_end] == SPAN_A1
-    assert c3.text[c3.match_start:c3.match_end] == SPAN_A2
+    assert c2.text[c2.match_start : c2.match_end] == SPAN_A1
+    assert c3.text[c3.match_start : c3.match_end] == SPAN_A2
     assert c2.match_score == pytest.approx(1.0) and c2.covers and c3.covers
     assert not det.chunks[0].covers
     # the score matrix is (spans, chunks) and agrees with the per-chunk best match
@@ -137,7 +159,7 @@ def test_detail_edge_cases(tiny) -> None:  # type: ignore[no-untyped-def]
     assert no_spans.chunks[0].match_start == -1
     multi = dd.query_detail(store, data, 4, Settings())
     c = multi.chunks[0]
-    assert c.text[c.match_start:c.match_end] == "the café serves crème brûlée daily"
+    assert c.text[c.match_start : c.match_end] == "the café serves crème brûlée daily"
     with pytest.raises(UsageError):
         dd.query_detail(store, data, 5, Settings())
 
@@ -151,9 +173,16 @@ def test_detail_agrees_with_the_report_on_the_sample_run(tmp_path: Path) -> None
     log = ProblemLog()
     store.import_run(read_inputs([repo / "sample_runs" / "bm25.jsonl"], None, log)[0], log)
     data = load_run_data(store, "bm25")
-    for settings in (Settings(k=3, threshold=0.8), Settings(k=5, threshold=0.7, score_threshold=10.0)):
-        report = evaluate(data, [f"PerQueryCoverage@{settings.k}", f"FullCoverageRate@{settings.k}"],
-                          store=store, settings=settings)
+    for settings in (
+        Settings(k=3, threshold=0.8),
+        Settings(k=5, threshold=0.7, score_threshold=10.0),
+    ):
+        report = evaluate(
+            data,
+            [f"PerQueryCoverage@{settings.k}", f"FullCoverageRate@{settings.k}"],
+            store=store,
+            settings=settings,
+        )
         share = report.per_query[f"PerQueryCoverage@{settings.k}"]
         checked = 0
         for qidx in range(0, data.n_queries, 6):  # every 6th query: 60 details
@@ -212,8 +241,9 @@ def test_filters(tiny) -> None:  # type: ignore[no-untyped-def]
     assert dd.tag_values(table, "type") == ["amount", "definition", NO_TAG]
     assert ids(dd.filter_rows(table, tag="type", tag_values=["amount"])) == ["b", "c"]
     assert ids(dd.filter_rows(table, tag="type", tag_values=[NO_TAG])) == ["d"]
-    assert ids(dd.filter_rows(table, tag="type", tag_values=["amount"], failing_only=True,
-                              text="deduct")) == ["b"]
+    assert ids(
+        dd.filter_rows(table, tag="type", tag_values=["amount"], failing_only=True, text="deduct")
+    ) == ["b"]
     with pytest.raises(UsageError):
         dd.filter_rows(table, tag="nope", tag_values=["x"])
 
@@ -263,8 +293,10 @@ def test_qidx_of(tiny) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_drilldown_imports_without_ui() -> None:
-    code = ("import sys, rageval_core.drilldown\n"
-            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly'))))")
+    code = (
+        "import sys, rageval_core.drilldown\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 

@@ -45,25 +45,35 @@ def make_run() -> ParsedRun:
     """Three queries with evidence; chunk texts chosen so coverage is known by hand."""
     queries = [
         Query(
-            query_id="a", query="rider benefit",
+            query_id="a",
+            query="rider benefit",
             retrieved=(
                 Chunk("d1", "Nothing relevant here at all.", 0.9),
-                Chunk("d2", "An Accidental Death Benefit Rider may be attached to the policy.", 0.8),
+                Chunk(
+                    "d2", "An Accidental Death Benefit Rider may be attached to the policy.", 0.8
+                ),
                 Chunk("d3", "The waiting period is 90 days.", 0.2),
             ),
-            evidence=("accidental death benefit rider may be attached", "waiting period is 90 days"),
-            latency_ms={"total": 100.0, "retrieval": 10.0}, tokens={"prompt": 1000, "completion": 100},
+            evidence=(
+                "accidental death benefit rider may be attached",
+                "waiting period is 90 days",
+            ),
+            latency_ms={"total": 100.0, "retrieval": 10.0},
+            tokens={"prompt": 1000, "completion": 100},
             tags={"query_type": "definition"},
         ),
         Query(
-            query_id="b", query="deductible",
+            query_id="b",
+            query="deductible",
             retrieved=(Chunk("d4", "The deductible is $500 per claim.", 0.7),),
             evidence=("the deductible is $500 per claim",),
-            latency_ms={"total": 300.0, "retrieval": 30.0}, tokens={"prompt": 2000, "completion": 200},
+            latency_ms={"total": 300.0, "retrieval": 30.0},
+            tokens={"prompt": 2000, "completion": 200},
             tags={"query_type": "numeric"},
         ),
-        Query(query_id="c", query="no gold", retrieved=(), evidence=(),
-              tags={"query_type": "numeric"}),
+        Query(
+            query_id="c", query="no gold", retrieved=(), evidence=(), tags={"query_type": "numeric"}
+        ),
     ]
     info = RunInfo(name="tiny", price_prompt_per_1k=0.001, price_completion_per_1k=0.002)
     return ParsedRun(info, queries, "native", ("tiny.jsonl",))

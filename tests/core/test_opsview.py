@@ -23,8 +23,13 @@ from rageval_core.store import Store
 
 
 def test_long_to_columns_puts_each_row_at_its_query_and_orders_keys() -> None:
-    cols = long_to_columns([0, 2, 2, 1], ["zeta", "total", "retrieval", "total"], [1.0, 2.0, 3.0, 4.0],
-                           n=4, first=ops.STAGE_ORDER)
+    cols = long_to_columns(
+        [0, 2, 2, 1],
+        ["zeta", "total", "retrieval", "total"],
+        [1.0, 2.0, 3.0, 4.0],
+        n=4,
+        first=ops.STAGE_ORDER,
+    )
     assert list(cols) == ["total", "retrieval", "zeta"]
     np.testing.assert_array_equal(cols["total"], [np.nan, 4.0, 2.0, np.nan])
     np.testing.assert_array_equal(cols["retrieval"], [np.nan, np.nan, 3.0, np.nan])
@@ -66,7 +71,9 @@ def test_ecdf_small_case_by_hand() -> None:
     st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=1, max_size=300),
     st.integers(min_value=2, max_value=50),
 )
-def test_ecdf_points_are_the_share_of_values_at_or_below(values: list[float], max_points: int) -> None:
+def test_ecdf_points_are_the_share_of_values_at_or_below(
+    values: list[float], max_points: int
+) -> None:
     v = np.asarray(values)
     x, y = ecdf(v, max_points=max_points)
     assert x.size <= max_points
@@ -97,10 +104,20 @@ def test_scatter_points_keeps_queries_with_both_values() -> None:
 
 def _run() -> ParsedRun:
     queries = [
-        Query(query_id="a", query="?", retrieved=(Chunk("d1", "t"),),
-              latency_ms={"retrieval": 3.0, "total": 40.0}, tokens={"prompt": 1000, "completion": 10}),
-        Query(query_id="b", query="?", retrieved=(Chunk("d1", "t"),),
-              latency_ms={"retrieval": 5.0, "generation": 20.0}, tokens={"prompt": 2000}),
+        Query(
+            query_id="a",
+            query="?",
+            retrieved=(Chunk("d1", "t"),),
+            latency_ms={"retrieval": 3.0, "total": 40.0},
+            tokens={"prompt": 1000, "completion": 10},
+        ),
+        Query(
+            query_id="b",
+            query="?",
+            retrieved=(Chunk("d1", "t"),),
+            latency_ms={"retrieval": 5.0, "generation": 20.0},
+            tokens={"prompt": 2000},
+        ),
         Query(query_id="c", query="?", retrieved=(Chunk("d1", "t"),)),
     ]
     info = RunInfo(name="r", price_prompt_per_1k=0.5, price_completion_per_1k=2.0)
@@ -127,12 +144,19 @@ def test_latency_by_tag_equals_the_reports_breakdown() -> None:
 
     with Store(":memory:") as store:
         queries = [
-            Query(query_id=f"q{i}", query="?", retrieved=(Chunk("d1", "t"),), relevance={"d1": 1},
-                  latency_ms={"retrieval": float(i), "total": 10.0 * i + (i % 3)},
-                  tags={"kind": "odd" if i % 2 else "even"} if i < 9 else {})
+            Query(
+                query_id=f"q{i}",
+                query="?",
+                retrieved=(Chunk("d1", "t"),),
+                relevance={"d1": 1},
+                latency_ms={"retrieval": float(i), "total": 10.0 * i + (i % 3)},
+                tags={"kind": "odd" if i % 2 else "even"} if i < 9 else {},
+            )
             for i in range(11)
         ]
-        store.import_run(ParsedRun(RunInfo(name="t"), iter(queries), "native", ("mem",)), ProblemLog())
+        store.import_run(
+            ParsedRun(RunInfo(name="t"), iter(queries), "native", ("mem",)), ProblemLog()
+        )
         data = load_run_data(store, "t")
         by = evaluate(data, ["RR"], store=store, by="kind").by
         groups = latency_by_tag(data, "kind")

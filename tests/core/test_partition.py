@@ -20,16 +20,59 @@ from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 
-WORDS = ["tax", "rate", "income", "relief", "pension", "allowance", "threshold", "return",
-         "filing", "deduction", "credit", "estate", "trust", "dividend", "interest", "capital",
-         "the", "of", "and", "to", "in", "is", "that", "for"]
+WORDS = [
+    "tax",
+    "rate",
+    "income",
+    "relief",
+    "pension",
+    "allowance",
+    "threshold",
+    "return",
+    "filing",
+    "deduction",
+    "credit",
+    "estate",
+    "trust",
+    "dividend",
+    "interest",
+    "capital",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+]
 IDS_METRICS = [
-    "P@5", "R@5", "RR", "AP", "nDCG@5", "nDCG", "Hit@3", "Rprec", "F1@5", "SetF", "AQWV@5",
-    "P(rel=2)@5", "NumQ", "NumRet", "NumRel", "NumRelRet",
+    "P@5",
+    "R@5",
+    "RR",
+    "AP",
+    "nDCG@5",
+    "nDCG",
+    "Hit@3",
+    "Rprec",
+    "F1@5",
+    "SetF",
+    "AQWV@5",
+    "P(rel=2)@5",
+    "NumQ",
+    "NumRet",
+    "NumRel",
+    "NumRelRet",
 ]
 EVIDENCE_METRICS = [
-    "EvidenceRecall@3", "EvidenceRecall", "PerQueryCoverage@3", "FullCoverageRate@5",
-    "ContextCoverage@3", "ContextCoverage", "BestRank@5", "EvidenceRecall(threshold=0.9)@5",
+    "EvidenceRecall@3",
+    "EvidenceRecall",
+    "PerQueryCoverage@3",
+    "FullCoverageRate@5",
+    "ContextCoverage@3",
+    "ContextCoverage",
+    "BestRank@5",
+    "EvidenceRecall(threshold=0.9)@5",
 ]
 
 
@@ -47,8 +90,11 @@ def random_queries(n: int, seed: int) -> list[Query]:
         docs = [f"d{int(rng.integers(0, 12))}" for _ in range(depth)]
         texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(6, 20)))) for _ in range(depth)]
         chunks = tuple(
-            Chunk(doc, None if rng.random() < 0.1 else text,
-                  None if rng.random() < 0.1 else round(float(rng.random()), 3))
+            Chunk(
+                doc,
+                None if rng.random() < 0.1 else text,
+                None if rng.random() < 0.1 else round(float(rng.random()), 3),
+            )
             for doc, text in zip(docs, texts, strict=True)
         )
         kind = rng.random()
@@ -67,14 +113,22 @@ def random_queries(n: int, seed: int) -> list[Query]:
                 spans.append(" ".join(piece))
             else:
                 spans.append(" ".join(rng.choice(WORDS, size=5)))
-        queries.append(Query(query_id=f"q{i:03d}", retrieved=retrieved, relevance=relevance,
-                             evidence=tuple(spans)))
+        queries.append(
+            Query(
+                query_id=f"q{i:03d}",
+                retrieved=retrieved,
+                relevance=relevance,
+                evidence=tuple(spans),
+            )
+        )
     return queries
 
 
 def stored(queries: list[Query]) -> tuple[Store, object]:
     store = Store(":memory:")
-    store.import_run(ParsedRun(RunInfo(name="r"), iter(queries), "native", ("r.jsonl",)), ProblemLog())
+    store.import_run(
+        ParsedRun(RunInfo(name="r"), iter(queries), "native", ("r.jsonl",)), ProblemLog()
+    )
     return store, load_run_data(store, "r")
 
 
@@ -84,9 +138,9 @@ def split(table: pa.Table, parts: int) -> list[pa.Table]:
     return [table.slice(lo, hi - lo) for lo, hi in itertools.pairwise(bounds)]
 
 
-def run_split(table: pa.Table, parts: int, metrics: list[str], **settings: object) -> tuple[
-    dict[str, float], pa.Table
-]:
+def run_split(
+    table: pa.Table, parts: int, metrics: list[str], **settings: object
+) -> tuple[dict[str, float], pa.Table]:
     per_query = [partition.evaluate_partition(p, metrics, **settings) for p in split(table, parts)]
     means = partition.combine(partition.partials(t) for t in per_query)
     return means, pa.concat_tables(per_query)
@@ -118,20 +172,33 @@ def run() -> tuple[Store, object, pa.Table]:
     return store, data, partition.to_arrow(QUERIES)
 
 
-@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
+@pytest.mark.parametrize(
+    "settings", SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items())
+)
 @pytest.mark.parametrize("parts", [1, 2, 7, 90])
-def test_split_equals_evaluate(run: tuple[Store, object, pa.Table], settings: dict, parts: int) -> None:
+def test_split_equals_evaluate(
+    run: tuple[Store, object, pa.Table], settings: dict, parts: int
+) -> None:
     store, data, table = run
-    metrics = IDS_METRICS + EVIDENCE_METRICS if settings["relevance"] == "ids" else \
-        ["P@3", "RR", "AP", "nDCG@3", "Hit@3", *EVIDENCE_METRICS]
+    metrics = (
+        IDS_METRICS + EVIDENCE_METRICS
+        if settings["relevance"] == "ids"
+        else ["P@3", "RR", "AP", "nDCG@3", "Hit@3", *EVIDENCE_METRICS]
+    )
     report = evaluate(data, metrics, store=store, **settings)
     means, per_query = run_split(table, parts, metrics, **settings)
     assert_same(means, report.metrics)
     # per-query values too, query for query (NaN where evaluate() leaves the query out)
     assert per_query["query_id"].to_pylist() == list(report.query_ids)
     for name in report.metrics:
-        np.testing.assert_allclose(per_query[name].to_numpy(), report.per_query[name],
-                                   rtol=0, atol=1e-12, equal_nan=True, err_msg=name)
+        np.testing.assert_allclose(
+            per_query[name].to_numpy(),
+            report.per_query[name],
+            rtol=0,
+            atol=1e-12,
+            equal_nan=True,
+            err_msg=name,
+        )
 
 
 def test_the_run_exercises_every_case(run: tuple[Store, object, pa.Table]) -> None:
@@ -143,9 +210,14 @@ def test_the_run_exercises_every_case(run: tuple[Store, object, pa.Table]) -> No
     spans = np.asarray(data.n_spans)
     assert set(spans.tolist()) == {0, 1, 2, 3}  # pooled and per-query recall differ
     assert report.metrics["EvidenceRecall@3"] != pytest.approx(
-        float(np.nanmean(report.per_query["EvidenceRecall@3"])), abs=1e-3)
+        float(np.nanmean(report.per_query["EvidenceRecall@3"])), abs=1e-3
+    )
     values = report.per_query["EvidenceRecall@3"]
-    assert np.nanmin(values) == 0.0 and np.nanmax(values) == 1.0 and ((values > 0) & (values < 1)).any()
+    assert (
+        np.nanmin(values) == 0.0
+        and np.nanmax(values) == 1.0
+        and ((values > 0) & (values < 1)).any()
+    )
     assert any(q.retrieved == () for q in QUERIES)
     assert any(c.text is None for q in QUERIES for c in q.retrieved or ())
     assert any(len({c.doc_id for c in q.retrieved or ()}) < len(q.retrieved or ()) for q in QUERIES)
@@ -159,8 +231,12 @@ def test_pooled_metric_is_weighted_by_spans() -> None:
         Query("b", (Chunk("d2", "delta"),), evidence=("zzz yyy xxx", "www vvv uuu", "delta")),
     ]
     table = partition.to_arrow(queries)
-    parts = [partition.partials(partition.evaluate_partition(p, ["EvidenceRecall@1", "PerQueryCoverage@1"]))
-             for p in split(table, 2)]
+    parts = [
+        partition.partials(
+            partition.evaluate_partition(p, ["EvidenceRecall@1", "PerQueryCoverage@1"])
+        )
+        for p in split(table, 2)
+    ]
     means = partition.combine(parts)
     assert means["EvidenceRecall@1"] == pytest.approx(2 / 4)  # 1 + 1 covered of 1 + 3 spans
     assert means["PerQueryCoverage@1"] == pytest.approx((1 + 1 / 3) / 2)
@@ -171,11 +247,21 @@ def test_native_jsonl_read_as_an_engine_would(tmp_path: Path) -> None:
     would): relevant_ids merged with relevance (relevance wins), the header record dropped."""
     lines = [
         {"rageval_run": {"name": "n"}},
-        {"query_id": "a", "retrieved": [{"doc_id": "x", "text": "the cat sat", "score": 0.9},
-                                        {"doc_id": "y", "text": "a dog ran"}],
-         "relevant_ids": ["x", "y"], "relevance": {"y": 0, "z": 2}, "evidence": ["dog ran"]},
-        {"query_id": "b", "retrieved": [{"doc_id": "z"}, {"doc_id": "z"}, {"doc_id": "w", "score": 0.1}],
-         "relevant_ids": ["z"]},
+        {
+            "query_id": "a",
+            "retrieved": [
+                {"doc_id": "x", "text": "the cat sat", "score": 0.9},
+                {"doc_id": "y", "text": "a dog ran"},
+            ],
+            "relevant_ids": ["x", "y"],
+            "relevance": {"y": 0, "z": 2},
+            "evidence": ["dog ran"],
+        },
+        {
+            "query_id": "b",
+            "retrieved": [{"doc_id": "z"}, {"doc_id": "z"}, {"doc_id": "w", "score": 0.1}],
+            "relevant_ids": ["z"],
+        },
         {"query_id": "c", "retrieved": None, "relevance": {"q": 1}},
         {"query_id": "d", "retrieved": [], "relevant_ids": []},
         {"query_id": "e", "retrieved": [{"doc_id": "x", "text": "the cat"}], "evidence": ["cat"]},
@@ -187,13 +273,16 @@ def test_native_jsonl_read_as_an_engine_would(tmp_path: Path) -> None:
         "SELECT * FROM read_json($path, format = 'newline_delimited', columns = {"
         "query_id: 'VARCHAR', retrieved: 'STRUCT(doc_id VARCHAR, text VARCHAR, score DOUBLE)[]',"
         "relevance: 'MAP(VARCHAR, BIGINT)', relevant_ids: 'VARCHAR[]', evidence: 'VARCHAR[]'})"
-        " WHERE query_id IS NOT NULL", params={"path": str(path)}).to_arrow_table()
+        " WHERE query_id IS NOT NULL",
+        params={"path": str(path)},
+    ).to_arrow_table()
     assert table.num_rows == 5
     metrics = ["P@2", "R@2", "nDCG@2", "AP", "NumRel", "EvidenceRecall@2", "BestRank"]
     for settings in ({"relevance": "ids", "complete": True}, {"relevance": "ids"}):
         with open_file_in_scratch_store([path]) as store:
-            report = evaluate(load_run_data(store, store.runs()[0].run_id), metrics, store=store,
-                              **settings)
+            report = evaluate(
+                load_run_data(store, store.runs()[0].run_id), metrics, store=store, **settings
+            )
         for parts in (1, 2, 5):
             means, _ = run_split(table, parts, metrics, **settings)
             assert_same(means, report.metrics)
@@ -205,12 +294,17 @@ def test_combine_edge_cases() -> None:
     """No scored query: NaN for a mean, 0 for a count; empty partitions change nothing."""
     queries = [Query("a", (Chunk("d1", "text"),), relevance=None)]
     table = partition.to_arrow(queries)
-    per_query = partition.evaluate_partition(table, ["P@5", "NumQ", "EvidenceRecall@5"], relevance="ids")
-    empty = partition.evaluate_partition(table.slice(0, 0), ["P@5", "NumQ", "EvidenceRecall@5"],
-                                         relevance="ids")
+    per_query = partition.evaluate_partition(
+        table, ["P@5", "NumQ", "EvidenceRecall@5"], relevance="ids"
+    )
+    empty = partition.evaluate_partition(
+        table.slice(0, 0), ["P@5", "NumQ", "EvidenceRecall@5"], relevance="ids"
+    )
     assert empty.num_rows == 0
     means = partition.combine([partition.partials(per_query), partition.partials(empty)])
-    assert math.isnan(means["P@5"]) and means["NumQ"] == 0.0 and math.isnan(means["EvidenceRecall@5"])
+    assert (
+        math.isnan(means["P@5"]) and means["NumQ"] == 0.0 and math.isnan(means["EvidenceRecall@5"])
+    )
     assert partition.combine([]) == {}
 
 
@@ -226,50 +320,77 @@ def test_evaluate_batches_is_the_engine_function() -> None:
     assert schema.names == ["query_id", "nDCG@5", "EvidenceRecall@5", "weight:EvidenceRecall@5"]
     assert all(b.schema.equals(schema) for b in rows)
     assert sum(b.num_rows for b in rows) == table.num_rows
-    whole = partition.combine([partition.partials(partition.evaluate_partition(
-        table, metrics, relevance="ids", threads=2))])
+    whole = partition.combine(
+        [
+            partition.partials(
+                partition.evaluate_partition(table, metrics, relevance="ids", threads=2)
+            )
+        ]
+    )
     assert_same(partition.combine(out), whole)
 
 
 def test_large_arrow_types_are_accepted() -> None:
     table = partition.to_arrow(QUERIES[:20])
-    chunk = pa.struct([("doc_id", pa.large_string()), ("text", pa.large_string()), ("score", pa.float32())])
-    large = table.cast(pa.schema([
-        pa.field("query_id", pa.large_string()), pa.field("retrieved", pa.large_list(chunk)),
-        pa.field("relevance", pa.map_(pa.large_string(), pa.int32())),
-        pa.field("relevant_ids", pa.large_list(pa.large_string())),
-        pa.field("evidence", pa.large_list(pa.large_string())),
-    ]))
+    chunk = pa.struct(
+        [("doc_id", pa.large_string()), ("text", pa.large_string()), ("score", pa.float32())]
+    )
+    large = table.cast(
+        pa.schema(
+            [
+                pa.field("query_id", pa.large_string()),
+                pa.field("retrieved", pa.large_list(chunk)),
+                pa.field("relevance", pa.map_(pa.large_string(), pa.int32())),
+                pa.field("relevant_ids", pa.large_list(pa.large_string())),
+                pa.field("evidence", pa.large_list(pa.large_string())),
+            ]
+        )
+    )
     metrics = ["AP", "EvidenceRecall@3"]
     # float32 scores round differently: compare without a score cut, where they do not matter
-    assert_same(partition.combine([partition.partials(partition.evaluate_partition(large, metrics, relevance="ids"))]),
-                partition.combine([partition.partials(partition.evaluate_partition(table, metrics, relevance="ids"))]))
+    assert_same(
+        partition.combine(
+            [partition.partials(partition.evaluate_partition(large, metrics, relevance="ids"))]
+        ),
+        partition.combine(
+            [partition.partials(partition.evaluate_partition(table, metrics, relevance="ids"))]
+        ),
+    )
 
 
 def test_bad_rows_are_reported_with_their_place() -> None:
-    rows = pa.Table.from_pydict({
-        "query_id": ["a", "a", ""],
-        "retrieved": [[{"doc_id": "x", "text": None, "score": float("nan")}],
-                      [{"doc_id": "", "text": "t", "score": 1.0}], []],
-        "relevance": [[("x", 1)], None, None],
-        "relevant_ids": [None, ["", "y"], None],
-        "evidence": [["ok", ""], None, None],
-    }, schema=partition.INPUT_SCHEMA.remove(0).insert(0, pa.field("query_id", pa.string())))
+    rows = pa.Table.from_pydict(
+        {
+            "query_id": ["a", "a", ""],
+            "retrieved": [
+                [{"doc_id": "x", "text": None, "score": float("nan")}],
+                [{"doc_id": "", "text": "t", "score": 1.0}],
+                [],
+            ],
+            "relevance": [[("x", 1)], None, None],
+            "relevant_ids": [None, ["", "y"], None],
+            "evidence": [["ok", ""], None, None],
+        },
+        schema=partition.INPUT_SCHEMA.remove(0).insert(0, pa.field("query_id", pa.string())),
+    )
     with pytest.raises(InputError) as err:
         partition.evaluate_partition(rows, ["P@1"], relevance="ids", source="part-3")
     text = str(err.value)
-    for expected in ("part-3:3: query_id: missing or empty",
-                     "part-3:2: query_id: duplicate 'a' (first on row 1)",
-                     "part-3:2: retrieved[0].doc_id: missing or empty",
-                     "part-3:1: retrieved[0].score: not a finite number",
-                     "part-3:2: relevant_ids[0]: expected a non-empty string",
-                     "part-3:1: evidence[1]: expected a non-empty string"):
+    for expected in (
+        "part-3:3: query_id: missing or empty",
+        "part-3:2: query_id: duplicate 'a' (first on row 1)",
+        "part-3:2: retrieved[0].doc_id: missing or empty",
+        "part-3:1: retrieved[0].score: not a finite number",
+        "part-3:2: relevant_ids[0]: expected a non-empty string",
+        "part-3:1: evidence[1]: expected a non-empty string",
+    ):
         assert expected in text
     with pytest.raises(UsageError, match="retrieved"):
         partition.evaluate_partition(pa.table({"query_id": ["a"]}), ["P@1"], relevance="ids")
     with pytest.raises(UsageError, match="evidence"):
-        partition.evaluate_partition(rows.set_column(4, "evidence", pa.array([1, 2, 3])), ["P@1"],
-                                     relevance="ids")
+        partition.evaluate_partition(
+            rows.set_column(4, "evidence", pa.array([1, 2, 3])), ["P@1"], relevance="ids"
+        )
 
 
 def test_plan_refuses_what_a_partition_cannot_decide() -> None:
@@ -281,5 +402,16 @@ def test_plan_refuses_what_a_partition_cannot_decide() -> None:
         partition.plan([])
     assert partition.plan(["EvidenceRecall@5"])[1].relevance is None  # no ranking: fine
     assert partition.default_metrics(5, "ids") == [
-        "P@5", "R@5", "RR", "AP", "nDCG@5", "Hit@5", "Rprec", "EvidenceRecall@5",
-        "PerQueryCoverage@5", "FullCoverageRate@5", "ContextCoverage", "BestRank"]
+        "P@5",
+        "R@5",
+        "RR",
+        "AP",
+        "nDCG@5",
+        "Hit@5",
+        "Rprec",
+        "EvidenceRecall@5",
+        "PerQueryCoverage@5",
+        "FullCoverageRate@5",
+        "ContextCoverage",
+        "BestRank",
+    ]

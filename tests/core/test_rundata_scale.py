@@ -24,11 +24,22 @@ def tricky_queries() -> list[Query]:
     """A repeated document (labelled at its first rank only), negative and graded labels,
     missing scores and texts, a judged-only query, tags and stages some queries lack."""
     return [
-        Query("q0", (Chunk("a", "t", 0.9), Chunk("b", None, None), Chunk("a", "t", 0.5)),
-              relevance={"a": 2, "b": -1}, evidence=("t",), latency_ms={"retrieve": 1.5, "total": 9.0},
-              tokens={"prompt": 10, "completion": 2}, tags={"kind": "x", "src": "s1"}),
-        Query("q1", (Chunk("c", "u", None),), relevance={"z": 1},
-              latency_ms={"rerank": 3.25}, tags={"src": "s2"}),
+        Query(
+            "q0",
+            (Chunk("a", "t", 0.9), Chunk("b", None, None), Chunk("a", "t", 0.5)),
+            relevance={"a": 2, "b": -1},
+            evidence=("t",),
+            latency_ms={"retrieve": 1.5, "total": 9.0},
+            tokens={"prompt": 10, "completion": 2},
+            tags={"kind": "x", "src": "s1"},
+        ),
+        Query(
+            "q1",
+            (Chunk("c", "u", None),),
+            relevance={"z": 1},
+            latency_ms={"rerank": 3.25},
+            tags={"src": "s2"},
+        ),
         Query("q2", None, relevance={"a": 1}, evidence=("v", "w")),
         Query("q3", (), tags={"kind": "y"}, tokens={"completion": 7}),
     ]
@@ -55,17 +66,25 @@ def rebuilt(store: Store, run: str) -> dict[str, object]:
             tags.setdefault(key, [None] * n)[i] = value
         latency += [(i, stage, ms) for stage, ms in q.latency_ms.items()]
         tokens += [(i, kind, count) for kind, count in q.tokens.items()]
-    return {"ids": [q.query_id for q in qs], "labels": labels, "scores": scores,
-            "n_ret": [len(q.retrieved or ()) for q in qs], "n_spans": [len(q.evidence) for q in qs],
-            "in_run": [q.retrieved is not None for q in qs],
-            "has_qrels": [q.relevance is not None for q in qs], "tags": tags,
-            "latency": sorted(latency), "tokens": sorted(tokens)}
+    return {
+        "ids": [q.query_id for q in qs],
+        "labels": labels,
+        "scores": scores,
+        "n_ret": [len(q.retrieved or ()) for q in qs],
+        "n_spans": [len(q.evidence) for q in qs],
+        "in_run": [q.retrieved is not None for q in qs],
+        "has_qrels": [q.relevance is not None for q in qs],
+        "tags": tags,
+        "latency": sorted(latency),
+        "tokens": sorted(tokens),
+    }
 
 
 def test_load_run_data_equals_the_query_objects() -> None:
     with Store(":memory:") as store:
-        store.import_run(ParsedRun(RunInfo(name="r"), tricky_queries(), "native", ("r.jsonl",)),
-                         ProblemLog())
+        store.import_run(
+            ParsedRun(RunInfo(name="r"), tricky_queries(), "native", ("r.jsonl",)), ProblemLog()
+        )
         data = load_run_data(store, "r")
         want = rebuilt(store, "r")
     assert data.query_ids.dtype == object and data.query_ids.tolist() == want["ids"]
@@ -77,18 +96,26 @@ def test_load_run_data_equals_the_query_objects() -> None:
     assert list(data.tags) == list(want["tags"])  # type: ignore[arg-type]
     for key, values in want["tags"].items():  # type: ignore[attr-defined]
         assert data.tags[key].dtype == object and data.tags[key].tolist() == values
-    got_latency = sorted(zip(data.latency_q.tolist(), data.latency_stage.tolist(),
-                             data.latency_ms.tolist(), strict=True))
-    got_tokens = sorted(zip(data.tokens_q.tolist(), data.tokens_kind.tolist(),
-                            data.tokens_n.tolist(), strict=True))
+    got_latency = sorted(
+        zip(
+            data.latency_q.tolist(),
+            data.latency_stage.tolist(),
+            data.latency_ms.tolist(),
+            strict=True,
+        )
+    )
+    got_tokens = sorted(
+        zip(data.tokens_q.tolist(), data.tokens_kind.tolist(), data.tokens_n.tolist(), strict=True)
+    )
     assert got_latency == want["latency"] and got_tokens == want["tokens"]
     assert data.latency_stage.dtype.kind == "U" and data.tokens_kind.dtype.kind == "U"
 
 
 def test_an_empty_run_loads() -> None:
     with Store(":memory:") as store:
-        store.import_run(ParsedRun(RunInfo(name="e"), [Query("q", ())], "native", ("e.jsonl",)),
-                         ProblemLog())
+        store.import_run(
+            ParsedRun(RunInfo(name="e"), [Query("q", ())], "native", ("e.jsonl",)), ProblemLog()
+        )
         data = load_run_data(store, "e")
     assert data.n_queries == 1 and data.tags == {} and data.latency_stage.size == 0
 
@@ -120,8 +147,9 @@ def test_lazy_ops_equal_the_eager_summaries(sample: Path) -> None:
             mask = np.array([(v if v is not None else ops.NO_TAG) == group for v in values])
             assert entry["n"] == int(mask.sum())
             lat_rows = mask[data.latency_q]
-            assert entry["latency_ms"] == ops.latency_summary(data.latency_stage[lat_rows],
-                                                              data.latency_ms[lat_rows])
+            assert entry["latency_ms"] == ops.latency_summary(
+                data.latency_stage[lat_rows], data.latency_ms[lat_rows]
+            )
             assert list(entry) == ["n", "metrics", "latency_ms", "tokens", "cost_usd"]
         # a pickle (st.cache_data) or a JSON holds plain dicts
         back = pickle.loads(pickle.dumps(report))

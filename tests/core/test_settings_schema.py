@@ -56,8 +56,11 @@ URL_KEYS = {"k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "r
 
 def nested_value(s: Settings, name: str) -> Any:
     """A setting's value read from the Settings object itself (not through Settings.values)."""
-    return getattr(s.norm, name) if name in {f.name for f in dataclasses.fields(Normalisation)} \
+    return (
+        getattr(s.norm, name)
+        if name in {f.name for f in dataclasses.fields(Normalisation)}
         else getattr(s, name)
+    )
 
 
 # --- the schema covers Settings -------------------------------------------------------------
@@ -101,8 +104,16 @@ def test_validation_reads_the_schema_bounds() -> None:
 
 
 def test_values_round_trip() -> None:
-    s = Settings(k=3, threshold=0.55, scorer="ratio", norm=Normalisation(True, False),
-                 relevance="evidence", score_threshold=0.25, rel_level=2, complete=True)
+    s = Settings(
+        k=3,
+        threshold=0.55,
+        scorer="ratio",
+        norm=Normalisation(True, False),
+        relevance="evidence",
+        score_threshold=0.25,
+        rel_level=2,
+        complete=True,
+    )
     assert Settings.from_values(s.values()) == s
     assert list(s.values()) == [x.name for x in SETTINGS]
     assert Settings.from_values({}) == Settings()
@@ -152,13 +163,35 @@ def test_cli_flags_are_unchanged(command: str) -> None:
 
 
 def test_cli_flags_reach_settings() -> None:
-    args = cli.build_parser().parse_args([
-        *MINIMAL_ARGV["evaluate"], "--k", "3", "--threshold", "0.55", "--scorer", "ratio",
-        "--strip-punct", "--relevance", "evidence", "--score-threshold", "0.25",
-        "--rel-level", "2", "--complete"])
+    args = cli.build_parser().parse_args(
+        [
+            *MINIMAL_ARGV["evaluate"],
+            "--k",
+            "3",
+            "--threshold",
+            "0.55",
+            "--scorer",
+            "ratio",
+            "--strip-punct",
+            "--relevance",
+            "evidence",
+            "--score-threshold",
+            "0.25",
+            "--rel-level",
+            "2",
+            "--complete",
+        ]
+    )
     assert cli.settings_from_args(args) == Settings(
-        k=3, threshold=0.55, scorer="ratio", norm=Normalisation(strip_punct=True),
-        relevance="evidence", score_threshold=0.25, rel_level=2, complete=True)
+        k=3,
+        threshold=0.55,
+        scorer="ratio",
+        norm=Normalisation(strip_punct=True),
+        relevance="evidence",
+        score_threshold=0.25,
+        rel_level=2,
+        complete=True,
+    )
 
 
 def test_cli_help_says_each_default() -> None:
@@ -199,8 +232,9 @@ def test_sidebar_widgets_show_the_schema() -> None:
     at = AppTest.from_function(sidebar_script, default_timeout=30).run()
     assert not at.exception
     shown = widgets(at)
-    drawn = {s.url_key for s in SETTINGS if s.url_key} | {s.url_switch for s in SETTINGS
-                                                         if s.url_switch}
+    drawn = {s.url_key for s in SETTINGS if s.url_key} | {
+        s.url_switch for s in SETTINGS if s.url_switch
+    }
     assert drawn == URL_KEYS  # links shared before the schema still open the same view
     assert set(shown) == URL_KEYS - {BY_NAME["score_threshold"].url_key}  # cut: only when on
     for s in SETTINGS:
@@ -225,16 +259,28 @@ def test_sidebar_widgets_show_the_schema() -> None:
 
 def test_sidebar_reads_the_url() -> None:
     at = AppTest.from_function(sidebar_script, default_timeout=30)
-    for key, value in {"k": "5", "threshold": "0.55", "scorer": "ratio", "punct": "true",
-                       "relevance": "evidence", "cut_on": "true", "cut": "0.25"}.items():
+    for key, value in {
+        "k": "5",
+        "threshold": "0.55",
+        "scorer": "ratio",
+        "punct": "true",
+        "relevance": "evidence",
+        "cut_on": "true",
+        "cut": "0.25",
+    }.items():
         at.query_params[key] = value
     at.run()
     assert not at.exception
     cut = widgets(at)["cut"]
     assert cut.value == 0.25 and cut.step == BY_NAME["score_threshold"].step
     assert at.session_state["test.settings"] == Settings(
-        k=5, threshold=0.55, scorer="ratio", norm=Normalisation(strip_punct=True),
-        relevance="evidence", score_threshold=0.25)
+        k=5,
+        threshold=0.55,
+        scorer="ratio",
+        norm=Normalisation(strip_punct=True),
+        relevance="evidence",
+        score_threshold=0.25,
+    )
     # switched on without a value: the cut-off starts at the schema's start
     at = AppTest.from_function(sidebar_script, default_timeout=30)
     at.query_params["cut_on"] = "true"
@@ -250,12 +296,28 @@ def test_cache_key_keeps_its_shape() -> None:
     # (k, threshold, scorer, punct, articles, relevance, cut, rel_level, complete): the order
     # every cached result was keyed by before the schema
     assert keys.settings_key(Settings()) == (10, 0.7, "partial", False, False, None, None, 1, False)
-    s = Settings(k=3, threshold=0.55, scorer="ratio", norm=Normalisation(False, True),
-                 relevance="ids", score_threshold=-1.5, rel_level=2, complete=True)
+    s = Settings(
+        k=3,
+        threshold=0.55,
+        scorer="ratio",
+        norm=Normalisation(False, True),
+        relevance="ids",
+        score_threshold=-1.5,
+        rel_level=2,
+        complete=True,
+    )
     assert keys.settings_from_key(keys.settings_key(s)) == s
     assert keys.settings_key(s) == tuple(nested_value(s, x.name) for x in SETTINGS)
-    assert {keys.K, keys.THRESHOLD, keys.SCORER, keys.PUNCT, keys.ARTICLES, keys.RELEVANCE,
-            keys.CUT, keys.CUT_ON} == URL_KEYS
+    assert {
+        keys.K,
+        keys.THRESHOLD,
+        keys.SCORER,
+        keys.PUNCT,
+        keys.ARTICLES,
+        keys.RELEVANCE,
+        keys.CUT,
+        keys.CUT_ON,
+    } == URL_KEYS
     assert keys.RUN == "run"
 
 
@@ -267,7 +329,8 @@ def test_docs_table_is_the_schema() -> None:
     assert doc.count(DOCS_BEGIN) == 1 and doc.count(DOCS_END) == 1
     assert docs_with_table(doc) == doc, (
         "docs/metrics.md's settings table is out of date: "
-        "python -m rageval_core.settings docs/metrics.md")
+        "python -m rageval_core.settings docs/metrics.md"
+    )
     table = settings_table_markdown()
     for s in SETTINGS:
         row = next(line for line in table.splitlines() if line.startswith(f"| `{s.name}` |"))

@@ -68,8 +68,9 @@ def one_store(tmp_path: Path, *files: Path) -> Path:
     return db
 
 
-def test_metrics_table_equals_compare(make_app: Callable[..., AppTest], reference: Comparison,
-                                      ref_store: Store) -> None:
+def test_metrics_table_equals_compare(
+    make_app: Callable[..., AppTest], reference: Comparison, ref_store: Store
+) -> None:
     at = make_app(PAGE)
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="compare.baseline").value == "bm25"
@@ -80,18 +81,25 @@ def test_metrics_table_equals_compare(make_app: Callable[..., AppTest], referenc
         t = reference.test(row.candidate, row.metric)
         shown = row._asdict()
         assert shown["n"] == t.n
-        for column, expected in (("delta", t.diff), ("baseline mean", t.baseline_mean),
-                                 ("candidate mean", t.candidate_mean), ("p (Holm)", t.p_perm_holm),
-                                 ("p (t-test)", t.p_t)):
-            got = table.loc[(table["candidate"] == row.candidate) & (table["metric"] == row.metric),
-                            column].iloc[0]
+        for column, expected in (
+            ("delta", t.diff),
+            ("baseline mean", t.baseline_mean),
+            ("candidate mean", t.candidate_mean),
+            ("p (Holm)", t.p_perm_holm),
+            ("p (t-test)", t.p_t),
+        ):
+            got = table.loc[
+                (table["candidate"] == row.candidate) & (table["metric"] == row.metric), column
+            ].iloc[0]
             assert got == pytest.approx(expected, rel=1e-12, abs=1e-15, nan_ok=True), (row, column)
-        expected_mark = ("" if not t.significant(0.05)
-                         else fc.IMPROVED if t.improvement > 0 else fc.REGRESSED)
+        expected_mark = (
+            "" if not t.significant(0.05) else fc.IMPROVED if t.improvement > 0 else fc.REGRESSED
+        )
         assert shown["significant"] == expected_mark
     # independent of compare(): with every query shared, the baseline's mean is evaluate()'s value
-    bm25 = evaluate(load_run_data(ref_store, "bm25"), ["nDCG@10", "R@10"], store=ref_store,
-                    settings=DEFAULT).metrics
+    bm25 = evaluate(
+        load_run_data(ref_store, "bm25"), ["nDCG@10", "R@10"], store=ref_store, settings=DEFAULT
+    ).metrics
     for metric in ("nDCG@10", "R@10"):
         got = table.loc[table["metric"] == metric, "baseline mean"]
         assert got.tolist() == pytest.approx([bm25[metric]] * 2, rel=1e-12)
@@ -100,7 +108,9 @@ def test_metrics_table_equals_compare(make_app: Callable[..., AppTest], referenc
     assert {"p (perm.)", "wins", "ties", "losses", "better"} <= set(full.columns)
 
 
-def test_summary_explains_the_result(make_app: Callable[..., AppTest], reference: Comparison) -> None:
+def test_summary_explains_the_result(
+    make_app: Callable[..., AppTest], reference: Comparison
+) -> None:
     at = make_app(PAGE)
     summary = next(m for m in markdown(at) if "rageval-summary" in m)
     lines = fc.summary_lines(reference)
@@ -114,11 +124,15 @@ def test_summary_explains_the_result(make_app: Callable[..., AppTest], reference
     assert lines[0].startswith("hybrid_rerank beats bm25 on ")
     assert f"nDCG@10: {hybrid.baseline_mean:.3f} → {hybrid.candidate_mean:.3f}" in lines[0]
     assert "tfidf_char beats bm25 on" in lines[1] and ", significantly on 0;" in lines[1]
-    assert fc.verdicts(reference) == {"hybrid_rerank": "better", "tfidf_char": "no significant change"}
+    assert fc.verdicts(reference) == {
+        "hybrid_rerank": "better",
+        "tfidf_char": "no significant change",
+    }
 
 
 def test_choosing_a_regressed_query_shows_both_drilldowns(
-        make_app: Callable[..., AppTest], reference: Comparison, ref_store: Store) -> None:
+    make_app: Callable[..., AppTest], reference: Comparison, ref_store: Store
+) -> None:
     at = make_app(PAGE)
     assert at.selectbox(key="compare.focus").value == "hybrid_rerank"
     assert at.selectbox(key="compare.metric").value == "nDCG@10"
@@ -144,15 +158,19 @@ def test_choosing_a_regressed_query_shows_both_drilldowns(
     # the two runs are told apart, and the query's metric values match the regression
     assert any("bm25" in m and "(baseline)" in m for m in texts)
     assert any(escape_text("hybrid_rerank") in m and "(candidate)" in m for m in texts)
-    values = next(el.value for el in at.dataframe
-                  if list(el.value.columns) == ["metric", "baseline", "candidate", "delta"])
+    values = next(
+        el.value
+        for el in at.dataframe
+        if list(el.value.columns) == ["metric", "baseline", "candidate", "delta"]
+    )
     values = values.set_index("metric")
     assert values.loc["nDCG@10", "baseline"] == pytest.approx(worst[0]["baseline"])
     assert values.loc["nDCG@10", "candidate"] == pytest.approx(worst[0]["candidate"])
 
 
 def test_baseline_follows_the_sidebar_and_swaps_with_a_candidate(
-        make_app: Callable[..., AppTest]) -> None:
+    make_app: Callable[..., AppTest],
+) -> None:
     at = make_app(PAGE, run="hybrid_rerank")
     assert at.selectbox(key="compare.baseline").value == "hybrid_rerank"
     assert at.multiselect(key="compare.candidates").value == ["bm25", "tfidf_char"]
@@ -166,30 +184,43 @@ def test_baseline_follows_the_sidebar_and_swaps_with_a_candidate(
     assert any("Pick at least one candidate" in i.value for i in at.info)
 
 
-def test_segment_latency_cost_and_trend_tables(make_app: Callable[..., AppTest],
-                                               reference: Comparison, ref_store: Store) -> None:
+def test_segment_latency_cost_and_trend_tables(
+    make_app: Callable[..., AppTest], reference: Comparison, ref_store: Store
+) -> None:
     at = make_app(PAGE)
     at.selectbox(key="compare.tag").select("query_type").run()
     assert not at.exception, [e.value for e in at.exception]
-    by = compare(["bm25", "hybrid_rerank", "tfidf_char"], store=ref_store, settings=DEFAULT,
-                 by=["query_type"]).by["query_type"]
+    by = compare(
+        ["bm25", "hybrid_rerank", "tfidf_char"],
+        store=ref_store,
+        settings=DEFAULT,
+        by=["query_type"],
+    ).by["query_type"]
     seg = frame_with(at, "queries")
     assert seg["value"].tolist() == [v for v in by for _ in range(2)]
     assert seg["queries"].tolist() == [by[v]["n"] for v in by for _ in range(2)]
     assert sum(by[v]["n"] for v in by) == reference.n_shared
     for row in seg.itertuples(index=False):
-        t = next(t for t in by[row.value]["tests"]
-                 if t.candidate == row.candidate and t.metric == "nDCG@10")
-        assert seg.loc[(seg["value"] == row.value) & (seg["candidate"] == row.candidate),
-                       "nDCG@10"].iloc[0] == pytest.approx(t.diff, nan_ok=True)
+        t = next(
+            t
+            for t in by[row.value]["tests"]
+            if t.candidate == row.candidate and t.metric == "nDCG@10"
+        )
+        assert seg.loc[
+            (seg["value"] == row.value) & (seg["candidate"] == row.candidate), "nDCG@10"
+        ].iloc[0] == pytest.approx(t.diff, nan_ok=True)
 
     lat = frame_with(at, "statistic")
-    p95 = lat[(lat["candidate"] == "hybrid_rerank") & (lat["stage"] == "total")
-              & (lat["statistic"] == "p95")].iloc[0]
+    p95 = lat[
+        (lat["candidate"] == "hybrid_rerank")
+        & (lat["stage"] == "total")
+        & (lat["statistic"] == "p95")
+    ].iloc[0]
     change = reference.ops_change("hybrid_rerank", "latency.total.p95")
     assert change is not None
-    assert (p95["baseline"], p95["candidate value"]) == pytest.approx((change.baseline,
-                                                                       change.candidate_value))
+    assert (p95["baseline"], p95["candidate value"]) == pytest.approx(
+        (change.baseline, change.candidate_value)
+    )
     # independent of compare(): numpy's p95 of bm25's recorded total latencies
     data = load_run_data(ref_store, "bm25")
     total = data.latency_ms[data.latency_stage == "total"]
@@ -199,8 +230,11 @@ def test_segment_latency_cost_and_trend_tables(make_app: Callable[..., AppTest],
 
     trend = frame_with(at, "created_at")
     assert trend["run"].tolist() == ["bm25", "tfidf_char", "hybrid_rerank"]  # by created_at
-    assert at.multiselect(key="compare.trend_metrics").value == ["nDCG@10", "R@10",
-                                                                 "EvidenceRecall@10"]
+    assert at.multiselect(key="compare.trend_metrics").value == [
+        "nDCG@10",
+        "R@10",
+        "EvidenceRecall@10",
+    ]
     rows = {r.run: r for r in trends(ref_store, DEFAULT, ["nDCG@10"])}
     for _, row in trend.iterrows():
         assert row["nDCG@10"] == pytest.approx(rows[row["run"]].metrics["nDCG@10"])
@@ -213,8 +247,9 @@ def test_one_run_store_says_so(make_app: Callable[..., AppTest], tmp_path: Path)
     assert not at.dataframe
 
 
-def test_disjoint_query_sets_show_the_cores_message(make_app: Callable[..., AppTest],
-                                                    tmp_path: Path) -> None:
+def test_disjoint_query_sets_show_the_cores_message(
+    make_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
     at = make_app(PAGE, db=one_store(tmp_path, SAMPLES[0], TINY))
     assert not at.exception, [e.value for e in at.exception]
     assert len(at.error) == 1
@@ -230,19 +265,22 @@ def test_significance_marks_follow_the_metrics_direction(reference: Comparison) 
     worse = dataclasses.replace(better, candidate_mean=t.baseline_mean + 1.0, diff=1.0)
     tests = [better if x is t else x for x in reference.tests]
     marks = fc.metrics_frame(dataclasses.replace(reference, tests=tests)).set_index(
-        ["candidate", "metric"])["significant"]
+        ["candidate", "metric"]
+    )["significant"]
     assert marks[("hybrid_rerank", "BestRank")] == fc.IMPROVED
     tests = [worse if x is t else x for x in reference.tests]
     marks = fc.metrics_frame(dataclasses.replace(reference, tests=tests)).set_index(
-        ["candidate", "metric"])["significant"]
+        ["candidate", "metric"]
+    )["significant"]
     assert marks[("hybrid_rerank", "BestRank")] == fc.REGRESSED
     # the scatter colours queries the same way: a lower BestRank is a win
     assert fc.outcome(np.array([-1.0, 0.0, 2.0]), higher_is_better=False).tolist() == [1, 0, -1]
 
 
 def test_scatter_pairs_and_escapes_ids(reference: Comparison, ref_store: Store) -> None:
-    base = evaluate(load_run_data(ref_store, "bm25"), ["nDCG@10"], store=ref_store,
-                    settings=DEFAULT).per_query["nDCG@10"]
+    base = evaluate(
+        load_run_data(ref_store, "bm25"), ["nDCG@10"], store=ref_store, settings=DEFAULT
+    ).per_query["nDCG@10"]
     cand_data = load_run_data(ref_store, "hybrid_rerank")
     cand = evaluate(cand_data, ["nDCG@10"], store=ref_store, settings=DEFAULT).per_query["nDCG@10"]
     pairs = fc.paired_frame(reference, "hybrid_rerank", "nDCG@10", base, cand)
@@ -254,8 +292,14 @@ def test_scatter_pairs_and_escapes_ids(reference: Comparison, ref_store: Store) 
     assert cand[qidx_of(cand_data, row["query_id"])] == row["candidate"]  # type: ignore[index]
     wins = int((fc.outcome(pairs["delta"].to_numpy(), True) == 1).sum())
     assert wins == t.wins
-    hostile = pd.DataFrame({"query_id": ["<img src=x onerror=alert(1)>"], "baseline": [0.1],
-                            "candidate": [0.2], "delta": [0.1]})
+    hostile = pd.DataFrame(
+        {
+            "query_id": ["<img src=x onerror=alert(1)>"],
+            "baseline": [0.1],
+            "candidate": [0.2],
+            "delta": [0.1],
+        }
+    )
     fig = fc.scatter(hostile, "nDCG@10", True, "<b>base</b>", "cand")
     texts = [x for trace in fig.data for x in (trace.text or ())]
     assert texts == [escape_text("<img src=x onerror=alert(1)>")]

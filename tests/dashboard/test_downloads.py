@@ -14,8 +14,9 @@ from tests.paths import REPO
 
 
 def test_csv_is_utf8_without_index() -> None:
-    frame = pd.DataFrame({"query": ["café", "日本", "=1+1"], "score": [0.5, np.nan, 1.0]},
-                         index=[7, 8, 9])
+    frame = pd.DataFrame(
+        {"query": ["café", "日本", "=1+1"], "score": [0.5, np.nan, 1.0]}, index=[7, 8, 9]
+    )
     text = csv_bytes(frame).decode("utf-8")
     assert text.splitlines() == ["query,score", "café,0.5", "日本,", "=1+1,1.0"]
 
@@ -40,8 +41,7 @@ def page() -> None:
 
     csv_download("Now (CSV)", pd.DataFrame({"a": [1]}), "now.csv", "t.now")
     csv_download("Later (CSV)", later, "later.csv", "t.later")
-    json_download("Later (JSON)", lambda: later().to_dict(orient="records"), "later.json",
-                  "t.json")
+    json_download("Later (JSON)", lambda: later().to_dict(orient="records"), "later.json", "t.json")
 
 
 def test_buttons_never_rerun_and_callables_wait_for_the_click() -> None:

@@ -26,7 +26,21 @@ from tests.cli import rageval
 
 REPO = Path(__file__).resolve().parents[2]
 XSS = REPO / "tests" / "data" / "xss"
-BREAKS = ["\r\n", "\r", "\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\r\r", "\n\n"]
+BREAKS = [
+    "\r\n",
+    "\r",
+    "\n",
+    "\v",
+    "\f",
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x85",
+    "\u2028",
+    "\u2029",
+    "\r\r",
+    "\n\n",
+]
 PAYLOADS = [
     "![x](http://example.net/beacon.png)",
     "[click](http://example.net/)",
@@ -54,7 +68,11 @@ BARE_LINK = re.compile(r"(?i)https?://|www\.|[-.\w+]@[-\w]+\.[-\w]")
 def render(markup: str, *, allow_html: bool = True) -> str:
     """What a Markdown renderer (CommonMark + tables + strikethrough; raw HTML allowed as with
     Streamlit's unsafe_allow_html, or not) makes of markup."""
-    return MarkdownIt("commonmark", {"html": allow_html}).enable(["table", "strikethrough"]).render(markup)
+    return (
+        MarkdownIt("commonmark", {"html": allow_html})
+        .enable(["table", "strikethrough"])
+        .render(markup)
+    )
 
 
 def tags(rendered: str) -> set[str]:
@@ -75,8 +93,10 @@ def visible(rendered: str) -> str:
 def test_html_block_reads_nothing_whatever_the_line_break(payload: str, brk: str) -> None:
     text = f"before{brk}{brk}{payload}{brk}after"
     out = escape_text(text)
-    for rendered, ours in ((render(f"<div>{out}</div>"), {"div", "/div", "br"}),
-                           (render(out), {"p", "/p", "br"})):  # inline, outside an HTML block too
+    for rendered, ours in (
+        (render(f"<div>{out}</div>"), {"div", "/div", "br"}),
+        (render(out), {"p", "/p", "br"}),
+    ):  # inline, outside an HTML block too
         assert tags(rendered) <= ours, rendered
         assert not BARE_LINK.search(html.unescape(rendered))
         # nothing is lost: the browser shows the text as written, each line break as one
@@ -131,8 +151,12 @@ def test_leading_blanks_make_no_code_block() -> None:
 
 def test_highlight_cards_and_blocks_use_the_rule() -> None:
     evil = "a\r![x](http://example.net/i.png)\u2028[l](http://example.net)"
-    for markup in (highlight(evil, 2, 10), chunk_card(evil, evil, 0, 5, covers=True),
-                   text_block(evil, evil), highlight(evil, -1, -1)):
+    for markup in (
+        highlight(evil, 2, 10),
+        chunk_card(evil, evil, 0, 5, covers=True),
+        text_block(evil, evil),
+        highlight(evil, -1, -1),
+    ):
         rendered = render(markup)
         assert "<img" not in rendered and "<a " not in rendered and "\r" not in markup
         assert tags(markup) <= {"br", "mark", "/mark", "div", "/div", "span", "/span", "i", "/i"}
@@ -167,10 +191,35 @@ HOSTILE = "<script>window.__xss=1</script>"
 #: what user text must never become in an element that interprets text
 RAW = re.compile(r"(?i)!\[|\]\(http|<img|<a\s|<script|javascript:")
 #: Streamlit elements that read Markdown in their value, and in their label / help
-MARKDOWN_VALUES = ("markdown", "caption", "info", "warning", "error", "success", "title",
-                   "header", "subheader", "toast", "exception")
-LABELLED = ("expander", "tab", "metric", "selectbox", "multiselect", "radio", "slider", "toggle",
-            "checkbox", "text_input", "text_area", "number_input", "button", "download_button")
+MARKDOWN_VALUES = (
+    "markdown",
+    "caption",
+    "info",
+    "warning",
+    "error",
+    "success",
+    "title",
+    "header",
+    "subheader",
+    "toast",
+    "exception",
+)
+LABELLED = (
+    "expander",
+    "tab",
+    "metric",
+    "selectbox",
+    "multiselect",
+    "radio",
+    "slider",
+    "toggle",
+    "checkbox",
+    "text_input",
+    "text_area",
+    "number_input",
+    "button",
+    "download_button",
+)
 
 
 @pytest.fixture(scope="module")
@@ -199,6 +248,7 @@ def interpreted(at: AppTest) -> Iterator[tuple[str, str]]:
 def plotly_strings(at: AppTest) -> Iterator[str]:
     """Every string of every plotly figure that plotly draws (a trace's customdata only when its
     hover template shows it: the Compare scatter keeps raw query ids there for the click)."""
+
     def walk(node: Any) -> Iterator[str]:
         if isinstance(node, str):
             yield node
@@ -236,11 +286,13 @@ def assert_inert(at: AppTest, where: str) -> int:
     return shown
 
 
-@pytest.mark.parametrize("page", [None, "queries.py", "threshold.py", "compare.py", "latency.py",
-                                  "runs.py"])
+@pytest.mark.parametrize(
+    "page", [None, "queries.py", "threshold.py", "compare.py", "latency.py", "runs.py"]
+)
 @pytest.mark.parametrize("run", [RUN_A, RUN_B, HOSTILE], ids=["cr-run", "nl-run", "hostile"])
-def test_every_page_shows_payloads_inert(make_app: Callable[..., AppTest], breaks_db: Path,
-                                         page: str | None, run: str) -> None:
+def test_every_page_shows_payloads_inert(
+    make_app: Callable[..., AppTest], breaks_db: Path, page: str | None, run: str
+) -> None:
     # threshold 0.9 puts pairs of the line-break runs in the borderline band: their cards show
     at = make_app(page, db=breaks_db, run=run, threshold="0.9")
     assert at.sidebar.selectbox(key="run").value == run
@@ -249,7 +301,9 @@ def test_every_page_shows_payloads_inert(make_app: Callable[..., AppTest], break
         assert shown, f"{page}: no escaped user text on the page: the test saw nothing"
 
 
-def test_drilldown_of_every_payload_query(make_app: Callable[..., AppTest], breaks_db: Path) -> None:
+def test_drilldown_of_every_payload_query(
+    make_app: Callable[..., AppTest], breaks_db: Path
+) -> None:
     lines = (XSS / "breaks_a.jsonl").read_text(encoding="utf-8").splitlines()[1:]
     queries = [json.loads(line) for line in lines]
     at = make_app("queries.py", db=breaks_db, run=RUN_A)
@@ -263,8 +317,9 @@ def test_drilldown_of_every_payload_query(make_app: Callable[..., AppTest], brea
             assert escape_text(text) in blocks
 
 
-def test_compare_of_two_payload_runs_side_by_side(make_app: Callable[..., AppTest],
-                                                  breaks_db: Path) -> None:
+def test_compare_of_two_payload_runs_side_by_side(
+    make_app: Callable[..., AppTest], breaks_db: Path
+) -> None:
     """The runs whose names hold a CR and an LF before a Markdown image, compared query by
     query; one of their queries opened side by side."""
     at = make_app("compare.py", db=breaks_db, run=RUN_A)

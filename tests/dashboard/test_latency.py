@@ -20,7 +20,9 @@ PAGE = "latency.py"
 
 def frame_with(at: AppTest, *columns: str) -> pd.DataFrame:
     """The one dataframe on the page whose first columns are these."""
-    found = [d.value for d in at.dataframe if list(d.value.columns[: len(columns)]) == list(columns)]
+    found = [
+        d.value for d in at.dataframe if list(d.value.columns[: len(columns)]) == list(columns)
+    ]
     assert len(found) == 1, [list(d.value.columns) for d in at.dataframe]
     return found[0]
 
@@ -47,7 +49,8 @@ def small_run(latency: bool, tokens: bool, prices: bool, name: str = "small") ->
     out: list[dict] = [{"rageval_run": header}]  # type: ignore[type-arg]
     for i in range(6):
         q: dict = {  # type: ignore[type-arg]
-            "query_id": f"q{i}", "query": f"question {i}",
+            "query_id": f"q{i}",
+            "query": f"question {i}",
             "retrieved": [{"doc_id": f"d{i}", "text": f"text {i}"}, {"doc_id": "dx", "text": "x"}],
             "relevance": {f"d{i}": 1} if i % 2 else {"dz": 1},
             "tags": {"kind": "odd" if i % 2 else "even"},
@@ -92,7 +95,9 @@ def test_tokens_and_cost_match_the_stored_counts(
     tokens = frame_with(at, "kind", "queries", "mean", "total").set_index("kind")
     assert tokens.loc["prompt", "total"] == prompt.sum()
     assert tokens.loc["completion", "mean"] == pytest.approx(completion.mean())
-    expected = (prompt * record.price_prompt_per_1k + completion * record.price_completion_per_1k) / 1000
+    expected = (
+        prompt * record.price_prompt_per_1k + completion * record.price_completion_per_1k
+    ) / 1000
     shown = {m.label: m.value for m in at.metric}
     assert shown["Total cost"] == f"${expected.sum():,.4f}"
     assert shown["Cost per query (mean)"] == f"${expected.mean():,.6f}"
@@ -111,8 +116,9 @@ def test_by_tag_table_is_the_core_breakdown(make_app: Callable[..., AppTest], ap
     with Store(app_db) as store:
         queries = list(store.iter_queries("bm25"))
     for value, row in by.set_index("value").iterrows():
-        ms = np.array([q.latency_ms["total"] for q in queries
-                       if q.tags.get("query_type", "(none)") == value])
+        ms = np.array(
+            [q.latency_ms["total"] for q in queries if q.tags.get("query_type", "(none)") == value]
+        )
         assert row["queries"] == ms.size
         assert row["p95"] == pytest.approx(np.percentile(ms, 95), rel=1e-12)
     assert by["queries"].sum() == len(queries)

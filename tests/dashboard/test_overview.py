@@ -94,7 +94,9 @@ def test_bands_follow_the_table(make_app: Callable[..., AppTest], reference) -> 
     assert deltas["P@10"] == "" and deltas["AP"] == ""  # not banded: neutral
 
 
-def test_cards_follow_the_k_and_threshold_sliders(make_app: Callable[..., AppTest], reference) -> None:  # type: ignore[no-untyped-def]
+def test_cards_follow_the_k_and_threshold_sliders(
+    make_app: Callable[..., AppTest], reference
+) -> None:  # type: ignore[no-untyped-def]
     at = make_app()
     at.sidebar.slider(key="k").set_value(5).run()
     assert not at.exception
@@ -113,18 +115,23 @@ def test_curves_show_evaluate_values(make_app: Callable[..., AppTest], reference
     for k in (1, 4, 10):
         report = reference([f"R@{k}", f"nDCG@{k}", f"EvidenceRecall@{k}"], k=k, threshold=0.6)
         for name in ("R", "nDCG", "EvidenceRecall"):
-            assert trace(over_k, f"{name}@k")[1][k - 1] == pytest.approx(report.metrics[f"{name}@{k}"])
+            assert trace(over_k, f"{name}@k")[1][k - 1] == pytest.approx(
+                report.metrics[f"{name}@{k}"]
+            )
     assert any(shape.x0 == 4 for shape in over_k.layout.shapes)  # the current k is marked
     over_t = figure(at, "overview.curves_t")
     x, y = trace(over_t, "EvidenceRecall@4")
     for t in (0.3, 0.6, 0.9):
         i = int(np.argmin(np.abs(x - t)))
-        assert y[i] == pytest.approx(reference(["EvidenceRecall@4"], k=4, threshold=t)
-                                            .metrics["EvidenceRecall@4"])
+        assert y[i] == pytest.approx(
+            reference(["EvidenceRecall@4"], k=4, threshold=t).metrics["EvidenceRecall@4"]
+        )
     assert any(shape.x0 == pytest.approx(0.6) for shape in over_t.layout.shapes)
 
 
-def test_evidence_mode_draws_ranking_over_the_threshold(make_app: Callable[..., AppTest], reference) -> None:  # type: ignore[no-untyped-def]
+def test_evidence_mode_draws_ranking_over_the_threshold(
+    make_app: Callable[..., AppTest], reference
+) -> None:  # type: ignore[no-untyped-def]
     at = make_app(relevance="evidence")
     assert not at.exception
     assert "relevance mode: evidence" in " ".join(x.value for x in at.caption)
@@ -133,7 +140,9 @@ def test_evidence_mode_draws_ranking_over_the_threshold(make_app: Callable[..., 
     x, y = trace(figure(at, "overview.curves_t"), "R@10")
     assert x.size == 21  # ranking metrics relabel per threshold: the coarse grid
     i = int(np.argmin(np.abs(x - 0.5)))
-    assert y[i] == pytest.approx(reference(["R@10"], threshold=0.5, relevance="evidence").metrics["R@10"])
+    assert y[i] == pytest.approx(
+        reference(["R@10"], threshold=0.5, relevance="evidence").metrics["R@10"]
+    )
 
 
 def test_breakdown_has_one_row_per_tag_value(make_app: Callable[..., AppTest], reference) -> None:  # type: ignore[no-untyped-def]
@@ -156,9 +165,13 @@ def test_breakdown_has_one_row_per_tag_value(make_app: Callable[..., AppTest], r
 def test_run_without_evidence_shows_info(make_app: Callable[..., AppTest], tmp_path: Path) -> None:
     run = tmp_path / "plain.jsonl"
     lines = [{"rageval_run": {"name": "plain"}}] + [
-        {"query_id": f"q{i}", "query": f"question {i}",
-         "retrieved": [{"doc_id": f"d{i}"}, {"doc_id": f"d{i + 1}"}, {"doc_id": "x"}],
-         "relevant_ids": [f"d{i + 1}"], "tags": {"kind": "odd" if i % 2 else "even"}}
+        {
+            "query_id": f"q{i}",
+            "query": f"question {i}",
+            "retrieved": [{"doc_id": f"d{i}"}, {"doc_id": f"d{i + 1}"}, {"doc_id": "x"}],
+            "relevant_ids": [f"d{i + 1}"],
+            "tags": {"kind": "odd" if i % 2 else "even"},
+        }
         for i in range(6)
     ]
     run.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")

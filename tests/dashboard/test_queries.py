@@ -32,8 +32,9 @@ def core_table(db: Path, run: str = "bm25", settings: Settings = DEFAULTS) -> dd
     """The core's table at the page's default settings, computed apart from the app."""
     store = Store(db)
     data = load_run_data(store, run)
-    return dd.query_table(evaluate(data, store=store, settings=settings), data,
-                          dd.query_texts(store, data))
+    return dd.query_table(
+        evaluate(data, store=store, settings=settings), data, dd.query_texts(store, data)
+    )
 
 
 def shown_ids(at: AppTest) -> list[str]:
@@ -61,7 +62,9 @@ def sample_query(query_id: str) -> dict:  # type: ignore[type-arg]
 # --- the table -------------------------------------------------------------------------------
 
 
-def test_failing_filter_shows_the_cores_failing_queries(make_app: Callable[..., AppTest], app_db: Path) -> None:
+def test_failing_filter_shows_the_cores_failing_queries(
+    make_app: Callable[..., AppTest], app_db: Path
+) -> None:
     at = make_app("queries.py", run="bm25")
     assert not at.exception, [e.value for e in at.exception]
     table = core_table(app_db)
@@ -86,14 +89,19 @@ def test_search_and_tag_filters(make_app: Callable[..., AppTest], app_db: Path) 
     at = make_app("queries.py", run="bm25")
     table = core_table(app_db)
     at.text_input(key="queries.search").set_value("SENTINEL dwelling").run()
-    expected = [str(i) for i, t in zip(table.query_ids, table.texts, strict=True)
-                if "sentinel dwelling" in str(t).lower()]
+    expected = [
+        str(i)
+        for i, t in zip(table.query_ids, table.texts, strict=True)
+        if "sentinel dwelling" in str(t).lower()
+    ]
     assert expected and sorted(shown_ids(at)) == sorted(expected)
     at.text_input(key="queries.search").set_value("").run()
     at.selectbox(key="queries.tag").set_value("evidence").run()
     at.multiselect(key="queries.tag_values").set_value(["split"]).run()
     assert not at.exception
-    split = [str(q) for q, v in zip(table.query_ids, table.tags["evidence"], strict=True) if v == "split"]
+    split = [
+        str(q) for q, v in zip(table.query_ids, table.tags["evidence"], strict=True) if v == "split"
+    ]
     assert len(split) == 25 and sorted(shown_ids(at)) == sorted(split)
     at.selectbox(key="queries.sort").set_value("total_ms ↓").run()
     times = at.dataframe[0].value["total_ms"].to_numpy()
@@ -119,7 +127,9 @@ def test_link_opens_a_query_with_its_span_marked(make_app: Callable[..., AppTest
     assert url_param(at, "q") == "q0003"  # the selection stays in the URL
 
 
-def test_prev_next_move_between_failing_queries(make_app: Callable[..., AppTest], app_db: Path) -> None:
+def test_prev_next_move_between_failing_queries(
+    make_app: Callable[..., AppTest], app_db: Path
+) -> None:
     table = core_table(app_db)
     failing = np.flatnonzero(table.failing)
     middle = int(failing[5])
@@ -140,7 +150,9 @@ def test_prev_next_move_between_failing_queries(make_app: Callable[..., AppTest]
     assert not first.button(key="queries.next").disabled
 
 
-def test_without_a_selection_the_page_says_how_to_open_one(make_app: Callable[..., AppTest]) -> None:
+def test_without_a_selection_the_page_says_how_to_open_one(
+    make_app: Callable[..., AppTest],
+) -> None:
     at = make_app("queries.py", run="tfidf_char")
     assert not at.exception
     assert any("Select a row" in i.value for i in at.info)
@@ -154,15 +166,21 @@ def edge_db(tmp_path: Path) -> Path:
     followed by a chunk the run gave no text for."""
     queries = [
         Query(query_id="empty", query="nothing here", retrieved=(), relevance={"d1": 1}),
-        Query(query_id="evil", query="<script>alert(1)</script>",
-              retrieved=(Chunk("<b>doc</b>", "<img src=x onerror=alert(1)> and $x$ :red[hi]", 1.0),
-                         Chunk("d2", None, 0.5)),
-              relevance={"<b>doc</b>": 1}),
+        Query(
+            query_id="evil",
+            query="<script>alert(1)</script>",
+            retrieved=(
+                Chunk("<b>doc</b>", "<img src=x onerror=alert(1)> and $x$ :red[hi]", 1.0),
+                Chunk("d2", None, 0.5),
+            ),
+            relevance={"<b>doc</b>": 1},
+        ),
     ]
     db = tmp_path / "edge.duckdb"
     with Store(db) as store:
-        store.import_run(ParsedRun(RunInfo(name="edge"), queries, "native", ("edge.jsonl",)),
-                         ProblemLog())
+        store.import_run(
+            ParsedRun(RunInfo(name="edge"), queries, "native", ("edge.jsonl",)), ProblemLog()
+        )
     return db
 
 
@@ -175,7 +193,10 @@ def test_edge_states_show_messages(make_app: Callable[..., AppTest], edge_db: Pa
     assert not evil.exception
     rendered = " ".join(m.value for m in evil.markdown)
     assert "<script" not in rendered and "<img" not in rendered and "<b>doc" not in rendered
-    assert escape_text("<img src=x onerror=alert(1)>") in rendered and escape_text("<b>doc</b>") in rendered
+    assert (
+        escape_text("<img src=x onerror=alert(1)>") in rendered
+        and escape_text("<b>doc</b>") in rendered
+    )
     assert "(no chunk text in the run)" in rendered
 
 
@@ -241,7 +262,8 @@ def test_downloads_hold_the_filtered_rows(app_db: Path) -> None:
     assert [q["query_id"] for q in doc["queries"]] == list(frame["query_id"])
     assert all(q["failing"] is True for q in doc["queries"])
     # every row: a query without gold spans has no coverage, written as null (JSON has no NaN)
-    text = json_bytes(fq.table_document(table, np.arange(table.n_queries),
-                                     {"run": "bm25"})).decode("utf-8")
+    text = json_bytes(fq.table_document(table, np.arange(table.n_queries), {"run": "bm25"})).decode(
+        "utf-8"
+    )
     assert "NaN" not in text
     assert any(q["PerQueryCoverage@10"] is None for q in json.loads(text)["queries"])

@@ -21,8 +21,12 @@ BAD = REPO / "tests" / "data" / "bad" / "native_wrong_types.jsonl"
 
 def tiny_run(name: str, n: int = 3) -> bytes:
     lines = [{"rageval_run": {"name": name, "settings": {"top_k": 2, "retriever": "toy"}}}] + [
-        {"query_id": f"q{i}", "retrieved": [{"doc_id": f"d{i}"}, {"doc_id": "x"}],
-         "relevant_ids": [f"d{i}"]} for i in range(n)
+        {
+            "query_id": f"q{i}",
+            "retrieved": [{"doc_id": f"d{i}"}, {"doc_id": "x"}],
+            "relevant_ids": [f"d{i}"],
+        }
+        for i in range(n)
     ]
     return ("\n".join(json.dumps(x) for x in lines) + "\n").encode()
 
@@ -52,7 +56,9 @@ def runs_page(make_app: Callable[..., AppTest], db: Path) -> AppTest:
 
 def run_table(at: AppTest) -> list[str]:
     """Names in the stored-runs table (the last run table: a note may show the new run above)."""
-    tables = [d.value for d in at.dataframe if {"name", "queries", "evidence"} <= set(d.value.columns)]
+    tables = [
+        d.value for d in at.dataframe if {"name", "queries", "evidence"} <= set(d.value.columns)
+    ]
     return list(tables[-1]["name"])
 
 
@@ -67,7 +73,9 @@ def test_the_run_list_shows_facts(make_app: Callable[..., AppTest], db: Path) ->
 
 def test_upload_import_adds_a_run(make_app: Callable[..., AppTest], db: Path) -> None:
     at = runs_page(make_app, db)
-    at.file_uploader(key="runs.upload").set_value(("second.jsonl", tiny_run("second", 4), "application/json"))
+    at.file_uploader(key="runs.upload").set_value(
+        ("second.jsonl", tiny_run("second", 4), "application/json")
+    )
     at.run()
     at.button(key="runs.import_upload").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -82,9 +90,13 @@ def test_upload_import_adds_a_run(make_app: Callable[..., AppTest], db: Path) ->
     assert at.sidebar.selectbox(key="run").options == ["first", "second"]  # the sidebar reran
 
 
-def test_uploaded_bad_file_shows_problems_with_its_name(make_app: Callable[..., AppTest], db: Path) -> None:
+def test_uploaded_bad_file_shows_problems_with_its_name(
+    make_app: Callable[..., AppTest], db: Path
+) -> None:
     at = runs_page(make_app, db)
-    at.file_uploader(key="runs.upload").set_value(("mine.jsonl", BAD.read_bytes(), "application/json"))
+    at.file_uploader(key="runs.upload").set_value(
+        ("mine.jsonl", BAD.read_bytes(), "application/json")
+    )
     at.run()
     at.button(key="runs.import_upload").click().run()
     assert not at.exception
@@ -98,14 +110,18 @@ def test_uploaded_bad_file_shows_problems_with_its_name(make_app: Callable[..., 
 
 def test_path_import_adds_a_run(make_app: Callable[..., AppTest], db: Path) -> None:
     at = runs_page(make_app, db)
-    at.text_area(key="runs.paths").input(str(GOOD.relative_to(Path.cwd()) if GOOD.is_relative_to(Path.cwd()) else GOOD))
+    at.text_area(key="runs.paths").input(
+        str(GOOD.relative_to(Path.cwd()) if GOOD.is_relative_to(Path.cwd()) else GOOD)
+    )
     at.button(key="runs.import_paths").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert names(db) == ["first", "bm25-k3"]
     assert run_table(at) == ["first", "bm25-k3"]
 
 
-def test_path_import_of_a_bad_file_stores_nothing(make_app: Callable[..., AppTest], db: Path) -> None:
+def test_path_import_of_a_bad_file_stores_nothing(
+    make_app: Callable[..., AppTest], db: Path
+) -> None:
     at = runs_page(make_app, db)
     at.text_area(key="runs.paths").input(str(BAD))
     at.button(key="runs.import_paths").click().run()
@@ -128,8 +144,12 @@ def test_paths_outside_the_allowed_folders_are_refused(
     os.symlink(outside / "run.jsonl", allowed / "link.jsonl")
     monkeypatch.setenv("RAGEVAL_IMPORT_DIRS", str(allowed))
     at = runs_page(make_app, db)
-    for bad in (str(outside / "run.jsonl"), str(allowed / ".." / "outside" / "run.jsonl"),
-                str(allowed / "link.jsonl"), str(GOOD)):
+    for bad in (
+        str(outside / "run.jsonl"),
+        str(allowed / ".." / "outside" / "run.jsonl"),
+        str(allowed / "link.jsonl"),
+        str(GOOD),
+    ):
         at.text_area(key="runs.paths").input(bad)
         at.button(key="runs.import_paths").click().run()
         assert not at.exception

@@ -43,14 +43,18 @@ def big_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # --- tables a page at a time ----------------------------------------------------------------
 
 
-def test_queries_table_pages_through_every_matching_row(make_app: Callable[..., AppTest],
-                                                        big_db: Path) -> None:
+def test_queries_table_pages_through_every_matching_row(
+    make_app: Callable[..., AppTest], big_db: Path
+) -> None:
     at = make_app("queries.py", db=big_db)
     assert not at.exception, [e.value for e in at.exception]
     with Store(big_db) as store:
         data = load_run_data(store, f"big{N_BIG}")
-        table = dd.query_table(evaluate(data, store=store, settings=Settings(relevance="ids")),
-                               data, dd.query_texts(store, data))
+        table = dd.query_table(
+            evaluate(data, store=store, settings=Settings(relevance="ids")),
+            data,
+            dd.query_texts(store, data),
+        )
     order = dd.sort_rows(table, np.ones(table.n_queries, dtype=bool))  # worst first, as shown
     rows = keys.QUERIES_PAGE_ROWS
     first = list(at.dataframe[0].value["query_id"])
@@ -73,13 +77,17 @@ def test_queries_table_pages_through_every_matching_row(make_app: Callable[..., 
 def test_latency_per_query_table_is_paged(make_app: Callable[..., AppTest], big_db: Path) -> None:
     at = make_app("latency.py", db=big_db)
     assert not at.exception, [e.value for e in at.exception]
-    frames = [d.value for d in at.dataframe if list(d.value.columns[:2]) == ["query_id", "total_ms"]]
+    frames = [
+        d.value for d in at.dataframe if list(d.value.columns[:2]) == ["query_id", "total_ms"]
+    ]
     assert len(frames) == 1 and len(frames[0]) == keys.LATENCY_PAGE_ROWS
     at.number_input(key=keys.LATENCY_PAGE).set_value(2).run()
-    frames = [d.value for d in at.dataframe if list(d.value.columns[:2]) == ["query_id", "total_ms"]]
+    frames = [
+        d.value for d in at.dataframe if list(d.value.columns[:2]) == ["query_id", "total_ms"]
+    ]
     with Store(big_db) as store:
         ids = load_run_data(store, f"big{N_BIG}").query_ids
-    assert list(frames[0]["query_id"]) == [str(q) for q in ids[keys.LATENCY_PAGE_ROWS:]]
+    assert list(frames[0]["query_id"]) == [str(q) for q in ids[keys.LATENCY_PAGE_ROWS :]]
 
 
 # --- figures binned or thinned ----------------------------------------------------------------
@@ -87,9 +95,13 @@ def test_latency_per_query_table_is_paged(make_app: Callable[..., AppTest], big_
 
 def points(n: int, seed: int = 0) -> ScatterPoints:
     rng = np.random.default_rng(seed)
-    return ScatterPoints(x_ms=rng.gamma(2.0, 50.0, n), y=rng.random(n),
-                         group=np.where(rng.random(n) < 0.3, "a", "b"),
-                         query_id=np.array([f"q{i}" for i in range(n)]), n_dropped=0)
+    return ScatterPoints(
+        x_ms=rng.gamma(2.0, 50.0, n),
+        y=rng.random(n),
+        group=np.where(rng.random(n) < 0.3, "a", "b"),
+        query_id=np.array([f"q{i}" for i in range(n)]),
+        n_dropped=0,
+    )
 
 
 def test_scatter_draws_a_thinned_cloud_with_its_extremes() -> None:
@@ -126,8 +138,9 @@ def test_histograms_are_binned_before_plotting() -> None:
 # --- the runs list --------------------------------------------------------------------------
 
 
-def test_a_run_imported_elsewhere_appears_without_a_restart(make_app: Callable[..., AppTest],
-                                                            tmp_path: Path) -> None:
+def test_a_run_imported_elsewhere_appears_without_a_restart(
+    make_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
     db = tmp_path / "two.duckdb"
     cli_import(db, REPO / "sample_runs" / "bm25.jsonl")
     at = make_app(db=db)
@@ -146,9 +159,17 @@ def test_a_store_held_by_another_process_is_told_apart(tmp_path: Path) -> None:
         assert not busy.held_elsewhere(str(db))
     assert not busy.held_elsewhere(str(db))
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
-                               "print('holding', flush=True); sys.stdin.readline()", str(db)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+            "print('holding', flush=True); sys.stdin.readline()",
+            str(db),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
         assert busy.held_elsewhere(str(db))

@@ -25,7 +25,9 @@ from tests.servers import free_port, wait_healthy
 def test_the_repository_config_says_what_the_command_passes() -> None:
     """`streamlit run dashboard/app.py` from the repo and `rageval dashboard` anywhere agree."""
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
-    flat = {f"{section}.{key}": value for section, keys in config.items() for key, value in keys.items()}
+    flat = {
+        f"{section}.{key}": value for section, keys in config.items() for key, value in keys.items()
+    }
     assert flat == server.OPTIONS
 
 
@@ -37,22 +39,38 @@ def test_command_carries_every_option_and_the_address() -> None:
     assert flags["browser.gatherUsageStats"] == "false" and flags["server.headless"] == "true"
     assert flags["client.toolbarMode"] == "viewer"
     assert set(flags) == {*server.OPTIONS, "server.port"}
-    assert dict(f[2:].split("=", 1) for f in server.command(1, "0.0.0.0")[5:])["server.address"] == "0.0.0.0"
+    assert (
+        dict(f[2:].split("=", 1) for f in server.command(1, "0.0.0.0")[5:])["server.address"]
+        == "0.0.0.0"
+    )
 
 
 @pytest.mark.parametrize(
     ("host", "loopback"),
-    [("127.0.0.1", True), ("127.3.4.5", True), ("::1", True), ("[::1]", True), ("localhost", True),
-     ("0.0.0.0", False), ("::", False), ("192.168.1.4", False), ("example.org", False)],
+    [
+        ("127.0.0.1", True),
+        ("127.3.4.5", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.4", False),
+        ("example.org", False),
+    ],
 )
 def test_is_loopback(host: str, loopback: bool) -> None:
     assert server.is_loopback(host) is loopback
 
 
-def test_the_sidebar_shows_the_store_as_an_absolute_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sidebar_shows_the_store_as_an_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "runs").mkdir()
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("RAGEVAL_DB", "runs/my.duckdb")  # relative: resolved against the start folder
+    monkeypatch.setenv(
+        "RAGEVAL_DB", "runs/my.duckdb"
+    )  # relative: resolved against the start folder
     at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=60)
     at.run()
     assert not at.exception
@@ -89,8 +107,14 @@ def test_started_from_another_folder_it_is_private_and_stops_at_once(
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STREAMLIT_", "RAGEVAL_"))}
     env["HOME"] = str(tmp_path)  # no ~/.streamlit of the machine's user either
-    proc = subprocess.Popen([*_rageval_command(), "--db", "here.duckdb", "dashboard", "--port", str(port)],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*_rageval_command(), "--db", "here.duckdb", "dashboard", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_healthy(f"http://127.0.0.1:{port}", proc)
         assert _listeners(port) == ["0100007F"]  # 127.0.0.1, and nothing on IPv6
@@ -99,7 +123,9 @@ def test_started_from_another_folder_it_is_private_and_stops_at_once(
         while _listeners(port) and time.monotonic() - stopped < 5:
             time.sleep(0.05)
         freed_s = time.monotonic() - stopped
-        assert not _listeners(port) and freed_s < 2.0, f"port still held {freed_s:.2f} s after {stop.name}"
+        assert not _listeners(port) and freed_s < 2.0, (
+            f"port still held {freed_s:.2f} s after {stop.name}"
+        )
         out, err = proc.communicate(timeout=10)
     finally:
         if proc.poll() is None:

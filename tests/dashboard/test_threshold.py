@@ -96,17 +96,29 @@ def test_marking_pairs_stores_labels(make_app: Callable[..., AppTest], bm25_db: 
     at.button(key="threshold.nomatch.{}.{}.{}".format(*first)).click().run()  # a change of mind
     assert metric(at, "Labelled pairs") == "2" and metric(at, "No match") == "2"
     with Store(bm25_db) as store:  # same process: DuckDB shares the app's open database
-        assert tuning.labels(store, "bm25", "partial", NORM).lookup() == {first: False, second: False}
+        assert tuning.labels(store, "bm25", "partial", NORM).lookup() == {
+            first: False,
+            second: False,
+        }
     at.button(key="threshold.clear.{}.{}.{}".format(*second)).click().run()
     assert metric(at, "Labelled pairs") == "1"
 
 
-def test_use_it_moves_the_sidebar_threshold(make_app: Callable[..., AppTest], bm25_db: Path) -> None:
+def test_use_it_moves_the_sidebar_threshold(
+    make_app: Callable[..., AppTest], bm25_db: Path
+) -> None:
     # a person who calls a pair a match exactly when its score is at least 0.74
     with Store(bm25_db) as store:
         pairs = tuning.borderline_pairs(store, load_run_data(store, "bm25"), Settings(), band=0.1)
         for p in pairs[:: max(len(pairs) // 60, 1)]:
-            tuning.set_label(store, "bm25", *p.key, "partial", NORM, bool(np.float32(p.score) >= np.float32(0.74)))
+            tuning.set_label(
+                store,
+                "bm25",
+                *p.key,
+                "partial",
+                NORM,
+                bool(np.float32(p.score) >= np.float32(0.74)),
+            )
         labels = tuning.labels(store, "bm25", "partial", NORM)
     assert labels.n_match >= 5 and labels.n_no_match >= 5
     # F1 is 1 on every grid threshold in (highest no-match score, lowest match score]; the one
@@ -123,23 +135,32 @@ def test_use_it_moves_the_sidebar_threshold(make_app: Callable[..., AppTest], bm
     assert not at.exception, [e.value for e in at.exception]
     assert at.sidebar.slider(key="threshold").value == pytest.approx(expected)
     # the page now draws the new threshold, and the suggestion is the current value
-    assert [s["x0"] for s in chart(at, "threshold.histogram")["layout"]["shapes"]
-            if s["type"] == "line"] == [pytest.approx(expected)]
+    assert [
+        s["x0"] for s in chart(at, "threshold.histogram")["layout"]["shapes"] if s["type"] == "line"
+    ] == [pytest.approx(expected)]
     assert at.button(key="threshold.use").disabled
 
 
 def tiny_store(path: Path, evidence: bool) -> None:
     text = "## Title\n\n<script>alert(1)</script> <b>bold</b> costs $5: [link](http://x)"
-    queries = [Query(query_id="<i>q1</i>", query="a *query*",
-                     # two chunks: the sidebar's k slider needs a depth above 1
-                     retrieved=(Chunk("doc<1>", text, 1.0), Chunk("d2", "unrelated", 0.5)),
-                     evidence=("<b>bold</b> costs $5:",) if evidence else ())]
+    queries = [
+        Query(
+            query_id="<i>q1</i>",
+            query="a *query*",
+            # two chunks: the sidebar's k slider needs a depth above 1
+            retrieved=(Chunk("doc<1>", text, 1.0), Chunk("d2", "unrelated", 0.5)),
+            evidence=("<b>bold</b> costs $5:",) if evidence else (),
+        )
+    ]
     with Store(path) as store:
-        store.import_run(ParsedRun(RunInfo(name="tiny"), queries, "native", ("t.jsonl",)),
-                         ProblemLog())
+        store.import_run(
+            ParsedRun(RunInfo(name="tiny"), queries, "native", ("t.jsonl",)), ProblemLog()
+        )
 
 
-def test_run_without_evidence_shows_a_message(make_app: Callable[..., AppTest], tmp_path: Path) -> None:
+def test_run_without_evidence_shows_a_message(
+    make_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
     tiny_store(tmp_path / "noev.duckdb", evidence=False)
     at = make_app(PAGE, db=tmp_path / "noev.duckdb", run="tiny")
     assert not at.exception, [e.value for e in at.exception]
@@ -153,10 +174,17 @@ def test_pair_cards_escape_user_text(make_app: Callable[..., AppTest], tmp_path:
     at = make_app(PAGE, db=tmp_path / "evil.duckdb", run="tiny", threshold="0.95")
     assert not at.exception, [e.value for e in at.exception]
     assert at.sidebar.slider(key="threshold").value == 0.95
-    html_blocks = [m.value for m in at.markdown if "matched window" in m.value or "gold span" in m.value
-                   or escape_text("doc<1>") in m.value]
+    html_blocks = [
+        m.value
+        for m in at.markdown
+        if "matched window" in m.value or "gold span" in m.value or escape_text("doc<1>") in m.value
+    ]
     assert len(html_blocks) == 3
     joined = "".join(html_blocks)
     for raw in ("<script>", "<b>bold", "<i>q1", "doc<1>", "\n", "$5", "5:"):
         assert raw not in joined, raw
-    assert escape_text("<script>") in joined and "<mark" in joined and escape_text("<i>q1</i>") in joined
+    assert (
+        escape_text("<script>") in joined
+        and "<mark" in joined
+        and escape_text("<i>q1</i>") in joined
+    )

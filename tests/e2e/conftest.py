@@ -25,8 +25,14 @@ from tests.servers import free_port, wait_healthy
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
 ]
 HOSTILE = REPO / "tests" / "data" / "xss" / "hostile.jsonl"
 #: two runs full of Markdown/HTML payloads behind every line-break form (names with CR and LF)
@@ -37,8 +43,12 @@ RUN, K, THRESHOLD = "bm25", 10, 0.7
 
 def import_runs(db: Path, files: list[Path]) -> None:
     """Import with the real CLI, as a user would."""
-    subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import",
-                    *map(str, files)], check=True, capture_output=True, cwd=REPO)
+    subprocess.run(
+        [sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import", *map(str, files)],
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+    )
 
 
 @contextmanager
@@ -47,8 +57,13 @@ def serve(db: Path, options: dict[str, Any] | None = None) -> Iterator[str]:
     (dashboard/server.py: the same options, with `options` over them); yields its URL."""
     port = free_port()
     env = {**os.environ, "RAGEVAL_DB": str(db)}
-    proc = subprocess.Popen(server.command(port, overrides=options), cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        server.command(port, overrides=options),
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)
@@ -84,8 +99,9 @@ def compute_facts(db: Path) -> Facts:
     with Store(db) as store:
         data = load_run_data(store, RUN)
         recall = {
-            t: evaluate(data, [f"EvidenceRecall@{K}"], store=store,
-                        settings=Settings(k=K, threshold=t)).metrics[f"EvidenceRecall@{K}"]
+            t: evaluate(
+                data, [f"EvidenceRecall@{K}"], store=store, settings=Settings(k=K, threshold=t)
+            ).metrics[f"EvidenceRecall@{K}"]
             for t in (THRESHOLD, 1.0, 0.0)
         }
         rows = load_pair_rows(store, RUN)  # scores every pair now, so the server need not
@@ -94,8 +110,9 @@ def compute_facts(db: Path) -> Facts:
     return Facts(recall, qid, marks)
 
 
-def _failing_query(query_ids: Any, n_spans: Any, rows: Any, texts: dict[str, list[str | None]]
-                   ) -> tuple[str, list[str]]:
+def _failing_query(
+    query_ids: Any, n_spans: Any, rows: Any, texts: dict[str, list[str | None]]
+) -> tuple[str, list[str]]:
     """The first query with one covering chunk in the top K and a gold span left uncovered.
 
     Chosen so the expectation is unambiguous: no chunk's best score is tied between two spans
@@ -121,7 +138,7 @@ def _failing_query(query_ids: Any, n_spans: Any, rows: Any, texts: dict[str, lis
             if best >= t:
                 text = texts[str(query_ids[q])][int(r) - 1]
                 assert text is not None
-                marks.append(text[int(start[j]):int(end[j])])
+                marks.append(text[int(start[j]) : int(end[j])])
         if clear and len(marks) == 1:
             return str(query_ids[q]), marks
     raise AssertionError(f"{RUN} has no failing query with exactly one covering chunk")

@@ -24,8 +24,9 @@ def wait_idle(page: Any, timeout_ms: int = 90_000) -> None:
         time.sleep(0.4)
         page.locator(done).wait_for(timeout=timeout_ms)
     # elements whose code is still loading (lazy chunks, first visit) show a skeleton
-    page.wait_for_function("() => !document.querySelector(\"[data-testid='stSkeleton']\")",
-                           timeout=timeout_ms)
+    page.wait_for_function(
+        "() => !document.querySelector(\"[data-testid='stSkeleton']\")", timeout=timeout_ms
+    )
     time.sleep(0.3)  # plotly and the grids draw after the run
 
 

@@ -36,8 +36,11 @@ def expected() -> Iterator[dict[str, Any]]:
             store.import_run(read_inputs([path], None, log)[0], log)
         names = [r.name for r in store.runs()]
         c = compare(names, store=store, settings=Settings(k=10, threshold=0.7, relevance="ids"))
-    yield {"summary": fc.summary_lines(c), "ndcg_delta": c.test("hybrid_rerank", "nDCG@10").diff,
-           "n_worse": c.test("hybrid_rerank", "nDCG@10").losses}
+    yield {
+        "summary": fc.summary_lines(c),
+        "ndcg_delta": c.test("hybrid_rerank", "nDCG@10").diff,
+        "n_worse": c.test("hybrid_rerank", "nDCG@10").losses,
+    }
 
 
 def open_compare(page: Any, app_url: str) -> None:
@@ -62,8 +65,9 @@ def test_summary_line_and_metrics_table(app_url: str, page: Any, expected: dict[
     screenshot(page, "compare")
 
 
-def test_clicking_a_scatter_point_opens_both_drilldowns(app_url: str, page: Any,
-                                                        expected: dict[str, Any]) -> None:
+def test_clicking_a_scatter_point_opens_both_drilldowns(
+    app_url: str, page: Any, expected: dict[str, Any]
+) -> None:
     open_compare(page, app_url)
     chart = page.locator(".st-key-compare-scatter")
     chart.scroll_into_view_if_needed()

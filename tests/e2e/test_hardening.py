@@ -33,14 +33,22 @@ FIGURES: dict[str, int] = {}
 
 def cli(db: Path, *args: str, wait_s: float = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RAGEVAL_BUSY_WAIT_S": str(wait_s)}
-    return subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "rageval_core.cli", "--db", str(db), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def no_exception(page: Any) -> None:
     assert page.locator("[data-testid='stException']").count() == 0, page.url
     body = page.locator("body").inner_text()
-    assert "Traceback" not in body and "IOException" not in body and "Could not set lock" not in body
+    assert (
+        "Traceback" not in body and "IOException" not in body and "Could not set lock" not in body
+    )
 
 
 def test_two_browsers_keep_working_while_imports_write(browser: Any, tmp_path: Path) -> None:
@@ -115,8 +123,12 @@ def test_a_busy_store_shows_a_retrying_message_then_the_page(page: Any, tmp_path
     with serve(db) as url:
         page.goto(f"{url}/runs")
         wait_idle(page)
-        holder = subprocess.Popen([sys.executable, "-c", HOLD.replace("\n    ", "\n"), str(db), "8"],
-                                  cwd=REPO, stdout=subprocess.PIPE, text=True)
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD.replace("\n    ", "\n"), str(db), "8"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
         try:
             page.goto(f"{url}/runs")
@@ -168,8 +180,13 @@ def test_hostile_names_are_shown_verbatim_and_run_nothing(page: Any, tmp_path: P
             page.goto(f"{url}/{path}?run={INJECTIONS[0]}")
             wait_idle(page)
             found = page.evaluate(INJECTED)
-            assert found == {"xss": "undefined", "js_links": 0, "handlers": 0, "scripts": 0,
-                             "imgs_x": 0}, path
+            assert found == {
+                "xss": "undefined",
+                "js_links": 0,
+                "handlers": 0,
+                "scripts": 0,
+                "imgs_x": 0,
+            }, path
             run = page.locator("[data-testid='stSidebar']").get_by_role("combobox", name="Run")
             assert run.input_value() == INJECTIONS[0], path
             no_exception(page)
@@ -202,8 +219,9 @@ def test_a_path_outside_the_folders_is_refused_in_the_app(page: Any, tmp_path: P
         assert store.runs() == []
 
 
-def test_an_oversize_upload_gets_a_clear_message(page: Any, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_oversize_upload_gets_a_clear_message(
+    page: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The cap (server.maxUploadSize, 1 MB here to keep the test small) is Streamlit's own."""
     db = tmp_path / "store.duckdb"
     Store(db).close()

@@ -40,7 +40,9 @@ INJECTED = """() => ({
 
 def assert_inert(page: Any, dialogs: list[str], where: str) -> None:
     found = page.evaluate(INJECTED)
-    assert found == {"xss": "undefined", "js_links": 0, "handlers": 0, "scripts": 0, "imgs_x": 0}, where
+    assert found == {"xss": "undefined", "js_links": 0, "handlers": 0, "scripts": 0, "imgs_x": 0}, (
+        where
+    )
     assert dialogs == [], f"{where}: a dialog opened: {dialogs}"
     assert page.locator("[data-testid='stException']").count() == 0, where
 
@@ -63,8 +65,9 @@ def dialogs(page: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_pages_show_hostile_text_as_text(hostile_url: str, page: Any, dialogs: list[str],
-                                         path: str) -> None:
+def test_pages_show_hostile_text_as_text(
+    hostile_url: str, page: Any, dialogs: list[str], path: str
+) -> None:
     visit(page, f"{hostile_url}/{path}")
     assert_inert(page, dialogs, path or "overview")
     # the run name is shown as typed in the sidebar's run picker on every page ...
@@ -92,8 +95,9 @@ def shows_text(page: Any, text: str, timeout_s: float = 10.0, grids: bool = True
 
 
 @pytest.mark.parametrize("qid", QUERIES)
-def test_drilldown_of_hostile_queries(hostile_url: str, page: Any, dialogs: list[str],
-                                      qid: str) -> None:
+def test_drilldown_of_hostile_queries(
+    hostile_url: str, page: Any, dialogs: list[str], qid: str
+) -> None:
     visit(page, f"{hostile_url}/queries?q={quote(qid)}")
     assert_inert(page, dialogs, f"drilldown {qid}")
     assert shows_text(page, f"Query {qid}", grids=False)
@@ -106,8 +110,9 @@ def test_drilldown_of_hostile_queries(hostile_url: str, page: Any, dialogs: list
         assert EVIDENCE in marks
 
 
-def test_latency_scatter_hover_shows_the_id_as_text(hostile_url: str, page: Any,
-                                                    dialogs: list[str]) -> None:
+def test_latency_scatter_hover_shows_the_id_as_text(
+    hostile_url: str, page: Any, dialogs: list[str]
+) -> None:
     visit(page, f"{hostile_url}/latency")
     # the legend of the scatter (coloured by a hostile tag) draws tag values as SVG text
     legends = page.locator("[data-testid='stPlotlyChart'] .legendtext").all_text_contents()
@@ -157,8 +162,11 @@ def requested(page: Any) -> list[str]:
 
 def elsewhere(urls: list[str], app_url: str) -> list[str]:
     """The URLs whose origin is not the app's (data: URLs are no request)."""
-    return [u for u in urls if not u.startswith(f"{app_url}/") and u != app_url
-            and not u.startswith("data:")]
+    return [
+        u
+        for u in urls
+        if not u.startswith(f"{app_url}/") and u != app_url and not u.startswith("data:")
+    ]
 
 
 def assert_stays_home(page: Any, requested: list[str], app_url: str, where: str) -> None:
@@ -169,8 +177,9 @@ def assert_stays_home(page: Any, requested: list[str], app_url: str, where: str)
     assert elsewhere(requested, app_url) == [], where
 
 
-def test_hostile_run_requests_nothing_elsewhere(hostile_url: str, page: Any, dialogs: list[str],
-                                                requested: list[str]) -> None:
+def test_hostile_run_requests_nothing_elsewhere(
+    hostile_url: str, page: Any, dialogs: list[str], requested: list[str]
+) -> None:
     for path in [*PAGES, "compare", *(f"queries?q={quote(q)}" for q in QUERIES)]:
         visit(page, f"{hostile_url}/{path}")
         assert_stays_home(page, requested, hostile_url, path)
@@ -181,7 +190,8 @@ RUNS = ["cr\r![x](http://127.0.0.1:9/name-a.png)", "nl\n![x](http://127.0.0.1:9/
 
 
 def test_line_ending_tricks_make_no_request_to_another_address(
-        breaks_url: str, page: Any, dialogs: list[str], requested: list[str]) -> None:
+    breaks_url: str, page: Any, dialogs: list[str], requested: list[str]
+) -> None:
     """Issue 13: `"\\r\\r![x](http://...)"` in a query, chunk, answer, reference or evidence (and
     a run name with line breaks) rendered a remote image. tests/data/xss/breaks_*.jsonl put
     such payloads, behind every line-break form, in every field of two runs whose names hold a
@@ -192,7 +202,10 @@ def test_line_ending_tricks_make_no_request_to_another_address(
 
     visits = 0
     for run, data in zip(RUNS, BREAKS, strict=True):
-        ids = [json.loads(line)["query_id"] for line in data.read_text(encoding="utf-8").splitlines()[1:]]
+        ids = [
+            json.loads(line)["query_id"]
+            for line in data.read_text(encoding="utf-8").splitlines()[1:]
+        ]
         for path in [*PAGES, "compare", *(f"queries?q={quote(q)}" for q in ids)]:
             sep = "&" if "?" in path else "?"
             visit(page, f"{breaks_url}/{path}{sep}run={quote(run)}")

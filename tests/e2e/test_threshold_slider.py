@@ -16,9 +16,14 @@ METRIC = f"EvidenceRecall@{K}"
 def shown(page: Any, label: str) -> str:
     """The value of the st.metric card whose label is exactly label."""
     card = page.locator("[data-testid='stMetric']").filter(
-        has=page.locator("[data-testid='stMetricLabel']", has_text=label))
-    values = [v for c in card.all() if c.locator("[data-testid='stMetricLabel']").inner_text().strip() == label
-              for v in [c.locator("[data-testid='stMetricValue']").inner_text().strip()]]
+        has=page.locator("[data-testid='stMetricLabel']", has_text=label)
+    )
+    values = [
+        v
+        for c in card.all()
+        if c.locator("[data-testid='stMetricLabel']").inner_text().strip() == label
+        for v in [c.locator("[data-testid='stMetricValue']").inner_text().strip()]
+    ]
     assert len(values) == 1, f"{len(values)} cards labelled {label}"
     return values[0]
 

@@ -20,7 +20,8 @@ def write_run(path: Path, n: int, name: str | None = None, bad_line: int | None 
         lines.append(json.dumps({"rageval_run": {"name": name, "settings": {"top_k": 2}}}))
     for i in range(n):
         q = {
-            "query_id": f"q{i}", "query": f"question {i}",
+            "query_id": f"q{i}",
+            "query": f"question {i}",
             "retrieved": [{"doc_id": f"d{i}", "text": f"chunk {i}", "score": 0.5}],
             "relevant_ids": [f"d{i}"],
         }
@@ -74,8 +75,12 @@ def test_unknown_run_and_bad_arguments_exit_2(tmp_path: Path) -> None:
 
 def test_rename_and_delete(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    assert rageval("import", str(write_run(tmp_path / "a.jsonl", 2, name="a")), db=db).returncode == 0
-    assert rageval("import", str(write_run(tmp_path / "b.jsonl", 3, name="b")), db=db).returncode == 0
+    assert (
+        rageval("import", str(write_run(tmp_path / "a.jsonl", 2, name="a")), db=db).returncode == 0
+    )
+    assert (
+        rageval("import", str(write_run(tmp_path / "b.jsonl", 3, name="b")), db=db).returncode == 0
+    )
     r = rageval("rename", "a", "b", db=db)
     assert r.returncode == 2 and "b" in r.stderr
     assert rageval("rename", "a", "c", db=db).returncode == 0
@@ -84,7 +89,9 @@ def test_rename_and_delete(tmp_path: Path) -> None:
     assert [x["name"] for x in listed] == ["c"]
 
 
-@pytest.mark.parametrize("command", ["import", "runs", "show", "rename", "delete", "export", "demo", "dashboard"])
+@pytest.mark.parametrize(
+    "command", ["import", "runs", "show", "rename", "delete", "export", "demo", "dashboard"]
+)
 def test_every_command_has_help(command: str, tmp_path: Path) -> None:
     r = rageval(command, "--help", db=tmp_path / "s.duckdb")
     assert r.returncode == 0 and "usage: rageval" in r.stdout
@@ -98,7 +105,10 @@ def _every_format() -> dict[str, list[Path]]:
 
 @pytest.mark.parametrize(
     "fmt",
-    [pytest.param(f, marks=[pytest.mark.oracle] if f.startswith("trec") else []) for f in sorted(_every_format())],
+    [
+        pytest.param(f, marks=[pytest.mark.oracle] if f.startswith("trec") else [])
+        for f in sorted(_every_format())
+    ],
 )
 def test_evaluate_works_on_every_format(fmt: str, tmp_path: Path) -> None:
     run, *companion = (str(p) for p in _every_format()[fmt])

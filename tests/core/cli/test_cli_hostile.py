@@ -33,11 +33,20 @@ def write_evil_run(path: Path, name: str = EVIL_NAME, shift: int = 0) -> Path:
     lines = [json.dumps({"rageval_run": {"name": name}})]
     for i in range(6):
         rank = (i + shift) % 3
-        lines.append(json.dumps({
-            "query_id": f"{EVIL_QID}{i}", "query": f"question\x1b[31m {i}",
-            "retrieved": [{"doc_id": f"d{j}", "text": f"chunk {j}", "score": 1.0 - j / 10} for j in range(3)],
-            "relevant_ids": [f"d{rank}"], "latency_ms": {"total": 10.0 + i},
-        }))
+        lines.append(
+            json.dumps(
+                {
+                    "query_id": f"{EVIL_QID}{i}",
+                    "query": f"question\x1b[31m {i}",
+                    "retrieved": [
+                        {"doc_id": f"d{j}", "text": f"chunk {j}", "score": 1.0 - j / 10}
+                        for j in range(3)
+                    ],
+                    "relevant_ids": [f"d{rank}"],
+                    "latency_ms": {"total": 10.0 + i},
+                }
+            )
+        )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -66,8 +75,14 @@ def test_text_table_measures_escaped_cells() -> None:
 def test_terminal_escapes_in_run_names_and_query_ids_are_printed_escaped(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     assert rageval("import", str(write_evil_run(tmp_path / "a.jsonl")), db=db).returncode == 0
-    assert rageval("import", str(write_evil_run(tmp_path / "b.jsonl", name=EVIL_NAME + "2", shift=1)),
-                   db=db).returncode == 0
+    assert (
+        rageval(
+            "import",
+            str(write_evil_run(tmp_path / "b.jsonl", name=EVIL_NAME + "2", shift=1)),
+            db=db,
+        ).returncode
+        == 0
+    )
     ids = {r["name"]: r["run_id"] for r in json.loads(rageval("runs", "--json", db=db).stdout)}
     assert set(ids) == {EVIL_NAME, EVIL_NAME + "2"}  # stored as given, read back exactly
     a, b = str(ids[EVIL_NAME]), str(ids[EVIL_NAME + "2"])
@@ -76,8 +91,20 @@ def test_terminal_escapes_in_run_names_and_query_ids_are_printed_escaped(tmp_pat
         "show": rageval("show", a, db=db),
         "evaluate": rageval("evaluate", a, "--per-query", db=db),
         "compare": rageval("compare", a, b, "--permutations", "200", "--bootstrap", "100", db=db),
-        "gate": rageval("gate", "--baseline", a, "--candidate", b, "--max-drop", "RR=0.0",
-                        "--permutations", "200", "--bootstrap", "100", db=db),
+        "gate": rageval(
+            "gate",
+            "--baseline",
+            a,
+            "--candidate",
+            b,
+            "--max-drop",
+            "RR=0.0",
+            "--permutations",
+            "200",
+            "--bootstrap",
+            "100",
+            db=db,
+        ),
         "import": rageval("import", str(tmp_path / "a.jsonl"), db=db),
         "missing": rageval("show", EVIL_NAME + "x", db=db),
     }
@@ -105,8 +132,12 @@ def strings(value: object) -> set[str]:
 
 def _first_bytes_then_close(args: list[str], n: int) -> subprocess.CompletedProcess[str]:
     """Run rageval with stdout read for n bytes and then closed, as `| head -c n` does."""
-    proc = subprocess.Popen([sys.executable, "-m", "rageval_core.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rageval_core.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     head = proc.stdout.read(n)
     proc.stdout.close()
@@ -119,7 +150,10 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """`rageval evaluate ... --json --per-query | head -c 10`: no BrokenPipeError traceback."""
     db = tmp_path / "s.duckdb"
     assert rageval("import", str(REPO / "sample_runs" / "bm25.jsonl"), db=db).returncode == 0
-    for args in (["evaluate", "bm25", "--json", "--per-query"], ["evaluate", "bm25", "--per-query"]):
+    for args in (
+        ["evaluate", "bm25", "--json", "--per-query"],
+        ["evaluate", "bm25", "--per-query"],
+    ):
         done = _first_bytes_then_close(["--db", str(db), *args], 10)
         assert len(done.stdout) == 10
         assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
@@ -137,8 +171,13 @@ def test_ctrl_c_inside_duckdb_exits_130_with_nothing_stored(tmp_path: Path) -> N
     outcomes = []
     for i, delay in enumerate((0.2, 0.5, 0.9, 1.4, 2.0)):
         db = tmp_path / f"s{i}.duckdb"
-        proc = subprocess.Popen([sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import", str(big)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import", str(big)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
         try:
             proc.wait(timeout=delay)
         except subprocess.TimeoutExpired:
@@ -155,7 +194,10 @@ def test_ctrl_c_inside_duckdb_exits_130_with_nothing_stored(tmp_path: Path) -> N
             # interrupted while scoring evidence, the run itself is already whole (scored on
             # first use); before that, nothing; never part of it
             stored = [r.n_queries for r in runs]
-            assert stored == [6_000] if proc.returncode == 0 else stored in ([], [6_000]), (delay, err)
+            assert stored == [6_000] if proc.returncode == 0 else stored in ([], [6_000]), (
+                delay,
+                err,
+            )
     assert 130 in outcomes
 
 
@@ -194,8 +236,9 @@ def test_ctrl_c_while_the_schema_is_written_exits_130_and_leaves_no_half_schema(
             return real_execute(self.con, sql, *args)
 
     real_migrate = schema.migrate
-    monkeypatch.setattr("rageval_core.store.store.migrate",
-                        lambda con, path: real_migrate(Interrupting(con), path))
+    monkeypatch.setattr(
+        "rageval_core.store.store.migrate", lambda con, path: real_migrate(Interrupting(con), path)
+    )
     r = rageval("import", str(REPO / "sample_runs" / "bm25.jsonl"), db=db)
     assert (r.returncode, r.stderr.strip()) == (130, INTERRUPTED)
     monkeypatch.undo()
@@ -253,9 +296,17 @@ def test_the_default_store_folder_is_made(tmp_path: Path) -> None:
 def test_a_busy_store_is_exit_3(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     Store(db).close()
-    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, sys; c = duckdb.connect({str(db)!r}); "
-                               "print('ready', flush=True); sys.stdin.read()"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, sys; c = duckdb.connect({str(db)!r}); "
+            "print('ready', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         r = rageval("runs", db=db, env={"RAGEVAL_BUSY_WAIT_S": "0.2"})
@@ -269,6 +320,11 @@ def test_exit_codes_are_in_the_help_and_the_readme() -> None:
     assert r.returncode == 0
     assert " ".join(EXIT_CODES.split()) in " ".join(r.stdout.split())
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    for code, meaning in (("0", "ok"), ("1", "gate rule failed"), ("2", "bad input or usage"),
-                          ("3", "store unavailable"), ("130", "interrupted")):
+    for code, meaning in (
+        ("0", "ok"),
+        ("1", "gate rule failed"),
+        ("2", "bad input or usage"),
+        ("3", "store unavailable"),
+        ("130", "interrupted"),
+    ):
         assert re.search(rf"\*\*{code}\*\*[^\n]*{meaning}", readme), (code, meaning)

@@ -47,17 +47,29 @@ def _site_without_ui(tmp_path: Path) -> Path:
 def _cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
     code = "import sys; from rageval_core.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
-        [sys.executable, "-S", "-c", code, *args], capture_output=True, text=True, cwd=REPO,
-        env={"PYTHONPATH": f"{REPO}:{site}", "PATH": "/usr/bin:/bin"}, timeout=120,
+        [sys.executable, "-S", "-c", code, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PYTHONPATH": f"{REPO}:{site}", "PATH": "/usr/bin:/bin"},
+        timeout=120,
     )
 
 
 def test_without_the_extra_every_command_but_the_dashboard_works(tmp_path: Path) -> None:
     site = _site_without_ui(tmp_path)
     probe = subprocess.run(
-        [sys.executable, "-S", "-c", "import importlib.util as u; print([u.find_spec(n) is None "
-         "for n in ('streamlit', 'plotly', 'pandas', 'duckdb', 'numpy')])"],
-        capture_output=True, text=True, env={"PYTHONPATH": str(site)}, check=True,
+        [
+            sys.executable,
+            "-S",
+            "-c",
+            "import importlib.util as u; print([u.find_spec(n) is None "
+            "for n in ('streamlit', 'plotly', 'pandas', 'duckdb', 'numpy')])",
+        ],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(site)},
+        check=True,
     )
     assert probe.stdout.strip() == "[True, True, True, False, False]"  # the setting is real
 
@@ -76,4 +88,5 @@ def test_without_the_extra_every_command_but_the_dashboard_works(tmp_path: Path)
     assert dashboard.stderr.strip() == (
         "rageval: the dashboard needs streamlit, plotly, pandas, which `pip install rageval` "
         "leaves out: pip install 'rageval[dashboard]' (the core and every other command work "
-        "without it)")
+        "without it)"
+    )

@@ -16,18 +16,33 @@ FAST = ("--permutations", "2000", "--bootstrap", "500")
 
 def write_run(path: Path, ranks: Mapping[str, int | None], latency_ms: float = 100.0) -> Path:
     """A native run: query q's relevant document at rank ranks[q] (None: not retrieved)."""
-    lines = [json.dumps({"rageval_run": {"name": path.stem,
-                                         "prices_per_1k": {"prompt": 0.001, "completion": 0.002}}})]
+    lines = [
+        json.dumps(
+            {
+                "rageval_run": {
+                    "name": path.stem,
+                    "prices_per_1k": {"prompt": 0.001, "completion": 0.002},
+                }
+            }
+        )
+    ]
     for i, (qid, rank) in enumerate(ranks.items()):
         relevant = f"{qid}-d{rank}" if rank else f"{qid}-elsewhere"
-        lines.append(json.dumps({
-            "query_id": qid, "query": f"question {qid}",
-            "retrieved": [{"doc_id": f"{qid}-d{r}", "text": f"chunk {r}"} for r in (1, 2, 3)],
-            "relevant_ids": [relevant],
-            "latency_ms": {"total": latency_ms + i, "retrieval": 10.0 + i % 3},
-            "tokens": {"prompt": 1000, "completion": 50},
-            "tags": {"kind": "even" if i % 2 == 0 else "odd"},
-        }))
+        lines.append(
+            json.dumps(
+                {
+                    "query_id": qid,
+                    "query": f"question {qid}",
+                    "retrieved": [
+                        {"doc_id": f"{qid}-d{r}", "text": f"chunk {r}"} for r in (1, 2, 3)
+                    ],
+                    "relevant_ids": [relevant],
+                    "latency_ms": {"total": latency_ms + i, "retrieval": 10.0 + i % 3},
+                    "tokens": {"prompt": 1000, "completion": 50},
+                    "tags": {"kind": "even" if i % 2 == 0 else "odd"},
+                }
+            )
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -45,28 +60,61 @@ def runs(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_gate_passes_with_exit_0(runs: dict[str, Path], tmp_path: Path) -> None:
-    r = rageval("gate", "--baseline", str(runs["base"]), "--candidate", str(runs["better"]),
-                "--max-drop", "RR=0.01,P@1=5%", "--max-increase", "latency.total.p95=10%",
-                *FAST, db=tmp_path / "s.duckdb")
+    r = rageval(
+        "gate",
+        "--baseline",
+        str(runs["base"]),
+        "--candidate",
+        str(runs["better"]),
+        "--max-drop",
+        "RR=0.01,P@1=5%",
+        "--max-increase",
+        "latency.total.p95=10%",
+        *FAST,
+        db=tmp_path / "s.duckdb",
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "gate passed" in r.stdout and r.stdout.count("PASS") == 3
     assert not (tmp_path / "s.duckdb").exists()  # files only: the store is never opened
 
 
 def test_gate_fails_with_exit_1_naming_each_rule(runs: dict[str, Path], tmp_path: Path) -> None:
-    r = rageval("gate", "--baseline", str(runs["base"]), "--candidate", str(runs["worse"]),
-                "--max-drop", "RR=0.01,R@3=0", "--max-increase",
-                "latency.total.p95=10%,latency.retrieval.mean=1ms,cost.per_query=5%",
-                *FAST, db=tmp_path / "s.duckdb")
+    r = rageval(
+        "gate",
+        "--baseline",
+        str(runs["base"]),
+        "--candidate",
+        str(runs["worse"]),
+        "--max-drop",
+        "RR=0.01,R@3=0",
+        "--max-increase",
+        "latency.total.p95=10%,latency.retrieval.mean=1ms,cost.per_query=5%",
+        *FAST,
+        db=tmp_path / "s.duckdb",
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     out = r.stdout
     # RR 1/2 -> 1/3; latency +50 ms on ~110 ms; retrieval and cost unchanged; R@3 unchanged
     assert "FAIL  RR max drop 0.01: baseline 0.5000, candidate 0.3333, change -0.1667" in out
     assert "FAIL  latency.total.p95 max increase 10%: baseline" in out and "(+4" in out
-    assert "PASS  R@3" in out and "PASS  latency.retrieval.mean" in out and "PASS  cost.per_query" in out
+    assert (
+        "PASS  R@3" in out
+        and "PASS  latency.retrieval.mean" in out
+        and "PASS  cost.per_query" in out
+    )
     assert "gate failed: 2 of 5 rules broken (RR=0.01, latency.total.p95=10%)" in out
-    j = rageval("gate", "--baseline", str(runs["base"]), "--candidate", str(runs["worse"]),
-                "--max-drop", "RR=0.01", "--json", *FAST, db=tmp_path / "s.duckdb")
+    j = rageval(
+        "gate",
+        "--baseline",
+        str(runs["base"]),
+        "--candidate",
+        str(runs["worse"]),
+        "--max-drop",
+        "RR=0.01",
+        "--json",
+        *FAST,
+        db=tmp_path / "s.duckdb",
+    )
     assert j.returncode == 1
     body = json.loads(j.stdout)  # exactly one JSON object
     assert body["passed"] is False and body["failed"] == ["RR=0.01"]
@@ -77,47 +125,101 @@ def test_gate_fails_with_exit_1_naming_each_rule(runs: dict[str, Path], tmp_path
 
 def test_gate_significant_only(runs: dict[str, Path], tmp_path: Path) -> None:
     # one shared query: the drop is over the limit but cannot be significant
-    args = ("gate", "--baseline", str(runs["one"]), "--candidate", str(runs["base"]),
-            "--max-drop", "RR=0.1", *FAST)
+    args = (
+        "gate",
+        "--baseline",
+        str(runs["one"]),
+        "--candidate",
+        str(runs["base"]),
+        "--max-drop",
+        "RR=0.1",
+        *FAST,
+    )
     assert rageval(*args, db=tmp_path / "s.duckdb").returncode == 1
     r = rageval(*args, "--significant-only", db=tmp_path / "s.duckdb")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "over the limit but not significant" in r.stdout and "n < 2" in r.stdout
     # twenty consistent losses are significant: still a failure
-    r = rageval("gate", "--baseline", str(runs["base"]), "--candidate", str(runs["worse"]),
-                "--max-drop", "RR=0.01", "--significant-only", *FAST, db=tmp_path / "s.duckdb")
+    r = rageval(
+        "gate",
+        "--baseline",
+        str(runs["base"]),
+        "--candidate",
+        str(runs["worse"]),
+        "--max-drop",
+        "RR=0.01",
+        "--significant-only",
+        *FAST,
+        db=tmp_path / "s.duckdb",
+    )
     assert r.returncode == 1 and "p(Holm)" in r.stdout
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (("--max-drop", "NoSuch@10=0.1"), "unknown measure"),
-    (("--max-increase", "latency.rerank.p95=10%"), "no latency stage 'rerank'"),
-    (("--max-increase", "latency.total.p97=10%"), "unknown latency statistic"),
-    (("--max-drop", "RR=-1"), ">= 0"),
-    (("--max-drop", "RR"), "TARGET=LIMIT"),
-    ((), "no rule"),
-    (("--max-drop", "RR=0.1", "--alpha", "2"), "alpha"),
-])
-def test_gate_bad_arguments_exit_2(runs: dict[str, Path], tmp_path: Path, extra: tuple[str, ...],
-                                   message: str) -> None:
-    r = rageval("gate", "--baseline", str(runs["base"]), "--candidate", str(runs["better"]),
-                *extra, *FAST, db=tmp_path / "s.duckdb")
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--max-drop", "NoSuch@10=0.1"), "unknown measure"),
+        (("--max-increase", "latency.rerank.p95=10%"), "no latency stage 'rerank'"),
+        (("--max-increase", "latency.total.p97=10%"), "unknown latency statistic"),
+        (("--max-drop", "RR=-1"), ">= 0"),
+        (("--max-drop", "RR"), "TARGET=LIMIT"),
+        ((), "no rule"),
+        (("--max-drop", "RR=0.1", "--alpha", "2"), "alpha"),
+    ],
+)
+def test_gate_bad_arguments_exit_2(
+    runs: dict[str, Path], tmp_path: Path, extra: tuple[str, ...], message: str
+) -> None:
+    r = rageval(
+        "gate",
+        "--baseline",
+        str(runs["base"]),
+        "--candidate",
+        str(runs["better"]),
+        *extra,
+        *FAST,
+        db=tmp_path / "s.duckdb",
+    )
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr
 
 
 def test_gate_bad_input_exit_2(runs: dict[str, Path], tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    disjoint = rageval("gate", "--baseline", str(runs["base"]), "--candidate", str(runs["other"]),
-                       "--max-drop", "RR=0.1", db=db)
+    disjoint = rageval(
+        "gate",
+        "--baseline",
+        str(runs["base"]),
+        "--candidate",
+        str(runs["other"]),
+        "--max-drop",
+        "RR=0.1",
+        db=db,
+    )
     assert disjoint.returncode == 2 and "share no query_id" in disjoint.stderr
-    missing = rageval("gate", "--baseline", str(tmp_path / "nope.jsonl"), "--candidate",
-                      str(runs["base"]), "--max-drop", "RR=0.1", db=db)
+    missing = rageval(
+        "gate",
+        "--baseline",
+        str(tmp_path / "nope.jsonl"),
+        "--candidate",
+        str(runs["base"]),
+        "--max-drop",
+        "RR=0.1",
+        db=db,
+    )
     assert missing.returncode == 2 and "nope.jsonl: no such file" in missing.stderr
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"query_id": "q0", "retrieved": []}\n{not json\n')
-    bad = rageval("gate", "--baseline", str(broken), "--candidate", str(runs["base"]),
-                  "--max-drop", "RR=0.1", db=db)
+    bad = rageval(
+        "gate",
+        "--baseline",
+        str(broken),
+        "--candidate",
+        str(runs["base"]),
+        "--max-drop",
+        "RR=0.1",
+        db=db,
+    )
     assert bad.returncode == 2 and "broken.jsonl:2:" in bad.stderr and "Traceback" not in bad.stderr
     no_arg = rageval("gate", "--baseline", str(runs["base"]), db=db)
     assert no_arg.returncode == 2 and "--candidate" in no_arg.stderr
@@ -131,8 +233,17 @@ def test_compare_table_and_json(runs: dict[str, Path], tmp_path: Path) -> None:
     assert "baseline base; candidates better, worse, one" in r.stdout
     assert "queries: 1 shared; not shared: base 19" in r.stdout
     assert "by kind" in r.stdout and "latency (ms" in r.stdout
-    j = rageval("compare", str(runs["base"]), str(runs["better"]), str(runs["worse"]),
-                "--metrics", "RR", "--json", *FAST, db=db)
+    j = rageval(
+        "compare",
+        str(runs["base"]),
+        str(runs["better"]),
+        str(runs["worse"]),
+        "--metrics",
+        "RR",
+        "--json",
+        *FAST,
+        db=db,
+    )
     body = json.loads(j.stdout)
     assert body["baseline"] == "base" and body["alignment"]["n_shared"] == 20
     rr = body["metrics"][0]
@@ -162,17 +273,44 @@ def test_sample_runs_hybrid_beats_bm25(sample_db: Path) -> None:
     for name in ("bm25", "hybrid_rerank"):
         r = rageval("evaluate", name, "--metrics", "nDCG@10", "--json", db=sample_db)
         values[name] = json.loads(r.stdout)["metrics"]["nDCG@10"]
-    r = rageval("compare", "bm25", "hybrid_rerank", "--metrics", "nDCG@10", "--json", *FAST,
-                db=sample_db)
+    r = rageval(
+        "compare", "bm25", "hybrid_rerank", "--metrics", "nDCG@10", "--json", *FAST, db=sample_db
+    )
     test = json.loads(r.stdout)["metrics"][0]["vs_baseline"]["hybrid_rerank"]
     assert test["diff"] == pytest.approx(values["hybrid_rerank"] - values["bm25"])
     assert test["diff"] > 0 and test["significant"] is True and test["ci"][0] > 0
-    ok = rageval("gate", "--baseline", "bm25", "--candidate", "hybrid_rerank",
-                 "--max-drop", "nDCG@10=0.01", *FAST, db=sample_db)
+    ok = rageval(
+        "gate",
+        "--baseline",
+        "bm25",
+        "--candidate",
+        "hybrid_rerank",
+        "--max-drop",
+        "nDCG@10=0.01",
+        *FAST,
+        db=sample_db,
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    bad = rageval("gate", "--baseline", "hybrid_rerank", "--candidate", "bm25",
-                  "--max-drop", "nDCG@10=0.01", *FAST, db=sample_db)
+    bad = rageval(
+        "gate",
+        "--baseline",
+        "hybrid_rerank",
+        "--candidate",
+        "bm25",
+        "--max-drop",
+        "nDCG@10=0.01",
+        *FAST,
+        db=sample_db,
+    )
     assert bad.returncode == 1 and "FAIL  nDCG@10" in bad.stdout
-    unknown = rageval("gate", "--baseline", "bm25", "--candidate", "no_such_run",
-                      "--max-drop", "nDCG@10=0.01", db=sample_db)
+    unknown = rageval(
+        "gate",
+        "--baseline",
+        "bm25",
+        "--candidate",
+        "no_such_run",
+        "--max-drop",
+        "nDCG@10=0.01",
+        db=sample_db,
+    )
     assert unknown.returncode == 2 and "known runs: bm25, hybrid_rerank" in unknown.stderr

@@ -99,7 +99,10 @@ def test_t_test_degenerate_cases() -> None:
 
 def _exact_p(d: np.ndarray) -> float:
     observed = abs(d.sum())
-    flips = [abs(np.dot(signs, d)) >= observed - 1e-12 for signs in itertools.product((-1, 1), repeat=d.size)]
+    flips = [
+        abs(np.dot(signs, d)) >= observed - 1e-12
+        for signs in itertools.product((-1, 1), repeat=d.size)
+    ]
     return sum(flips) / len(flips)
 
 
@@ -194,14 +197,24 @@ def make_run(
     for qid, rank in ranks.items():
         docs = tuple(Chunk(f"{qid}-d{i}", text=f"text {i}") for i in range(1, 4))
         relevant = f"{qid}-d{rank}" if rank else f"{qid}-elsewhere"
-        queries.append(Query(
-            qid, retrieved=docs, relevance={relevant: 1},
-            latency_ms={"total": latency[qid]} if latency and qid in latency else {},
-            tokens={"prompt": tokens[qid], "completion": 10} if tokens and qid in tokens else {},
-            tags={"kind": tags[qid]} if tags and qid in tags else {},
-        ))
-    info = RunInfo(name=name, created_at=created_at, price_prompt_per_1k=prices[0],
-                   price_completion_per_1k=prices[1])
+        queries.append(
+            Query(
+                qid,
+                retrieved=docs,
+                relevance={relevant: 1},
+                latency_ms={"total": latency[qid]} if latency and qid in latency else {},
+                tokens={"prompt": tokens[qid], "completion": 10}
+                if tokens and qid in tokens
+                else {},
+                tags={"kind": tags[qid]} if tags and qid in tags else {},
+            )
+        )
+    info = RunInfo(
+        name=name,
+        created_at=created_at,
+        price_prompt_per_1k=prices[0],
+        price_completion_per_1k=prices[1],
+    )
     return ParsedRun(info, queries, "native", (f"{name}.jsonl",))
 
 
@@ -235,7 +248,9 @@ def test_compare_hand_computed_rr_and_alignment() -> None:
     b_rr = np.array([1, 1 / 2, 0, 1, 1 / 3])
     c_rr = np.array([1, 1, 1 / 2, 1 / 3, 1])
     assert t.n == 5
-    assert t.baseline_mean == pytest.approx(b_rr.mean()) and t.candidate_mean == pytest.approx(c_rr.mean())
+    assert t.baseline_mean == pytest.approx(b_rr.mean()) and t.candidate_mean == pytest.approx(
+        c_rr.mean()
+    )
     assert t.diff == pytest.approx((c_rr - b_rr).mean())
     assert (t.wins, t.ties, t.losses) == (3, 1, 1)
     ref = scipy.stats.ttest_rel(c_rr, b_rr)
@@ -243,8 +258,13 @@ def test_compare_hand_computed_rr_and_alignment() -> None:
     assert t.p_perm == pytest.approx(_exact_p(c_rr - b_rr))  # n = 5: enumerated exactly
     assert t.p_perm_holm == t.p_perm  # one test: Holm changes nothing
     assert c.worst["cand"]["RR"] == [
-        {"query_id": "q4", "baseline": 1.0, "candidate": pytest.approx(1 / 3),
-         "diff": pytest.approx(-2 / 3)}]
+        {
+            "query_id": "q4",
+            "baseline": 1.0,
+            "candidate": pytest.approx(1 / 3),
+            "diff": pytest.approx(-2 / 3),
+        }
+    ]
     json.dumps(c.to_json(), allow_nan=False)
 
 
@@ -311,15 +331,17 @@ def test_latency_and_cost_changes() -> None:
     cand_ms = {q: v * 1.1 for q, v in base_ms.items()}
     tok_b = {q: 1000 for q in ranks}
     tok_c = {q: 1500 for q in ranks}
-    runs = (make_run("b", ranks, latency=base_ms, tokens=tok_b),
-            make_run("c", ranks, latency=cand_ms, tokens=tok_c))
+    runs = (
+        make_run("b", ranks, latency=base_ms, tokens=tok_b),
+        make_run("c", ranks, latency=cand_ms, tokens=tok_c),
+    )
     with store_with(*runs) as store:
         c = compare(["b", "c"], [], store=store, options=FAST)
     assert c.metrics == []
     b, cv = np.array(list(base_ms.values())), np.array(list(cand_ms.values()))
     for stat in cmp.LATENCY_STATS:
         ch = c.ops_change("c", f"latency.total.{stat}")
-        ref = (np.mean if stat == "mean" else lambda x, s=stat: np.percentile(x, float(s[1:])))
+        ref = np.mean if stat == "mean" else lambda x, s=stat: np.percentile(x, float(s[1:]))
         assert ch is not None and ch.baseline == pytest.approx(ref(b))
         assert ch.candidate_value == pytest.approx(ref(cv))
         assert ch.change_pct == pytest.approx(10.0)
@@ -337,8 +359,10 @@ def test_latency_and_cost_changes() -> None:
 
 def test_cost_unknown_without_prices() -> None:
     ranks = {"q1": 1, "q2": 2}
-    runs = (make_run("b", ranks, tokens={"q1": 10, "q2": 20}, prices=(None, None)),
-            make_run("c", ranks, tokens={"q1": 10, "q2": 20}))
+    runs = (
+        make_run("b", ranks, tokens={"q1": 10, "q2": 20}, prices=(None, None)),
+        make_run("c", ranks, tokens={"q1": 10, "q2": 20}),
+    )
     with store_with(*runs) as store:
         c = compare(["b", "c"], ["RR"], store=store, options=FAST)
         assert c.cost == [] and "no price" in c.cost_note
@@ -369,12 +393,24 @@ def test_segments_by_tag() -> None:
 
 
 def test_lower_is_better_direction() -> None:
-    t = cmp.paired_test("BestRank", "c", np.array([3.0, 2.0, 5.0, np.nan]),
-                        np.array([1.0, 2.0, 6.0, 1.0]), None, None, FAST)
+    t = cmp.paired_test(
+        "BestRank",
+        "c",
+        np.array([3.0, 2.0, 5.0, np.nan]),
+        np.array([1.0, 2.0, 6.0, 1.0]),
+        None,
+        None,
+        FAST,
+    )
     assert t.n == 3 and (t.wins, t.ties, t.losses) == (1, 1, 1)
     assert t.diff == pytest.approx(-1 / 3) and t.improvement == pytest.approx(1 / 3)
-    worst = cmp._worst(np.array(["a", "b", "c", "d"], dtype=object), np.array([3.0, 2.0, 5.0, 1.0]),
-                       np.array([1.0, 2.0, 6.0, 4.0]), "BestRank", 10)
+    worst = cmp._worst(
+        np.array(["a", "b", "c", "d"], dtype=object),
+        np.array([3.0, 2.0, 5.0, 1.0]),
+        np.array([1.0, 2.0, 6.0, 4.0]),
+        "BestRank",
+        10,
+    )
     assert [w["query_id"] for w in worst] == ["d", "c"]
 
 
@@ -384,11 +420,16 @@ def test_lower_is_better_direction() -> None:
 def test_parse_rules() -> None:
     rules = parse_rules("nDCG@10=0.01, R@10=2%,P(rel=2)@5=0.5", "drop")
     assert [(r.target, r.limit, r.relative) for r in rules] == [
-        ("nDCG@10", 0.01, False), ("R@10", pytest.approx(0.02), True), ("P(rel=2)@5", 0.5, False)]
+        ("nDCG@10", 0.01, False),
+        ("R@10", pytest.approx(0.02), True),
+        ("P(rel=2)@5", 0.5, False),
+    ]
     inc = parse_rules("latency.total.p95=10%,latency.retrieve.mean=25ms,cost.total=0.5", "increase")
     assert [(r.target, r.limit, r.relative) for r in inc] == [
-        ("latency.total.p95", pytest.approx(0.1), True), ("latency.retrieve.mean", 25.0, False),
-        ("cost.total", 0.5, False)]
+        ("latency.total.p95", pytest.approx(0.1), True),
+        ("latency.retrieve.mean", 25.0, False),
+        ("cost.total", 0.5, False),
+    ]
     for text, kind, message in [
         ("NoSuch@10=0.1", "drop", "unknown measure"),
         ("latency.total.p95=1", "drop", "go in --max-increase"),
@@ -428,10 +469,15 @@ def test_sample_runs_agree_with_evaluate() -> None:
 
         for name in ("bm25", "hybrid_rerank"):
             log = ProblemLog()
-            store.import_run(read_inputs([REPO / "sample_runs" / f"{name}.jsonl"], None, log)[0], log)
+            store.import_run(
+                read_inputs([REPO / "sample_runs" / f"{name}.jsonl"], None, log)[0], log
+            )
         names = ["nDCG@10", "EvidenceRecall@10", "BestRank"]
         c = compare(["bm25", "hybrid_rerank"], names, store=store, options=FAST)
-        reports = {n: evaluate(load_run_data(store, n), names, store=store) for n in ("bm25", "hybrid_rerank")}
+        reports = {
+            n: evaluate(load_run_data(store, n), names, store=store)
+            for n in ("bm25", "hybrid_rerank")
+        }
     # every query is shared: the run means are evaluate()'s run values, pooled EvidenceRecall too
     for run, report in reports.items():
         for m in names:
@@ -440,8 +486,10 @@ def test_sample_runs_agree_with_evaluate() -> None:
     expected = reports["hybrid_rerank"].metrics["nDCG@10"] - reports["bm25"].metrics["nDCG@10"]
     assert t.diff == pytest.approx(expected) and t.diff > 0.05 and t.significant(0.05)
     ev = c.test("hybrid_rerank", "EvidenceRecall@10")
-    assert ev.diff == pytest.approx(reports["hybrid_rerank"].metrics["EvidenceRecall@10"]
-                                    - reports["bm25"].metrics["EvidenceRecall@10"])
+    assert ev.diff == pytest.approx(
+        reports["hybrid_rerank"].metrics["EvidenceRecall@10"]
+        - reports["bm25"].metrics["EvidenceRecall@10"]
+    )
     assert ev.ci_low <= ev.diff <= ev.ci_high
 
 

@@ -98,13 +98,16 @@ def random_native_run(rng: random.Random, n: int) -> str:
         for r in range(depth):
             chunk: dict[str, Any] = {"doc_id": f"d{rng.randrange(50)}-{r}"}
             if rng.random() < 0.8:
-                chunk["text"] = rng.choice(["", "plain text", "ünïcode \u2028 line", "a\nb\"c"])
+                chunk["text"] = rng.choice(["", "plain text", "ünïcode \u2028 line", 'a\nb"c'])
             if rng.random() < 0.8:
                 chunk["score"] = rng.choice([1, -2, 0.5, -0.0, 1e300, 12.0, rng.random()])
             if rng.random() < 0.2:
                 chunk["metadata"] = rng.choice([{}, {"page": 2, "b": [1, 2.5, None]}, None])
             chunks.append(chunk)
-        obj: dict[str, Any] = {"query_id": f"q{i}", "retrieved": chunks if rng.random() < 0.9 else None}
+        obj: dict[str, Any] = {
+            "query_id": f"q{i}",
+            "retrieved": chunks if rng.random() < 0.9 else None,
+        }
         if rng.random() < 0.7:
             obj["query"] = rng.choice(["what?", "", None])
         pick = rng.random()
@@ -146,7 +149,9 @@ def test_native_good_files_take_the_column_route(path: Path) -> None:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_native_generated_runs_equal_the_query_route(seed: int, tmp_path: Path, small_blocks: None) -> None:
+def test_native_generated_runs_equal_the_query_route(
+    seed: int, tmp_path: Path, small_blocks: None
+) -> None:
     path = write(tmp_path / "gen.jsonl", random_native_run(random.Random(seed), 40))
     assert column_route_taken(native.read(path, None, ProblemLog()))
     fast, slow = import_both([path])
@@ -168,9 +173,21 @@ QUIRKS = {
     # each is read without error by the line reader but must not take the column route as is
     "unknown_key": ({"query_id": "q", "retrieved": [], "extra": 1}, True),
     "chunk_unknown_key": ({"query_id": "q", "retrieved": [{"doc_id": "d", "x": 1}]}, True),
-    "both_relevance_forms": ({"query_id": "q", "retrieved": [], "relevant_ids": ["a"], "relevance": {"a": 2, "b": 1}}, False),
-    "metadata": ({"query_id": "q", "retrieved": [{"doc_id": "d", "metadata": {"z": 1, "a": [1.5]}}]}, False),
-    "int_scores": ({"query_id": "q", "retrieved": [{"doc_id": "d", "score": 3}, {"doc_id": "e", "score": 2**40}]}, False),
+    "both_relevance_forms": (
+        {"query_id": "q", "retrieved": [], "relevant_ids": ["a"], "relevance": {"a": 2, "b": 1}},
+        False,
+    ),
+    "metadata": (
+        {"query_id": "q", "retrieved": [{"doc_id": "d", "metadata": {"z": 1, "a": [1.5]}}]},
+        False,
+    ),
+    "int_scores": (
+        {
+            "query_id": "q",
+            "retrieved": [{"doc_id": "d", "score": 3}, {"doc_id": "e", "score": 2**40}],
+        },
+        False,
+    ),
     "evidence_string": ({"query_id": "q", "retrieved": [], "evidence": "span"}, False),
     "tag_number": ({"query_id": "q", "retrieved": [], "tags": {"n": 1.5, "b": False}}, False),
     # errors
@@ -251,22 +268,30 @@ def test_content_hash_ignores_batch_cuts_and_sees_every_column(tmp_path: Path) -
     changes = [
         dataclasses.replace(q, query_id=q.query_id + "x"),
         dataclasses.replace(q, retrieved=q.retrieved[:-1]),
-        dataclasses.replace(q, retrieved=(dataclasses.replace(q.retrieved[0], text="changed"), *q.retrieved[1:])),
-        dataclasses.replace(q, retrieved=(dataclasses.replace(q.retrieved[0], score=123.25), *q.retrieved[1:])),
+        dataclasses.replace(
+            q, retrieved=(dataclasses.replace(q.retrieved[0], text="changed"), *q.retrieved[1:])
+        ),
+        dataclasses.replace(
+            q, retrieved=(dataclasses.replace(q.retrieved[0], score=123.25), *q.retrieved[1:])
+        ),
         dataclasses.replace(q, evidence=(*q.evidence, "more")),
         dataclasses.replace(q, tags={**q.tags, "new": "tag"}),
         dataclasses.replace(q, retrieved=None),
     ]
     for changed in changes:
-        assert digest([*queries[:with_chunks], changed, *queries[with_chunks + 1:]]) != base
+        assert digest([*queries[:with_chunks], changed, *queries[with_chunks + 1 :]]) != base
     # a string moving between two rows changes the hash (lengths are hashed, not only bytes)
     a = [Query("q", (Chunk("d", "ab"), Chunk("e", "c")))]
     b = [Query("q", (Chunk("d", "a"), Chunk("e", "bc")))]
     assert digest(a) != digest(b)
 
 
-def test_fallback_mid_stream_leaves_one_copy_of_the_rows(tmp_path: Path, small_blocks: None) -> None:
-    text = random_native_run(random.Random(1), 25) + native_line({"query_id": "z", "retrieved": [], "extra": 1})
+def test_fallback_mid_stream_leaves_one_copy_of_the_rows(
+    tmp_path: Path, small_blocks: None
+) -> None:
+    text = random_native_run(random.Random(1), 25) + native_line(
+        {"query_id": "z", "retrieved": [], "extra": 1}
+    )
     path = write(tmp_path / "late.jsonl", text)
     log = ProblemLog()
     parsed = read_inputs([path], None, log)[0]
@@ -300,7 +325,10 @@ def test_file_store_memory_limit_is_restored(tmp_path: Path) -> None:
             before = store.connection.execute("SELECT current_setting('memory_limit')").fetchall()
             log = ProblemLog()
             store.import_run(read_inputs([path], None, log)[0], log)
-            assert store.connection.execute("SELECT current_setting('memory_limit')").fetchall() == before
+            assert (
+                store.connection.execute("SELECT current_setting('memory_limit')").fetchall()
+                == before
+            )
 
 
 def test_file_store_import_runs_under_the_import_settings(tmp_path: Path) -> None:
@@ -309,15 +337,20 @@ def test_file_store_import_runs_under_the_import_settings(tmp_path: Path) -> Non
     seen: list[Any] = []
     for db in (tmp_path / "s.duckdb", ":memory:"):
         with Store(db) as store:
+
             def progress(done: int, total: int | None, store: Store = store) -> None:
                 seen.append(store.connection.execute(query).fetchall()[0])
 
             log = ProblemLog()
             store.import_run(read_inputs([path], None, log)[0], log, progress=progress)
             seen.append(store.connection.execute(query).fetchall()[0])  # after: as before
-    capped = duckdb.connect().execute(
-        f"SET memory_limit = '{store_module.IMPORT_MEMORY_LIMIT}'; SELECT current_setting('memory_limit')"
-    ).fetchall()[0][0]
+    capped = (
+        duckdb.connect()
+        .execute(
+            f"SET memory_limit = '{store_module.IMPORT_MEMORY_LIMIT}'; SELECT current_setting('memory_limit')"
+        )
+        .fetchall()[0][0]
+    )
     default = duckdb.connect().execute(query).fetchall()[0]
     # file store: capped and zstd during the import, defaults after; in-memory: left alone
     assert seen == [(capped, "zstd"), default, default, default]
@@ -351,8 +384,17 @@ def test_prefetch_passes_items_errors_and_stops_early() -> None:
 
 
 def test_column_batch_counts() -> None:
-    chunks = pa.table({"qidx": [0, 0, 1], "rank": [1, 2, 1], "doc_id": ["a", "b", "c"], "text": [None] * 3,
-                       "score": [1.0, 2.0, None], "metadata": [None] * 3}, schema=BATCH_SCHEMAS["chunks"])
+    chunks = pa.table(
+        {
+            "qidx": [0, 0, 1],
+            "rank": [1, 2, 1],
+            "doc_id": ["a", "b", "c"],
+            "text": [None] * 3,
+            "score": [1.0, 2.0, None],
+            "metadata": [None] * 3,
+        },
+        schema=BATCH_SCHEMAS["chunks"],
+    )
     batch = ColumnBatch(2, {"chunks": chunks})
     assert (batch.n_chunks, batch.max_depth) == (3, 2)
     assert (ColumnBatch(1, {}).n_chunks, ColumnBatch(1, {}).max_depth) == (0, 0)
@@ -374,7 +416,9 @@ def read_trec(run: Path, qrels: Path | None) -> tuple[ParsedRun, list[Query], li
 
 def both_trec_routes(
     run: Path, qrels: Path | None, monkeypatch: pytest.MonkeyPatch
-) -> tuple[tuple[ParsedRun, list[Query], list[Problem]], tuple[ParsedRun, list[Query], list[Problem]]]:
+) -> tuple[
+    tuple[ParsedRun, list[Query], list[Problem]], tuple[ParsedRun, list[Query], list[Problem]]
+]:
     fast = read_trec(run, qrels)
     with monkeypatch.context() as m:
         trec_slow(m)
@@ -385,7 +429,9 @@ def both_trec_routes(
 def clean_copy(source: Path, target: Path) -> Path:
     """A trec_eval test file with single spaces between columns (fit for the bulk route)."""
     lines = [" ".join(line.split()) for line in source.read_text(encoding="utf-8").splitlines()]
-    return write(target, "\n".join(line for line in lines if line and not line.startswith("#")) + "\n")
+    return write(
+        target, "\n".join(line for line in lines if line and not line.startswith("#")) + "\n"
+    )
 
 
 def random_trec(rng: random.Random, tmp_path: Path, n: int = 30) -> tuple[Path, Path]:
@@ -394,7 +440,9 @@ def random_trec(rng: random.Random, tmp_path: Path, n: int = 30) -> tuple[Path, 
         qid = f"{rng.randrange(1000)}-{q}"
         docs = rng.sample(range(60), rng.randrange(1, 25))
         for r, d in enumerate(docs):
-            score = rng.choice(["1", "0.5", "-0", "0", "0.0", "1e2", "100", ".5", "+2", "0.25", "-3.5e-1"])
+            score = rng.choice(
+                ["1", "0.5", "-0", "0", "0.0", "1e2", "100", ".5", "+2", "0.25", "-3.5e-1"]
+            )
             run_lines.append(f"{qid} Q0 D{d} {r + 1} {score} tagA")
         if rng.random() < 0.8:
             for d in rng.sample(range(70), rng.randrange(0, 12)):
@@ -402,12 +450,16 @@ def random_trec(rng: random.Random, tmp_path: Path, n: int = 30) -> tuple[Path, 
     for q in range(3):  # judged, never retrieved
         qrels_lines.append(f"only{q} 0 D1 1")
     rng.shuffle(run_lines)  # a query's lines need not be adjacent
-    return (write(tmp_path / "r.run", "\n".join(run_lines) + "\n"),
-            write(tmp_path / "r.qrels", "\n".join(qrels_lines) + "\n"))
+    return (
+        write(tmp_path / "r.run", "\n".join(run_lines) + "\n"),
+        write(tmp_path / "r.qrels", "\n".join(qrels_lines) + "\n"),
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_trec_generated_files_equal_the_line_reader(seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trec_generated_files_equal_the_line_reader(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run, qrels = random_trec(random.Random(seed), tmp_path)
     assert trec._Staged.load(run, qrels) is not None  # the bulk route is taken
     fast, slow = both_trec_routes(run, qrels, monkeypatch)
@@ -450,7 +502,9 @@ def test_trec_read_arrays_equals_the_query_route(
 
 
 @pytest.mark.oracle
-def test_trec_oracle_files_cleaned_take_the_bulk_route(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trec_oracle_files_cleaned_take_the_bulk_route(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = clean_copy(ORACLE / "results.test", tmp_path / "results.test")
     qrels = clean_copy(ORACLE / "qrels.test", tmp_path / "qrels.test")
     assert trec._Staged.load(run, qrels) is not None
@@ -464,7 +518,10 @@ def test_trec_oracle_files_cleaned_take_the_bulk_route(tmp_path: Path, monkeypat
 
 TREC_CASES: dict[str, tuple[str, bool]] = {
     # name: (run text, whether the bulk route takes it)
-    "ties_and_signed_zero": ("q Q0 b 1 0 t\nq Q0 a 2 -0 t\nq Q0 c 3 0.0 t\nq Q0 d10 4 1 t\nq Q0 d9 5 1 t\n", True),
+    "ties_and_signed_zero": (
+        "q Q0 b 1 0 t\nq Q0 a 2 -0 t\nq Q0 c 3 0.0 t\nq Q0 d10 4 1 t\nq Q0 d9 5 1 t\n",
+        True,
+    ),
     "tabs": ("q\tQ0\ta\t1\t2\tt\nq\tQ0\tb\t2\t3\tt\n", True),
     "crlf": ("q Q0 a 1 2 t\r\nq Q0 b 2 3 t\r\n", True),
     "no_final_newline": ("q Q0 a 1 2 t\nq Q0 b 2 3 t", True),
@@ -500,10 +557,18 @@ def test_trec_edge_files(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize(
     ("qrels_text", "bulk"),
-    [("q 0 a 1\nq 0 b +2\n", True), ("q 0 a 1\nq 0 a 2\n", False), ("q 0 a x\n", False),
-     ("q 0 a 99999999999\n", False), ("q 0 a 1 extra\n", False), ("q\t0\ta\t1\n", True)],
+    [
+        ("q 0 a 1\nq 0 b +2\n", True),
+        ("q 0 a 1\nq 0 a 2\n", False),
+        ("q 0 a x\n", False),
+        ("q 0 a 99999999999\n", False),
+        ("q 0 a 1 extra\n", False),
+        ("q\t0\ta\t1\n", True),
+    ],
 )
-def test_trec_qrels_cases(qrels_text: str, bulk: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trec_qrels_cases(
+    qrels_text: str, bulk: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = write(tmp_path / "x.run", "q Q0 a 1 2 t\nq Q0 b 2 3 t\n")
     qrels = write(tmp_path / "x.qrels", qrels_text)
     assert (trec._Staged.load(run, qrels) is not None) is bulk
@@ -516,16 +581,38 @@ def test_trec_qrels_cases(qrels_text: str, bulk: bool, tmp_path: Path, monkeypat
 def test_trec_score_check_equals_the_line_readers_rule() -> None:
     """The bulk route's number test accepts exactly what _NUMBER + float() accept as finite."""
     candidates = {"".join(t) for n in range(1, 6) for t in itertools.product("1.e+-", repeat=n)}
-    candidates |= {"1_0", "inf", "-inf", "nan", "Infinity", "0x10", "1e999", "1d", "\uff11", " 1", "1,5",
-                   "+.5", "1.", ".5", "00012.50", "1E+3", "-0", "2.4703282292062328e-324"}
+    candidates |= {
+        "1_0",
+        "inf",
+        "-inf",
+        "nan",
+        "Infinity",
+        "0x10",
+        "1e999",
+        "1d",
+        "\uff11",
+        " 1",
+        "1,5",
+        "+.5",
+        "1.",
+        ".5",
+        "00012.50",
+        "1E+3",
+        "-0",
+        "2.4703282292062328e-324",
+    }
     random_numbers = random.Random(0)
     candidates |= {repr(random_numbers.uniform(-1e9, 1e9)) for _ in range(500)}
     values = sorted(candidates)
-    rows = duckdb.connect().execute(
-        f"SELECT v, NOT coalesce({trec._SCORE_BAD_SQL.format(field='v')}, true) "
-        "FROM unnest(?::VARCHAR[]) AS t(v)",
-        [values],
-    ).fetchall()
+    rows = (
+        duckdb.connect()
+        .execute(
+            f"SELECT v, NOT coalesce({trec._SCORE_BAD_SQL.format(field='v')}, true) "
+            "FROM unnest(?::VARCHAR[]) AS t(v)",
+            [values],
+        )
+        .fetchall()
+    )
     for value, accepted in rows:
         expected = trec._NUMBER.match(value) is not None and math.isfinite(float(value))
         assert accepted == expected, value
@@ -546,7 +633,9 @@ def test_trec_staged_tables_have_the_store_schemas(tmp_path: Path) -> None:
     assert all(v == list(range(1, len(v) + 1)) for v in by_query.values())
 
 
-def test_trec_store_import_dedupes_against_the_line_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trec_store_import_dedupes_against_the_line_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same content by either route is one run: the second import finds the first."""
     run, qrels = random_trec(random.Random(5), tmp_path)
     with Store(":memory:") as store:

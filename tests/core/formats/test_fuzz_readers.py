@@ -63,33 +63,67 @@ OUTCOMES: Counter[str] = Counter()
 CASE_TIMEOUT_S = 60
 #: cases per fuzz test: CI-sized unless RAGEVAL_FUZZ_EXAMPLES asks for a long run
 EXAMPLES = int(os.environ.get("RAGEVAL_FUZZ_EXAMPLES") or 150)
-PROBLEM_LINE = re.compile(r"^(?P<file>.+):(?P<line>\d+): (?P<field>[^:].*?): (?P<problem>.+)$", re.S)
+PROBLEM_LINE = re.compile(
+    r"^(?P<file>.+):(?P<line>\d+): (?P<field>[^:].*?): (?P<problem>.+)$", re.S
+)
 
 
 # --- values --------------------------------------------------------------------------------------
 
 NFC, NFD = unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")
 HOSTILE = [
-    "", " ", "q1", "Q1", NFC, NFD, "ﬁ", "fi", "\u00a0q1", "q1\u200b", "'; DROP TABLE runs; --",
-    "<script>alert(1)</script>", "\ufeffq1", "line\nbreak", "tab\tbed", "cr\rhere", "\u2028",
-    "\x00", "\x1b[31m", "[x](javascript:alert(1))", "0", "-1", "1e999", "NaN", "null",
-    "\ud800", "a\udfff", "\udcff", "\x01\x7f\x85", "\u202e",  # lone surrogates: "\ud800" in JSON
+    "",
+    " ",
+    "q1",
+    "Q1",
+    NFC,
+    NFD,
+    "ﬁ",
+    "fi",
+    "\u00a0q1",
+    "q1\u200b",
+    "'; DROP TABLE runs; --",
+    "<script>alert(1)</script>",
+    "\ufeffq1",
+    "line\nbreak",
+    "tab\tbed",
+    "cr\rhere",
+    "\u2028",
+    "\x00",
+    "\x1b[31m",
+    "[x](javascript:alert(1))",
+    "0",
+    "-1",
+    "1e999",
+    "NaN",
+    "null",
+    "\ud800",
+    "a\udfff",
+    "\udcff",
+    "\x01\x7f\x85",
+    "\u202e",  # lone surrogates: "\ud800" in JSON
 ]
 texts = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40))
-ids = st.one_of(st.sampled_from(["q1", "q2", NFC, NFD, "ﬁ", "fi", "", " q1 ", "'; DROP TABLE runs; --"]),
-                st.text(min_size=1, max_size=8))
+ids = st.one_of(
+    st.sampled_from(["q1", "q2", NFC, NFD, "ﬁ", "fi", "", " q1 ", "'; DROP TABLE runs; --"]),
+    st.text(min_size=1, max_size=8),
+)
 numbers = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(min_value=-(10**30), max_value=10**30),
-    st.sampled_from([0, -1, -0.0, 1e308, -1e-320, 2**63, 2**64 + 1, 10**400, -(10**400),
-                     10**308, 2 * 10**308]),
+    st.sampled_from(
+        [0, -1, -0.0, 1e308, -1e-320, 2**63, 2**64 + 1, 10**400, -(10**400), 10**308, 2 * 10**308]
+    ),
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, texts)
 #: any JSON value: where a field is given the wrong type
-anything = st.recursive(scalars, lambda c: st.lists(c, max_size=3)
-                        | st.dictionaries(texts, c, max_size=3), max_leaves=8)
+anything = st.recursive(
+    scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(texts, c, max_size=3), max_leaves=8
+)
 counts = st.one_of(st.integers(-5, 10**12), st.sampled_from([2**63 - 1, 2**63, 2**64 + 1, 10**400]))
-labels = st.one_of(st.integers(-3, 3), st.sampled_from([2**31 - 1, 2**31, -(2**31) - 1, 10**20, 10**400]))
+labels = st.one_of(
+    st.integers(-3, 3), st.sampled_from([2**31 - 1, 2**31, -(2**31) - 1, 10**20, 10**400])
+)
 #: a placeholder replaced, once serialised, by nesting this deep (json.dumps would recurse)
 DEEP = "\u0001deep\u0001"
 
@@ -97,15 +131,18 @@ DEEP = "\u0001deep\u0001"
 def maybe(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     """Mostly the right kind of value; sometimes anything at all, or the deep placeholder."""
     return st.integers(0, 19).flatmap(
-        lambda i: anything if i == 0 else st.just(DEEP) if i == 1 else strategy)
+        lambda i: anything if i == 0 else st.just(DEEP) if i == 1 else strategy
+    )
 
 
 def chunk_texts(evidence: str) -> st.SearchStrategy[str]:
-    return st.one_of(texts, st.just(evidence), st.just(evidence[: len(evidence) // 2]),
-                     st.just("x" * 3000))
+    return st.one_of(
+        texts, st.just(evidence), st.just(evidence[: len(evidence) // 2]), st.just("x" * 3000)
+    )
 
 
 # --- damage to the bytes ------------------------------------------------------------------------
+
 
 def encoded(text: str) -> bytes:
     """text as UTF-8; a raw lone surrogate (json.dumps(ensure_ascii=False) keeps one) as the
@@ -122,16 +159,28 @@ def damaged(draw: st.DrawFn, text: str) -> bytes:
     line_end = draw(st.sampled_from(["\n", "\n", "\r\n", "\r"]))  # CR alone: an old Mac file
     text = text.replace("\n", line_end)
     if draw(st.integers(0, 9)) == 0:  # a huge line
-        text = text + "\n" + json.dumps({"query_id": "huge", "retrieved": [], "query": "y" * 2_000_000})
+        text = (
+            text
+            + "\n"
+            + json.dumps({"query_id": "huge", "retrieved": [], "query": "y" * 2_000_000})
+        )
     data = encoded(text)
     if draw(st.integers(0, 4)) == 0:
         data = b"\xef\xbb\xbf" + data  # a BOM
-    kind = draw(st.sampled_from(["none"] * 6 + ["truncate", "invalid", "latin1", "nul", "control", "drop_line"]))
+    kind = draw(
+        st.sampled_from(
+            ["none"] * 6 + ["truncate", "invalid", "latin1", "nul", "control", "drop_line"]
+        )
+    )
     if kind == "truncate" and data:
         data = data[: draw(st.integers(0, len(data) - 1))]
     elif kind == "invalid" and data:
         at = draw(st.integers(0, len(data)))
-        data = data[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80"])) + data[at:]
+        data = (
+            data[:at]
+            + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80"]))
+            + data[at:]
+        )
     elif kind == "latin1":
         data = data + "\nnaïve café £".encode("latin-1")  # a second encoding after the first
     elif kind in ("nul", "control") and data:
@@ -181,19 +230,27 @@ def draw_ascii(value: Any) -> bool:
 
 # --- records per format --------------------------------------------------------------------------
 
+
 @st.composite
 def native_query(draw: st.DrawFn) -> dict[str, Any]:
     evidence = draw(st.lists(st.one_of(texts, st.just("z" * 5000)), max_size=3))
     span = evidence[0] if evidence else "gold"
     chunk = st.fixed_dictionaries(
         {"doc_id": maybe(ids)},
-        optional={"text": maybe(chunk_texts(span)), "score": maybe(numbers),
-                  "metadata": maybe(st.dictionaries(texts, scalars, max_size=2))})
+        optional={
+            "text": maybe(chunk_texts(span)),
+            "score": maybe(numbers),
+            "metadata": maybe(st.dictionaries(texts, scalars, max_size=2)),
+        },
+    )
     fields = {"query_id": maybe(ids)}
     optional = {
-        "query": maybe(texts), "relevance": maybe(st.dictionaries(ids, labels, max_size=3)),
-        "relevant_ids": maybe(st.lists(ids, max_size=3)), "evidence": maybe(st.just(evidence)),
-        "answer": maybe(texts), "latency_ms": maybe(st.dictionaries(texts, numbers, max_size=2)),
+        "query": maybe(texts),
+        "relevance": maybe(st.dictionaries(ids, labels, max_size=3)),
+        "relevant_ids": maybe(st.lists(ids, max_size=3)),
+        "evidence": maybe(st.just(evidence)),
+        "answer": maybe(texts),
+        "latency_ms": maybe(st.dictionaries(texts, numbers, max_size=2)),
         "tokens": maybe(st.dictionaries(texts, counts, max_size=2)),
         "tags": maybe(st.dictionaries(texts, scalars, max_size=2)),
         "judge": maybe(st.dictionaries(texts, numbers, max_size=2)),
@@ -206,9 +263,19 @@ def native_query(draw: st.DrawFn) -> dict[str, Any]:
 @st.composite
 def native_file(draw: st.DrawFn) -> tuple[str, str]:
     queries = draw(st.lists(native_query(), min_size=0, max_size=6))
-    header = draw(st.one_of(st.none(), st.fixed_dictionaries(
-        {}, optional={"name": maybe(texts), "settings": maybe(st.dictionaries(texts, scalars)),
-                      "price_per_1k": maybe(numbers)})))
+    header = draw(
+        st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "name": maybe(texts),
+                    "settings": maybe(st.dictionaries(texts, scalars)),
+                    "price_per_1k": maybe(numbers),
+                },
+            ),
+        )
+    )
     records = ([{"rageval_run": header}] if header is not None else []) + queries
     if draw(st.booleans()):
         return "run.json", "[" + ",\n".join(dumps(r) for r in records) + "]"
@@ -219,12 +286,21 @@ def native_file(draw: st.DrawFn) -> tuple[str, str]:
 def table_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
     row = st.fixed_dictionaries(
         {"query_id": maybe(ids), "doc_id": maybe(ids)},
-        optional={"rank": maybe(st.integers(-3, 5)), "score": maybe(numbers), "text": maybe(texts),
-                  "query": texts, "evidence": maybe(st.lists(texts, max_size=2).map(json.dumps)),
-                  "relevant_ids": st.one_of(st.lists(ids, max_size=2).map(json.dumps), texts),
-                  "relevance": maybe(st.dictionaries(ids, labels).map(json.dumps)),
-                  "latency_ms.retrieve": maybe(numbers), "tokens.prompt": maybe(st.one_of(numbers, counts)),
-                  "tag.topic": texts, "metadata.page": scalars, "judge.f": maybe(numbers)})
+        optional={
+            "rank": maybe(st.integers(-3, 5)),
+            "score": maybe(numbers),
+            "text": maybe(texts),
+            "query": texts,
+            "evidence": maybe(st.lists(texts, max_size=2).map(json.dumps)),
+            "relevant_ids": st.one_of(st.lists(ids, max_size=2).map(json.dumps), texts),
+            "relevance": maybe(st.dictionaries(ids, labels).map(json.dumps)),
+            "latency_ms.retrieve": maybe(numbers),
+            "tokens.prompt": maybe(st.one_of(numbers, counts)),
+            "tag.topic": texts,
+            "metadata.page": scalars,
+            "judge.f": maybe(numbers),
+        },
+    )
     return draw(st.lists(row, min_size=0, max_size=8))
 
 
@@ -233,8 +309,12 @@ def csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for r in rows:
-        writer.writerow(["" if r.get(c) is None else r[c] if isinstance(r.get(c), str)
-                         else dumps(r[c]) for c in columns])
+        writer.writerow(
+            [
+                "" if r.get(c) is None else r[c] if isinstance(r.get(c), str) else dumps(r[c])
+                for c in columns
+            ]
+        )
     return out.getvalue()
 
 
@@ -249,12 +329,22 @@ def table_file(draw: st.DrawFn) -> tuple[str, str]:
 
 @st.composite
 def trec_files(draw: st.DrawFn) -> list[tuple[str, str]]:
-    word = st.one_of(ids.filter(lambda s: s.strip() and not any(c.isspace() for c in s)),
-                     st.sampled_from(["Q0", "0", "nan", "inf", "-inf", "1e999", "-3", "x"]))
+    word = st.one_of(
+        ids.filter(lambda s: s.strip() and not any(c.isspace() for c in s)),
+        st.sampled_from(["Q0", "0", "nan", "inf", "-inf", "1e999", "-3", "x"]),
+    )
     number = st.one_of(st.integers(-5, 10).map(str), numbers.map(repr), word)
-    line = st.tuples(word, st.sampled_from(["Q0", "q0", "0", "X"]), word, number, number,
-                     st.sampled_from(["tag", "other"])).map(" ".join)
-    lines = draw(st.lists(st.one_of(line, line, line, texts, st.just("# comment")), min_size=1, max_size=12))
+    line = st.tuples(
+        word,
+        st.sampled_from(["Q0", "q0", "0", "X"]),
+        word,
+        number,
+        number,
+        st.sampled_from(["tag", "other"]),
+    ).map(" ".join)
+    lines = draw(
+        st.lists(st.one_of(line, line, line, texts, st.just("# comment")), min_size=1, max_size=12)
+    )
     files = [("run.trec", "\n".join(lines) + "\n")]
     if draw(st.booleans()):
         qrel = st.tuples(word, st.just("0"), word, st.one_of(labels.map(str), word)).map(" ".join)
@@ -265,45 +355,112 @@ def trec_files(draw: st.DrawFn) -> list[tuple[str, str]]:
 @st.composite
 def tatrag_files(draw: st.DrawFn) -> list[tuple[str, str]]:
     questions = draw(st.lists(texts, min_size=1, max_size=4))
-    gold = [draw(st.fixed_dictionaries(
-        {"query": maybe(st.just(q)), "gold": maybe(st.lists(st.fixed_dictionaries(
-            {"content": maybe(texts)}, optional={"type": maybe(st.sampled_from(["TEXT", "FILE", "text", "?"]))}),
-            max_size=3))},
-        optional={"answer": maybe(texts), "source": maybe(texts)})) for q in questions]
-    doc = st.fixed_dictionaries({"id": maybe(ids), "content": maybe(texts)},
-                                optional={"score": maybe(numbers), "metadata": maybe(st.dictionaries(texts, scalars, max_size=2))})
-    retrieval = [draw(st.fixed_dictionaries({"query": maybe(st.sampled_from(questions)),
-                                             "documents": maybe(st.lists(doc, max_size=3))}))
-                 for _ in range(draw(st.integers(0, len(questions) + 1)))]
+    gold = [
+        draw(
+            st.fixed_dictionaries(
+                {
+                    "query": maybe(st.just(q)),
+                    "gold": maybe(
+                        st.lists(
+                            st.fixed_dictionaries(
+                                {"content": maybe(texts)},
+                                optional={
+                                    "type": maybe(st.sampled_from(["TEXT", "FILE", "text", "?"]))
+                                },
+                            ),
+                            max_size=3,
+                        )
+                    ),
+                },
+                optional={"answer": maybe(texts), "source": maybe(texts)},
+            )
+        )
+        for q in questions
+    ]
+    doc = st.fixed_dictionaries(
+        {"id": maybe(ids), "content": maybe(texts)},
+        optional={
+            "score": maybe(numbers),
+            "metadata": maybe(st.dictionaries(texts, scalars, max_size=2)),
+        },
+    )
+    retrieval = [
+        draw(
+            st.fixed_dictionaries(
+                {
+                    "query": maybe(st.sampled_from(questions)),
+                    "documents": maybe(st.lists(doc, max_size=3)),
+                }
+            )
+        )
+        for _ in range(draw(st.integers(0, len(questions) + 1)))
+    ]
     return [("gold.json", dumps(gold)), ("retrieval.json", dumps(retrieval))]
 
 
 @st.composite
 def qa_files(draw: st.DrawFn) -> list[tuple[str, str]]:
     n = draw(st.integers(1, 4))
-    pairs = [draw(st.fixed_dictionaries(
-        {"qa_pair_id": maybe(st.one_of(st.integers(-2, 5), ids)), "question": maybe(texts)},
-        optional={"answer": maybe(texts), "context": maybe(st.one_of(texts, st.lists(texts, max_size=2))),
-                  "source_document": maybe(texts)})) for _ in range(n)]
-    doc = st.fixed_dictionaries({"id": maybe(st.one_of(ids, st.integers()))},
-                                optional={"text": maybe(texts), "score": maybe(numbers), "page": scalars})
-    results = [draw(st.fixed_dictionaries({"qa_pair_id": maybe(st.one_of(st.integers(-2, 5), ids)),
-                                           "results": maybe(st.lists(doc, max_size=3))},
-                                          optional={"latency_ms": maybe(st.dictionaries(texts, numbers, max_size=2)),
-                                                    "tokens": maybe(st.dictionaries(texts, counts, max_size=2))}))
-               for _ in range(draw(st.integers(0, n + 1)))]
-    return [("pairs.jsonl", "\n".join(dumps(p) for p in pairs) + "\n"), ("results.json", dumps(results))]
+    pairs = [
+        draw(
+            st.fixed_dictionaries(
+                {"qa_pair_id": maybe(st.one_of(st.integers(-2, 5), ids)), "question": maybe(texts)},
+                optional={
+                    "answer": maybe(texts),
+                    "context": maybe(st.one_of(texts, st.lists(texts, max_size=2))),
+                    "source_document": maybe(texts),
+                },
+            )
+        )
+        for _ in range(n)
+    ]
+    doc = st.fixed_dictionaries(
+        {"id": maybe(st.one_of(ids, st.integers()))},
+        optional={"text": maybe(texts), "score": maybe(numbers), "page": scalars},
+    )
+    results = [
+        draw(
+            st.fixed_dictionaries(
+                {
+                    "qa_pair_id": maybe(st.one_of(st.integers(-2, 5), ids)),
+                    "results": maybe(st.lists(doc, max_size=3)),
+                },
+                optional={
+                    "latency_ms": maybe(st.dictionaries(texts, numbers, max_size=2)),
+                    "tokens": maybe(st.dictionaries(texts, counts, max_size=2)),
+                },
+            )
+        )
+        for _ in range(draw(st.integers(0, n + 1)))
+    ]
+    return [
+        ("pairs.jsonl", "\n".join(dumps(p) for p in pairs) + "\n"),
+        ("results.json", dumps(results)),
+    ]
 
 
 @st.composite
 def ragas_file(draw: st.DrawFn) -> tuple[str, str]:
-    rows = draw(st.lists(st.fixed_dictionaries(
-        {"user_input": maybe(texts)},
-        optional={"retrieved_contexts": maybe(st.lists(texts, max_size=3)),
-                  "reference_contexts": maybe(st.lists(st.one_of(texts, st.just("w" * 4000)), max_size=2)),
-                  "response": maybe(texts), "reference": maybe(texts), "id": maybe(ids),
-                  "retrieved_context_ids": maybe(st.lists(ids, max_size=3)),
-                  "faithfulness": maybe(numbers)}), min_size=0, max_size=5))
+    rows = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {"user_input": maybe(texts)},
+                optional={
+                    "retrieved_contexts": maybe(st.lists(texts, max_size=3)),
+                    "reference_contexts": maybe(
+                        st.lists(st.one_of(texts, st.just("w" * 4000)), max_size=2)
+                    ),
+                    "response": maybe(texts),
+                    "reference": maybe(texts),
+                    "id": maybe(ids),
+                    "retrieved_context_ids": maybe(st.lists(ids, max_size=3)),
+                    "faithfulness": maybe(numbers),
+                },
+            ),
+            min_size=0,
+            max_size=5,
+        )
+    )
     if draw(st.booleans()):
         columns = sorted({c for r in rows for c in r} | {"user_input"})
         return "rows.csv", csv_text(rows, columns)
@@ -311,6 +468,7 @@ def ragas_file(draw: st.DrawFn) -> tuple[str, str]:
 
 
 # --- the check -----------------------------------------------------------------------------------
+
 
 @contextmanager
 def alarm(seconds: int) -> Iterator[None]:
@@ -382,16 +540,26 @@ def write(tmp: Path, files: list[tuple[str, bytes]]) -> list[Path]:
     return paths
 
 
-def run_case(store: Store, tmp_factory: Any, reader: str, files: list[tuple[str, bytes]],
-             force: bool) -> None:
+def run_case(
+    store: Store, tmp_factory: Any, reader: str, files: list[tuple[str, bytes]], force: bool
+) -> None:
     tmp = tmp_factory.mktemp(reader)
     paths = write(tmp, files)
     check_import(store, paths, reader if force else None, reader)
 
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.function_scoped_fixture, HealthCheck.large_base_example])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.large_base_example,
+    ],
+)
 
 
 def fuzz(reader: str, make: Callable[[st.DrawFn], list[tuple[str, str]]]) -> Callable[..., None]:
@@ -401,8 +569,10 @@ def fuzz(reader: str, make: Callable[[st.DrawFn], list[tuple[str, str]]]) -> Cal
     def test(store: Store, tmp_path_factory: Any, data: st.DataObject, force: bool) -> None:
         files = make(data.draw)
         damage_one = data.draw(st.integers(0, len(files) - 1))
-        raw = [(name, data.draw(damaged(text)) if i == damage_one else encoded(text))
-               for i, (name, text) in enumerate(files)]
+        raw = [
+            (name, data.draw(damaged(text)) if i == damage_one else encoded(text))
+            for i, (name, text) in enumerate(files)
+        ]
         run_case(store, tmp_path_factory, reader, raw, force)
 
     return test
@@ -436,14 +606,18 @@ def cli_db(tmp_path_factory: Any) -> Path:
 @pytest.mark.slow
 @settings(FUZZ, max_examples=max(EXAMPLES // 2, 1))
 @given(data=st.data())
-def test_cli_imports_or_refuses_any_file(cli_db: Path, tmp_path_factory: Any, data: st.DataObject) -> None:
+def test_cli_imports_or_refuses_any_file(
+    cli_db: Path, tmp_path_factory: Any, data: st.DataObject
+) -> None:
     """`rageval import FILES`, in process: exit 0, or exit 2 with every problem at `path:line:`,
     no traceback and the store unchanged; any uncaught exception fails the case."""
     reader = data.draw(st.sampled_from(sorted(MAKERS)))
     files = MAKERS[reader](data.draw)
     damage_one = data.draw(st.integers(0, len(files) - 1))
-    raw = [(name, data.draw(damaged(text)) if i == damage_one else encoded(text))
-           for i, (name, text) in enumerate(files)]
+    raw = [
+        (name, data.draw(damaged(text)) if i == damage_one else encoded(text))
+        for i, (name, text) in enumerate(files)
+    ]
     paths = write(tmp_path_factory.mktemp(f"cli-{reader}"), raw)
     forced = ["--format", reader] if data.draw(st.booleans()) else []
     CASES[f"cli ({reader})"] += 1
@@ -458,7 +632,9 @@ def test_cli_imports_or_refuses_any_file(cli_db: Path, tmp_path_factory: Any, da
     OUTCOMES["cli refused"] += 1
     assert db_counts(cli_db) == before, "a refused import changed the store"
     given_files = tuple(display_path(p) for p in paths)
-    starts = tuple(f"{name}:" for name in given_files) + tuple(f"{name}.run.json:" for name in given_files)
+    starts = tuple(f"{name}:" for name in given_files) + tuple(
+        f"{name}.run.json:" for name in given_files
+    )
     lines = done.stderr.splitlines()
     assert lines and lines[-1].endswith(": import failed, nothing was stored"), done.stderr
     placed = [line for line in lines if line.startswith(starts)]
@@ -467,7 +643,7 @@ def test_cli_imports_or_refuses_any_file(cli_db: Path, tmp_path_factory: Any, da
         if line.endswith("import failed, nothing was stored"):
             continue
         name = next(s for s in starts if line.startswith(s))
-        assert re.match(r"\d+: \S", line[len(name):]), line  # path:line: field: problem
+        assert re.match(r"\d+: \S", line[len(name) :]), line  # path:line: field: problem
     # a line of its own that is no problem can only be the rest of a problem whose user text
     # holds a line break (a key "a\nb" in a field name): never the first line
     assert lines[0] in placed, done.stderr
@@ -476,8 +652,9 @@ def test_cli_imports_or_refuses_any_file(cli_db: Path, tmp_path_factory: Any, da
 @pytest.mark.slow
 @FUZZ
 @given(rows=table_rows(), data=st.data())
-def test_parquet(store: Store, tmp_path_factory: Any, rows: list[dict[str, Any]],
-                 data: st.DataObject) -> None:
+def test_parquet(
+    store: Store, tmp_path_factory: Any, rows: list[dict[str, Any]], data: st.DataObject
+) -> None:
     """Parquet: columns typed as the values come (mixed types fall back to text)."""
     columns = sorted({c for r in rows for c in r} | {"query_id", "doc_id"})
     arrays = {}
@@ -487,26 +664,48 @@ def test_parquet(store: Store, tmp_path_factory: Any, rows: list[dict[str, Any]]
         if kinds <= {int} and all(v is None or -(2**63) <= v < 2**63 for v in values):
             arrays[c] = pa.array(values, type=pa.int64())
         elif kinds <= {int, float}:  # an integer beyond a float is Infinity, as a writer would
-            arrays[c] = pa.array([None if v is None else float(v) if abs(v) < 2**1023 else math.inf if v > 0 else -math.inf
-                                  for v in values], type=pa.float64())
+            arrays[c] = pa.array(
+                [
+                    None
+                    if v is None
+                    else float(v)
+                    if abs(v) < 2**1023
+                    else math.inf
+                    if v > 0
+                    else -math.inf
+                    for v in values
+                ],
+                type=pa.float64(),
+            )
         else:  # Parquet text is UTF-8: a lone surrogate becomes U+FFFD (invalid bytes: see
             # test_hostile_inputs.py, which patches them in)
-            arrays[c] = pa.array([None if v is None else encoded(v if isinstance(v, str) else dumps(v))
-                                  .decode("utf-8", "replace") for v in values], type=pa.string())
+            arrays[c] = pa.array(
+                [
+                    None
+                    if v is None
+                    else encoded(v if isinstance(v, str) else dumps(v)).decode("utf-8", "replace")
+                    for v in values
+                ],
+                type=pa.string(),
+            )
     tmp = tmp_path_factory.mktemp("parquet")
     path = tmp / "run.parquet"
     pq.write_table(pa.table(arrays), path)
     if data.draw(st.integers(0, 3)) == 0:  # a damaged file: truncated, or a flipped byte
         raw = path.read_bytes()
         cut = data.draw(st.integers(0, len(raw) - 1))
-        path.write_bytes(raw[:cut] if data.draw(st.booleans()) else raw[:cut] + b"\x00" + raw[cut + 1:])
+        path.write_bytes(
+            raw[:cut] if data.draw(st.booleans()) else raw[:cut] + b"\x00" + raw[cut + 1 :]
+        )
     check_import(store, [path], data.draw(st.sampled_from([None, "table"])), "table (parquet)")
 
 
 # --- the named cases, each once ------------------------------------------------------------------
 
-def imported_or_refused(store: Store, tmp: Path, name: str, data: bytes, fmt: str | None = None,
-                        reader: str = "named") -> tuple[str, list[str]]:
+
+def imported_or_refused(
+    store: Store, tmp: Path, name: str, data: bytes, fmt: str | None = None, reader: str = "named"
+) -> tuple[str, list[str]]:
     path = tmp / name
     path.write_bytes(data)
     log_before = OUTCOMES["refused"]
@@ -528,7 +727,9 @@ def test_one_query_with_100k_chunks(store: Store, tmp_path: Path) -> None:
     assert imported_or_refused(store, tmp_path, "wide.trec", trec.encode())[0] == "imported"
 
 
-def test_ids_that_differ_only_by_normalisation_are_two_queries(store: Store, tmp_path: Path) -> None:
+def test_ids_that_differ_only_by_normalisation_are_two_queries(
+    store: Store, tmp_path: Path
+) -> None:
     """NFC and NFD spellings of one id are kept apart, as written (never silently merged)."""
     text = native_line(NFC, [{"doc_id": NFC}]) + "\n" + native_line(NFD, [{"doc_id": NFD}]) + "\n"
     assert imported_or_refused(store, tmp_path, "nf.jsonl", text.encode())[0] == "imported"
@@ -566,7 +767,9 @@ def test_bom_crlf_and_nan_in_every_text_format(store: Store, tmp_path: Path) -> 
     path = tmp_path / "nan.jsonl"
     path.write_text(nan)
     out = import_paths(store, [path])
-    assert out.failed and str(out.problems[0]).endswith("retrieved[0].score: expected a finite number, got NaN")
+    assert out.failed and str(out.problems[0]).endswith(
+        "retrieved[0].score: expected a finite number, got NaN"
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -574,4 +777,3 @@ def report_cases() -> Iterator[None]:
     """Print how many cases ran (`pytest -s`; docs/reliability.md quotes the figure)."""
     yield
     print(f"\nfuzz cases: {sum(CASES.values())} {dict(CASES)}; outcomes {dict(OUTCOMES)}")
-

@@ -85,20 +85,30 @@ SURROGATE_RECORDS = [
     ("tags.topic", native_line(tags={"topic": "\ud800"})),
     ("tags", native_line(tags={"\udfff": "x"})),
     ("relevance", native_line(relevance={"\ud800": 1})),
-    ("retrieved[0].metadata.page", native_line(retrieved=[{"doc_id": "d1", "metadata": {"page": "\ud800"}}])),
+    (
+        "retrieved[0].metadata.page",
+        native_line(retrieved=[{"doc_id": "d1", "metadata": {"page": "\ud800"}}]),
+    ),
     ("answer", native_line(answer="\udfff")),
 ]
 
 
-@pytest.mark.parametrize(("field", "record"), SURROGATE_RECORDS, ids=[f for f, _ in SURROGATE_RECORDS])
-def test_lone_surrogate_escape_in_json_is_a_file_line_error(db: Path, tmp_path: Path, field: str,
-                                                            record: str) -> None:
-    assert "\\ud800" in record or "\\udfff" in record  # json.dumps escapes it: the attack's spelling
+@pytest.mark.parametrize(
+    ("field", "record"), SURROGATE_RECORDS, ids=[f for f, _ in SURROGATE_RECORDS]
+)
+def test_lone_surrogate_escape_in_json_is_a_file_line_error(
+    db: Path, tmp_path: Path, field: str, record: str
+) -> None:
+    assert (
+        "\\ud800" in record or "\\udfff" in record
+    )  # json.dumps escapes it: the attack's spelling
     good = native_line(query_id="q0")
     jsonl = write(tmp_path / "run.jsonl", f"{good}\n{record}\n")
     (problem,) = refused(db, str(jsonl))
     assert (problem["line"], problem["field"]) == ("2", field)
-    assert re.search(r"lone surrogate \(\\ud[89a-f][0-9a-f]{2}\), not valid Unicode", problem["problem"])
+    assert re.search(
+        r"lone surrogate \(\\ud[89a-f][0-9a-f]{2}\), not valid Unicode", problem["problem"]
+    )
     # the same records as one pretty-printed JSON array: the line where the element starts
     array = write(tmp_path / "run.json", f"[\n{good},\n{record}\n]\n")
     (problem,) = refused(db, str(array))
@@ -119,8 +129,13 @@ def test_lone_surrogate_in_the_header_record_and_the_sidecar(db: Path, tmp_path:
 
 def test_an_escaped_surrogate_pair_and_an_escaped_backslash_still_import(tmp_path: Path) -> None:
     """Only a lone surrogate is refused: a pair is one character, and \\\\ud800 is plain text."""
-    path = write(tmp_path / "run.jsonl", native_line(query="smile \U0001f600") + "\n"
-                 + native_line(query_id="q2", query="\\ud800 as text") + "\n")
+    path = write(
+        tmp_path / "run.jsonl",
+        native_line(query="smile \U0001f600")
+        + "\n"
+        + native_line(query_id="q2", query="\\ud800 as text")
+        + "\n",
+    )
     text = path.read_text()
     assert "\\ud83d\\ude00" in text and "\\\\ud800" in text
     with Store(":memory:") as store:
@@ -133,37 +148,85 @@ def test_an_escaped_surrogate_pair_and_an_escaped_backslash_still_import(tmp_pat
 #: per JSON format: its files, the one damaged, a text in it, that text with a lone surrogate and
 #: the field named, that text with a 400-digit integer and the field named
 OTHER_FORMATS = [
-    ("tatrag", ["tatrag/gold.json", "tatrag/retrieval.json"], "tatrag/retrieval.json",
-     '"Revenue by region", "score": 0.42',
-     ('"Revenue \\ud800 region", "score": 0.42', "documents[1].content"),
-     (f'"Revenue by region", "score": {HUGE}', "documents[1].score")),
-    ("tatrag", ["tatrag/gold.json", "tatrag/retrieval.json"], "tatrag/gold.json",
-     '"page": 52, "para_index": 17, "content": "Total cost of revenue $48,881"',
-     ('"page": 52, "para_index": 17, "content": "Total \\udfff"', "gold[0].content"),
-     (f'"page": {HUGE}, "para_index": 17, "content": "Total cost of revenue $48,881"', "gold[0].page")),
-    ("qa_pairs", ["qa_pairs/pairs.jsonl", "qa_pairs/retrieval.json"], "qa_pairs/retrieval.json",
-     '"Some goods are zero-rated.", "score": 0.55',
-     ('"Some goods \\ud800", "score": 0.55', "results[1].text"),
-     (f'"Some goods are zero-rated.", "score": -{HUGE}', "results[1].score")),
-    ("qa_pairs", ["qa_pairs/pairs.jsonl", "qa_pairs/retrieval_map.json"], "qa_pairs/retrieval_map.json",
-     '"p3": []', ('"p\\ud800": []', "json"), (f'"p3": [{HUGE}]', "p3[0]")),
-    ("qa_pairs", ["qa_pairs/pairs.jsonl", "qa_pairs/retrieval.json"], "qa_pairs/pairs.jsonl",
-     '"question": "What is the standard VAT rate?"',
-     ('"question": "What is the \\uDFFF VAT rate?"', "question"),
-     (f'"question": "What is the standard VAT rate?", "n": {HUGE}', "n")),
-    ("ragas", ["ragas/rows.jsonl"], "ragas/rows.jsonl", '"response": "It is 20%."',
-     ('"response": "It is \\ud800."', "response"), (f'"response": {HUGE}', "response")),
-    ("ragas", ["ragas/rows_ids.json"], "ragas/rows_ids.json", '"faithfulness": 0.5',
-     ('"faithfulness": "\\ud800"', "faithfulness"), (f'"faithfulness": {HUGER}', "faithfulness")),
+    (
+        "tatrag",
+        ["tatrag/gold.json", "tatrag/retrieval.json"],
+        "tatrag/retrieval.json",
+        '"Revenue by region", "score": 0.42',
+        ('"Revenue \\ud800 region", "score": 0.42', "documents[1].content"),
+        (f'"Revenue by region", "score": {HUGE}', "documents[1].score"),
+    ),
+    (
+        "tatrag",
+        ["tatrag/gold.json", "tatrag/retrieval.json"],
+        "tatrag/gold.json",
+        '"page": 52, "para_index": 17, "content": "Total cost of revenue $48,881"',
+        ('"page": 52, "para_index": 17, "content": "Total \\udfff"', "gold[0].content"),
+        (
+            f'"page": {HUGE}, "para_index": 17, "content": "Total cost of revenue $48,881"',
+            "gold[0].page",
+        ),
+    ),
+    (
+        "qa_pairs",
+        ["qa_pairs/pairs.jsonl", "qa_pairs/retrieval.json"],
+        "qa_pairs/retrieval.json",
+        '"Some goods are zero-rated.", "score": 0.55',
+        ('"Some goods \\ud800", "score": 0.55', "results[1].text"),
+        (f'"Some goods are zero-rated.", "score": -{HUGE}', "results[1].score"),
+    ),
+    (
+        "qa_pairs",
+        ["qa_pairs/pairs.jsonl", "qa_pairs/retrieval_map.json"],
+        "qa_pairs/retrieval_map.json",
+        '"p3": []',
+        ('"p\\ud800": []', "json"),
+        (f'"p3": [{HUGE}]', "p3[0]"),
+    ),
+    (
+        "qa_pairs",
+        ["qa_pairs/pairs.jsonl", "qa_pairs/retrieval.json"],
+        "qa_pairs/pairs.jsonl",
+        '"question": "What is the standard VAT rate?"',
+        ('"question": "What is the \\uDFFF VAT rate?"', "question"),
+        (f'"question": "What is the standard VAT rate?", "n": {HUGE}', "n"),
+    ),
+    (
+        "ragas",
+        ["ragas/rows.jsonl"],
+        "ragas/rows.jsonl",
+        '"response": "It is 20%."',
+        ('"response": "It is \\ud800."', "response"),
+        (f'"response": {HUGE}', "response"),
+    ),
+    (
+        "ragas",
+        ["ragas/rows_ids.json"],
+        "ragas/rows_ids.json",
+        '"faithfulness": 0.5',
+        ('"faithfulness": "\\ud800"', "faithfulness"),
+        (f'"faithfulness": {HUGER}', "faithfulness"),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("fmt", "files", "target", "old", "surrogate", "huge"), OTHER_FORMATS,
-                         ids=[f"{c[0]}-{Path(c[2]).name}" for c in OTHER_FORMATS])
+@pytest.mark.parametrize(
+    ("fmt", "files", "target", "old", "surrogate", "huge"),
+    OTHER_FORMATS,
+    ids=[f"{c[0]}-{Path(c[2]).name}" for c in OTHER_FORMATS],
+)
 @pytest.mark.parametrize("attack", ["surrogate", "huge"])
 def test_lone_surrogate_and_huge_integer_in_every_json_format(
-        db: Path, tmp_path: Path, fmt: str, files: list[str], target: str, old: str,
-        surrogate: tuple[str, str], huge: tuple[str, str], attack: str) -> None:
+    db: Path,
+    tmp_path: Path,
+    fmt: str,
+    files: list[str],
+    target: str,
+    old: str,
+    surrogate: tuple[str, str],
+    huge: tuple[str, str],
+    attack: str,
+) -> None:
     new, field = surrogate if attack == "surrogate" else huge
     text = (DATA / target).read_text(encoding="utf-8")
     assert text.count(old) == 1, old
@@ -174,7 +237,10 @@ def test_lone_surrogate_and_huge_integer_in_every_json_format(
         problems = refused(db, *map(str, paths), *(["--format", forced] if forced else []))
         expected = "lone surrogate" if attack == "surrogate" else "digits, too large"
         assert (problems[0]["file"], problems[0]["line"], problems[0]["field"]) == (
-            str(damaged), str(line), field), [p[0] for p in problems]
+            str(damaged),
+            str(line),
+            field,
+        ), [p[0] for p in problems]
         assert expected in problems[0]["problem"]
 
 
@@ -187,14 +253,18 @@ HUGE_RECORDS = [
     ("relevance.d1", lambda n: native_line(relevance={"d1": n})),
     ("judge.f", lambda n: native_line(judge={"f": n})),
     ("tags.n", lambda n: native_line(tags={"n": n})),
-    ("retrieved[0].metadata.page", lambda n: native_line(retrieved=[{"doc_id": "d1", "metadata": {"page": n}}])),
+    (
+        "retrieved[0].metadata.page",
+        lambda n: native_line(retrieved=[{"doc_id": "d1", "metadata": {"page": n}}]),
+    ),
 ]
 
 
 @pytest.mark.parametrize(("field", "make"), HUGE_RECORDS, ids=[f for f, _ in HUGE_RECORDS])
 @pytest.mark.parametrize("digits", [HUGE, HUGER, "-" + HUGE])
 def test_integer_literal_of_hundreds_of_digits_is_a_file_line_error(
-        db: Path, tmp_path: Path, field: str, make: object, digits: str) -> None:
+    db: Path, tmp_path: Path, field: str, make: object, digits: str
+) -> None:
     record = make(0).replace(": 0", ": " + digits)  # type: ignore[operator]
     run = write(tmp_path / "run.jsonl", native_line(query_id="q0") + "\n" + record + "\n")
     (problem,) = refused(db, str(run))
@@ -212,14 +282,25 @@ def test_the_largest_integer_a_float_holds_is_read_and_one_beyond_is_refused() -
         loads("[2" + "0" * MAX_INT_DIGITS + "]")
 
 
-@pytest.mark.parametrize("record", [SURROGATE_RECORDS[2][1], HUGE_RECORDS[0][1](0).replace(": 0", ": " + HUGE),
-                                    HUGE_RECORDS[5][1](0).replace(": 0", ": " + HUGE)])
+@pytest.mark.parametrize(
+    "record",
+    [
+        SURROGATE_RECORDS[2][1],
+        HUGE_RECORDS[0][1](0).replace(": 0", ": " + HUGE),
+        HUGE_RECORDS[5][1](0).replace(": 0", ": " + HUGE),
+    ],
+)
 def test_the_duckdb_route_sends_lone_surrogates_and_huge_integers_to_the_line_reader(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record: str
+) -> None:
     """Large files are read by DuckDB; it must refuse what the line reader refuses."""
     monkeypatch.setattr(native_duckdb, "MIN_FILE_BYTES", 0)
-    run = write(tmp_path / "big.jsonl", "".join(native_line(query_id=f"q{i}") + "\n" for i in range(50))
-                + record.replace('"q1"', '"q99"') + "\n")
+    run = write(
+        tmp_path / "big.jsonl",
+        "".join(native_line(query_id=f"q{i}") + "\n" for i in range(50))
+        + record.replace('"q1"', '"q99"')
+        + "\n",
+    )
     with Store(":memory:") as store:
         before = store.table_counts()
         out = import_paths(store, [run])
@@ -229,9 +310,10 @@ def test_the_duckdb_route_sends_lone_surrogates_and_huge_integers_to_the_line_re
 
 # --- 3. a CSV with CR-only line endings -----------------------------------------------------------
 
+
 def test_cr_only_line_endings_in_a_csv_read_as_lines(db: Path, tmp_path: Path) -> None:
     """An old-Mac CSV ("\\r" alone ends each line) is read as any CSV, line numbers included."""
-    rows = ["query_id,doc_id,rank,text", "q1,d1,1,\"two\rlines\"", "q1,d2,2,b", "q2,d3,1,c"]
+    rows = ["query_id,doc_id,rank,text", 'q1,d1,1,"two\rlines"', "q1,d2,2,b", "q2,d3,1,c"]
     good = tmp_path / "mac.csv"
     good.write_bytes("\r".join(rows).encode())
     with Store(":memory:") as store:
@@ -239,7 +321,9 @@ def test_cr_only_line_endings_in_a_csv_read_as_lines(db: Path, tmp_path: Path) -
         assert not out.failed, out.problems
         queries = list(store.iter_queries(out.imported[0].run_id))
     assert [(q.query_id, [(c.doc_id, c.text) for c in q.retrieved or ()]) for q in queries] == [
-        ("q1", [("d1", "two\rlines"), ("d2", "b")]), ("q2", [("d3", "c")])]
+        ("q1", [("d1", "two\rlines"), ("d2", "b")]),
+        ("q2", [("d3", "c")]),
+    ]
     bad = tmp_path / "mac_bad.csv"
     bad.write_bytes("\r".join([*rows, "q3,d4,x,d"]).encode() + b"\r")
     (problem,) = refused(db, str(bad))
@@ -253,6 +337,7 @@ def test_cr_only_line_endings_in_a_csv_read_as_lines(db: Path, tmp_path: Path) -
 
 # --- 4. Parquet that is not UTF-8 where text goes ---------------------------------------------------
 
+
 def patched_parquet(path: Path, table: pa.Table, old: bytes, new: bytes) -> Path:
     """table written as Parquet (no Arrow schema copy, plain encoding), then old -> new in its bytes.
 
@@ -260,8 +345,14 @@ def patched_parquet(path: Path, table: pa.Table, old: bytes, new: bytes) -> Path
     same length, so every offset in the footer stays right).
     """
     assert len(old) == len(new)
-    pq.write_table(table, path, store_schema=False, compression="none", use_dictionary=False,
-                   write_statistics=False)
+    pq.write_table(
+        table,
+        path,
+        store_schema=False,
+        compression="none",
+        use_dictionary=False,
+        write_statistics=False,
+    )
     raw = path.read_bytes()
     assert old in raw
     path.write_bytes(raw.replace(old, new))
@@ -281,10 +372,14 @@ def test_parquet_text_that_is_not_utf8_names_its_row_and_column(db: Path, tmp_pa
     path = patched_parquet(tmp_path / "values.parquet", table, b"dXYZ", b"d\xff\xfe\xfd")
     problems = refused(db, str(path))
     assert (problems[0]["line"], problems[0]["field"], problems[0]["problem"]) == (
-        "2", "doc_id", "text is not valid UTF-8")
+        "2",
+        "doc_id",
+        "text is not valid UTF-8",
+    )
 
 
 # --- 5. paths that name no file -------------------------------------------------------------------
+
 
 @pytest.fixture()
 def loop(tmp_path: Path) -> Path:
@@ -295,13 +390,16 @@ def loop(tmp_path: Path) -> Path:
 
 
 def test_symlink_loop_nul_byte_long_name_and_lone_surrogate_paths_are_clear_errors(
-        db: Path, tmp_path: Path, loop: Path) -> None:
+    db: Path, tmp_path: Path, loop: Path
+) -> None:
     cases = {
         str(loop): "a symlink loop",
         str(loop / "run.jsonl"): "a symlink loop",
         str(tmp_path / "x\x00y.jsonl"): "the path holds a NUL byte",
         str(tmp_path / ("x" * 5000 + ".jsonl")): "cannot read: File name too long",
-        str(tmp_path / "r\ud800.jsonl"): "the path holds a lone surrogate (\\ud800), not a file name",
+        str(
+            tmp_path / "r\ud800.jsonl"
+        ): "the path holds a lone surrogate (\\ud800), not a file name",
     }
     for path, expected in cases.items():
         (problem,) = refused(db, path)
@@ -320,7 +418,9 @@ def test_a_file_name_that_is_not_utf8_imports_under_an_escaped_name(tmp_path: Pa
     with Store(":memory:") as store:
         out = import_paths(store, [run])
         assert not out.failed, out.problems
-        assert out.imported[0].name == "run\\xff" and out.imported[0].sources[0].endswith("run\\xff.jsonl")
+        assert out.imported[0].name == "run\\xff" and out.imported[0].sources[0].endswith(
+            "run\\xff.jsonl"
+        )
 
 
 def test_a_sidecar_name_too_long_for_the_disk_is_no_sidecar(tmp_path: Path) -> None:
@@ -332,6 +432,7 @@ def test_a_sidecar_name_too_long_for_the_disk_is_no_sidecar(tmp_path: Path) -> N
 
 # --- 6. the app's path import ---------------------------------------------------------------------
 
+
 @pytest.fixture()
 def allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "runs"
@@ -341,7 +442,9 @@ def allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def test_app_path_import_of_nul_long_loop_and_surrogate_paths_is_a_usage_error(allowed: Path) -> None:
+def test_app_path_import_of_nul_long_loop_and_surrogate_paths_is_a_usage_error(
+    allowed: Path,
+) -> None:
     (allowed / "a").symlink_to("b")
     (allowed / "b").symlink_to("a")
     cases = {
@@ -369,22 +472,30 @@ def test_app_path_import_of_a_cr_only_csv_reads_it(allowed: Path) -> None:
 
 
 def test_app_import_dirs_leave_out_a_folder_that_names_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loop: Path) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loop: Path
+) -> None:
     good = tmp_path / "runs"
     good.mkdir()
-    monkeypatch.setenv(imports.IMPORT_DIRS_ENV, os.pathsep.join(
-        [str(loop), str(good), "~no-such-user-here/x"]))
+    monkeypatch.setenv(
+        imports.IMPORT_DIRS_ENV, os.pathsep.join([str(loop), str(good), "~no-such-user-here/x"])
+    )
     dirs = imports.import_dirs()
-    assert good.resolve() in dirs and loop not in dirs and len(dirs) == 2  # "~no-such..." as written
+    assert (
+        good.resolve() in dirs and loop not in dirs and len(dirs) == 2
+    )  # "~no-such..." as written
 
 
-def test_a_sidecar_symlink_out_of_the_import_folders_is_refused(allowed: Path, tmp_path: Path) -> None:
+def test_a_sidecar_symlink_out_of_the_import_folders_is_refused(
+    allowed: Path, tmp_path: Path
+) -> None:
     """FILE.run.json beside an allowed FILE is read too: a symlink must not lead it outside."""
     secret = tmp_path / "secret.json"
     secret.write_text('{"name": "SECRET"}')
     make_run(allowed / "run.jsonl", 2, evidence=False)
     (allowed / "run.jsonl.run.json").symlink_to(secret)
-    with pytest.raises(UsageError, match=r"run\.jsonl\.run\.json \(the run facts beside it\): outside the folders"):
+    with pytest.raises(
+        UsageError, match=r"run\.jsonl\.run\.json \(the run facts beside it\): outside the folders"
+    ):
         imports.check_import_path("run.jsonl")
     hidden = allowed / ".env"
     hidden.write_text('{"name": "SECRET=1"}')
@@ -411,13 +522,18 @@ def test_an_uploaded_file_with_a_nul_byte_or_a_long_name_is_a_usage_error(tmp_pa
         def getvalue(self) -> bytes:
             return b"{}"
 
-    for name, reason in (("x\x00.jsonl", "no usable file name"), ("x" * 5000, "File name too long"),
-                         ("r\ud800.jsonl", "no usable file name")):
+    for name, reason in (
+        ("x\x00.jsonl", "no usable file name"),
+        ("x" * 5000, "File name too long"),
+        ("r\ud800.jsonl", "no usable file name"),
+    ):
         with pytest.raises(UsageError, match=re.escape(reason)):
             imports.save_uploads([Upload(name)], tmp_path)
 
 
-def test_lone_surrogate_in_a_ragas_csv_list_cell_json_or_python_literal(db: Path, tmp_path: Path) -> None:
+def test_lone_surrogate_in_a_ragas_csv_list_cell_json_or_python_literal(
+    db: Path, tmp_path: Path
+) -> None:
     """A list cell is JSON or a Python literal: both spell a lone surrogate ("\\ud800", '\\ud800')."""
     for cell in ('"[""ok"", ""\\ud800""]"', "\"['ok', '\\ud800']\""):
         rows = write(tmp_path / "rows.csv", f"user_input,retrieved_contexts\nwhat?,{cell}\n")
@@ -427,10 +543,14 @@ def test_lone_surrogate_in_a_ragas_csv_list_cell_json_or_python_literal(db: Path
 
 
 @pytest.mark.parametrize("line_end", ["", "\r"], ids=["one-line", "cr-only"])
-def test_a_query_id_twice_on_one_line_of_a_json_array_is_a_duplicate(db: Path, tmp_path: Path,
-                                                                      line_end: str) -> None:
+def test_a_query_id_twice_on_one_line_of_a_json_array_is_a_duplicate(
+    db: Path, tmp_path: Path, line_end: str
+) -> None:
     """Two records on one line (a one-line array, or lines ended by CR alone) are still two."""
     run = write(tmp_path / "run.json", f"[{native_line()},{line_end}{native_line()}]")
     (problem,) = refused(db, str(run))
     assert (problem["line"], problem["field"], problem["problem"]) == (
-        "1", "query_id", 'duplicate "q1" (first on line 1)')
+        "1",
+        "query_id",
+        'duplicate "q1" (first on line 1)',
+    )

@@ -128,13 +128,17 @@ def fast_record(rng: random.Random, i: int) -> dict[str, Any]:
     if pick < 0.3:
         obj["relevant_ids"] = [f"d{j}" for j in range(rng.randrange(3))]
     elif pick < 0.6:
-        obj["relevance"] = {f"d{j}": rng.choice([0, 1, 2, -1, 2**31 - 1]) for j in range(rng.randrange(3))}
+        obj["relevance"] = {
+            f"d{j}": rng.choice([0, 1, 2, -1, 2**31 - 1]) for j in range(rng.randrange(3))
+        }
     elif pick < 0.7:
         obj["relevance"] = None
     if rng.random() < 0.5:
         obj["evidence"] = rng.choice([["a", "b c"], [], None, [" x "]])
     if rng.random() < 0.5:
-        obj["latency_ms"] = rng.choice([{"retrieve": 0, "generate": 100.25}, {"q\"é\\\\": 3.5}, {}, None])
+        obj["latency_ms"] = rng.choice(
+            [{"retrieve": 0, "generate": 100.25}, {'q"é\\\\': 3.5}, {}, None]
+        )
     if rng.random() < 0.5:
         obj["tokens"] = {"prompt": rng.randrange(1000), "completion": 0, "big": 2**63 - 1}
     if rng.random() < 0.3:
@@ -156,14 +160,18 @@ def fast_run(rng: random.Random, n: int, header: bool = True) -> str:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_generated_runs_take_the_duckdb_route(seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_generated_runs_take_the_duckdb_route(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = write(tmp_path / "gen.jsonl", fast_run(random.Random(seed), 40, header=seed % 2 == 0))
     assert duckdb_takes(path)
     result = assert_same(path, monkeypatch)
     assert "rows" in result and result["record"].n_queries == 40
 
 
-def test_the_bench_run_takes_the_duckdb_route(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bench_run_takes_the_duckdb_route(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "bench.jsonl"
     write_native_run(path, 30, n_chunks=4, text_chars=60)
     assert duckdb_takes(path)
@@ -188,25 +196,42 @@ def test_bad_files(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert_same(path, monkeypatch)
 
 
-def test_numbers_are_read_as_python_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_numbers_are_read_as_python_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """DuckDB's number parser against float(): shortest reprs, long digit strings, subnormals,
     integers past 2**53 and 2**64, negative zero, exponents of every form."""
     rng = random.Random(11)
-    spellings = ["0", "-0", "-0.0", "1e0", "1E+2", "2.5e-3", "123456789012345678901234567890",
-                 "18446744073709551615", "18446744073709551617", "9007199254740993", "1e308",
-                 "2.2250738585072014e-308", "4.9e-324", "0.1000000000000000055511151231257827",
-                 "179769313486231570000000000000000000000000000000000000000000000000000000000000"
-                 "000000000000000000000000000000000000000000000000000000000000000000000000000000"
-                 "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
-                 "000000000000000000000000000000000000000000000000000000000000000000000000000000"]
+    spellings = [
+        "0",
+        "-0",
+        "-0.0",
+        "1e0",
+        "1E+2",
+        "2.5e-3",
+        "123456789012345678901234567890",
+        "18446744073709551615",
+        "18446744073709551617",
+        "9007199254740993",
+        "1e308",
+        "2.2250738585072014e-308",
+        "4.9e-324",
+        "0.1000000000000000055511151231257827",
+        "179769313486231570000000000000000000000000000000000000000000000000000000000000"
+        "000000000000000000000000000000000000000000000000000000000000000000000000000000"
+        "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+        "000000000000000000000000000000000000000000000000000000000000000000000000000000",
+    ]
     for _ in range(300):
         spellings.append(repr(struct.unpack("<d", rng.randbytes(8))[0]))
         digits = "".join(rng.choice("0123456789") for _ in range(rng.randrange(1, 25)))
-        spellings.append(f"{rng.choice(['', '-'])}{int(digits)}.{digits}e{rng.randrange(-320, 300)}")
+        spellings.append(
+            f"{rng.choice(['', '-'])}{int(digits)}.{digits}e{rng.randrange(-320, 300)}"
+        )
     spellings = [s for s in spellings if math.isfinite(float(s))]
     lines = []
     for i in range(0, len(spellings), 7):
-        part = spellings[i:i + 7]
+        part = spellings[i : i + 7]
         chunks = ",".join(f'{{"doc_id":"d{j}","score":{s}}}' for j, s in enumerate(part))
         latency = ",".join(f'"s{j}":{s.lstrip("-")}' for j, s in enumerate(part))
         lines.append(f'{{"query_id":"q{i}","retrieved":[{chunks}],"latency_ms":{{{latency}}}}}\n')
@@ -216,12 +241,18 @@ def test_numbers_are_read_as_python_reads_them(tmp_path: Path, monkeypatch: pyte
 
 
 def test_python_whitespace_is_str_isspace() -> None:
-    assert set(native_duckdb.PY_WHITESPACE) == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+    assert set(native_duckdb.PY_WHITESPACE) == {
+        chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()
+    }
 
 
 # --- everything else leaves the route, and the Python readers say why -----------------------------
 
-RECORD = {"query_id": "late", "query": "q", "retrieved": [{"doc_id": "d", "text": "t", "score": 1.5}]}
+RECORD = {
+    "query_id": "late",
+    "query": "q",
+    "retrieved": [{"doc_id": "d", "text": "t", "score": 1.5}],
+}
 
 #: name: (the last line of a file otherwise taken, whether the DuckDB route still takes it)
 LATE: dict[str, tuple[str, bool]] = {
@@ -240,13 +271,23 @@ LATE: dict[str, tuple[str, bool]] = {
     "both_relevance_forms": (line({**RECORD, "relevant_ids": ["a"], "relevance": {"a": 2}}), False),
     "repeated_relevant_id": (line({**RECORD, "relevant_ids": ["a", "b", "a"]}), False),
     "duplicate_key": ('{"query_id": "late", "query": "a", "query": "b", "retrieved": []}\n', False),
-    "duplicate_chunk_key": ('{"query_id": "late", "retrieved": [{"doc_id": "a", "doc_id": "b"}]}\n', False),
-    "duplicate_map_key": ('{"query_id": "late", "retrieved": [], "tokens": {"a": 1, "a": 2}}\n', False),
+    "duplicate_chunk_key": (
+        '{"query_id": "late", "retrieved": [{"doc_id": "a", "doc_id": "b"}]}\n',
+        False,
+    ),
+    "duplicate_map_key": (
+        '{"query_id": "late", "retrieved": [], "tokens": {"a": 1, "a": 2}}\n',
+        False,
+    ),
     "negative_zero_count": ('{"query_id": "late", "retrieved": [], "tokens": {"a": -0}}\n', False),
     "empty_tags": (line({**RECORD, "tags": {}}), True),
     "null_retrieved": (line({**RECORD, "retrieved": None}), True),
     "comma_bracket_in_text": (line({**RECORD, "query": "[1, 2, ] and {a: 1,}"}), True),
-    "escapes": (r'{"query_id": "late", "retrieved": [{"doc_id": "\u00e9\/\ud83d\ude00", "text": "a\u0000b\u007f"}]}' + "\n", True),
+    "escapes": (
+        r'{"query_id": "late", "retrieved": [{"doc_id": "\u00e9\/\ud83d\ude00", "text": "a\u0000b\u007f"}]}'
+        + "\n",
+        True,
+    ),
     "spaces": ('  {"query_id" :"late" , "retrieved" : [ ] }  \t\n', True),
     "one_crlf_among_lf": ('{"query_id": "late", "retrieved": []}\r\n', False),  # read_csv refuses
     # errors
@@ -266,8 +307,14 @@ LATE: dict[str, tuple[str, bool]] = {
     "score_string": (line({**RECORD, "retrieved": [{"doc_id": "d", "score": "1.5"}]}), False),
     "score_bool": (line({**RECORD, "retrieved": [{"doc_id": "d", "score": True}]}), False),
     "score_nan": ('{"query_id": "late", "retrieved": [{"doc_id": "d", "score": NaN}]}\n', False),
-    "score_lowercase_nan": ('{"query_id": "late", "retrieved": [{"doc_id": "d", "score": nan}]}\n', False),
-    "score_overflow": ('{"query_id": "late", "retrieved": [{"doc_id": "d", "score": 1e999}]}\n', False),
+    "score_lowercase_nan": (
+        '{"query_id": "late", "retrieved": [{"doc_id": "d", "score": nan}]}\n',
+        False,
+    ),
+    "score_overflow": (
+        '{"query_id": "late", "retrieved": [{"doc_id": "d", "score": 1e999}]}\n',
+        False,
+    ),
     "tokens_float": (line({**RECORD, "tokens": {"a": 1.5}}), False),
     "tokens_negative": (line({**RECORD, "tokens": {"a": -1}}), False),
     "tokens_too_big": (line({**RECORD, "tokens": {"a": 2**63}}), False),
@@ -287,14 +334,23 @@ LATE: dict[str, tuple[str, bool]] = {
     "header_late": (line({"rageval_run": {"name": "x"}}), False),
     # JSON Python refuses and DuckDB's parser takes
     "trailing_comma_array": ('{"query_id": "late", "retrieved": [],}\n', False),
-    "trailing_comma_spaced": ('{"query_id": "late", "retrieved": [{"doc_id": "d"} , \t ]}\n', False),
+    "trailing_comma_spaced": (
+        '{"query_id": "late", "retrieved": [{"doc_id": "d"} , \t ]}\n',
+        False,
+    ),
     "trailing_comma_object": ('{"query_id": "late", "retrieved": [{"doc_id": "d",}]}\n', False),
     "form_feed_at_end": ('{"query_id": "late", "retrieved": []}\x0c\n', False),
     "vertical_tab_at_start": ('\x0b{"query_id": "late", "retrieved": []}\n', False),
     "bad_utf8": (b'{"query_id": "late\xff", "retrieved": []}\n'.decode("latin-1"), False),
     "unicode_blank_line": ("\u00a0\n" + line(RECORD), False),
-    "lone_cr": ('{"query_id": "late", "retrieved": []}\r{"query_id": "x", "retrieved": []}\n', False),
-    "two_records": ('{"query_id": "late", "retrieved": []} {"query_id": "x", "retrieved": []}\n', False),
+    "lone_cr": (
+        '{"query_id": "late", "retrieved": []}\r{"query_id": "x", "retrieved": []}\n',
+        False,
+    ),
+    "two_records": (
+        '{"query_id": "late", "retrieved": []} {"query_id": "x", "retrieved": []}\n',
+        False,
+    ),
 }
 
 
@@ -304,7 +360,9 @@ def test_late_quirks(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     text, taken = LATE[name]
     data = fast_run(random.Random(3), 29).encode("utf-8")
     # a long record first: the quirk lies beyond the head that format detection reads
-    data += line({"query_id": "long", "retrieved": [{"doc_id": "d", "text": "x " * 40_000}]}).encode()
+    data += line(
+        {"query_id": "long", "retrieved": [{"doc_id": "d", "text": "x " * 40_000}]}
+    ).encode()
     data += text.encode("latin-1") if name == "bad_utf8" else text.encode("utf-8")
     path = write(tmp_path / f"{name}.jsonl", data)
     assert duckdb_takes(path) is taken
@@ -318,18 +376,38 @@ def test_late_quirks(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     [
         # taken None: whether DuckDB's reader copes is DuckDB's business (a BOM, line endings, its
         # line limit) and changes between releases; what is imported must not
-        ("crlf", b'{"query_id": "a", "retrieved": []}\r\n{"query_id": "b", "retrieved": null}\r\n', None),
-        ("blank_lines", b'\n\n{"rageval_run": {"name": "x"}}\n\n  \t \n{"query_id": "a", "retrieved": []}\n\n', None),
+        (
+            "crlf",
+            b'{"query_id": "a", "retrieved": []}\r\n{"query_id": "b", "retrieved": null}\r\n',
+            None,
+        ),
+        (
+            "blank_lines",
+            b'\n\n{"rageval_run": {"name": "x"}}\n\n  \t \n{"query_id": "a", "retrieved": []}\n\n',
+            None,
+        ),
         ("no_final_newline", b'{"query_id": "a", "retrieved": []}', None),
         ("bom", b'\xef\xbb\xbf{"query_id": "a", "retrieved": []}\n', None),
-        ("long_record", line({"query_id": "a", "retrieved": [{"doc_id": "d", "text": "x" * 2_200_000}]}).encode(), None),
+        (
+            "long_record",
+            line(
+                {"query_id": "a", "retrieved": [{"doc_id": "d", "text": "x" * 2_200_000}]}
+            ).encode(),
+            None,
+        ),
         # our own shape rules leave these to the Python readers
         ("only_header", b'{"rageval_run": {"name": "x"}}\n', False),
-        ("header_with_extra_key", b'{"rageval_run": {"name": "x"}, "query_id": "h"}\n{"query_id": "a", "retrieved": []}\n', False),
+        (
+            "header_with_extra_key",
+            b'{"rageval_run": {"name": "x"}, "query_id": "h"}\n{"query_id": "a", "retrieved": []}\n',
+            False,
+        ),
         ("empty_object", b'{"query_id": "a", "retrieved": []}\n{}\n', False),
     ],
 )
-def test_file_level_cases(name: str, data: bytes, taken: bool | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_level_cases(
+    name: str, data: bytes, taken: bool | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = write(tmp_path / f"{name}.jsonl", data)
     log = ProblemLog()
     native.read(path, None, log)
@@ -354,21 +432,39 @@ def test_a_bom_imports_what_the_same_file_without_it_imports(
         outcomes.append(outcome(read_inputs([path], None, log)[0], log))
     plain, marked = outcomes
     assert "rows" in plain and plain["record"].n_queries == 12
-    assert {k: v for k, v in marked.items() if k != "record"} == {k: v for k, v in plain.items() if k != "record"}
-    assert dataclasses.replace(marked["record"], sources=()) == dataclasses.replace(plain["record"], sources=())
+    assert {k: v for k, v in marked.items() if k != "record"} == {
+        k: v for k, v in plain.items() if k != "record"
+    }
+    assert dataclasses.replace(marked["record"], sources=()) == dataclasses.replace(
+        plain["record"], sources=()
+    )
 
 
 @pytest.mark.parametrize(
     ("shape", "valid"),
     [
         ({"query_id": "VARCHAR", "retrieved": "NULL"}, True),
-        ({"query_id": "VARCHAR", "retrieved": ["NULL"], "latency_ms": "JSON", "tags": {"a": "VARCHAR"}}, True),
+        (
+            {
+                "query_id": "VARCHAR",
+                "retrieved": ["NULL"],
+                "latency_ms": "JSON",
+                "tags": {"a": "VARCHAR"},
+            },
+            True,
+        ),
         ({"query_id": "VARCHAR"}, False),  # retrieved missing
         ({"query_id": "NULL", "retrieved": "NULL"}, False),
         ({"query_id": "VARCHAR", "retrieved": "NULL", "extra": "NULL"}, False),
-        ({"query_id": "VARCHAR", "retrieved": [{"doc_id": "VARCHAR", "score": "JSON"}]}, False),  # mixed types
+        (
+            {"query_id": "VARCHAR", "retrieved": [{"doc_id": "VARCHAR", "score": "JSON"}]},
+            False,
+        ),  # mixed types
         ({"query_id": "VARCHAR", "retrieved": [{"doc_id": "VARCHAR", "score": "BOOLEAN"}]}, False),
-        ({"query_id": "VARCHAR", "retrieved": "NULL", "tokens": {"a": "BIGINT"}}, False),  # negative
+        (
+            {"query_id": "VARCHAR", "retrieved": "NULL", "tokens": {"a": "BIGINT"}},
+            False,
+        ),  # negative
         ({"query_id": "VARCHAR", "retrieved": "NULL", "evidence": "VARCHAR"}, False),
         ({"query_id": "VARCHAR", "retrieved": "NULL", "judge": "NULL"}, True),
         ({"rageval_run": {"name": "VARCHAR"}}, False),
@@ -390,7 +486,9 @@ def test_a_file_of_another_shape_is_left_before_any_row(tmp_path: Path) -> None:
         next(stream)  # the sample of the first lines decides: no batch is made
 
 
-def test_the_content_hash_does_not_depend_on_the_route(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_content_hash_does_not_depend_on_the_route(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same run imported by the DuckDB route, then by the line reader, is found stored."""
     path = write(tmp_path / "gen.jsonl", fast_run(random.Random(8), 25))
     with Store(":memory:") as store:
@@ -403,7 +501,10 @@ def test_the_content_hash_does_not_depend_on_the_route(tmp_path: Path, monkeypat
 
 
 def test_a_late_error_stores_nothing_and_leaves_no_thread(tmp_path: Path) -> None:
-    path = write(tmp_path / "bad.jsonl", fast_run(random.Random(4), 30) + '{"query_id": "z", "retrieved": 3}\n')
+    path = write(
+        tmp_path / "bad.jsonl",
+        fast_run(random.Random(4), 30) + '{"query_id": "z", "retrieved": 3}\n',
+    )
     log = ProblemLog()
     parsed = read_inputs([path], None, log)[0]
     with Store(":memory:") as store:
@@ -423,13 +524,36 @@ def test_progress_counts_queries_on_the_duckdb_route(tmp_path: Path) -> None:
     seen: list[int] = []
     log = ProblemLog()
     with Store(tmp_path / "s.duckdb") as store:
-        store.import_run(read_inputs([path], None, log)[0], log,
-                         progress=lambda done, _total: seen.append(done))
+        store.import_run(
+            read_inputs([path], None, log)[0], log, progress=lambda done, _total: seen.append(done)
+        )
     assert len(seen) > 2 and seen == sorted(seen) and seen[-1] == 40
 
 
-TOKENS = [",", "]", "}", "[", "{", '"', ":", ' "x": 1,', "null", "NaN", "-0", "1e999", "\x0c", "\\u00e9",
-          "\\", " ", "\t", '"query": 5,', '"text": null,', "true", "\u00a0", "\r"]
+TOKENS = [
+    ",",
+    "]",
+    "}",
+    "[",
+    "{",
+    '"',
+    ":",
+    ' "x": 1,',
+    "null",
+    "NaN",
+    "-0",
+    "1e999",
+    "\x0c",
+    "\\u00e9",
+    "\\",
+    " ",
+    "\t",
+    '"query": 5,',
+    '"text": null,',
+    "true",
+    "\u00a0",
+    "\r",
+]
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -456,7 +580,9 @@ def test_a_large_file_reports_its_expected_queries_to_the_progress_bar(tmp_path:
     assert parsed.expected_queries == n_lines - 1
     seen: list[tuple[int, int | None]] = []
     with Store(":memory:") as store:
-        result = store.import_run(parsed, log, progress=lambda done, total: seen.append((done, total)))
+        result = store.import_run(
+            parsed, log, progress=lambda done, total: seen.append((done, total))
+        )
     assert result.run.n_queries == n_lines - 2  # the blank line is no query
     assert seen and seen[-1] == (result.run.n_queries, n_lines - 1)
     assert all(total == n_lines - 1 for _, total in seen)

@@ -58,15 +58,20 @@ def test_minimal_example_gives_exact_queries() -> None:
         ),
         Query(
             query_id="p2",  # joined by question text
-            retrieved=(Chunk("17", "Paper returns are due by 31 October.", None,
-                             {"section": "2.1"}),),
+            retrieved=(
+                Chunk("17", "Paper returns are due by 31 October.", None, {"section": "2.1"}),
+            ),
             query=DEADLINE,
             evidence=SPANS2,  # a list of context spans
             reference_answer="31 January",
             tags={"source_document": "deadlines.md"},
         ),
-        Query(query_id="p3", retrieved=(), query="Who signs the return?",
-              reference_answer="The taxpayer"),
+        Query(
+            query_id="p3",
+            retrieved=(),
+            query="Who signs the return?",
+            reference_answer="The taxpayer",
+        ),
     ]
     assert all(q.relevance is None for q in queries)  # source_document is a tag, not qrels
     assert [q.line for q in queries] == [2, 12, 0]
@@ -79,18 +84,25 @@ def test_mapping_of_ids_to_documents() -> None:
     log = ProblemLog()
     queries = list(qa_pairs.read(GOOD / "retrieval_map.json", PAIRS, log).queries)
     assert [(q.query_id, [c.doc_id for c in q.retrieved or ()]) for q in queries] == [
-        ("1", ["vat_guide.pdf#3"]), ("p2", []), ("p3", [])]
+        ("1", ["vat_guide.pdf#3"]),
+        ("p2", []),
+        ("p3", []),
+    ]
     assert where(log, "warning") == [at(PAIRS, 2, "qa_pair_id")]  # p2 absent; p3 is given as []
     assert log.errors == []
 
 
 def test_pairs_as_a_json_array_and_results_as_json_lines(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.json"
-    pairs.write_text(json.dumps([json.loads(line) for line in PAIRS.read_text().splitlines()],
-                                indent=2), encoding="utf-8")
+    pairs.write_text(
+        json.dumps([json.loads(line) for line in PAIRS.read_text().splitlines()], indent=2),
+        encoding="utf-8",
+    )
     results = tmp_path / "results.jsonl"
-    results.write_text("\n".join(json.dumps(e) for e in json.loads(
-        (GOOD / "retrieval.json").read_text())) + "\n", encoding="utf-8")
+    results.write_text(
+        "\n".join(json.dumps(e) for e in json.loads((GOOD / "retrieval.json").read_text())) + "\n",
+        encoding="utf-8",
+    )
     log = ProblemLog()
     from_array = list(qa_pairs.read(results, pairs, log).queries)
     assert from_array == list(qa_pairs.read(GOOD / "retrieval.json", PAIRS, ProblemLog()).queries)
@@ -101,8 +113,9 @@ def test_pairs_as_a_json_array_and_results_as_json_lines(tmp_path: Path) -> None
 
 def test_one_entry_alone_on_one_line(tmp_path: Path) -> None:
     results = tmp_path / "one.json"
-    results.write_text(json.dumps({"qa_pair_id": "p3", "contexts": [{"id": "x", "text": "t"}]}),
-                       encoding="utf-8")
+    results.write_text(
+        json.dumps({"qa_pair_id": "p3", "contexts": [{"id": "x", "text": "t"}]}), encoding="utf-8"
+    )
     queries = list(qa_pairs.read(results, PAIRS, ProblemLog()).queries)
     assert [[c.doc_id for c in q.retrieved or ()] for q in queries] == [[], [], ["x"]]
 
@@ -110,8 +123,9 @@ def test_one_entry_alone_on_one_line(tmp_path: Path) -> None:
 def test_sidecar_and_missing_companion(tmp_path: Path) -> None:
     results = tmp_path / "r.json"
     results.write_bytes((GOOD / "retrieval.json").read_bytes())
-    (tmp_path / "r.json.run.json").write_text(json.dumps({"rageval_run": {"name": "dense"}}),
-                                              encoding="utf-8")
+    (tmp_path / "r.json.run.json").write_text(
+        json.dumps({"rageval_run": {"name": "dense"}}), encoding="utf-8"
+    )
     assert qa_pairs.read(results, PAIRS, ProblemLog()).info.name == "dense"
     log = ProblemLog()
     assert list(qa_pairs.read(results, None, log).queries) == []
@@ -156,8 +170,10 @@ def test_bad_json_array_is_reported_where_it_breaks() -> None:
 
 def test_ambiguous_question_needs_an_id(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text('{"qa_pair_id": "a", "question": "Same?"}\n'
-                     '{"qa_pair_id": "b", "question": "Same?"}\n', encoding="utf-8")
+    pairs.write_text(
+        '{"qa_pair_id": "a", "question": "Same?"}\n{"qa_pair_id": "b", "question": "Same?"}\n',
+        encoding="utf-8",
+    )
     results = tmp_path / "r.json"
     results.write_text('[{"question": "Same?", "results": []}]', encoding="utf-8")
     log = ProblemLog()
@@ -166,9 +182,14 @@ def test_ambiguous_question_needs_an_id(tmp_path: Path) -> None:
     assert "lines 1, 2" in log.errors[0].problem
 
 
-@pytest.mark.parametrize(("name", "role"), [("pairs.jsonl", "pairs"),
-                                            ("retrieval.json", "retrieval"),
-                                            ("retrieval_map.json", "retrieval")])
+@pytest.mark.parametrize(
+    ("name", "role"),
+    [
+        ("pairs.jsonl", "pairs"),
+        ("retrieval.json", "retrieval"),
+        ("retrieval_map.json", "retrieval"),
+    ],
+)
 def test_sniff_claims_its_files(name: str, role: str) -> None:
     assert qa_pairs.sniff(GOOD / name, head(GOOD / name)) == role
 
@@ -183,9 +204,16 @@ def test_sniff_rejects_native_trec_and_the_other_formats(tmp_path: Path) -> None
     trec.write_text("q1 Q0 d1 1 0.5 bm25\n", encoding="utf-8")
     qrels = tmp_path / "qrels"
     qrels.write_text("q1 0 d1 1\n", encoding="utf-8")
-    others = [DATA / "tatrag" / name for name in
-              ("gold.json", "retrieval.json", "retrieval_lists.json", "retrieval_map.json",
-               "details.json")]
+    others = [
+        DATA / "tatrag" / name
+        for name in (
+            "gold.json",
+            "retrieval.json",
+            "retrieval_lists.json",
+            "retrieval_map.json",
+            "details.json",
+        )
+    ]
     others += [DATA / "ragas" / name for name in ("rows.jsonl", "rows_ids.json", "rows.csv")]
     for path in [native, native_plain, trec, qrels, *others]:
         assert qa_pairs.sniff(path, head(path)) is None, path.name
@@ -193,8 +221,9 @@ def test_sniff_rejects_native_trec_and_the_other_formats(tmp_path: Path) -> None
 
 def test_sniff_claims_results_keyed_by_id_whose_documents_have_content(tmp_path: Path) -> None:
     results = tmp_path / "r.json"
-    results.write_text('[{"qa_pair_id": 1, "results": [{"id": "d", "content": "t"}]}]',
-                       encoding="utf-8")
+    results.write_text(
+        '[{"qa_pair_id": 1, "results": [{"id": "d", "content": "t"}]}]', encoding="utf-8"
+    )
     assert qa_pairs.sniff(results, head(results)) == "retrieval"
     queries = list(qa_pairs.read(results, PAIRS, ProblemLog()).queries)
     assert queries[0].retrieved == (Chunk("d", "t"),)

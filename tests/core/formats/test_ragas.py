@@ -189,9 +189,13 @@ def test_bad_csv_reports_exact_places() -> None:
 
 @pytest.mark.parametrize(
     ("content", "line", "field"),
-    [(b"", 0, "file"), (b"\n\n", 0, "file"), (b"\xff\n", 0, "file"),
-     (b"user_input,user_input\nq,[]\n", 1, "user_input"), (b"question,contexts\nq,[]\n", 1,
-                                                           "user_input")],
+    [
+        (b"", 0, "file"),
+        (b"\n\n", 0, "file"),
+        (b"\xff\n", 0, "file"),
+        (b"user_input,user_input\nq,[]\n", 1, "user_input"),
+        (b"question,contexts\nq,[]\n", 1, "user_input"),
+    ],
 )
 def test_unusable_files(tmp_path: Path, content: bytes, line: int, field: str) -> None:
     path = tmp_path / "rows.csv"
@@ -216,7 +220,11 @@ def test_sniff_rejects_native_trec_and_the_other_formats(tmp_path: Path) -> None
     trec.write_text("q1 Q0 d1 1 0.5 bm25\n", encoding="utf-8")
     table = tmp_path / "run.csv"
     table.write_text("query_id,doc_id,rank\nq1,d1,1\n", encoding="utf-8")
-    others = [DATA / "tatrag" / "gold.json", DATA / "tatrag" / "retrieval.json",
-              DATA / "qa_pairs" / "pairs.jsonl", DATA / "qa_pairs" / "retrieval.json"]
+    others = [
+        DATA / "tatrag" / "gold.json",
+        DATA / "tatrag" / "retrieval.json",
+        DATA / "qa_pairs" / "pairs.jsonl",
+        DATA / "qa_pairs" / "retrieval.json",
+    ]
     for path in [native, plain, trec, table, *others]:
         assert ragas.sniff(path, head(path)) is None, path.name

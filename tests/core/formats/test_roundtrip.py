@@ -185,7 +185,10 @@ EVERY_FORMAT = {
 
 @pytest.mark.parametrize(
     "fmt",
-    [pytest.param(f, marks=[pytest.mark.oracle] if f.startswith("trec") else []) for f in sorted(EVERY_FORMAT)],
+    [
+        pytest.param(f, marks=[pytest.mark.oracle] if f.startswith("trec") else [])
+        for f in sorted(EVERY_FORMAT)
+    ],
 )
 def test_every_format_round_trips_through_native(fmt: str, tmp_path: Path) -> None:
     """Detected, imported, exported to native and re-imported: identical tables."""

@@ -52,8 +52,12 @@ def test_minimal_example_gives_exact_queries() -> None:
         Query(
             query_id="q1",
             retrieved=(
-                Chunk("c-17", "Total cost of revenue $48,881 $51,896", 0.81,
-                      {"source": "/app/data/a10-networks-inc_2019.pdf", "page": 52}),
+                Chunk(
+                    "c-17",
+                    "Total cost of revenue $48,881 $51,896",
+                    0.81,
+                    {"source": "/app/data/a10-networks-inc_2019.pdf", "page": 52},
+                ),
                 Chunk("c-03", "Revenue by region", 0.42, {}),
             ),
             query=Q1,
@@ -64,8 +68,9 @@ def test_minimal_example_gives_exact_queries() -> None:
         ),
         Query(
             query_id="q2",
-            retrieved=(Chunk(FILE_ID, "Revenue | 2019 | 2018", 0.77,
-                             {"file": "a10_page_45_table_0.csv"}),),
+            retrieved=(
+                Chunk(FILE_ID, "Revenue | 2019 | 2018", 0.77, {"file": "a10_page_45_table_0.csv"}),
+            ),
             query=Q2,
             relevance={FILE_ID: 1},
             evidence=("Revenue grew in every year.",),
@@ -116,23 +121,48 @@ def test_save_details_output_keeps_preview_and_flags() -> None:
     q3 = list(tatrag.read(GOOD / "details.json", GOLD, log).queries)[2]
     assert q3.line == 7
     assert q3.retrieved == (
-        Chunk("4be728ba-9ad4-5485-18ec-b7f7a61706cc", "Richard S. Hill has served as Chairman",
-              0.67, {"rank": 1, "is_relevant": True, "matched_gold_index": 0,
-                     "source": "/app/data/xperi-corporation_2019.pdf", "page": 12}),
+        Chunk(
+            "4be728ba-9ad4-5485-18ec-b7f7a61706cc",
+            "Richard S. Hill has served as Chairman",
+            0.67,
+            {
+                "rank": 1,
+                "is_relevant": True,
+                "matched_gold_index": 0,
+                "source": "/app/data/xperi-corporation_2019.pdf",
+                "page": 12,
+            },
+        ),
     )
 
 
 def test_explicit_ids_and_question_alias(tmp_path: Path) -> None:
     gold = tmp_path / "g.json"
-    gold.write_text(json.dumps([
-        {"id": "tax-7", "query": "A?", "gold": []},
-        {"query_id": 12, "query": "B?", "gold": [{"content": "f.csv", "type": "file"}]},
-    ]), encoding="utf-8")
+    gold.write_text(
+        json.dumps(
+            [
+                {"id": "tax-7", "query": "A?", "gold": []},
+                {"query_id": 12, "query": "B?", "gold": [{"content": "f.csv", "type": "file"}]},
+            ]
+        ),
+        encoding="utf-8",
+    )
     retrieval = tmp_path / "r.json"
-    retrieval.write_text(json.dumps([
-        {"query_id": 12, "retrieved_docs": [{"id": "f.csv", "content": "x"}]},
-        {"question": "A?", "retrieved_docs": [], "contexts": [], "model": "m", "reference": "r"},
-    ]), encoding="utf-8")
+    retrieval.write_text(
+        json.dumps(
+            [
+                {"query_id": 12, "retrieved_docs": [{"id": "f.csv", "content": "x"}]},
+                {
+                    "question": "A?",
+                    "retrieved_docs": [],
+                    "contexts": [],
+                    "model": "m",
+                    "reference": "r",
+                },
+            ]
+        ),
+        encoding="utf-8",
+    )
     log = ProblemLog()
     queries = list(tatrag.read(retrieval, gold, log).queries)
     assert [(q.query_id, q.relevance) for q in queries] == [("tax-7", None), ("12", {"f.csv": 1})]
@@ -144,7 +174,8 @@ def test_sidecar_run_facts(tmp_path: Path) -> None:
     retrieval = tmp_path / "r.json"
     retrieval.write_bytes((GOOD / "retrieval.json").read_bytes())
     (tmp_path / "r.json.run.json").write_text(
-        json.dumps({"name": "hybrid", "settings": {"top_k": 5}}), encoding="utf-8")
+        json.dumps({"name": "hybrid", "settings": {"top_k": 5}}), encoding="utf-8"
+    )
     run = tatrag.read(retrieval, GOLD, ProblemLog())
     assert run.info == RunInfo(name="hybrid", settings={"top_k": 5})
 
@@ -210,8 +241,10 @@ def test_retrieval_entry_beyond_the_gold_set_is_an_error() -> None:
     assert log.errors[0].problem == "entry 4 has no gold query (the gold set has 3)"
 
 
-@pytest.mark.parametrize(("content", "problem"), [(b"", "empty file"), (b"  \n", "empty file"),
-                                                 (b"\xff\xfe[", "not valid UTF-8 (byte 0)")])
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [(b"", "empty file"), (b"  \n", "empty file"), (b"\xff\xfe[", "not valid UTF-8 (byte 0)")],
+)
 def test_unusable_gold_file(tmp_path: Path, content: bytes, problem: str) -> None:
     gold = tmp_path / "g.json"
     gold.write_bytes(content)
@@ -225,8 +258,13 @@ def test_unusable_gold_file(tmp_path: Path, content: bytes, problem: str) -> Non
 
 @pytest.mark.parametrize(
     ("name", "role"),
-    [("gold.json", "gold"), ("retrieval.json", "retrieval"), ("retrieval_lists.json", "retrieval"),
-     ("retrieval_map.json", "retrieval"), ("details.json", "retrieval")],
+    [
+        ("gold.json", "gold"),
+        ("retrieval.json", "retrieval"),
+        ("retrieval_lists.json", "retrieval"),
+        ("retrieval_map.json", "retrieval"),
+        ("details.json", "retrieval"),
+    ],
 )
 def test_sniff_claims_its_files(name: str, role: str) -> None:
     assert tatrag.sniff(GOOD / name, head(GOOD / name)) == role
@@ -234,13 +272,28 @@ def test_sniff_claims_its_files(name: str, role: str) -> None:
 
 def test_sniff_reads_a_first_record_longer_than_the_head(tmp_path: Path) -> None:
     gold = tmp_path / "g.json"
-    gold.write_text(json.dumps([{"query": "Q?", "answer": "A", "gold": [
-        {"content": "x" * (2 * HEAD_BYTES), "type": "TEXT"}]}], indent=2), encoding="utf-8")
+    gold.write_text(
+        json.dumps(
+            [
+                {
+                    "query": "Q?",
+                    "answer": "A",
+                    "gold": [{"content": "x" * (2 * HEAD_BYTES), "type": "TEXT"}],
+                }
+            ],
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
     assert len(head(gold)) == HEAD_BYTES
     assert tatrag.sniff(gold, head(gold)) == "gold"
     retrieval = tmp_path / "r.json"
-    retrieval.write_text(json.dumps([{"query": "Q?", "documents": [
-        {"id": "d", "content": "y" * (2 * HEAD_BYTES)}]}]), encoding="utf-8")
+    retrieval.write_text(
+        json.dumps(
+            [{"query": "Q?", "documents": [{"id": "d", "content": "y" * (2 * HEAD_BYTES)}]}]
+        ),
+        encoding="utf-8",
+    )
     assert tatrag.sniff(retrieval, head(retrieval)) == "retrieval"
 
 
@@ -260,9 +313,14 @@ def _native_and_trec_files(tmp_path: Path) -> list[Path]:
 
 
 def test_sniff_rejects_native_trec_and_the_other_formats(tmp_path: Path) -> None:
-    others = [DATA / "qa_pairs" / "pairs.jsonl", DATA / "qa_pairs" / "retrieval.json",
-              DATA / "qa_pairs" / "retrieval_map.json", DATA / "ragas" / "rows.jsonl",
-              DATA / "ragas" / "rows_ids.json", DATA / "ragas" / "rows.csv"]
+    others = [
+        DATA / "qa_pairs" / "pairs.jsonl",
+        DATA / "qa_pairs" / "retrieval.json",
+        DATA / "qa_pairs" / "retrieval_map.json",
+        DATA / "ragas" / "rows.jsonl",
+        DATA / "ragas" / "rows_ids.json",
+        DATA / "ragas" / "rows.csv",
+    ]
     for path in _native_and_trec_files(tmp_path) + others:
         assert tatrag.sniff(path, head(path)) is None, path.name
 
@@ -273,15 +331,20 @@ def test_sniff_rejects_native_trec_and_the_other_formats(tmp_path: Path) -> None
 def test_iter_array_lines_of_a_hand_written_file() -> None:
     text = '[\n  {"a": 1},\n\n  [1,\n   2], "s",\n  3\n]\n'
     log = ProblemLog()
-    assert list(jsonarray.iter_array(text, "f", log)) == [(2, {"a": 1}), (4, [1, 2]), (5, "s"),
-                                                          (6, 3)]
+    assert list(jsonarray.iter_array(text, "f", log)) == [
+        (2, {"a": 1}),
+        (4, [1, 2]),
+        (5, "s"),
+        (6, 3),
+    ]
     assert log.problems == []
 
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
-                                                                 max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -304,10 +367,12 @@ def test_iter_array_matches_json_loads_and_counts_lines(elements: list, indent: 
 
 @pytest.mark.parametrize(
     ("text", "line", "problem"),
-    [("[1, 2", 1, "expected ',' or ']', got end of file"),
-     ('[\n1,\n{"a" 1}]', 3, "Expecting ':' delimiter (column 6)"),
-     ("[1]\n[2]", 2, "extra data after the end of the JSON value"),
-     ('{"a": 1}', 1, "expected a JSON array")],
+    [
+        ("[1, 2", 1, "expected ',' or ']', got end of file"),
+        ('[\n1,\n{"a" 1}]', 3, "Expecting ':' delimiter (column 6)"),
+        ("[1]\n[2]", 2, "extra data after the end of the JSON value"),
+        ('{"a": 1}', 1, "expected a JSON array"),
+    ],
 )
 def test_iter_array_syntax_errors(text: str, line: int, problem: str) -> None:
     log = ProblemLog()
@@ -319,23 +384,33 @@ def test_iter_object_gives_member_lines_and_offsets() -> None:
     text = '{\n "x": [1,\n  2],\n "y": {"z": null}\n}'
     members = list(jsonarray.iter_object(text, "f", ProblemLog()))
     assert [(line, key, value) for line, key, value, _ in members] == [
-        (2, "x", [1, 2]), (4, "y", {"z": None})]
+        (2, "x", [1, 2]),
+        (4, "y", {"z": None}),
+    ]
     offset = members[0][3]
     assert list(jsonarray.iter_array(text, "f", ProblemLog(), start=offset, nested=True)) == [
-        (2, 1), (3, 2)]
+        (2, 1),
+        (3, 2),
+    ]
 
 
 @pytest.mark.parametrize(
     ("text", "layout"),
-    [("[1]", "array"), ('  {"a": 1}\n', "object"), ('{\n "a": 1\n}', "object"),
-     ('{"a": 1}\n{"a": 2}\n', "lines"), ('{"a": 1\n{"a": 2}\n', "lines"), ('"x"\n"y"', "lines")],
+    [
+        ("[1]", "array"),
+        ('  {"a": 1}\n', "object"),
+        ('{\n "a": 1\n}', "object"),
+        ('{"a": 1}\n{"a": 2}\n', "lines"),
+        ('{"a": 1\n{"a": 2}\n', "lines"),
+        ('"x"\n"y"', "lines"),
+    ],
 )
 def test_layout_of(text: str, layout: str) -> None:
     assert jsonarray.layout_of(text) == layout
 
 
 def test_peek_first_on_every_cut_of_a_document() -> None:
-    doc = {"query": "Q?", "gold": [{"content": "a \"quoted\" \\ text", "n": -1.5e3}, True, None]}
+    doc = {"query": "Q?", "gold": [{"content": 'a "quoted" \\ text', "n": -1.5e3}, True, None]}
     text = json.dumps([doc, {"b": []}], indent=1)
     for cut in range(len(text) + 1):
         value = jsonarray.peek_first(text[:cut].encode())
@@ -345,11 +420,13 @@ def test_peek_first_on_every_cut_of_a_document() -> None:
     assert jsonarray.peek_first(text.encode()) == [doc, {"b": []}]
     cut = text.index("quoted")
     assert jsonarray.peek_first(text[:cut].encode()) == [
-        {"query": "Q?", "gold": [{"content": jsonarray.TRUNCATED}]}]
+        {"query": "Q?", "gold": [{"content": jsonarray.TRUNCATED}]}
+    ]
 
 
-@pytest.mark.parametrize("text", [b"", b"q1 Q0 d1 1 0.5 run", b"user_input,x", b"[}", b"{1: 2}",
-                                  b'[{"a": 1 "b": 2}]'])
+@pytest.mark.parametrize(
+    "text", [b"", b"q1 Q0 d1 1 0.5 run", b"user_input,x", b"[}", b"{1: 2}", b'[{"a": 1 "b": 2}]']
+)
 def test_peek_first_rejects_what_is_not_json(text: bytes) -> None:
     assert jsonarray.peek_first(text) is None
 

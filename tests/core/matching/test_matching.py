@@ -37,8 +37,11 @@ def reference_normalise(text: str, norm: Normalisation) -> tuple[str, list[int]]
     chars = [(c, i) for i, ch in enumerate(text) for c in ch.lower()]
     chars = [(" " if c == "\x00" else c, i) for c, i in chars]
     if norm.strip_punct:
-        chars = [(c, i) for c, i in chars
-                 if c not in string.punctuation and not unicodedata.category(c).startswith("P")]
+        chars = [
+            (c, i)
+            for c, i in chars
+            if c not in string.punctuation and not unicodedata.category(c).startswith("P")
+        ]
     if norm.strip_articles:
         joined = "".join(c for c, _ in chars)
         blank = {j for m in re.finditer(r"\b(a|an|the)\b", joined) for j in range(*m.span())}
@@ -131,8 +134,10 @@ def test_normalise_edge_cases() -> None:
     assert normalise("The a an", Normalisation(strip_articles=True))[0] == ""
     assert normalise("don't", Normalisation(strip_punct=True))[0] == "dont"
     # Symbols are not punctuation ($ only because SQuAD's string.punctuation has it).
-    assert normalise("\u00ab5\u20ac \u00a9 $5\u00bb", Normalisation(strip_punct=True))[0] == \
-        "5\u20ac \u00a9 5"
+    assert (
+        normalise("\u00ab5\u20ac \u00a9 $5\u00bb", Normalisation(strip_punct=True))[0]
+        == "5\u20ac \u00a9 5"
+    )
     assert normalise_many([]) == []
     with pytest.raises(UsageError):
         normalise_many(["ok", None])  # type: ignore[list-item]
@@ -172,14 +177,19 @@ words = st.text(alphabet="abcde ", min_size=0, max_size=90)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(words, min_size=1, max_size=4), st.lists(words, min_size=1, max_size=4),
-       st.sampled_from(sorted(REFERENCES)), st.sampled_from(ALL_NORMS[:2]))
+@given(
+    st.lists(words, min_size=1, max_size=4),
+    st.lists(words, min_size=1, max_size=4),
+    st.sampled_from(sorted(REFERENCES)),
+    st.sampled_from(ALL_NORMS[:2]),
+)
 def test_scores_equal_the_reference_on_normalised_strings(
     evidence: list[str], chunks: list[str], scorer: str, norm: Normalisation
 ) -> None:
     pe, pc = np.meshgrid(np.arange(len(evidence)), np.arange(len(chunks)), indexing="ij")
-    result = score_pairs(evidence, chunks, pe.ravel(), pc.ravel(), scorer=scorer, norm=norm,
-                         workers=1)
+    result = score_pairs(
+        evidence, chunks, pe.ravel(), pc.ravel(), scorer=scorer, norm=norm, workers=1
+    )
     for i, (e, c) in enumerate(zip(pe.ravel(), pc.ravel(), strict=True)):
         ne, nc = normalise(evidence[e], norm)[0], normalise(chunks[c], norm)[0]
         if not ne:
@@ -192,8 +202,10 @@ def test_scores_equal_the_reference_on_normalised_strings(
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.text(alphabet="abcdefg ", min_size=1, max_size=120),
-       st.text(alphabet="abcdefg ", min_size=1, max_size=300))
+@given(
+    st.text(alphabet="abcdefg ", min_size=1, max_size=120),
+    st.text(alphabet="abcdefg ", min_size=1, max_size=300),
+)
 def test_difflib_scorer_reproduces_sequence_matcher(evidence: str, chunk: str) -> None:
     ne, nc = normalise(evidence)[0], normalise(chunk)[0]
     got = score_one(evidence, chunk, scorer="difflib")[0]
@@ -204,9 +216,11 @@ def test_difflib_scorer_reproduces_sequence_matcher(evidence: str, chunk: str) -
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet="abcde ,.\r\n", min_size=1, max_size=100),
-       st.text(alphabet="abcde ,.\r\n", min_size=0, max_size=250),
-       st.booleans())
+@given(
+    st.text(alphabet="abcde ,.\r\n", min_size=1, max_size=100),
+    st.text(alphabet="abcde ,.\r\n", min_size=0, max_size=250),
+    st.booleans(),
+)
 def test_partial_window_maps_back_to_the_aligned_window(
     evidence: str, chunk: str, strip_punct: bool
 ) -> None:
@@ -254,8 +268,9 @@ def test_partial_window_rescored_in_the_original_text() -> None:
 @pytest.mark.parametrize("scorer", sorted(REFERENCES))
 def test_exact_substring_scores_one_with_offsets_for_every_scorer(scorer: str) -> None:
     chunk = "Alpha beta.\n\nGAMMA   delta epsilon"
-    result = score_pairs(["gamma delta", "zeta", ""], [chunk], [0, 1, 2], [0, 0, 0],
-                         scorer=scorer, workers=1)
+    result = score_pairs(
+        ["gamma delta", "zeta", ""], [chunk], [0, 1, 2], [0, 0, 0], scorer=scorer, workers=1
+    )
     assert result.score[0] == 1.0
     assert chunk[result.start[0] : result.end[0]] == "GAMMA   delta"
     assert result.score[2] == 0.0 and result.start[2] == -1  # empty evidence matches nothing
@@ -304,12 +319,15 @@ def test_process_pool_gives_the_in_process_results(monkeypatch: pytest.MonkeyPat
     rng = np.random.default_rng(7)
     alphabet = np.array(list("abcdefgh   "))
     chunks = ["".join(rng.choice(alphabet, 120)) for _ in range(30)]
-    evidence = [c[10:60] for c in chunks[:10]] + ["".join(rng.choice(alphabet, 70))
-                                                  for _ in range(10)]
+    evidence = [c[10:60] for c in chunks[:10]] + [
+        "".join(rng.choice(alphabet, 70)) for _ in range(10)
+    ]
     pe = np.repeat(np.arange(20), 30)
     pc = np.tile(np.arange(30), 20)
-    expected = {s: score_pairs(evidence, chunks, pe, pc, scorer=s, workers=1)
-                for s in ("partial", "difflib")}
+    expected = {
+        s: score_pairs(evidence, chunks, pe, pc, scorer=s, workers=1)
+        for s in ("partial", "difflib")
+    }
     monkeypatch.setattr(matching_pool, "POOL_MIN_PAIRS", 50)
     for scorer, want in expected.items():
         got = score_pairs(evidence, chunks, pe, pc, scorer=scorer, workers=2)

@@ -59,8 +59,18 @@ def test_plain_texts_skip_the_per_character_pass(monkeypatch: pytest.MonkeyPatch
         return real(texts, norm)
 
     monkeypatch.setattr(matching, "_normalise_arrays", spy)
-    texts = ["Tax Rate", "  two edge spaces ", "", "café au lait", "a  b", "a\tb", "x\x00y",
-             "\u0130stanbul", " ", "a\xa0b"]
+    texts = [
+        "Tax Rate",
+        "  two edge spaces ",
+        "",
+        "café au lait",
+        "a  b",
+        "a\tb",
+        "x\x00y",
+        "\u0130stanbul",
+        " ",
+        "a\xa0b",
+    ]
     out, maps = matching._normalise_texts(texts, Normalisation())
     assert seen == ["a  b", "a\tb", "x\x00y", "\u0130stanbul", "a\xa0b"]
     assert out[:4] == ["tax rate", "two edge spaces", "", "café au lait"]
@@ -68,14 +78,20 @@ def test_plain_texts_skip_the_per_character_pass(monkeypatch: pytest.MonkeyPatch
     # the shift is the offset map: the same as the full pass gives
     for text, m in zip(texts, maps, strict=True):
         if isinstance(m, int):
-            assert list(range(m, m + len(normalise(text)[0]))) == reference_normalise(text, Normalisation())[1]
+            assert (
+                list(range(m, m + len(normalise(text)[0])))
+                == reference_normalise(text, Normalisation())[1]
+            )
 
 
-def random_pairs(seed: int, n_chunks: int = 40, n_spans: int = 15) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+def random_pairs(
+    seed: int, n_chunks: int = 40, n_spans: int = 15
+) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     # an empty word makes doubled spaces; a line break and capitals make mapped offsets
-    words = np.array(["the", "tax", "rate", "of", "", "income\nrelief", "on", "a", "pension,",
-                      "The", "Trust"])
+    words = np.array(
+        ["the", "tax", "rate", "of", "", "income\nrelief", "on", "a", "pension,", "The", "Trust"]
+    )
     chunks = [" ".join(rng.choice(words, 60)) for _ in range(n_chunks)]
     spans = [c[s : s + 70] for c in chunks[:n_spans] for s in [int(rng.integers(0, 200))]]
     spans += [" ".join(rng.choice(words, 12)) for _ in range(n_spans)]
@@ -84,7 +100,9 @@ def random_pairs(seed: int, n_chunks: int = 40, n_spans: int = 15) -> tuple[list
     return spans, chunks, pe, pc
 
 
-@pytest.mark.parametrize(("scorer", "cut"), [("partial", 0.0), ("partial", 0.5), ("ratio", 0.0), ("difflib", 0.0)])
+@pytest.mark.parametrize(
+    ("scorer", "cut"), [("partial", 0.0), ("partial", 0.5), ("ratio", 0.0), ("difflib", 0.0)]
+)
 def test_pipelined_blocks_on_the_pool_equal_one_call_in_process(
     monkeypatch: pytest.MonkeyPatch, scorer: str, cut: float
 ) -> None:
@@ -98,7 +116,9 @@ def test_pipelined_blocks_on_the_pool_equal_one_call_in_process(
         got = [p() for p in pending]
     for rows, part in zip(thirds, got, strict=True):
         assert np.array_equal(part.score, want.score[rows])
-        assert np.array_equal(part.start, want.start[rows]) and np.array_equal(part.end, want.end[rows])
+        assert np.array_equal(part.start, want.start[rows]) and np.array_equal(
+            part.end, want.end[rows]
+        )
 
 
 def test_windows_equal_the_definition_on_every_pair() -> None:
@@ -123,7 +143,9 @@ def test_windows_equal_the_definition_on_every_pair() -> None:
         assert (got.start[i], got.end[i]) == matching.to_original(offsets, ds, de)
 
 
-def test_block_wise_scoring_of_a_run_equals_one_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_block_wise_scoring_of_a_run_equals_one_call(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     path = tmp_path / "run.jsonl"
     write_native_run(path, 23, n_chunks=6, text_chars=120, seed=4, spans=3)
     monkeypatch.setattr(scores, "BLOCK_QUERIES", 5)  # 5 blocks, the last one short
@@ -131,7 +153,9 @@ def test_block_wise_scoring_of_a_run_equals_one_call(monkeypatch: pytest.MonkeyP
     done: list[tuple[int, int]] = []
     with Store(":memory:") as store:
         run = import_paths(store, [path], score=False).imported[0]
-        scoring = ensure_scored(store, run.run_id, workers=2, progress=lambda d, t: done.append((d, t)))
+        scoring = ensure_scored(
+            store, run.run_id, workers=2, progress=lambda d, t: done.append((d, t))
+        )
         assert scoring.n_pairs == 23 * 6 * 3 and not scoring.cached
         assert done == [(5, 23), (10, 23), (15, 23), (20, 23), (23, 23)]
         rows = load_pair_rows(store, run.run_id)
@@ -148,7 +172,9 @@ def test_block_wise_scoring_of_a_run_equals_one_call(monkeypatch: pytest.MonkeyP
                 pc.append(len(chunks))
             chunks.append(chunk.text)
     want = score_pairs(evidence, chunks, np.array(pe), np.array(pc), workers=1)
-    assert list(zip(rows.qidx.tolist(), rows.rank.tolist(), rows.eidx.tolist(), strict=True)) == keys
+    assert (
+        list(zip(rows.qidx.tolist(), rows.rank.tolist(), rows.eidx.tolist(), strict=True)) == keys
+    )
     assert np.array_equal(rows.score, want.score)
     assert np.array_equal(rows.start, want.start) and np.array_equal(rows.end, want.end)
     assert (rows.score == 1.0).sum() >= 23 * 3  # each span is cut from one of its chunks
@@ -160,7 +186,9 @@ def test_rows_read_without_order_by_are_put_in_order() -> None:
     rank = np.tile(np.arange(1, 5), 5)
     text = np.array([f"q{q} r{r}" for q, r in zip(qidx, rank, strict=True)], dtype=object)
     shuffled = rng.permutation(qidx.size)
-    got = scores._in_order({"qidx": qidx[shuffled], "rank": rank[shuffled], "text": text[shuffled]}, "rank")
+    got = scores._in_order(
+        {"qidx": qidx[shuffled], "rank": rank[shuffled], "text": text[shuffled]}, "rank"
+    )
     assert got["text"].tolist() == text.tolist() and got["rank"].tolist() == rank.tolist()
     same = {"qidx": qidx, "rank": rank, "text": text}
     assert scores._in_order(same, "rank") is same  # already in order: nothing copied
@@ -189,8 +217,9 @@ def test_pool_workers_leave_when_their_owner_is_killed() -> None:
     import time
 
     repo = REPO
-    owner = subprocess.Popen([sys.executable, "-c", HOLD_A_POOL], cwd=repo, stdout=subprocess.PIPE,
-                             text=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", HOLD_A_POOL], cwd=repo, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert owner.stdout is not None
         workers = [int(p) for p in owner.stdout.readline().split()]
@@ -230,6 +259,10 @@ def test_scoring_a_file_store_caps_duckdb_cache_then_gives_the_limit_back(tmp_pa
 
         before = limit()
         during: list[str] = []
-        ensure_scored(store, run.run_id, workers=1, progress=lambda done, total: during.append(limit()))
-        assert during and all(_bytes(x) <= _bytes(IMPORT_MEMORY_LIMIT) < _bytes(before) for x in during)
+        ensure_scored(
+            store, run.run_id, workers=1, progress=lambda done, total: during.append(limit())
+        )
+        assert during and all(
+            _bytes(x) <= _bytes(IMPORT_MEMORY_LIMIT) < _bytes(before) for x in during
+        )
         assert limit() == before

@@ -35,11 +35,14 @@ def tensor() -> tuple[np.ndarray, list[int], list[int]]:
     return s, [2, 1, 1, 0], [3, 1, 0, 2]
 
 
-@pytest.mark.parametrize(("k", "expected"), [
-    (2, [0.75, 0.9, 0.68, -np.inf]),
-    (None, [0.95, 0.9, 0.68, -np.inf]),
-    (1, [0.2, 0.9, 0.68, -np.inf]),
-])
+@pytest.mark.parametrize(
+    ("k", "expected"),
+    [
+        (2, [0.75, 0.9, 0.68, -np.inf]),
+        (None, [0.95, 0.9, 0.68, -np.inf]),
+        (1, [0.2, 0.9, 0.68, -np.inf]),
+    ],
+)
 def test_span_best_scores_hand_computed(k: int | None, expected: list[float]) -> None:
     s, n_spans, n_ret = tensor()
     want = np.asarray(expected, dtype=np.float32)
@@ -92,14 +95,21 @@ def test_flip_counts_agree_with_the_metrics_sweep() -> None:
 def make_run(name: str = "tiny") -> ParsedRun:
     queries = [
         Query(
-            query_id="a", query="greek letters",
-            retrieved=(Chunk("d1", "alpha beta gamma delta", 0.2),
-                       Chunk("d2", "one two three four five", 0.5),
-                       Chunk("d3", "xyz", 0.9)),
+            query_id="a",
+            query="greek letters",
+            retrieved=(
+                Chunk("d1", "alpha beta gamma delta", 0.2),
+                Chunk("d2", "one two three four five", 0.5),
+                Chunk("d3", "xyz", 0.9),
+            ),
             evidence=("beta gamma", "two three"),
         ),
-        Query(query_id="b", query="greeting", retrieved=(Chunk("e1", "hello world", 0.8),),
-              evidence=("hello",)),
+        Query(
+            query_id="b",
+            query="greeting",
+            retrieved=(Chunk("e1", "hello world", 0.8),),
+            evidence=("hello",),
+        ),
         Query(query_id="c", query="no gold", retrieved=(Chunk("f1", "nothing", 0.1),)),
     ]
     # the description differs per name: the same content twice would be one run
@@ -124,12 +134,15 @@ def store_with_scores(path: str = ":memory:", name: str = "tiny") -> Store:
     run = store.run(name)
     ensure_scored(store, run.run_id, "partial", NORM)
     with store._cursor() as cur:
-        assert cur.execute("SELECT count(*) FROM pair_scores WHERE run_id = ?",
-                           [run.run_id]).fetchall()[0][0] == len(SCORES)
+        assert cur.execute(
+            "SELECT count(*) FROM pair_scores WHERE run_id = ?", [run.run_id]
+        ).fetchall()[0][0] == len(SCORES)
         for (q, r, e), (score, start, end) in SCORES.items():
-            cur.execute("UPDATE pair_scores SET score = ?, span_start = ?, span_end = ? "
-                        "WHERE run_id = ? AND qidx = ? AND rank = ? AND eidx = ?",
-                        [score, start, end, run.run_id, q, r, e])
+            cur.execute(
+                "UPDATE pair_scores SET score = ?, span_start = ?, span_end = ? "
+                "WHERE run_id = ? AND qidx = ? AND rank = ? AND eidx = ?",
+                [score, start, end, run.run_id, q, r, e],
+            )
     return store
 
 
@@ -147,11 +160,20 @@ def test_borderline_pairs_order_band_k_and_limit() -> None:
     assert [round(p.distance, 4) for p in pairs] == [0.0, 0.02, 0.03, 0.05, 0.08, 0.09]
     assert [round(p.score, 4) for p in pairs] == [0.7, 0.72, 0.67, 0.65, 0.78, 0.61]
     assert keys(tuning.borderline_pairs(store, data, Settings(threshold=0.7, k=2), band=0.1)) == [
-        (0, 2, 1), (0, 1, 0), (1, 1, 0), (0, 2, 0)]
+        (0, 2, 1),
+        (0, 1, 0),
+        (1, 1, 0),
+        (0, 2, 0),
+    ]
     assert keys(tuning.borderline_pairs(store, data, at, band=0.04)) == [
-        (0, 2, 1), (0, 1, 0), (1, 1, 0)]
+        (0, 2, 1),
+        (0, 1, 0),
+        (1, 1, 0),
+    ]
     assert keys(tuning.borderline_pairs(store, data, at, band=0.1, limit=2)) == [
-        (0, 2, 1), (0, 1, 0)]
+        (0, 2, 1),
+        (0, 1, 0),
+    ]
     first = pairs[0]
     assert (first.query_id, first.doc_id, first.query) == ("a", "d2", "greek letters")
     assert first.evidence == "two three" and first.cut_rank == first.rank == 2
@@ -160,8 +182,12 @@ def test_borderline_pairs_order_band_k_and_limit() -> None:
 def test_borderline_windows_come_from_the_original_text() -> None:
     store = store_with_scores()
     data = load_run_data(store, "tiny")
-    pairs = {p.key: p for p in tuning.borderline_pairs(store, data, Settings(threshold=0.7),
-                                                       band=0.1, context_chars=3)}
+    pairs = {
+        p.key: p
+        for p in tuning.borderline_pairs(
+            store, data, Settings(threshold=0.7), band=0.1, context_chars=3
+        )
+    }
     p = pairs[(0, 1, 0)]  # "alpha beta gamma delta"[6:16]
     assert (p.before, p.window, p.after) == ("ha ", "beta gamma", " de")
     assert p.clipped_before and p.clipped_after
@@ -182,7 +208,12 @@ def test_borderline_pairs_follow_the_score_cut() -> None:
     assert [p.cut_rank for p in pairs] == [1, 1, 1]
     cut2 = Settings(threshold=0.7, k=2, score_threshold=0.4)
     assert keys(tuning.borderline_pairs(store, data, cut2, band=0.1)) == [
-        (0, 2, 1), (1, 1, 0), (0, 2, 0), (0, 3, 0), (0, 3, 1)]
+        (0, 2, 1),
+        (1, 1, 0),
+        (0, 2, 0),
+        (0, 3, 0),
+        (0, 3, 1),
+    ]
 
 
 def test_borderline_bad_arguments() -> None:
@@ -233,7 +264,9 @@ def test_labels_survive_reopening_and_are_deleted_with_the_run(tmp_path: Path) -
 
     with Store(path) as reopened:
         assert tuning.labels(reopened, "one", "partial", NORM).lookup() == {
-            (0, 1, 0): True, (0, 2, 1): False}
+            (0, 1, 0): True,
+            (0, 2, 1): False,
+        }
         reopened.delete("one")
         assert reopened.table_counts()["pair_labels"] == 1  # run two's label only
         assert tuning.labels(reopened, "two", "partial", NORM).lookup() == {(1, 1, 0): True}
@@ -269,8 +302,10 @@ def test_agreement_equal_score_is_a_match_and_nan_scores_are_left_out() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.integers(0, 20)), max_size=30),
-       st.lists(st.integers(0, 20), min_size=1, max_size=8))
+@given(
+    st.lists(st.tuples(st.booleans(), st.integers(0, 20)), max_size=30),
+    st.lists(st.integers(0, 20), min_size=1, max_size=8),
+)
 def test_agreement_matches_a_loop(pairs: list[tuple[bool, int]], grid: list[int]) -> None:
     y = [p[0] for p in pairs]
     s = [p[1] / 20 for p in pairs]  # ties with the thresholds on purpose
@@ -315,11 +350,19 @@ def test_no_suggestion_with_too_few_labels() -> None:
 def test_borderline_pairs_leave_out_chunks_without_text() -> None:
     """A chunk without text has no kept score (the tensor reads it as 0.0): never a pair."""
     store = Store(":memory:")
-    run = ParsedRun(RunInfo(name="notext"), [Query(
-        query_id="a", query="q",
-        retrieved=(Chunk("d1", None, 0.9), Chunk("d2", "zzzz qqqq", 0.5)),
-        evidence=("alpha beta",),
-    )], "native", ("notext.jsonl",))
+    run = ParsedRun(
+        RunInfo(name="notext"),
+        [
+            Query(
+                query_id="a",
+                query="q",
+                retrieved=(Chunk("d1", None, 0.9), Chunk("d2", "zzzz qqqq", 0.5)),
+                evidence=("alpha beta",),
+            )
+        ],
+        "native",
+        ("notext.jsonl",),
+    )
     store.import_run(run, ProblemLog())
     data = load_run_data(store, "notext")
     pairs = tuning.borderline_pairs(store, data, Settings(threshold=0.0), band=1.0)

@@ -67,7 +67,9 @@ def test_other_ranking_measures_and_aliases(sample: tuple[Store, RunData]) -> No
     curves = curves_over_k(store, data, s, ["F1", "AQWV", "MRR", "nDCG"])
     assert set(curves) == {"F1", "AQWV", "MRR", "nDCG"}
     for k in (1, 5, data.depth):
-        report = evaluate(data, [f"F1@{k}", f"AQWV@{k}", f"RR@{k}", f"nDCG@{k}"], store=store, settings=s)
+        report = evaluate(
+            data, [f"F1@{k}", f"AQWV@{k}", f"RR@{k}", f"nDCG@{k}"], store=store, settings=s
+        )
         assert _same(curves["F1"][k - 1], report.metrics[f"F1@{k}"])
         assert _same(curves["AQWV"][k - 1], report.metrics[f"AQWV@{k}"])
         assert _same(curves["MRR"][k - 1], report.metrics[f"RR@{k}"])
@@ -76,7 +78,9 @@ def test_other_ranking_measures_and_aliases(sample: tuple[Store, RunData]) -> No
 
 def test_recall_like_curves_never_fall(sample: tuple[Store, RunData]) -> None:
     store, data = sample
-    curves = curves_over_k(store, data, Settings(), ["R", "Hit", "EvidenceRecall", "FullCoverageRate"])
+    curves = curves_over_k(
+        store, data, Settings(), ["R", "Hit", "EvidenceRecall", "FullCoverageRate"]
+    )
     for name, values in curves.items():
         assert np.all(np.diff(values) >= -1e-12), name
     assert curves["R"][-1] > curves["R"][0]  # a real curve, not a constant
@@ -88,7 +92,9 @@ def test_curves_over_k_with_a_score_cut(sample: tuple[Store, RunData]) -> None:
     s = Settings(score_threshold=cut, relevance="ids")
     curves = curves_over_k(store, data, s, ["R", "nDCG", "PerQueryCoverage"])
     for k in (2, 7):
-        report = evaluate(data, [f"R@{k}", f"nDCG@{k}", f"PerQueryCoverage@{k}"], store=store, settings=s)
+        report = evaluate(
+            data, [f"R@{k}", f"nDCG@{k}", f"PerQueryCoverage@{k}"], store=store, settings=s
+        )
         assert _same(curves["R"][k - 1], report.metrics[f"R@{k}"])
         assert _same(curves["nDCG"][k - 1], report.metrics[f"nDCG@{k}"])
         assert _same(curves["PerQueryCoverage"][k - 1], report.metrics[f"PerQueryCoverage@{k}"])
@@ -106,9 +112,19 @@ def test_curves_over_threshold_equal_evaluate(sample: tuple[Store, RunData], k: 
     ranking = curves_over_threshold(store, data, s, grid[::10], names=["R", "nDCG", "RR"])
     for t in (0.0, 0.3, 0.7, 0.85, 1.0):
         i = round(t * 100)
-        report = evaluate(data, [f"EvidenceRecall@{k}", f"PerQueryCoverage@{k}",
-                                 f"FullCoverageRate@{k}", f"R@{k}", f"nDCG@{k}", f"RR@{k}"],
-                          store=store, settings=dataclasses.replace(s, threshold=t))
+        report = evaluate(
+            data,
+            [
+                f"EvidenceRecall@{k}",
+                f"PerQueryCoverage@{k}",
+                f"FullCoverageRate@{k}",
+                f"R@{k}",
+                f"nDCG@{k}",
+                f"RR@{k}",
+            ],
+            store=store,
+            settings=dataclasses.replace(s, threshold=t),
+        )
         for name in ("EvidenceRecall", "PerQueryCoverage", "FullCoverageRate"):
             assert _same(curves[name][i], report.metrics[f"{name}@{k}"]), (name, t)
         if i % 10 == 0:
@@ -124,7 +140,9 @@ def test_tiny_run_by_hand(tiny: tuple[Store, RunData]) -> None:
     assert curves["EvidenceRecall"].tolist() == pytest.approx([1 / 3, 2 / 3, 1.0])
     assert curves["FullCoverageRate"].tolist() == pytest.approx([1 / 2, 1 / 2, 1.0])
     # evidence mode: covering chunks are relevant; a: ranks 2, 3; b: rank 1 (list of 1)
-    assert curves["P"].tolist() == pytest.approx([(0 + 1) / 2, (1 / 2 + 1 / 2) / 2, (2 / 3 + 1 / 3) / 2])
+    assert curves["P"].tolist() == pytest.approx(
+        [(0 + 1) / 2, (1 / 2 + 1 / 2) / 2, (2 / 3 + 1 / 3) / 2]
+    )
 
 
 def test_ranking_over_threshold_needs_evidence_mode(sample: tuple[Store, RunData]) -> None:

@@ -179,8 +179,15 @@ def test_bad_input_is_a_usage_error() -> None:
 
 def test_registered_measures_agree_with_the_summary() -> None:
     cov = ev.prepare_coverage(*tiny())
-    names = ["EvidenceRecall@2", "PerQueryCoverage@1", "FullCoverageRate@2", "ContextCoverage",
-             "BestRank", "BestRank@1", "PerQueryCoverage(threshold=0.65)@2"]
+    names = [
+        "EvidenceRecall@2",
+        "PerQueryCoverage@1",
+        "FullCoverageRate@2",
+        "ContextCoverage",
+        "BestRank",
+        "BestRank@1",
+        "PerQueryCoverage(threshold=0.65)@2",
+    ]
     per_query = compute(names, cov)
     summary = ev.summarise(cov, ks=(1, 2)).values
 
@@ -196,7 +203,8 @@ def test_registered_measures_agree_with_the_summary() -> None:
     covered, total = ev.evidence_recall(cov, ks=[2])
     subset = [0, 2]
     assert run_value("EvidenceRecall@2", subset) == pytest.approx(
-        ev.pool_recall(covered[subset], total[subset])[0])
+        ev.pool_recall(covered[subset], total[subset])[0]
+    )
     assert str(parse("EvidenceRecall(threshold=0.5)@10")) == "EvidenceRecall(threshold=0.5)@10"
     with pytest.raises(UsageError):
         parse("ContextCoverage(threshold=0.5)")  # threshold-free
@@ -205,8 +213,9 @@ def test_registered_measures_agree_with_the_summary() -> None:
 # --- reference implementation: one Python loop per query, per span, per rank ---------------
 
 
-def reference(scores: np.ndarray, n_spans: np.ndarray, n_ret: np.ndarray, t: float,
-              k: int) -> dict[str, float]:
+def reference(
+    scores: np.ndarray, n_spans: np.ndarray, n_ret: np.ndarray, t: float, k: int
+) -> dict[str, float]:
     t32 = np.float32(t)
     covered_all = total_all = 0
     pqc, full, ctx, ranks = [], [], [], []

@@ -54,29 +54,45 @@ def queries(draw: st.DrawFn) -> list[Query]:
         docs = [f"d{j}" for j in range(6)]
         n_ret = draw(st.integers(0, 5))
         retrieved = tuple(
-            Chunk(draw(st.sampled_from(docs)), draw(st.one_of(st.none(), text)),
-                  draw(st.one_of(st.none(), st.floats(-5, 5))))
+            Chunk(
+                draw(st.sampled_from(docs)),
+                draw(st.one_of(st.none(), text)),
+                draw(st.one_of(st.none(), st.floats(-5, 5))),
+            )
             for _ in range(n_ret)
         )
         absent = draw(st.integers(0, 6)) == 0
-        relevance = draw(st.one_of(st.none(), st.dictionaries(st.sampled_from(docs),
-                                                               st.integers(-2, 3), max_size=4)))
+        relevance = draw(
+            st.one_of(
+                st.none(), st.dictionaries(st.sampled_from(docs), st.integers(-2, 3), max_size=4)
+            )
+        )
         if absent and relevance is None:
             relevance = {}
-        evidence = tuple(s for s in draw(st.lists(st.one_of(text, st.just("tax rate " * 50)),
-                                                  max_size=3)) if s.strip())
-        out.append(Query(
-            query_id=f"q{i}", retrieved=None if absent else retrieved, relevance=relevance,
-            evidence=evidence, query=draw(st.one_of(st.none(), text)),
-            answer=draw(st.one_of(st.none(), text)),
-            reference_answer=draw(st.one_of(st.none(), text)),
-        ))
+        evidence = tuple(
+            s
+            for s in draw(st.lists(st.one_of(text, st.just("tax rate " * 50)), max_size=3))
+            if s.strip()
+        )
+        out.append(
+            Query(
+                query_id=f"q{i}",
+                retrieved=None if absent else retrieved,
+                relevance=relevance,
+                evidence=evidence,
+                query=draw(st.one_of(st.none(), text)),
+                answer=draw(st.one_of(st.none(), text)),
+                reference_answer=draw(st.one_of(st.none(), text)),
+            )
+        )
     return out
 
 
 def store_with(qs: list[Query]) -> tuple[Store, Any]:
     store = Store(":memory:")
-    result = store.import_run(ParsedRun(RunInfo(name="r"), qs, "native", ("r.jsonl",)), ProblemLog())
+    result = store.import_run(
+        ParsedRun(RunInfo(name="r"), qs, "native", ("r.jsonl",)), ProblemLog()
+    )
     return store, load_run_data(store, result.run.run_id)
 
 
@@ -111,23 +127,46 @@ def check_report(report: Any, qs: list[Query], relevance: str | None) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-          derandomize=True, database=None)
-@given(qs=queries(), k=st.integers(1, 7), threshold=st.sampled_from([0.0, 0.35, 0.7, 1.0]),
-       complete=st.booleans())
-def test_every_metric_stays_in_its_range(qs: list[Query], k: int, threshold: float,
-                                         complete: bool) -> None:
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+    database=None,
+)
+@given(
+    qs=queries(),
+    k=st.integers(1, 7),
+    threshold=st.sampled_from([0.0, 0.35, 0.7, 1.0]),
+    complete=st.booleans(),
+)
+def test_every_metric_stays_in_its_range(
+    qs: list[Query], k: int, threshold: float, complete: bool
+) -> None:
     store, data = store_with(qs)
     with store:
-        modes = [m for m, ok in (("ids", data.run.has_qrels), ("evidence", data.run.has_evidence)) if ok]
+        modes = [
+            m for m, ok in (("ids", data.run.has_qrels), ("evidence", data.run.has_evidence)) if ok
+        ]
         for mode in modes or [None]:
             s = Settings(k=k, threshold=threshold, relevance=mode, complete=complete)  # type: ignore[arg-type]
-            names = [n for n in metric_names(k)
-                     if mode is not None or registry.REGISTRY[registry.parse(n).name].family != "ranking"]
+            names = [
+                n
+                for n in metric_names(k)
+                if mode is not None or registry.REGISTRY[registry.parse(n).name].family != "ranking"
+            ]
             if not data.run.has_evidence:
-                names = [n for n in names if registry.REGISTRY[registry.parse(n).name].family != "evidence"]
+                names = [
+                    n
+                    for n in names
+                    if registry.REGISTRY[registry.parse(n).name].family != "evidence"
+                ]
             if not data.run.has_answers:
-                names = [n for n in names if registry.REGISTRY[registry.parse(n).name].family != "generation"]
+                names = [
+                    n
+                    for n in names
+                    if registry.REGISTRY[registry.parse(n).name].family != "generation"
+                ]
             if not names:
                 continue
             report = evaluate(data, names, store=store, settings=s)
@@ -156,13 +195,25 @@ ONLY_NEGATIVE = [Query("q", retrieved=(Chunk("d1"),), relevance={"d1": -1})]
 EMPTY = [Query("q", retrieved=(), relevance={"d1": 1})]
 
 
-@pytest.mark.parametrize(("metric", "qs", "expected"), [
-    ("R@5", NONE_RELEVANT, 0.0), ("AP", NONE_RELEVANT, 0.0), ("Rprec", NONE_RELEVANT, 0.0),
-    ("nDCG", NONE_RELEVANT, 0.0), ("nDCG@5", ONLY_NEGATIVE, 0.0), ("RR", NONE_RELEVANT, 0.0),
-    ("F1@5", NONE_RELEVANT, 0.0), ("SetP", EMPTY, 0.0), ("SetR", NONE_RELEVANT, 0.0),
-    ("SetF", NONE_RELEVANT, 0.0), ("P@5", EMPTY, 0.0), ("Hit@5", EMPTY, 0.0),
-    ("AP@5", ONLY_NEGATIVE, 0.0), ("RR@1", EMPTY, 0.0),
-])
+@pytest.mark.parametrize(
+    ("metric", "qs", "expected"),
+    [
+        ("R@5", NONE_RELEVANT, 0.0),
+        ("AP", NONE_RELEVANT, 0.0),
+        ("Rprec", NONE_RELEVANT, 0.0),
+        ("nDCG", NONE_RELEVANT, 0.0),
+        ("nDCG@5", ONLY_NEGATIVE, 0.0),
+        ("RR", NONE_RELEVANT, 0.0),
+        ("F1@5", NONE_RELEVANT, 0.0),
+        ("SetP", EMPTY, 0.0),
+        ("SetR", NONE_RELEVANT, 0.0),
+        ("SetF", NONE_RELEVANT, 0.0),
+        ("P@5", EMPTY, 0.0),
+        ("Hit@5", EMPTY, 0.0),
+        ("AP@5", ONLY_NEGATIVE, 0.0),
+        ("RR@1", EMPTY, 0.0),
+    ],
+)
 def test_zero_denominators_follow_the_docs(metric: str, qs: list[Query], expected: float) -> None:
     value, per_query = one(qs, metric, relevance="ids")
     assert value == expected and per_query.tolist() == [expected]
@@ -179,12 +230,20 @@ def test_evidence_edge_cases() -> None:
     qs = [
         Query("spans, nothing retrieved", retrieved=(), evidence=("tax rate",)),
         Query("no spans", retrieved=(Chunk("d1", "tax rate"),)),
-        Query("span longer than every chunk", retrieved=(Chunk("d1", "tax"),), evidence=("tax rate " * 40,)),
+        Query(
+            "span longer than every chunk",
+            retrieved=(Chunk("d1", "tax"),),
+            evidence=("tax rate " * 40,),
+        ),
     ]
     store, data = store_with(qs)
     with store:
-        report = evaluate(data, ["EvidenceRecall@5", "PerQueryCoverage@5", "ContextCoverage", "BestRank"],
-                          store=store, settings=Settings(k=5))
+        report = evaluate(
+            data,
+            ["EvidenceRecall@5", "PerQueryCoverage@5", "ContextCoverage", "BestRank"],
+            store=store,
+            settings=Settings(k=5),
+        )
     recall = report.per_query["EvidenceRecall@5"]
     assert recall[0] == 0.0 and math.isnan(recall[1])
     # docs/metrics.md: a span longer than the chunk is aligned the other way round (the chunk
@@ -195,9 +254,11 @@ def test_evidence_edge_cases() -> None:
 
 
 def test_empty_answer_and_reference_follow_squad() -> None:
-    qs = [Query("both empty", retrieved=(Chunk("d1", "x"),), answer="", reference_answer=""),
-          Query("answer empty", retrieved=(Chunk("d1", "x"),), answer="", reference_answer="yes"),
-          Query("no answer", retrieved=(Chunk("d1", "x"),), reference_answer="yes")]
+    qs = [
+        Query("both empty", retrieved=(Chunk("d1", "x"),), answer="", reference_answer=""),
+        Query("answer empty", retrieved=(Chunk("d1", "x"),), answer="", reference_answer="yes"),
+        Query("no answer", retrieved=(Chunk("d1", "x"),), reference_answer="yes"),
+    ]
     store, data = store_with(qs)
     with store:
         report = evaluate(data, ["EM", "TokenF1", "ROUGE-L"], store=store)

@@ -31,17 +31,31 @@ def edge_queries() -> list[Query]:
     """Every case the answer metrics treat apart: no answer, empty texts, no reference, no query,
     chunks without text, no chunk at all, a query judged but absent from the run."""
     return [
-        Query("plain", (Chunk("d1", "The Denver Broncos won the game."),), query="Who won?",
-              answer="The Broncos", reference_answer="Denver Broncos"),
+        Query(
+            "plain",
+            (Chunk("d1", "The Denver Broncos won the game."),),
+            query="Who won?",
+            answer="The Broncos",
+            reference_answer="Denver Broncos",
+        ),
         Query("no answer", (Chunk("d1", "x"),), query="q", reference_answer="x"),
         Query("empty both", (Chunk("d1", "x"),), answer="", reference_answer=""),
-        Query("no reference", (Chunk("d1", "Paris is in France"),), query="Capital?",
-              answer="Paris, in Europe"),
+        Query(
+            "no reference",
+            (Chunk("d1", "Paris is in France"),),
+            query="Capital?",
+            answer="Paris, in Europe",
+        ),
         Query("no chunk text", (Chunk("d1", None), Chunk("d2", None)), answer="it is here"),
         Query("nothing retrieved", (), answer="alone", reference_answer="alone"),
         Query("absent", None, relevance={"d1": 1}, answer="judged only"),
-        Query("odd text", (Chunk("d1", "an_the théâtre — a\u2003b naïve U.S."),),
-              query="the-an?", answer="Théâtre naïve — US", reference_answer="the théâtre"),
+        Query(
+            "odd text",
+            (Chunk("d1", "an_the théâtre — a\u2003b naïve U.S."),),
+            query="the-an?",
+            answer="Théâtre naïve — US",
+            reference_answer="the théâtre",
+        ),
     ]
 
 
@@ -50,7 +64,8 @@ def reference_scores(store: Store, run: str) -> tuple[list[str], dict[str, np.nd
     queries = [q for q in store.iter_queries(run) if q.answer is not None]
     inputs = g.answer_inputs_from_queries(queries)
     return [q.query_id for q in queries], g.generation_scores(
-        inputs.answers, inputs.references, inputs.queries, inputs.chunk_texts)
+        inputs.answers, inputs.references, inputs.queries, inputs.chunk_texts
+    )
 
 
 def assert_same(got: np.ndarray, expected: np.ndarray, name: str) -> None:
@@ -60,8 +75,9 @@ def assert_same(got: np.ndarray, expected: np.ndarray, name: str) -> None:
 
 def test_kept_scores_equal_the_metrics_of_the_texts() -> None:
     with Store(":memory:") as store:
-        store.import_run(ParsedRun(RunInfo(name="r"), edge_queries(), "native", ("r.jsonl",)),
-                         ProblemLog())
+        store.import_run(
+            ParsedRun(RunInfo(name="r"), edge_queries(), "native", ("r.jsonl",)), ProblemLog()
+        )
         assert store.table_counts()["answer_scores"] == 0  # import_run alone keeps nothing
         data = load_run_data(store, "r")
         report = ev.evaluate(data, NAMES, store=store)
@@ -147,10 +163,42 @@ def test_from_scores_needs_every_metric() -> None:
 
 # --- the faster helpers equal their definitions -----------------------------------------------
 
-_piece = st.sampled_from(["a", "an", "the", "The", "A", "An", "theory", "and", "an_", "_the", "x",
-                          "U.S.", "it's", "naïve", "é", "a\u0301", "—", "\u2019", "½", "²", "Σ", "İ",
-                          "\u212a", "\x1c", "\x85", "\xa0", "\u2003", "\t", "\n", " ", "  ",
-                          *string.punctuation])
+_piece = st.sampled_from(
+    [
+        "a",
+        "an",
+        "the",
+        "The",
+        "A",
+        "An",
+        "theory",
+        "and",
+        "an_",
+        "_the",
+        "x",
+        "U.S.",
+        "it's",
+        "naïve",
+        "é",
+        "a\u0301",
+        "—",
+        "\u2019",
+        "½",
+        "²",
+        "Σ",
+        "İ",
+        "\u212a",
+        "\x1c",
+        "\x85",
+        "\xa0",
+        "\u2003",
+        "\t",
+        "\n",
+        " ",
+        "  ",
+        *string.punctuation,
+    ]
+)
 _text = st.lists(_piece, max_size=25).map("".join)
 
 
@@ -161,6 +209,9 @@ def test_token_set_equals_the_set_of_tokens(text: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from("abcde"), max_size=12), st.lists(st.sampled_from("abcdef"), max_size=12))
+@given(
+    st.lists(st.sampled_from("abcde"), max_size=12),
+    st.lists(st.sampled_from("abcdef"), max_size=12),
+)
 def test_overlap_equals_the_counter_intersection(pred: list[str], gold: list[str]) -> None:
     assert g._overlap(pred, gold) == sum((Counter(pred) & Counter(gold)).values())

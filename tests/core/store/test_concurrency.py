@@ -46,8 +46,13 @@ HOLDER = """
 
 def hold(db: Path, seconds: float) -> subprocess.Popen[str]:
     """Another process holding the store for seconds (< 0: until its stdin closes)."""
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HOLDER), str(db), str(seconds)],
-                            cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(HOLDER), str(db), str(seconds)],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
     return proc
 
@@ -56,8 +61,14 @@ def cli(db: Path, *args: str, wait_s: float | None = None) -> subprocess.Complet
     env = dict(os.environ)
     if wait_s is not None:
         env["RAGEVAL_BUSY_WAIT_S"] = str(wait_s)
-    return subprocess.run([sys.executable, "-m", "rageval_core.cli", "--db", str(db), *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "rageval_core.cli", "--db", str(db), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_an_import_waits_while_another_process_holds_the_store(tmp_path: Path) -> None:
@@ -84,7 +95,9 @@ def test_a_store_that_stays_busy_is_a_clear_error(tmp_path: Path) -> None:
     finally:
         holder.communicate("", timeout=30)
     assert done.returncode == 3  # store unavailable
-    assert f"the store {db} is busy: it is in use by another process (PID {holder.pid})" in done.stderr
+    assert (
+        f"the store {db} is busy: it is in use by another process (PID {holder.pid})" in done.stderr
+    )
     assert "Nothing was changed" in done.stderr and "RAGEVAL_BUSY_WAIT_S" in done.stderr
     assert "Traceback" not in done.stderr
     assert waited >= 1.5
@@ -140,8 +153,9 @@ def test_readers_and_imports_in_another_process_take_turns(tmp_path: Path) -> No
                 ops["reads"] += 1
                 run = rng.choice(runs)
                 data = load_run_data(leased, run.run_id)
-                report = evaluate(data, ["R@5", "EvidenceRecall@5"], store=leased,
-                                  settings=Settings(k=5))
+                report = evaluate(
+                    data, ["R@5", "EvidenceRecall@5"], store=leased, settings=Settings(k=5)
+                )
                 assert 0.0 <= report.metrics["R@5"] <= 1.0
                 ops["evaluations"] += 1
                 time.sleep(rng.uniform(0.0, 0.2))  # a person clicking, at random

@@ -30,8 +30,14 @@ from tests.paths import REPO
 KILLS: list[str] = []
 
 
-def make_run(path: Path, n_queries: int, depth: int = 5, evidence: bool = True,
-             name: str | None = None, seed: int = 0) -> Path:
+def make_run(
+    path: Path,
+    n_queries: int,
+    depth: int = 5,
+    evidence: bool = True,
+    name: str | None = None,
+    seed: int = 0,
+) -> Path:
     """A native run of n_queries x depth chunks (texts long enough to make scoring take time)."""
     words = ["tax", "rate", "return", "filing", "deadline", "vat", "charity", "premium", "audit"]
 
@@ -53,8 +59,13 @@ def make_run(path: Path, n_queries: int, depth: int = 5, evidence: bool = True,
 
 
 def run_child(code: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_line(proc: subprocess.Popen[str], prefix: str, timeout_s: float = 120.0) -> str:
@@ -66,7 +77,9 @@ def wait_line(proc: subprocess.Popen[str], prefix: str, timeout_s: float = 120.0
         if line.startswith(prefix):
             return line.strip()
         if not line and proc.poll() is not None:
-            raise AssertionError(f"child exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+            raise AssertionError(
+                f"child exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
+            )
     raise AssertionError(f"no {prefix!r} line within {timeout_s} s")
 
 
@@ -80,8 +93,10 @@ def kill(proc: subprocess.Popen[str], what: str) -> None:
 def snapshot(db: Path) -> dict[str, Any]:
     """Row counts of every table plus each run's facts (what "nothing changed" compares)."""
     with Store(db) as store:
-        return {"counts": store.table_counts(),
-                "runs": [(r.name, r.n_queries, r.n_chunks, r.content_hash) for r in store.runs()]}
+        return {
+            "counts": store.table_counts(),
+            "runs": [(r.name, r.n_queries, r.n_chunks, r.content_hash) for r in store.runs()],
+        }
 
 
 def assert_consistent(db: Path) -> None:
@@ -92,15 +107,19 @@ def assert_consistent(db: Path) -> None:
             ids = {r[0] for r in cur.execute(f"SELECT DISTINCT run_id FROM {table}").fetchall()}
             assert ids <= known, f"{table} holds rows of a run that is not stored: {ids - known}"
         for run_id, n_queries, n_chunks in cur.execute(
-                "SELECT run_id, n_queries, n_chunks FROM runs").fetchall():
+            "SELECT run_id, n_queries, n_chunks FROM runs"
+        ).fetchall():
             got = cur.execute("SELECT count(*) FROM queries WHERE run_id = ?", [run_id]).fetchall()
             assert got[0][0] == n_queries
             got = cur.execute("SELECT count(*) FROM chunks WHERE run_id = ?", [run_id]).fetchall()
             assert got[0][0] == n_chunks
         for run_id, scorer, norm, n_pairs in cur.execute(
-                "SELECT run_id, scorer, norm, n_pairs FROM scorings").fetchall():
-            got = cur.execute("SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ? "
-                              "AND norm = ?", [run_id, scorer, norm]).fetchall()
+            "SELECT run_id, scorer, norm, n_pairs FROM scorings"
+        ).fetchall():
+            got = cur.execute(
+                "SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ? AND norm = ?",
+                [run_id, scorer, norm],
+            ).fetchall()
             assert got[0][0] == n_pairs, "a scoring is recorded but its scores are not all kept"
 
 
@@ -160,7 +179,9 @@ def test_kill_inside_an_import_stores_nothing_and_is_reported(tmp_path: Path) ->
         found = store.interrupted()
         assert [(e.kind, e.pid) for e in found] == [("import", proc.pid)]
         assert "big.jsonl" in found[0].source
-        assert "was interrupted" in found[0].message and "nothing of it was stored" in found[0].message
+        assert (
+            "was interrupted" in found[0].message and "nothing of it was stored" in found[0].message
+        )
         store.acknowledge_interrupted(found)
     with Store(db) as store:
         assert store.interrupted() == []  # said once

@@ -26,34 +26,70 @@ from tests.paths import REPO
 INJECTIONS = [
     "'; DROP TABLE runs; --",
     "x'); DELETE FROM chunks; --",
-    "\" OR \"1\"=\"1",
+    '" OR "1"="1',
     "' OR '1'='1",
     "1; ATTACH '/tmp/evil.duckdb' AS evil; --",
     "'); COPY runs TO '/tmp/leak.csv'; --",
     "<script>window.__xss=1</script>",
-    "<img src=x onerror=\"window.__xss=1\">",
-    "<a href=\"javascript:window.__xss=1\">click me</a>",
+    '<img src=x onerror="window.__xss=1">',
+    '<a href="javascript:window.__xss=1">click me</a>',
     "[x](javascript:alert(1))",
     "**bold** $x^2$ :red[red] <b>b</b>",
-    "<iframe src=\"javascript:alert(1)\"></iframe>",
+    '<iframe src="javascript:alert(1)"></iframe>',
     "{{7*7}} ${7*7} %s %(x)s",
     "\\x00 \u202e \u0000",
 ]
-FIELDS = ("run name", "description", "query_id", "query", "doc_id", "chunk text", "evidence",
-          "answer", "tag key", "tag value", "latency stage", "renamed name")
+FIELDS = (
+    "run name",
+    "description",
+    "query_id",
+    "query",
+    "doc_id",
+    "chunk text",
+    "evidence",
+    "answer",
+    "tag key",
+    "tag value",
+    "latency stage",
+    "renamed name",
+)
 
 
 def hostile_run(path: Path) -> Path:
     """A native run carrying every injection in every text field."""
-    lines = [json.dumps({"rageval_run": {"name": INJECTIONS[0], "description": " ".join(INJECTIONS),
-                                         "settings": {"retriever": INJECTIONS[1]}}})]
+    lines = [
+        json.dumps(
+            {
+                "rageval_run": {
+                    "name": INJECTIONS[0],
+                    "description": " ".join(INJECTIONS),
+                    "settings": {"retriever": INJECTIONS[1]},
+                }
+            }
+        )
+    ]
     for i, text in enumerate(INJECTIONS):
-        lines.append(json.dumps({
-            "query_id": text, "query": text,
-            "retrieved": [{"doc_id": f"{text}#{i}", "text": f"{text} premium 500 dollars", "score": 1.0}],
-            "relevance": {f"{text}#{i}": 1}, "evidence": [f"{text} premium"], "answer": text,
-            "latency_ms": {text: 1.0, "total": 2.0}, "tags": {text: text, "kind": text},
-        }, ensure_ascii=False))
+        lines.append(
+            json.dumps(
+                {
+                    "query_id": text,
+                    "query": text,
+                    "retrieved": [
+                        {
+                            "doc_id": f"{text}#{i}",
+                            "text": f"{text} premium 500 dollars",
+                            "score": 1.0,
+                        }
+                    ],
+                    "relevance": {f"{text}#{i}": 1},
+                    "evidence": [f"{text} premium"],
+                    "answer": text,
+                    "latency_ms": {text: 1.0, "total": 2.0},
+                    "tags": {text: text, "kind": text},
+                },
+                ensure_ascii=False,
+            )
+        )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -65,11 +101,18 @@ def cli(db: Path, *args: str) -> Result:
 def store_state(db: Path) -> dict[str, Any]:
     """Every table of the file (DuckDB's catalog) with its row count, and every run's rows."""
     with Store(db) as store, store._cursor() as cur:
-        tables = sorted(r[0] for r in cur.execute(
-            "SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall())
-        counts = {t: cur.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]
-                  for t in tables if t != "journal"}
-        databases = sorted(r[0] for r in cur.execute("SELECT database_name FROM duckdb_databases()").fetchall())
+        tables = sorted(
+            r[0]
+            for r in cur.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()
+        )
+        counts = {
+            t: cur.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]
+            for t in tables
+            if t != "journal"
+        }
+        databases = sorted(
+            r[0] for r in cur.execute("SELECT database_name FROM duckdb_databases()").fetchall()
+        )
     with Store(db) as store:
         rows = {r.name: store.table_rows(r.run_id) for r in store.runs()}
     return {"tables": tables, "counts": counts, "databases": databases, "rows": rows}
@@ -133,6 +176,7 @@ def test_a_hostile_name_given_on_the_command_line(tmp_path: Path) -> None:
 
 # --- the app's path imports ---------------------------------------------------------------------
 
+
 @pytest.fixture()
 def allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "runs"
@@ -141,24 +185,40 @@ def allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("path", ["/etc/passwd", "/etc/shadow", "/proc/self/environ",
-                                  "~/.ssh/id_rsa", "/", "../../../../etc/passwd"])
-def test_paths_outside_the_folders_are_refused(allowed: Path, path: str,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        "/etc/shadow",
+        "/proc/self/environ",
+        "~/.ssh/id_rsa",
+        "/",
+        "../../../../etc/passwd",
+    ],
+)
+def test_paths_outside_the_folders_are_refused(
+    allowed: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(allowed)
     with pytest.raises(UsageError, match="outside the folders imports may read from"):
         imports.check_import_path(path)
 
 
-def test_tricks_that_lead_out_are_refused(allowed: Path, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tricks_that_lead_out_are_refused(
+    allowed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(allowed)
     (allowed / "passwd.jsonl").symlink_to("/etc/passwd")
     (allowed / "outside").symlink_to(tmp_path)
     secret = tmp_path / "secret.jsonl"
     secret.write_text("{}")
-    for text in ("passwd.jsonl", f"{allowed}/passwd.jsonl", "outside/secret.jsonl",
-                 f"{allowed}/../secret.jsonl", f"{allowed}/./../secret.jsonl"):
+    for text in (
+        "passwd.jsonl",
+        f"{allowed}/passwd.jsonl",
+        "outside/secret.jsonl",
+        f"{allowed}/../secret.jsonl",
+        f"{allowed}/./../secret.jsonl",
+    ):
         with pytest.raises(UsageError, match="outside the folders"):
             imports.check_import_path(text)
     for hidden in (".env", ".git/config", ".rageval/rageval.duckdb"):
@@ -176,7 +236,9 @@ def test_tricks_that_lead_out_are_refused(allowed: Path, tmp_path: Path,
     assert imports.check_import_path("good.jsonl") == good.resolve()
 
 
-def test_the_default_folders_never_include_the_root_or_home(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_folders_never_include_the_root_or_home(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv(imports.IMPORT_DIRS_ENV, raising=False)
     for cwd in ("/", str(Path.home())):
         monkeypatch.chdir(cwd)
