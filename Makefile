@@ -50,7 +50,7 @@ shell: setup  ## a shell with .venv active, so `rageval` is on PATH (or: source 
 browser:  ## install Debian's chromium for the browser tests when it is missing
 	@bash scripts/ensure-chromium.sh
 
-test: setup-test browser layers  ## set up (from the lock, with test extras and chromium), check the layers, run every test
+test: setup-test browser lint  ## set up (from the lock, with test extras and chromium), lint (ruff, format, mypy, layers), run every test
 	$(PYTEST)
 
 test-fast: setup-test  ## the core tests without the slow ones, for the inner loop (under a minute)
