@@ -1,6 +1,10 @@
 """Every download the app offers: one CSV rule and one JSON rule, one kind of button.
 
-CSV: UTF-8, no index column. JSON: UTF-8 (not ASCII-escaped), NaN and infinities as null,
+CSV: UTF-8, no index column, CRLF rows with every line break inside a cell quoted, and no cell a spreadsheet would run: run text is untrusted, and a
+text cell opening with = + - @ (or a tab or CR before one) is a formula to Excel and LibreOffice
+(=HYPERLINK(...) makes a link, =WEBSERVICE(...) a request), so such a cell gets a leading
+apostrophe, as OWASP's CSV-injection advice says; numbers written as text are left as they are.
+JSON: UTF-8 (not ASCII-escaped), NaN and infinities as null,
 numpy numbers as plain numbers. A file may be given as a callable: it is then built only when
 the button is clicked (100,000 rows should not slow every rerun). A click never reruns the page.
 """
@@ -19,9 +23,32 @@ from rageval_core.ops import to_json_value
 ICON = ":material/download:"
 
 
+#: what a spreadsheet reads as the start of a formula
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert_cell(value: Any) -> Any:
+    """value, with a leading apostrophe if it is text a spreadsheet would take for a formula."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_START):
+        return value
+    try:
+        float(value)  # "-0.25", "+1e-3": a number, not a formula
+    except ValueError:
+        return "'" + value
+    return value
+
+
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """The CSV file of frame: UTF-8, without the index."""
-    return frame.to_csv(index=False).encode("utf-8")
+    """The CSV file of frame: UTF-8, without the index, text cells made inert for spreadsheets."""
+    text = frame.select_dtypes(include=["object", "string"]).columns
+    if len(text):
+        frame = frame.copy()
+        for column in text:
+            frame[column] = frame[column].map(inert_cell)
+    frame.columns = [inert_cell(str(c)) for c in frame.columns]
+    # CRLF rows (RFC 4180): the writer then quotes any cell holding a CR or LF, so a lone CR in
+    # a chunk's text cannot end a row early
+    return frame.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
 
 
 def json_bytes(value: Any) -> bytes:

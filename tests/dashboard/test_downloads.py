@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 
@@ -18,7 +20,29 @@ def test_csv_is_utf8_without_index() -> None:
         {"query": ["café", "日本", "=1+1"], "score": [0.5, np.nan, 1.0]}, index=[7, 8, 9]
     )
     text = csv_bytes(frame).decode("utf-8")
-    assert text.splitlines() == ["query,score", "café,0.5", "日本,", "=1+1,1.0"]
+    assert text.splitlines() == ["query,score", "café,0.5", "日本,", "'=1+1,1.0"]
+
+
+def test_no_cell_of_run_text_is_a_spreadsheet_formula() -> None:
+    """CSV injection: text a spreadsheet would run gets a leading apostrophe; numbers, numbers
+    written as text, and ordinary text stay as they were; the frame itself is not changed."""
+    hostile = [
+        '=HYPERLINK("http://127.0.0.1:9/x","click")',
+        "+cmd|' /C calc'!A0",
+        "-2+3",
+        "@SUM(A1)",
+        "\t=1",
+        "\r=1",
+    ]
+    kept = ["-0.25", "+1e-3", "plain", "a=b", "", "café", "one\rtwo", "three\nfour"]
+    frame = pd.DataFrame({"text": hostile + kept, "delta": [-0.5] * 14})
+    frame["=evil"] = "x"
+    before = frame.copy()
+    header, *rows = csv.reader(io.StringIO(csv_bytes(frame).decode("utf-8"), newline=""))
+    assert header == ["text", "delta", "'=evil"]
+    assert [row[0] for row in rows] == ["'" + h for h in hostile] + kept
+    assert {row[1] for row in rows} == {"-0.5"}  # numeric columns untouched
+    pd.testing.assert_frame_equal(frame, before)
 
 
 def test_json_is_utf8_with_null_for_nan() -> None:
