@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +32,8 @@ from rageval_core.metrics.arrays import (
 )
 from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.metrics.generation import GENERATION_METRICS, AnswerInputs, generation_scores
-from rageval_core.rundata import LoadedRun, RunData, _floats, evidence_tensor, load_run_data
+from rageval_core.rundata import LoadedRun, RunData, _floats, evidence_tensor, load_run_data, memo
+from rageval_core.runops import Deferred, group_ops, groups_of, ops_rows
 from rageval_core.settings import BY_NAME, DEFAULTS, SETTINGS
 from rageval_core.store import Store, answers
 from rageval_core.store.store import RunRef
@@ -167,12 +167,6 @@ class Report:
 # --- inputs per family, cached on the RunData -----------------------------------------------
 
 
-def _memo(data: RunData, key: tuple[Any, ...], make: Any) -> Any:
-    if key not in data._cache:
-        data._cache[key] = make()
-    return data._cache[key]
-
-
 def _cut_order(
     data: RunData, score_threshold: float | None
 ) -> tuple[NDArray[np.int64] | None, NDArray[np.int64]]:
@@ -190,7 +184,7 @@ def _cut_order(
         order = np.argsort(~keep, axis=1, kind="stable").astype(np.int64)
         return order, keep.sum(axis=1).astype(np.int64)
 
-    return _memo(data, ("cut", score_threshold), make)  # type: ignore[no-any-return]
+    return memo(data, ("cut", score_threshold), make)  # type: ignore[no-any-return]
 
 
 def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int64]]:
@@ -198,7 +192,7 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
 
     def make() -> tuple[RankedLabels, NDArray[np.int64]]:
         rows = np.flatnonzero(data.has_qrels & (data.in_run | s.complete)).astype(np.int64)
-        full = _memo(
+        full = memo(
             data,
             ("ideal", s.rel_level),
             lambda: ranked_labels_from_rows(
@@ -225,7 +219,7 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
         return arrays, rows
 
     key = ("ids", s.rel_level, s.complete, s.score_threshold)
-    return _memo(data, key, make)  # type: ignore[no-any-return]
+    return memo(data, key, make)  # type: ignore[no-any-return]
 
 
 def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
@@ -241,7 +235,7 @@ def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
             score_cut=s.score_threshold,
         )
 
-    cov: Coverage = _memo(data, ("coverage", s.scorer, s.norm.key, s.score_threshold), make)
+    cov: Coverage = memo(data, ("coverage", s.scorer, s.norm.key, s.score_threshold), make)
     return cov.with_threshold(s.threshold)
 
 
@@ -261,7 +255,7 @@ def evidence_labels(
     kept = data._cache.get(("evidence_labels",))
     if kept is not None and kept[0] == key:
         return kept[1]
-    ids = _memo(data, ("evidence_ids", *source), lambda: tuple(data.query_ids[cov.rows]))
+    ids = memo(data, ("evidence_ids", *source), lambda: tuple(data.query_ids[cov.rows]))
     arrays = ranked_labels_from_relevant(ids, covers(cov).T, cov.n_ret)  # covers(cov).T: rank-major
     data._cache[("evidence_labels",)] = (key, (arrays, cov.rows))
     return arrays, cov.rows
@@ -283,7 +277,7 @@ def answer_inputs(store: Store, data: RunData) -> tuple[AnswerInputs, NDArray[np
             raise UsageError(f"the answer metrics of run {data.run.name} could not be kept")
         return kept
 
-    return _memo(data, ("answers",), make)  # type: ignore[no-any-return]
+    return memo(data, ("answers",), make)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,7 +467,7 @@ def _evaluate(
 
     # latency, tokens and cost do not depend on k, the threshold or the scorer: once per run,
     # when first read (Deferred)
-    rows_ops = _ops_rows(data)
+    rows_ops = ops_rows(data)
     report_ops = Deferred(rows_ops.summary)
     by_out = breakdown(data, per_query, weights, by) if by else None
     return Report(
@@ -510,169 +504,6 @@ def _aggregate(
     return registry.aggregate(name, values, weights)
 
 
-def ops_summary(data: RunData, rows: NDArray[np.bool_] | None = None) -> dict[str, Any]:
-    """Latency percentiles per stage, tokens, and cost, for all queries or a subset (mask)."""
-    return _ops_rows(data).summary(rows)
-
-
-#: the keys of an ops summary (ops_summary), also present in every by-tag group
-OPS_KEYS = ("latency_ms", "tokens", "cost_usd")
-
-
-@dataclass(frozen=True, eq=False)
-class _OpsRows:
-    """What every ops summary of a run reads: its long latency and token rows, per-query costs.
-
-    A Report keeps this (not its RunData) until its ops are first read, and the summaries
-    computed from it are kept here, so every report of a run shares them.
-    """
-
-    latency_q: NDArray[np.int64]
-    latency_stage: NDArray[np.str_]
-    latency_ms: Floats
-    tokens_q: NDArray[np.int64]
-    tokens_kind: NDArray[np.str_]
-    tokens_n: NDArray[np.int64]
-    costs: ops.QueryCosts
-    _kept: dict[Any, Any] = field(default_factory=dict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def summary(self, rows: NDArray[np.bool_] | None = None) -> dict[str, Any]:
-        """ops_summary over every query (kept) or over a mask of them."""
-        if rows is None:
-            return self._keep(None, lambda: self._summary(None))  # type: ignore[no-any-return]
-        return self._summary(rows)
-
-    def by_group(self, tag: str, labels: NDArray[np.str_]) -> dict[str, dict[str, Any]]:
-        """{tag value: ops summary of its queries}, every group in one grouped call (kept)."""
-
-        def make() -> dict[str, dict[str, Any]]:
-            latency = ops.latency_summary(
-                self.latency_stage, self.latency_ms, labels[self.latency_q]
-            )
-            tokens = ops.token_summary(self.tokens_kind, self.tokens_n, labels[self.tokens_q])
-            out = {}
-            for group in set(labels.tolist()):
-                mask = labels == group
-                costs = ops.QueryCosts(
-                    self.costs.cost_usd[mask], self.costs.has_tokens[mask], self.costs.price_missing
-                )
-                out[group] = {
-                    "latency_ms": latency.get(group, {}),
-                    "tokens": tokens.get(group, {}),
-                    "cost_usd": ops.cost_summary(costs),
-                }
-            return out
-
-        return self._keep(("by", tag), make)  # type: ignore[no-any-return]
-
-    def _keep(self, key: Any, make: Callable[[], Any]) -> Any:
-        with self._lock:  # reports are shared between the dashboard's sessions (threads)
-            if key not in self._kept:
-                self._kept[key] = make()
-            return self._kept[key]
-
-    def _summary(self, rows: NDArray[np.bool_] | None) -> dict[str, Any]:
-        lat_sel = slice(None) if rows is None else rows[self.latency_q]
-        tok_sel = slice(None) if rows is None else rows[self.tokens_q]
-        latency = ops.latency_summary(self.latency_stage[lat_sel], self.latency_ms[lat_sel])
-        tokens = ops.token_summary(self.tokens_kind[tok_sel], self.tokens_n[tok_sel])
-        costs = self.costs
-        if rows is not None:
-            costs = ops.QueryCosts(
-                costs.cost_usd[rows], costs.has_tokens[rows], costs.price_missing
-            )
-        return {"latency_ms": latency, "tokens": tokens, "cost_usd": ops.cost_summary(costs)}
-
-
-def _ops_rows(data: RunData) -> _OpsRows:
-    return _memo(
-        data,
-        ("ops_rows",),
-        lambda: _OpsRows(  # type: ignore[no-any-return]
-            data.latency_q,
-            data.latency_stage,
-            data.latency_ms,
-            data.tokens_q,
-            data.tokens_kind,
-            data.tokens_n,
-            query_costs(data),
-        ),
-    )
-
-
-class Deferred(Mapping[str, Any]):
-    """A read-only mapping computed on its first read, then kept (thread-safe).
-
-    Report.ops and the ops part of each by-tag group: sorting a large run's latency rows into
-    percentiles takes longer than every metric of a view, and only the views that show
-    latency or cost read them. Known keys are listed without computing anything; a copy or a
-    pickle is a plain dict.
-    """
-
-    def __init__(
-        self,
-        make: Callable[[], Mapping[str, Any]],
-        keys: Sequence[str] = OPS_KEYS,
-        eager: Mapping[str, Any] | None = None,
-    ) -> None:
-        self._make: Callable[[], Mapping[str, Any]] | None = make
-        self._value: Mapping[str, Any] = {}
-        self._keys = tuple(keys)
-        self._eager = dict(eager or {})
-        self._lock = threading.Lock()
-
-    def _computed(self) -> Mapping[str, Any]:
-        if self._make is not None:
-            with self._lock:
-                if self._make is not None:
-                    self._value, self._make = self._make(), None
-        return self._value
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self._eager:
-            return self._eager[key]
-        if key not in self._keys:
-            raise KeyError(key)
-        return self._computed()[key]
-
-    def __contains__(self, key: object) -> bool:  # without computing anything
-        return key in self._eager or key in self._keys
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self._eager
-        yield from self._keys
-
-    def __len__(self) -> int:
-        return len(self._eager) + len(self._keys)
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (dict, (dict(self),))
-
-
-def query_costs(data: RunData) -> ops.QueryCosts:
-    """USD per query from its prompt/completion tokens and the run's prices (per 1K tokens)."""
-
-    def make() -> ops.QueryCosts:
-        per_kind = {}
-        for kind in ("prompt", "completion"):
-            col = np.full(data.n_queries, np.nan)
-            sel = data.tokens_kind == kind
-            col[data.tokens_q[sel]] = data.tokens_n[sel]
-            per_kind[kind] = col
-        return ops.cost_per_query(
-            per_kind["prompt"],
-            per_kind["completion"],
-            data.run.price_prompt_per_1k,
-            data.run.price_completion_per_1k,
-        )
-
-    return _memo(data, ("costs",), make)  # type: ignore[no-any-return]
-
-
 def breakdown(
     data: RunData, per_query: dict[str, Floats], weights: dict[str, Floats], tag: str
 ) -> dict[str, Any]:
@@ -682,8 +513,8 @@ def breakdown(
         known = ", ".join(sorted(data.tags)) or "none"
         raise UsageError(f"run {data.run.name} has no tag {tag!r} (tags: {known})")
     groups: dict[str, Any] = {}
-    labels, found = _memo(data, ("groups", tag), lambda: _groups_of(data, tag))
-    rows_ops = _ops_rows(data)
+    labels, found = memo(data, ("groups", tag), lambda: groups_of(data, tag))
+    rows_ops = ops_rows(data)
     for group, rows in found:
         metrics = {
             name: _aggregate(name, col, weights.get(name), rows) for name, col in per_query.items()
@@ -691,23 +522,7 @@ def breakdown(
         # the ops part is read lazily (Deferred): the grouped percentiles are computed, once per
         # run and tag, by the first view that shows them
         groups[group] = Deferred(
-            functools.partial(_group_ops, rows_ops, tag, labels, group),
+            functools.partial(group_ops, rows_ops, tag, labels, group),
             eager={"n": int(rows.size), "metrics": metrics},
         )
     return {"tag": tag, "groups": groups}
-
-
-def _group_ops(
-    rows_ops: _OpsRows, tag: str, labels: NDArray[np.str_], group: str
-) -> dict[str, Any]:
-    return rows_ops.by_group(tag, labels)[group]
-
-
-def _groups_of(
-    data: RunData, tag: str
-) -> tuple[NDArray[np.str_], list[tuple[str, NDArray[np.int64]]]]:
-    """(each query's value of the tag, [(value, its queries' row numbers)]), NO_TAG last."""
-    values = data.tags[tag]
-    labels = np.where(values == None, ops.NO_TAG, values).astype(str)  # noqa: E711
-    order = sorted(set(labels.tolist()), key=lambda g: (g == ops.NO_TAG, g))
-    return labels, [(group, np.flatnonzero(labels == group)) for group in order]

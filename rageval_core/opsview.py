@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rageval_core import ops
-from rageval_core.evaluate import query_costs
+from rageval_core.runops import query_costs
 from rageval_core.rundata import RunData
 
 Floats = NDArray[np.float64]

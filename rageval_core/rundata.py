@@ -6,6 +6,7 @@ operation on these: no SQL and no text scoring per change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,13 @@ class RunData:
     @property
     def depth(self) -> int:
         return int(self.labels.shape[1])
+
+
+def memo(data: RunData, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """make(), computed once per run and key and kept on the RunData (its arrays never change)."""
+    if key not in data._cache:
+        data._cache[key] = make()
+    return data._cache[key]
 
 
 @dataclass(eq=False)

@@ -43,11 +43,11 @@ from rageval_core.evaluate import (
     evidence_labels,
     id_labels,
     open_file_in_scratch_store,
-    query_costs,
     resolve_relevance,
 )
 from rageval_core.metrics import registry
 from rageval_core.rundata import LoadedRun, RunData, load_run_data
+from rageval_core.runops import query_costs
 from rageval_core.store import Store
 
 Source = LoadedRun | RunData | str | Path
