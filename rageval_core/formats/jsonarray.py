@@ -477,6 +477,11 @@ def describe(value: Any) -> str:
     return type_name(value)
 
 
+def value_problem(value: Any, expected: str) -> str:
+    """The problem with a required value: "required" when absent, else what it should be."""
+    return "required" if value is None else f"expected {expected}, got {describe(value)}"
+
+
 class KeyWarner:
     """Warns about an unknown key once per key per file, as the native reader does."""
 
@@ -629,11 +634,7 @@ def parse_chunk(
     ok = True
     doc_id = id_text(doc.get("id"))
     if doc_id is None:
-        problem = (
-            "required"
-            if doc.get("id") is None
-            else (f"expected a non-empty string or an integer, got {describe(doc['id'])}")
-        )
+        problem = value_problem(doc.get("id"), "a non-empty string or an integer")
         log.error(file, line, f"{where}.id", problem)
         ok = False
     text_key = next((k for k in text_keys if k in doc), None)
