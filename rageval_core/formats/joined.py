@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
+from rageval_core.formats.base import display_path, merge_info, read_sidecar
 from rageval_core.formats.jsonarray import (
     Extras,
     KeyWarner,
@@ -23,7 +24,7 @@ from rageval_core.formats.jsonarray import (
     parse_chunk,
     read_text,
 )
-from rageval_core.model import Chunk, Query
+from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 
 
 @dataclass
@@ -54,6 +55,42 @@ class Hit:
 
 #: parse(entry, index, line, file, log, keys) -> the companion entry (invalid when it has errors)
 ParseGold = Callable[[Any, int, int, str, ProblemLog, KeyWarner], Gold]
+#: join(golds, primary, primary's display name, companion's display name, log) -> the hit of
+#: each companion entry, in their order (None: no retrieval entry matched it)
+Join = Callable[[list[Gold], Path, str, str, ProblemLog], list["Hit | None"]]
+
+
+def read_joined(
+    primary: Path,
+    companion: Path | None,
+    log: ProblemLog,
+    *,
+    format: str,
+    role: str,
+    needs: str,
+    parse: ParseGold,
+    id_field: str,
+    join: Join,
+    field: str,
+    output: str,
+) -> ParsedRun:
+    """Read the companion set, join the primary file's entries to it and make the queries.
+
+    role, needs: the field and message of the error when the companion is missing; id_field: the companion's id key; field,
+    output: where and what to warn about for an entry nothing matched (see joined_queries).
+    """
+    pfile = display_path(primary)
+    info = merge_info(RunInfo(), read_sidecar(primary, log))
+    if companion is None:
+        log.error(pfile, 0, role, needs)
+        return ParsedRun(info, [], format, (pfile,))
+    cfile = display_path(companion)
+    golds = read_golds(companion, cfile, log, parse, id_field)
+    if golds is None:
+        return ParsedRun(info, [], format, (pfile, cfile))
+    hits = join(golds, primary, pfile, cfile, log)
+    queries = joined_queries(golds, hits, cfile, log, field, output)
+    return ParsedRun(info, queries, format, (pfile, cfile))
 
 
 def read_golds(

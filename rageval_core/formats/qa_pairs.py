@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY, display_path, merge_info, read_sidecar
-from rageval_core.formats.joined import EntryReader, Gold, Hit, joined_queries, read_golds, shorten
+from rageval_core.formats.base import HEADER_KEY
+from rageval_core.formats.joined import EntryReader, Gold, Hit, read_joined, shorten
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
     TRUNCATED,
@@ -31,7 +31,7 @@ from rageval_core.formats.jsonarray import (
     tag_text,
     value_problem,
 )
-from rageval_core.model import ParsedRun, RunInfo
+from rageval_core.model import ParsedRun
 
 FORMAT = "qa_pairs"
 PRIMARY = "retrieval"
@@ -93,19 +93,26 @@ def _is_qa_doc(doc: Any) -> bool:
 
 def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
     """Join the retrieval results (primary) with the QA pairs (companion) into queries."""
-    pfile = display_path(primary)
-    info = merge_info(RunInfo(), read_sidecar(primary, log))
-    if companion is None:
-        log.error(pfile, 0, COMPANION, "QA-pair retrieval results need their QA-pair file")
-        return ParsedRun(info, [], FORMAT, (pfile,))
-    cfile = display_path(companion)
-    pairs = read_golds(companion, cfile, log, _parse_pair, "qa_pair_id")
-    if pairs is None:
-        return ParsedRun(info, [], FORMAT, (pfile, cfile))
-    hits = _Joiner(pairs, pfile, cfile, log).read(primary)
-    found = [hits.get(pair.query_id) for pair in pairs]
-    queries = joined_queries(pairs, found, cfile, log, "qa_pair_id", "results")
-    return ParsedRun(info, queries, FORMAT, (pfile, cfile))
+    return read_joined(
+        primary,
+        companion,
+        log,
+        format=FORMAT,
+        role=COMPANION,
+        needs="QA-pair retrieval results need their QA-pair file",
+        parse=_parse_pair,
+        id_field="qa_pair_id",
+        join=_join,
+        field="qa_pair_id",
+        output="results",
+    )
+
+
+def _join(
+    pairs: list[Gold], path: Path, file: str, cfile: str, log: ProblemLog
+) -> list[Hit | None]:
+    hits = _Joiner(pairs, file, cfile, log).read(path)
+    return [hits.get(pair.query_id) for pair in pairs]
 
 
 def _parse_pair(

@@ -21,11 +21,8 @@ from typing import Any
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import (
     HEADER_KEY,
-    display_path,
-    merge_info,
-    read_sidecar,
 )
-from rageval_core.formats.joined import EntryReader, Gold, Hit, joined_queries, read_golds, shorten
+from rageval_core.formats.joined import EntryReader, Gold, Hit, read_joined, shorten
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
     TRUNCATED,
@@ -42,7 +39,7 @@ from rageval_core.formats.jsonarray import (
     tag_text,
     value_problem,
 )
-from rageval_core.model import ParsedRun, Query, RunInfo
+from rageval_core.model import ParsedRun, Query
 
 FORMAT = "tatrag"
 PRIMARY = "retrieval"
@@ -129,20 +126,28 @@ def _is_tatrag_doc(doc: Any) -> bool:
 
 def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
     """Join the retrieval output (primary) with its golden set (companion) into queries."""
-    pfile = display_path(primary)
-    info = merge_info(RunInfo(), read_sidecar(primary, log))
-    if companion is None:
-        log.error(pfile, 0, COMPANION, "TAT-RAG retrieval output needs its golden set file")
-        return ParsedRun(info, [], FORMAT, (pfile,))
-    gfile = display_path(companion)
-    golds = read_golds(companion, gfile, log, _parse_gold, "query_id")
-    if golds is None:
-        return ParsedRun(info, [], FORMAT, (pfile, gfile))
-    hits = _Joiner(golds, pfile, gfile, log).read(primary)
-    found = [hits.get(index) for index in range(len(golds))]
-    queries = joined_queries(golds, found, gfile, log, "query", "output")
-    _check_file_ids(queries, gfile, log)
-    return ParsedRun(info, queries, FORMAT, (pfile, gfile))
+    run = read_joined(
+        primary,
+        companion,
+        log,
+        format=FORMAT,
+        role=COMPANION,
+        needs="TAT-RAG retrieval output needs its golden set file",
+        parse=_parse_gold,
+        id_field="query_id",
+        join=_join,
+        field="query",
+        output="output",
+    )
+    _check_file_ids(list(run.queries), run.sources[-1], log)
+    return run
+
+
+def _join(
+    golds: list[Gold], path: Path, file: str, gfile: str, log: ProblemLog
+) -> list[Hit | None]:
+    hits = _Joiner(golds, file, gfile, log).read(path)
+    return [hits.get(index) for index in range(len(golds))]
 
 
 def _check_file_ids(queries: list[Query], gfile: str, log: ProblemLog) -> None:
