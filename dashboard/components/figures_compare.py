@@ -471,6 +471,19 @@ def segment_table(long: pd.DataFrame, metrics: Sequence[str]) -> Styler:
 # --- latency and cost ----------------------------------------------------------------------------
 
 
+#: the columns _ops_row fills, in their order
+_OPS_COLUMNS = [
+    "n",
+    "baseline",
+    "candidate value",
+    "change",
+    "change %",
+    "CI low",
+    "CI high",
+    "significant",
+]
+
+
 def _ops_row(x: OpsChange) -> dict[str, Any]:
     excludes_zero = x.ci_low > 0 or x.ci_high < 0
     mark = (HIGHER if x.change > 0 else LOWER) if excludes_zero else ""
@@ -495,22 +508,7 @@ def latency_frame(c: Comparison, stats: Sequence[str] = LATENCY_STATS) -> pd.Dat
             rows.append(
                 {"candidate": x.candidate, "stage": stage, "statistic": stat, **_ops_row(x)}
             )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "candidate",
-            "stage",
-            "statistic",
-            "n",
-            "baseline",
-            "candidate value",
-            "change",
-            "change %",
-            "CI low",
-            "CI high",
-            "significant",
-        ],
-    )
+    return pd.DataFrame(rows, columns=["candidate", "stage", "statistic", *_OPS_COLUMNS])
 
 
 def cost_frame(c: Comparison) -> pd.DataFrame:
@@ -518,21 +516,7 @@ def cost_frame(c: Comparison) -> pd.DataFrame:
     rows = [
         {"candidate": x.candidate, "cost": x.target.split(".")[1], **_ops_row(x)} for x in c.cost
     ]
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "candidate",
-            "cost",
-            "n",
-            "baseline",
-            "candidate value",
-            "change",
-            "change %",
-            "CI low",
-            "CI high",
-            "significant",
-        ],
-    )
+    return pd.DataFrame(rows, columns=["candidate", "cost", *_OPS_COLUMNS])
 
 
 def style_ops(frame: pd.DataFrame, digits: int) -> Styler:
@@ -547,23 +531,6 @@ def style_ops(frame: pd.DataFrame, digits: int) -> Styler:
             "CI high": _fmt(digits, True),
         }
     )
-
-
-def stages_not_compared(c: Comparison) -> list[str]:
-    """ "stage (run)" for every latency stage only one side of a pair records."""
-    base = c.stages[c.baseline]
-    out = [
-        f"{stage} ({cand})"
-        for cand in c.candidates
-        for stage in c.stages[cand]
-        if stage not in base
-    ]
-    out += [
-        f"{stage} ({c.baseline})"
-        for stage in base
-        if any(stage not in c.stages[cand] for cand in c.candidates)
-    ]
-    return out
 
 
 # --- trends --------------------------------------------------------------------------------------

@@ -90,12 +90,20 @@ def _marked_int(digits: str) -> int | _Long:
 
 
 def _key_problem(key: str, path: str) -> tuple[str, str, re.Pattern[str]] | None:
-    m = _SURROGATE.search(key)
+    return _surrogate_problem(key, path, "a key")
+
+
+def _surrogate_problem(
+    text: str, path: str, holder: str
+) -> tuple[str, str, re.Pattern[str]] | None:
+    """(field, problem, what finds it) when text (a key or a string value) holds a lone
+    surrogate, else None."""
+    m = _SURROGATE.search(text)
     if m is None:
         return None
     return (
         path or "json",
-        f"a key holds a lone surrogate ({_escaped(m[0])}), not valid Unicode",
+        f"{holder} holds a lone surrogate ({_escaped(m[0])}), not valid Unicode",
         _LONE_ESCAPE,
     )
 
@@ -116,14 +124,7 @@ def _unsound(value: Any, path: str = "") -> tuple[str, str, re.Pattern[str]] | N
     """(field, problem, what finds it in the text) of the first lone surrogate (in a string or
     a key) or too long integer (a _Long) inside a decoded JSON value; None when there is none."""
     if isinstance(value, str):
-        m = _SURROGATE.search(value)
-        if m is None:
-            return None
-        return (
-            path or "json",
-            f"text holds a lone surrogate ({_escaped(m[0])}), not valid Unicode",
-            _LONE_ESCAPE,
-        )
+        return _surrogate_problem(value, path, "text")
     if isinstance(value, _Long):
         return (
             path or "json",
