@@ -79,21 +79,22 @@ class Normalisation:
 
 
 @functools.cache
+def _class_table(pattern: str) -> NDArray[np.bool_]:
+    """Code point -> whether the one-character regex pattern (of str patterns) matches it."""
+    table = np.zeros(_N_CODEPOINTS, dtype=np.bool_)
+    every = "".join(map(chr, range(_N_CODEPOINTS)))
+    table[[m.start() for m in re.finditer(pattern, every)]] = True
+    return table
+
+
 def _space_table() -> NDArray[np.bool_]:
     """Code point -> str.isspace(); the regex \\s of str patterns is the same set."""
-    table = np.zeros(_N_CODEPOINTS, dtype=np.bool_)
-    every = "".join(map(chr, range(_N_CODEPOINTS)))
-    table[[m.start() for m in re.finditer(r"\s", every)]] = True
-    return table
+    return _class_table(r"\s")
 
 
-@functools.cache
 def _word_table() -> NDArray[np.bool_]:
     """Code point -> word character as the regex \\w of str patterns sees it."""
-    table = np.zeros(_N_CODEPOINTS, dtype=np.bool_)
-    every = "".join(map(chr, range(_N_CODEPOINTS)))
-    table[[m.start() for m in re.finditer(r"\w", every)]] = True
-    return table
+    return _class_table(r"\w")
 
 
 @functools.cache

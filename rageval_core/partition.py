@@ -367,6 +367,22 @@ def _report(
         log.error(source, row + 1, field(i), problem)
 
 
+def _blank(strings: pa.Array) -> Ints:
+    """Positions of the null or empty strings."""
+    return np.flatnonzero(np.asarray(pc.fill_null(pc.equal(strings, ""), True)))
+
+
+def _report_blank_items(
+    log: ProblemLog, source: str, name: str, items: pa.Array, rows: Ints, pos: Ints
+) -> None:
+    """One error per null or empty string of a flattened list column: items[j] is name[pos[j]]
+    of row rows[j]."""
+    bad = _blank(items)
+    _report(
+        log, source, rows[bad], lambda i: f"{name}[{pos[bad[i]]}]", "expected a non-empty string"
+    )
+
+
 def _read(table: pa.Table, source: str, threads: int = 1) -> _Partition:
     """Check one partition's rows and flatten them; InputError listing every bad row."""
     n = table.num_rows
@@ -384,7 +400,7 @@ def _read(table: pa.Table, source: str, threads: int = 1) -> _Partition:
 
     log = ProblemLog()
     query_ids = qid.to_pylist()
-    bad = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(qid, ""), True)))
+    bad = _blank(qid)
     _report(log, source, bad, lambda i: "query_id", "missing or empty")
     seen: dict[str, int] = {}
     for row, q in enumerate(query_ids):
@@ -395,7 +411,7 @@ def _read(table: pa.Table, source: str, threads: int = 1) -> _Partition:
     doc_id = _field(chunks, "doc_id", pa.string())
     text = _field(chunks, "text", pa.string())
     score = _field(chunks, "score", pa.float64())
-    bad = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(doc_id, ""), True)))
+    bad = _blank(doc_id)
     _report(
         log,
         source,
@@ -429,26 +445,12 @@ def _read(table: pa.Table, source: str, threads: int = 1) -> _Partition:
         lambda i: f"relevance.{rel_doc[int(bad[i])].as_py()}",
         f"expected an integer label from {MIN_LABEL} to {MAX_LABEL}",
     )
-    bad = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(rel_doc, ""), True)))
+    bad = _blank(rel_doc)
     _report(log, source, rel_q[bad], lambda i: "relevance", "empty doc_id")
     ids, ids_q, ids_pos, _, ids_valid = _flat(relevant_ids, n)
-    bad = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(ids, ""), True)))
-    _report(
-        log,
-        source,
-        ids_q[bad],
-        lambda i: f"relevant_ids[{ids_pos[bad[i]]}]",
-        "expected a non-empty string",
-    )
+    _report_blank_items(log, source, "relevant_ids", ids, ids_q, ids_pos)
     spans, span_q, span_pos, _, _ = _flat(evidence, n)
-    bad = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(spans, ""), True)))
-    _report(
-        log,
-        source,
-        span_q[bad],
-        lambda i: f"evidence[{span_pos[bad[i]]}]",
-        "expected a non-empty string",
-    )
+    _report_blank_items(log, source, "evidence", spans, span_q, span_pos)
     log.raise_if_errors()
 
     depth = int(n_ret.max()) if n else 0

@@ -10,9 +10,10 @@ import streamlit as st
 from dashboard import keys, sidebar, state
 from dashboard.components import figures_compare as fc
 from dashboard.components import figures_queries as fq
-from dashboard.components.downloads import csv_download
+from dashboard.components.downloads import csv_download, table_with_csv
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.text import escape_text
+from dashboard.components.widgets import keep_choice
 from rageval_core import drilldown as dd
 from rageval_core.compare import Comparison, higher_is_better
 from rageval_core.errors import RagevalError
@@ -21,15 +22,10 @@ from rageval_core.store import RunRecord
 NO_QUERY = "(pick a regressed query)"
 NO_TAG = "(pick a tag)"
 NUM = st.column_config.NumberColumn(format="%.4f")
+DELTAS = {"baseline": NUM, "candidate": NUM, "delta": NUM}
 #: narrow columns of the metrics table (it should fit beside the sidebar without scrolling)
 SMALL = ("n", "delta", "p (t-test)", "p (Holm)", "effect d_z")
 ss = st.session_state
-
-
-def keep_choice(key: str, options: list[str], default: str) -> None:
-    # a choice left from other runs or another k (nDCG@10 -> nDCG@5) would make the widget raise
-    if ss.get(key) not in options:
-        ss[key] = default
 
 
 def html_label(text: str, role: str) -> str:
@@ -191,7 +187,7 @@ def show_comparison(c: Comparison) -> None:
             height=min(38 + 35 * len(lat), 600),
         )
         csv_download("Download CSV", lat, f"{stem}_latency.csv", "compare.latency.csv")
-    alone = fc.stages_not_compared(c)
+    alone = c.stages_not_compared()
     if alone:
         st.caption(
             escape_text(
@@ -257,16 +253,7 @@ def show_per_query(c: Comparison, stem: str) -> None:
         if worst.empty:
             st.info("No query got worse on this metric.")
         else:
-            st.dataframe(
-                worst,
-                hide_index=True,
-                width="stretch",
-                key="compare.worst",
-                column_config={"baseline": NUM, "candidate": NUM, "delta": NUM},
-            )
-            csv_download(
-                "Download CSV", worst, f"{stem}_regressed_{metric}.csv", "compare.worst.csv"
-            )
+            table_with_csv(worst, "compare.worst", f"{stem}_regressed_{metric}.csv", DELTAS)
         options = [NO_QUERY, *worst["query_id"].tolist()]
         keep_choice(keys.COMPARE_REGRESSED, options, NO_QUERY)
 
@@ -310,7 +297,7 @@ def show_side_by_side(
             hide_index=True,
             width="stretch",
             key="compare.query_metrics",
-            column_config={"baseline": NUM, "candidate": NUM, "delta": NUM},
+            column_config=DELTAS,
         )
     own = values.set_index("metric").loc[metric]
     direction = "normal" if higher_is_better(metric) else "inverse"
@@ -346,17 +333,7 @@ def show_detail(detail: dd.QueryDetail, m2: Any, m3: Any) -> None:
         return
 
     def card(ch: dd.ChunkDetail) -> str:
-        header = fq.chunk_header(
-            ch.rank,
-            ch.original_rank,
-            ch.doc_id,
-            ch.score,
-            ch.label,
-            ch.relevant,
-            ch.match_eidx,
-            ch.match_score,
-            detail.threshold,
-        )
+        header = fq.chunk_header(ch, detail.threshold)
         return chunk_card(header, ch.text, ch.match_start, ch.match_end, ch.covers)
 
     st.caption(f"Top {k} chunks, rank order; the matched gold-span window is highlighted.")

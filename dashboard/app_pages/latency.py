@@ -9,20 +9,16 @@ import streamlit as st
 
 from dashboard import keys, sidebar, state
 from dashboard.components import figures_ops as fo
-from dashboard.components.downloads import csv_download, json_download
+from dashboard.components.downloads import csv_download, json_download, table_with_csv
 from dashboard.components.text import escape_text
+from dashboard.components.widgets import keep_choice, page_picker
 from rageval_core.errors import RagevalError
 from rageval_core.opsview import scatter_points
 
 MS = st.column_config.NumberColumn(format="%.1f")
+STATS_MS = {c: MS for c in fo.STAT_COLUMNS}
 NO_TAG_CHOICE = "(no colour)"
 ALL_STAGES = "(all stages)"
-
-
-def keep_choice(key: str, options: list[str], default: str) -> None:
-    # a choice from another run or k (nDCG@10 -> nDCG@5) would make the widget raise
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default
 
 
 st.title("Latency & cost")
@@ -58,14 +54,7 @@ else:
         "Milliseconds, over the queries that recorded each stage; percentiles are "
         "numpy.percentile's (linear)."
     )
-    st.dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        key="latency.table",
-        column_config={c: MS for c in fo.STAT_COLUMNS},
-    )
-    csv_download("Download CSV", table, f"{file_stem}_latency_percentiles.csv", "latency.table.csv")
+    table_with_csv(table, "latency.table", f"{file_stem}_latency_percentiles.csv", STATS_MS)
 
     st.subheader("Distribution")
     kind = st.radio("Show as", ["ECDF", "Histogram"], key=keys.LATENCY_DIST, horizontal=True)
@@ -113,32 +102,14 @@ else:
             f"${run.price_completion_per_1k}."
         )
     token_table = fo.token_frame(tokens)
-    st.dataframe(
-        token_table,
-        hide_index=True,
-        width="stretch",
-        key="latency.tokens",
-        column_config={"mean": MS},
-    )
-    csv_download("Download CSV", token_table, f"{file_stem}_tokens.csv", "latency.tokens.csv")
+    table_with_csv(token_table, "latency.tokens", f"{file_stem}_tokens.csv", {"mean": MS})
 
 if qops.has_latency or qops.has_tokens:
     with st.expander("Per-query latency, tokens and cost"):
         # one page of rows goes to the browser; the downloads hold every query (built on click)
-        n_pages = max(1, -(-qops.n_queries // keys.LATENCY_PAGE_ROWS))
-        if st.session_state.get(keys.LATENCY_PAGE, 1) > n_pages:  # another, smaller run
-            st.session_state[keys.LATENCY_PAGE] = n_pages
-        page_no = 1
-        if n_pages > 1:
-            page_no = int(
-                st.number_input(
-                    f"Page (of {n_pages:,}, {keys.LATENCY_PAGE_ROWS:,} queries each, query order)",
-                    1,
-                    n_pages,
-                    key=keys.LATENCY_PAGE,
-                )
-            )
-        rows = slice((page_no - 1) * keys.LATENCY_PAGE_ROWS, page_no * keys.LATENCY_PAGE_ROWS)
+        rows, _ = page_picker(
+            qops.n_queries, keys.LATENCY_PAGE_ROWS, keys.LATENCY_PAGE, "queries each, query order"
+        )
 
         def per_query(rows: slice = slice(None)) -> pd.DataFrame:
             return fo.per_query_frame(
@@ -213,11 +184,4 @@ else:
     by_frame = fo.percentile_by_tag_frame(
         by_tag, state.latency_by_tag(view, by_tag), None if by_stage == ALL_STAGES else by_stage
     )
-    st.dataframe(
-        by_frame,
-        hide_index=True,
-        width="stretch",
-        key="latency.by_tag",
-        column_config={c: MS for c in fo.STAT_COLUMNS},
-    )
-    csv_download("Download CSV", by_frame, f"{file_stem}_latency_by_tag.csv", "latency.by_tag.csv")
+    table_with_csv(by_frame, "latency.by_tag", f"{file_stem}_latency_by_tag.csv", STATS_MS)

@@ -12,6 +12,7 @@ from dashboard.components.downloads import csv_download, json_download
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.tables import file_stem
 from dashboard.components.text import escape_text
+from dashboard.components.widgets import page_picker
 from rageval_core import drilldown as dd
 from rageval_core.errors import RagevalError
 
@@ -76,21 +77,9 @@ mask = dd.filter_rows(
 )
 order = dd.sort_rows(table, mask, sort_by)
 # one page of rows goes to the browser; the filters, the sort and the downloads see every row
-n_pages = max(1, -(-order.size // keys.QUERIES_PAGE_ROWS))
-if ss.get(keys.QUERIES_PAGE, 1) > n_pages:  # the filters shrank the list
-    ss[keys.QUERIES_PAGE] = n_pages
-page_no = 1
-if n_pages > 1:
-    page_no = int(
-        st.number_input(
-            f"Page (of {n_pages:,}, {keys.QUERIES_PAGE_ROWS:,} rows each)",
-            1,
-            n_pages,
-            key=keys.QUERIES_PAGE,
-        )
-    )
-first = (page_no - 1) * keys.QUERIES_PAGE_ROWS
-page_rows = order[first : first + keys.QUERIES_PAGE_ROWS]
+page, n_pages = page_picker(order.size, keys.QUERIES_PAGE_ROWS, keys.QUERIES_PAGE, "rows each")
+first = page.start
+page_rows = order[page]
 frame = fq.table_frame(table, page_rows)
 shown = (
     f"{order.size} of {table.n_queries} queries shown"
@@ -173,22 +162,18 @@ detail = state.query_detail(view, qidx)
 prev, nxt = dd.neighbours(table.failing, qidx)
 h1, h2, h3 = st.columns([4, 1, 1], vertical_alignment="bottom")
 h1.subheader("Drilldown")
-h2.button(
-    "◀ Previous failing",
-    key="queries.prev",
-    disabled=prev is None,
-    width="stretch",
-    on_click=_open,
-    args=(str(table.query_ids[prev]) if prev is not None else "",),
-)
-h3.button(
-    "Next failing ▶",
-    key="queries.next",
-    disabled=nxt is None,
-    width="stretch",
-    on_click=_open,
-    args=(str(table.query_ids[nxt]) if nxt is not None else "",),
-)
+for col, text, name, target in (
+    (h2, "◀ Previous failing", "prev", prev),
+    (h3, "Next failing ▶", "next", nxt),
+):
+    col.button(
+        text,
+        key=f"queries.{name}",
+        disabled=target is None,
+        width="stretch",
+        on_click=_open,
+        args=(str(table.query_ids[target]) if target is not None else "",),
+    )
 st.markdown(text_block(f"Query {detail.query_id}", detail.query), unsafe_allow_html=True)
 
 status = []
@@ -273,17 +258,7 @@ else:
         )
 
     def _card(c: dd.ChunkDetail) -> str:
-        header = fq.chunk_header(
-            c.rank,
-            c.original_rank,
-            c.doc_id,
-            c.score,
-            c.label,
-            c.relevant,
-            c.match_eidx,
-            c.match_score,
-            detail.threshold,
-        )
+        header = fq.chunk_header(c, detail.threshold)
         return chunk_card(
             header, c.text, c.match_start, c.match_end, c.covers, dimmed=not c.in_top_k
         )

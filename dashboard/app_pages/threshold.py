@@ -117,24 +117,19 @@ else:
             gold.markdown(ft.evidence_html(pair), unsafe_allow_html=True)
             chunk.markdown(ft.window_html(pair), unsafe_allow_html=True)
             with buttons:
-                st.button(
-                    "match",
-                    key=f"threshold.match.{qidx}.{rank}.{eidx}",
-                    type="primary" if label is True else "secondary",
-                    width="stretch",
-                    icon=":material/check:",
-                    on_click=actions.label_pair,
-                    args=(view, pair.key, True),
-                )
-                st.button(
-                    "no match",
-                    key=f"threshold.nomatch.{qidx}.{rank}.{eidx}",
-                    type="primary" if label is False else "secondary",
-                    width="stretch",
-                    icon=":material/close:",
-                    on_click=actions.label_pair,
-                    args=(view, pair.key, False),
-                )
+                for text, name, value, icon in (
+                    ("match", "match", True, ":material/check:"),
+                    ("no match", "nomatch", False, ":material/close:"),
+                ):
+                    st.button(
+                        text,
+                        key=f"threshold.{name}.{qidx}.{rank}.{eidx}",
+                        type="primary" if label is value else "secondary",
+                        width="stretch",
+                        icon=icon,
+                        on_click=actions.label_pair,
+                        args=(view, pair.key, value),
+                    )
                 if label is not None:
                     st.button(
                         "clear",

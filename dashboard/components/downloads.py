@@ -66,6 +66,14 @@ def csv_download(
     )
 
 
+def table_with_csv(
+    frame: pd.DataFrame, key: str, file_name: str, column_config: dict[str, Any] | None = None
+) -> None:
+    """frame as a full-width table (widget key), then its CSV download (key + ".csv")."""
+    st.dataframe(frame, hide_index=True, width="stretch", key=key, column_config=column_config)
+    csv_download("Download CSV", frame, file_name, f"{key}.csv")
+
+
 def json_download(label: str, value: Any, file_name: str, key: str) -> None:
     """A download button for value (or for what a callable returns, built on click) as JSON."""
     data = (lambda: json_bytes(value())) if callable(value) else json_bytes(value)

@@ -160,31 +160,21 @@ def curves_over_threshold(
     k: int | None = None,
 ) -> go.Figure:
     """Metrics over the coverage threshold (evidence on a fine grid, ranking on a coarse one)."""
-    x = np.asarray(fine_x, dtype=np.float64)
+    grids = [(fine, fine_x, "lines")]
+    if coarse and coarse_x is not None:
+        grids.append((coarse, coarse_x, "lines+markers"))  # markers: the few points computed
     traces = [
         go.Scatter(
-            x=x,
+            x=np.asarray(grid_x, dtype=np.float64),
             y=np.asarray(values, dtype=np.float64),
-            mode="lines",
+            mode=mode,
             name=_at(name, k),
             line=_line(name),
             hovertemplate="%{y:.3f}",
         )
-        for name, values in fine.items()
+        for curves, grid_x, mode in grids
+        for name, values in curves.items()
     ]
-    if coarse and coarse_x is not None:
-        cx = np.asarray(coarse_x, dtype=np.float64)
-        traces += [
-            go.Scatter(
-                x=cx,
-                y=np.asarray(values, dtype=np.float64),
-                mode="lines+markers",
-                name=_at(name, k),
-                line=_line(name),
-                hovertemplate="%{y:.3f}",
-            )
-            for name, values in coarse.items()
-        ]
     title = "Metrics vs threshold" + (f" (at k = {k})" if k is not None else "")
     layout = {
         **_LAYOUT,

@@ -61,6 +61,12 @@ METRIC_COLUMNS = [
     "losses",
     "significant",
 ]
+#: segment_frame's columns after value and queries: the metrics table's without the detail
+_SEGMENT_COLUMNS = [
+    c
+    for c in METRIC_COLUMNS
+    if c not in ("better", "p (t-test)", "p (perm.)", "effect d_z", "wins", "ties", "losses")
+]
 
 
 def _mark(t: PairedTest, alpha: float) -> str:
@@ -167,30 +173,30 @@ def _p(p: float) -> str:
 
 def metrics_frame(c: Comparison) -> pd.DataFrame:
     """One row per (candidate, metric): means over the pairs, delta, CI, p-values, d_z, W/T/L."""
-    alpha = c.options.alpha
-    rows = [
-        {
-            "candidate": t.candidate,
-            "metric": t.metric,
-            "better": "higher" if t.higher_is_better else "lower",
-            "n": t.n,
-            "baseline mean": t.baseline_mean,
-            "candidate mean": t.candidate_mean,
-            "delta": t.diff,
-            "CI low": t.ci_low,
-            "CI high": t.ci_high,
-            "p (t-test)": t.p_t,
-            "p (perm.)": t.p_perm,
-            "p (Holm)": t.p_perm_holm,
-            "effect d_z": t.effect_size,
-            "wins": t.wins,
-            "ties": t.ties,
-            "losses": t.losses,
-            "significant": _mark(t, alpha),
-        }
-        for t in c.tests
-    ]
-    return pd.DataFrame(rows, columns=METRIC_COLUMNS)
+    return pd.DataFrame([_test_row(t, c.options.alpha) for t in c.tests], columns=METRIC_COLUMNS)
+
+
+def _test_row(t: PairedTest, alpha: float) -> dict[str, Any]:
+    """One paired test as a row of METRIC_COLUMNS."""
+    return {
+        "candidate": t.candidate,
+        "metric": t.metric,
+        "better": "higher" if t.higher_is_better else "lower",
+        "n": t.n,
+        "baseline mean": t.baseline_mean,
+        "candidate mean": t.candidate_mean,
+        "delta": t.diff,
+        "CI low": t.ci_low,
+        "CI high": t.ci_high,
+        "p (t-test)": t.p_t,
+        "p (perm.)": t.p_perm,
+        "p (Holm)": t.p_perm_holm,
+        "effect d_z": t.effect_size,
+        "wins": t.wins,
+        "ties": t.ties,
+        "losses": t.losses,
+        "significant": _mark(t, alpha),
+    }
 
 
 def _row_colours(frame: pd.DataFrame, column: str, good: str, bad: str) -> Styler:
@@ -410,39 +416,11 @@ def segment_frame(c: Comparison, tag: str) -> pd.DataFrame:
     rows = []
     for group, seg in c.by.get(tag, {}).items():
         for t in seg["tests"]:
+            row = _test_row(t, alpha)
             rows.append(
-                {
-                    "value": group,
-                    "queries": seg["n"],
-                    "candidate": t.candidate,
-                    "metric": t.metric,
-                    "n": t.n,
-                    "baseline mean": t.baseline_mean,
-                    "candidate mean": t.candidate_mean,
-                    "delta": t.diff,
-                    "CI low": t.ci_low,
-                    "CI high": t.ci_high,
-                    "p (Holm)": t.p_perm_holm,
-                    "significant": _mark(t, alpha),
-                }
+                {"value": group, "queries": seg["n"], **{k: row[k] for k in _SEGMENT_COLUMNS}}
             )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "value",
-            "queries",
-            "candidate",
-            "metric",
-            "n",
-            "baseline mean",
-            "candidate mean",
-            "delta",
-            "CI low",
-            "CI high",
-            "p (Holm)",
-            "significant",
-        ],
-    )
+    return pd.DataFrame(rows, columns=["value", "queries", *_SEGMENT_COLUMNS])
 
 
 def segment_table(long: pd.DataFrame, metrics: Sequence[str]) -> Styler:
@@ -471,6 +449,19 @@ def segment_table(long: pd.DataFrame, metrics: Sequence[str]) -> Styler:
 # --- latency and cost ----------------------------------------------------------------------------
 
 
+#: the columns _ops_row fills, in their order
+_OPS_COLUMNS = [
+    "n",
+    "baseline",
+    "candidate value",
+    "change",
+    "change %",
+    "CI low",
+    "CI high",
+    "significant",
+]
+
+
 def _ops_row(x: OpsChange) -> dict[str, Any]:
     excludes_zero = x.ci_low > 0 or x.ci_high < 0
     mark = (HIGHER if x.change > 0 else LOWER) if excludes_zero else ""
@@ -495,22 +486,7 @@ def latency_frame(c: Comparison, stats: Sequence[str] = LATENCY_STATS) -> pd.Dat
             rows.append(
                 {"candidate": x.candidate, "stage": stage, "statistic": stat, **_ops_row(x)}
             )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "candidate",
-            "stage",
-            "statistic",
-            "n",
-            "baseline",
-            "candidate value",
-            "change",
-            "change %",
-            "CI low",
-            "CI high",
-            "significant",
-        ],
-    )
+    return pd.DataFrame(rows, columns=["candidate", "stage", "statistic", *_OPS_COLUMNS])
 
 
 def cost_frame(c: Comparison) -> pd.DataFrame:
@@ -518,21 +494,7 @@ def cost_frame(c: Comparison) -> pd.DataFrame:
     rows = [
         {"candidate": x.candidate, "cost": x.target.split(".")[1], **_ops_row(x)} for x in c.cost
     ]
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "candidate",
-            "cost",
-            "n",
-            "baseline",
-            "candidate value",
-            "change",
-            "change %",
-            "CI low",
-            "CI high",
-            "significant",
-        ],
-    )
+    return pd.DataFrame(rows, columns=["candidate", "cost", *_OPS_COLUMNS])
 
 
 def style_ops(frame: pd.DataFrame, digits: int) -> Styler:
@@ -547,23 +509,6 @@ def style_ops(frame: pd.DataFrame, digits: int) -> Styler:
             "CI high": _fmt(digits, True),
         }
     )
-
-
-def stages_not_compared(c: Comparison) -> list[str]:
-    """ "stage (run)" for every latency stage only one side of a pair records."""
-    base = c.stages[c.baseline]
-    out = [
-        f"{stage} ({cand})"
-        for cand in c.candidates
-        for stage in c.stages[cand]
-        if stage not in base
-    ]
-    out += [
-        f"{stage} ({c.baseline})"
-        for stage in base
-        if any(stage not in c.stages[cand] for cand in c.candidates)
-    ]
-    return out
 
 
 # --- trends --------------------------------------------------------------------------------------

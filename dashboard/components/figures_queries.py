@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from numpy.typing import NDArray
 
-from rageval_core.drilldown import QueryDetail, QueryTable
+from rageval_core.drilldown import ChunkDetail, QueryDetail, QueryTable
 
 #: colour scales: dimmed greys below the threshold, greens at or above it
 BELOW_SCALE = [[0.0, "#f7f7f7"], [1.0, "#d2d2d2"]]
@@ -63,28 +63,20 @@ def spans_frame(detail: QueryDetail) -> pd.DataFrame:
     )
 
 
-def chunk_header(
-    rank: int,
-    original_rank: int,
-    doc_id: str,
-    score: float | None,
-    label: int | None,
-    relevant: bool | None,
-    match_eidx: int,
-    match_score: float | None,
-    threshold: float,
-) -> str:
+def chunk_header(ch: ChunkDetail, threshold: float) -> str:
     """The plain-text line above a chunk (escaped by the caller's HTML helper)."""
-    parts = [f"#{rank}" + (f" (was #{original_rank})" if original_rank != rank else ""), doc_id]
-    parts.append("no retriever score" if score is None else f"score {score:.4g}")
-    if relevant is not None:
+    rank = ch.rank
+    was = f" (was #{ch.original_rank})" if ch.original_rank != rank else ""
+    parts = [f"#{rank}{was}", ch.doc_id]
+    parts.append("no retriever score" if ch.score is None else f"score {ch.score:.4g}")
+    if ch.relevant is not None:
         parts.append(
-            ("relevant" if relevant else "not relevant")
-            + ("" if label is None else f" (qrels {label})")
+            ("relevant" if ch.relevant else "not relevant")
+            + ("" if ch.label is None else f" (qrels {ch.label})")
         )
-    if match_eidx >= 0 and match_score is not None:
-        verdict = "covers" if match_score >= np.float32(threshold) else "below threshold"
-        parts.append(f"best match: span {match_eidx + 1} ({match_score:.2f}, {verdict})")
+    if ch.match_eidx >= 0 and ch.match_score is not None:
+        verdict = "covers" if ch.match_score >= np.float32(threshold) else "below threshold"
+        parts.append(f"best match: span {ch.match_eidx + 1} ({ch.match_score:.2f}, {verdict})")
     return " · ".join(parts)
 
 

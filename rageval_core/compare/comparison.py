@@ -396,6 +396,23 @@ class Comparison:
             None,
         )
 
+    def stages_not_compared(self) -> list[str]:
+        """ "stage (run)" for every latency stage only one side of a (baseline, candidate) pair
+        records: the candidates' own stages, then the baseline's that some candidate lacks."""
+        base = self.stages[self.baseline]
+        out = [
+            f"{stage} ({cand})"
+            for cand in self.candidates
+            for stage in self.stages[cand]
+            if stage not in base
+        ]
+        out += [
+            f"{stage} ({self.baseline})"
+            for stage in base
+            if any(stage not in self.stages[cand] for cand in self.candidates)
+        ]
+        return out
+
     def to_json(self) -> dict[str, Any]:
         alpha = self.options.alpha
         metrics = []

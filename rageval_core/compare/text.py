@@ -57,18 +57,7 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
             f"baseline; * = {level} CI of the change excludes 0)",
             lat,
         ]
-    base_stages = set(c.stages[c.baseline])
-    alone = [
-        f"{stage} ({run})"
-        for run in c.candidates
-        for stage in c.stages[run]
-        if stage not in base_stages
-    ]
-    alone += [
-        f"{stage} ({c.baseline})"
-        for stage in c.stages[c.baseline]
-        if any(stage not in c.stages[run] for run in c.candidates)
-    ]
+    alone = c.stages_not_compared()
     if alone:
         out.append("stages not compared (not in both runs): " + ", ".join(alone))
     if c.cost:

@@ -94,6 +94,13 @@ def first_line(text: str) -> str:
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
+def unreadable(e: OSError | UnicodeDecodeError) -> str:
+    """The problem to report for a file that could not be read, or not decoded as UTF-8."""
+    if isinstance(e, UnicodeDecodeError):
+        return f"not valid UTF-8 (byte {e.start})"
+    return f"cannot read: {e.strerror or e}"
+
+
 def file_problem(path: Path) -> str | None:
     """Why path names no regular file to read (path_problem's reasons, "no such file", "not a
     file", "cannot read: ..."), or None when it does."""
@@ -221,7 +228,7 @@ def read_sidecar(path: Path, log: ProblemLog) -> RunInfo | None:
     try:
         obj = loads(sidecar.read_text(encoding="utf-8"))
     except OSError as e:
-        log.error(shown, 0, "file", f"cannot read: {e.strerror or e}")
+        log.error(shown, 0, "file", unreadable(e))
         return None
     except UnsoundJSON as e:  # a lone surrogate, a huge integer: at its field
         log.error(shown, e.lineno, e.field, f"{e.msg} (column {e.colno})")

@@ -23,6 +23,7 @@ from rageval_core.formats.base import (
     file_problem,
     is_file,
     path_problem,
+    unreadable,
 )
 from rageval_core.model import ParsedRun
 
@@ -114,7 +115,7 @@ def _detect(path: Path, forced: str | None, log: ProblemLog) -> _Detected | None
             head = fh.read(HEAD_BYTES)
             complete = not fh.read(1)
     except OSError as e:
-        log.error(shown, 0, "file", f"cannot read: {e.strerror or e}")
+        log.error(shown, 0, "file", unreadable(e))
         return None
     if not head.strip():
         log.error(shown, 0, "file", "empty file")

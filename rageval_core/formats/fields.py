@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import finite_number, type_name
 from rageval_core.formats.jsonarray import MAX_COUNT, MAX_LABEL, MIN_LABEL
+
+T = TypeVar("T")
 
 
 class Check:
@@ -104,50 +106,69 @@ def parse_evidence(value: Any, field: str, check: Check) -> tuple[str, ...]:
 
 def parse_numbers(value: Any, field: str, check: Check, *, non_negative: bool) -> dict[str, float]:
     """An object name -> finite number (>= 0 when non_negative)."""
-    out: dict[str, float] = {}
-    for key, item in _entries(value, field, check):
-        number = finite_number(item)
-        if number is None or (non_negative and number < 0):
-            kind = "a finite number >= 0" if non_negative else "a finite number"
-            check.error(f"{field}.{key}", f"expected {kind}, got {shown_value(item)}")
-        else:
-            out[key] = number
-    return out
+    return _parse_object(value, field, check, _non_negative if non_negative else _finite)
 
 
 def parse_counts(value: Any, field: str, check: Check) -> dict[str, int]:
     """An object name -> integer >= 0."""
-    out: dict[str, int] = {}
-    for key, item in _entries(value, field, check):
-        if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-            check.error(f"{field}.{key}", f"expected an integer >= 0, got {shown_value(item)}")
-        elif item > MAX_COUNT:  # the store keeps 64-bit counts
-            check.error(f"{field}.{key}", f"expected an integer from 0 to {MAX_COUNT}, got {item}")
-        else:
-            out[key] = item
-    return out
+    return _parse_object(value, field, check, _count)
 
 
 def parse_tags(value: Any, field: str, check: Check) -> dict[str, str]:
     """An object key -> string; numbers and booleans become their JSON spelling."""
-    out: dict[str, str] = {}
-    for key, item in _entries(value, field, check):
-        if isinstance(item, str):
-            out[key] = item
-        elif isinstance(item, (bool, int)) or finite_number(item) is not None:
-            out[key] = json.dumps(item)
-        else:
-            check.error(f"{field}.{key}", f"expected a string, got {shown_value(item)}")
+    return _parse_object(value, field, check, _tag)
+
+
+class _Refused(Exception):
+    """An object's value that a converter refuses; the message is the problem."""
+
+
+def _parse_object(
+    value: Any, field: str, check: Check, convert: Callable[[Any], T]
+) -> dict[str, T]:
+    """An object key -> convert(its value); a value refused is reported at field.key, left out."""
+    out: dict[str, T] = {}
+    if value is None:
+        return out
+    if not isinstance(value, dict):
+        check.error(field, f"expected an object, got {type_name(value)}")
+        return out
+    for key, item in value.items():
+        try:
+            out[key] = convert(item)
+        except _Refused as e:
+            check.error(f"{field}.{key}", str(e))
     return out
 
 
-def _entries(value: Any, field: str, check: Check) -> Iterable[tuple[str, Any]]:
-    if value is None:
-        return ()
-    if not isinstance(value, dict):
-        check.error(field, f"expected an object, got {type_name(value)}")
-        return ()
-    return value.items()
+def _finite(item: Any) -> float:
+    number = finite_number(item)
+    if number is None:
+        raise _Refused(f"expected a finite number, got {shown_value(item)}")
+    return number
+
+
+def _non_negative(item: Any) -> float:
+    number = finite_number(item)
+    if number is None or number < 0:
+        raise _Refused(f"expected a finite number >= 0, got {shown_value(item)}")
+    return number
+
+
+def _count(item: Any) -> int:
+    if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+        raise _Refused(f"expected an integer >= 0, got {shown_value(item)}")
+    if item > MAX_COUNT:  # the store keeps 64-bit counts
+        raise _Refused(f"expected an integer from 0 to {MAX_COUNT}, got {item}")
+    return item
+
+
+def _tag(item: Any) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, (bool, int)) or finite_number(item) is not None:
+        return json.dumps(item)
+    raise _Refused(f"expected a string, got {shown_value(item)}")
 
 
 def non_finite_path(value: Any, path: str) -> str | None:

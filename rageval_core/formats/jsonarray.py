@@ -12,7 +12,7 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +22,7 @@ from rageval_core.formats.base import (
     SURROGATE as _SURROGATE,
 )  # a valid escaped pair is one character
 from rageval_core.formats.base import escaped_surrogate as _escaped
-from rageval_core.formats.base import finite_number, type_name
+from rageval_core.formats.base import finite_number, type_name, unreadable
 from rageval_core.model import Chunk
 
 Layout = Literal["array", "object", "lines"]
@@ -90,12 +90,20 @@ def _marked_int(digits: str) -> int | _Long:
 
 
 def _key_problem(key: str, path: str) -> tuple[str, str, re.Pattern[str]] | None:
-    m = _SURROGATE.search(key)
+    return _surrogate_problem(key, path, "a key")
+
+
+def _surrogate_problem(
+    text: str, path: str, holder: str
+) -> tuple[str, str, re.Pattern[str]] | None:
+    """(field, problem, what finds it) when text (a key or a string value) holds a lone
+    surrogate, else None."""
+    m = _SURROGATE.search(text)
     if m is None:
         return None
     return (
         path or "json",
-        f"a key holds a lone surrogate ({_escaped(m[0])}), not valid Unicode",
+        f"{holder} holds a lone surrogate ({_escaped(m[0])}), not valid Unicode",
         _LONE_ESCAPE,
     )
 
@@ -116,14 +124,7 @@ def _unsound(value: Any, path: str = "") -> tuple[str, str, re.Pattern[str]] | N
     """(field, problem, what finds it in the text) of the first lone surrogate (in a string or
     a key) or too long integer (a _Long) inside a decoded JSON value; None when there is none."""
     if isinstance(value, str):
-        m = _SURROGATE.search(value)
-        if m is None:
-            return None
-        return (
-            path or "json",
-            f"text holds a lone surrogate ({_escaped(m[0])}), not valid Unicode",
-            _LONE_ESCAPE,
-        )
+        return _surrogate_problem(value, path, "text")
     if isinstance(value, _Long):
         return (
             path or "json",
@@ -232,11 +233,8 @@ def read_text(path: Path, file: str, log: ProblemLog) -> str | None:
     """The file's text (UTF-8, an initial BOM dropped), or None after logging why it is unusable."""
     try:
         text = path.read_bytes().decode("utf-8-sig")
-    except OSError as e:
-        log.error(file, 0, "file", f"cannot read: {e.strerror or e}")
-        return None
-    except UnicodeDecodeError as e:
-        log.error(file, 0, "file", f"not valid UTF-8 (byte {e.start})")
+    except (OSError, UnicodeDecodeError) as e:
+        log.error(file, 0, "file", unreadable(e))
         return None
     if not text.strip():
         log.error(file, 0, "file", "empty file")
@@ -286,20 +284,73 @@ def iter_array(
     after it can be located reliably. nested: the array is a value inside a larger document,
     so what follows it is not checked here.
     """
+
+    def element(pos: int) -> tuple[Any, int]:
+        return _DECODER.raw_decode(text, pos)  # type: ignore[no-any-return]
+
+    yield from _walk(text, file, log, start, ("[", "]"), "array", nested, element)
+
+
+def iter_object(text: str, file: str, log: ProblemLog) -> Iterator[tuple[int, str, Any, int]]:
+    """Yield (line, key, value, value_offset) for each member of the JSON object text holds.
+
+    value_offset lets a caller walk a member's array again with iter_array(start=...) to learn
+    the lines of its elements.
+    """
+
+    def member(pos: int) -> tuple[tuple[str, Any, int], int] | None:
+        if not text.startswith('"', pos):
+            log.error(file, _line_at(text, pos), "json", "expected a string key")
+            return None
+        key, end = json.decoder.scanstring(text, pos + 1)  # type: ignore[attr-defined]
+        colon = _WS.match(text, end).end()  # type: ignore[union-attr]
+        if not text.startswith(":", colon):
+            log.error(file, _line_at(text, colon), "json", "expected ':' after a key")
+            return None
+        start = _WS.match(text, colon + 1).end()  # type: ignore[union-attr]
+        value, end = _member(text, pos, key, start)
+        return (key, value, start), end
+
+    for line, (key, value, start) in _walk(text, file, log, 0, ("{", "}"), "object", False, member):
+        yield line, key, value, start
+
+
+def _walk(
+    text: str,
+    file: str,
+    log: ProblemLog,
+    start: int,
+    brackets: tuple[str, str],
+    kind: str,
+    nested: bool,
+    item: Callable[[int], tuple[Any, int] | None],
+) -> Iterator[tuple[int, Any]]:
+    """Yield (line, item) for each item of the JSON array or object (kind) at offset start.
+
+    brackets: the container's opening and closing characters. item(pos) decodes one item (an
+    element, or a member as a tuple) and says where it ends, or logs why it cannot and returns
+    None, which ends the walk like a syntax error does.
+
+    An item that raises UnsoundJSON is reported and skipped (the walk goes on with the next).
+    """
+    opening, closing = brackets
     pos = _WS.match(text, start).end()  # type: ignore[union-attr]
-    if not text.startswith("[", pos):
-        log.error(file, _line_at(text, pos), "json", "expected a JSON array")
+    if not text.startswith(opening, pos):
+        log.error(file, _line_at(text, pos), "json", f"expected a JSON {kind}")
         return
     line, last = _line_at(text, pos), pos
     pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-    if text.startswith("]", pos):
+    if text.startswith(closing, pos):  # empty
         if not nested:
             _check_trailing(text, pos + 1, file, log)
         return
-    while True:
+    while True:  # pos: where the next item starts (after "," an item must follow)
         try:
-            value, end = _DECODER.raw_decode(text, pos)
-        except UnsoundJSON as e:  # reported; the walk goes on with the next element
+            got = item(pos)
+            if got is None:
+                return
+            value, end = got
+        except UnsoundJSON as e:  # reported; the walk goes on with the next item
             log.error(file, *_located(e))
             value, end = _SKIPPED, e.end
         except json.JSONDecodeError as e:
@@ -313,61 +364,12 @@ def iter_array(
         if text.startswith(",", pos):
             pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
             continue
-        if text.startswith("]", pos):
+        if text.startswith(closing, pos):
             if not nested:
                 _check_trailing(text, pos + 1, file, log)
             return
         what = "end of file" if pos >= len(text) else repr(text[pos])
-        log.error(file, _line_at(text, pos), "json", f"expected ',' or ']', got {what}")
-        return
-
-
-def iter_object(text: str, file: str, log: ProblemLog) -> Iterator[tuple[int, str, Any, int]]:
-    """Yield (line, key, value, value_offset) for each member of the JSON object text holds.
-
-    value_offset lets a caller walk a member's array again with iter_array(start=...) to learn
-    the lines of its elements.
-    """
-    pos = _WS.match(text, 0).end()  # type: ignore[union-attr]
-    if not text.startswith("{", pos):
-        log.error(file, _line_at(text, pos), "json", "expected a JSON object")
-        return
-    line, last = _line_at(text, pos), pos
-    pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-    if text.startswith("}", pos):
-        _check_trailing(text, pos + 1, file, log)
-        return
-    while True:
-        if not text.startswith('"', pos):
-            log.error(file, _line_at(text, pos), "json", "expected a string key")
-            return
-        try:
-            key, end = json.decoder.scanstring(text, pos + 1)  # type: ignore[attr-defined]
-            colon = _WS.match(text, end).end()  # type: ignore[union-attr]
-            if not text.startswith(":", colon):
-                log.error(file, _line_at(text, colon), "json", "expected ':' after a key")
-                return
-            start = _WS.match(text, colon + 1).end()  # type: ignore[union-attr]
-            value, end = _member(text, pos, key, start)
-        except UnsoundJSON as e:  # reported; the walk goes on with the next member
-            log.error(file, *_located(e))
-            value, end = _SKIPPED, e.end
-        except json.JSONDecodeError as e:
-            log.error(file, *_located(e))
-            return
-        line += text.count("\n", last, pos)
-        last = pos
-        if value is not _SKIPPED:
-            yield line, key, value, start
-        pos = _WS.match(text, end).end()  # type: ignore[union-attr]
-        if text.startswith(",", pos):
-            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-            continue
-        if text.startswith("}", pos):
-            _check_trailing(text, pos + 1, file, log)
-            return
-        what = "end of file" if pos >= len(text) else repr(text[pos])
-        log.error(file, _line_at(text, pos), "json", f"expected ',' or '}}', got {what}")
+        log.error(file, _line_at(text, pos), "json", f"expected ',' or '{closing}', got {what}")
         return
 
 
@@ -475,6 +477,11 @@ def describe(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return repr(value)
     return type_name(value)
+
+
+def value_problem(value: Any, expected: str) -> str:
+    """The problem with a required value: "required" when absent, else what it should be."""
+    return "required" if value is None else f"expected {expected}, got {describe(value)}"
 
 
 class KeyWarner:
@@ -629,11 +636,7 @@ def parse_chunk(
     ok = True
     doc_id = id_text(doc.get("id"))
     if doc_id is None:
-        problem = (
-            "required"
-            if doc.get("id") is None
-            else (f"expected a non-empty string or an integer, got {describe(doc['id'])}")
-        )
+        problem = value_problem(doc.get("id"), "a non-empty string or an integer")
         log.error(file, line, f"{where}.id", problem)
         ok = False
     text_key = next((k for k in text_keys if k in doc), None)

@@ -105,7 +105,8 @@ COMPANION: str | None = None
 COMPANION_REQUIRED = False
 
 _BOM = b"\xef\xbb\xbf"
-_QUERY_KEYS = frozenset(
+#: the keys a native query record and one of its chunks may have
+QUERY_KEYS = frozenset(
     {
         "query_id",
         "query",
@@ -121,7 +122,7 @@ _QUERY_KEYS = frozenset(
         "judge",
     }
 )
-_CHUNK_KEYS = frozenset({"doc_id", "text", "score", "metadata"})
+CHUNK_KEYS = frozenset({"doc_id", "text", "score", "metadata"})
 _WS = re.compile(r"[ \t\n\r]*")
 #: stands in for a record that could not be decoded (already reported), so it still counts as one
 _UNREADABLE = object()
@@ -392,7 +393,7 @@ def parse_query(obj: Any, check: Check, warned: set[str]) -> Query | None:
         check.error("record", f"expected an object, got {type_name(obj)}")
         return None
     for key in obj:
-        if key not in _QUERY_KEYS:
+        if key not in QUERY_KEYS:
             check.warn_once(key, "unknown key, ignored", warned)
     query_id = obj.get("query_id")
     if "query_id" not in obj:
@@ -439,7 +440,7 @@ def parse_chunks(value: Any, check: Check, warned: set[str]) -> tuple[Chunk, ...
             check.error(where, f"expected an object, got {type_name(item)}")
             continue
         for key in item:
-            if key not in _CHUNK_KEYS:
+            if key not in CHUNK_KEYS:
                 check.warn_once(f"retrieved[].{key}", "unknown key, ignored", warned)
         doc_id = item.get("doc_id")
         if "doc_id" not in item:
@@ -478,7 +479,7 @@ def parse_chunks(value: Any, check: Check, warned: set[str]) -> tuple[Chunk, ...
 def _plain_chunk(item: Any) -> Chunk | None:
     """The Chunk for an item that is plainly valid (the common case, checked fast), else None."""
     # a million-query run has tens of millions of chunks: this path skips the per-field messages
-    if type(item) is not dict or not item.keys() <= _CHUNK_KEYS or "metadata" in item:
+    if type(item) is not dict or not item.keys() <= CHUNK_KEYS or "metadata" in item:
         return None
     doc_id, text, score = item.get("doc_id"), item.get("text"), item.get("score")
     if type(doc_id) is not str or not doc_id or not (text is None or type(text) is str):
@@ -557,7 +558,7 @@ def _column_batch(records: list[Any], first_qidx: int, seen: set[str]) -> Column
     rankings: list[list[Any]] = []
     depths: list[int] = []
     for qidx, obj in enumerate(records, first_qidx):
-        if type(obj) is not dict or not _QUERY_KEYS.issuperset(obj):
+        if type(obj) is not dict or not QUERY_KEYS.issuperset(obj):
             raise UseQueries
         query_id = obj.get("query_id")
         if type(query_id) is not str or not query_id or query_id in seen or "retrieved" not in obj:
@@ -619,7 +620,7 @@ def _column_batch(records: list[Any], first_qidx: int, seen: set[str]) -> Column
 def _chunk_table(rankings: list[list[Any]], depths: NDArray[np.int64], first_qidx: int) -> pa.Table:
     """Every retrieved item of a block, checked column by column at C speed (no loop per chunk)."""
     items = list(itertools.chain.from_iterable(rankings))
-    if set(map(type, items)) != {dict} or not all(map(_CHUNK_KEYS.issuperset, items)):
+    if set(map(type, items)) != {dict} or not all(map(CHUNK_KEYS.issuperset, items)):
         raise UseQueries
     try:
         doc_ids = list(map(operator.itemgetter("doc_id"), items))

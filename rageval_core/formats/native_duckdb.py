@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries
 from rageval_core.formats.base import HEADER_KEY
 from rageval_core.formats.jsonarray import DECODER
+from rageval_core.formats.native import CHUNK_KEYS, QUERY_KEYS
 
 #: smaller files take the Python column route: starting DuckDB's scans costs about as much as
 #: reading this many bytes in Python
@@ -171,23 +172,6 @@ def _batch_queries(path: Path, skip: int) -> int:
 
 # --- the witness -----------------------------------------------------------------------------
 
-_QUERY_KEYS = frozenset(
-    {
-        "query_id",
-        "query",
-        "retrieved",
-        "relevant_ids",
-        "relevance",
-        "evidence",
-        "answer",
-        "reference_answer",
-        "latency_ms",
-        "tokens",
-        "tags",
-        "judge",
-    }
-)
-_CHUNK_KEYS = frozenset({"doc_id", "text", "score", "metadata"})
 _TEXT = frozenset({"VARCHAR", "NULL"})
 # json_structure's names for JSON numbers (HUGEINT: integers of both signs beyond BIGINT)
 _NUMBER = frozenset({"UBIGINT", "BIGINT", "HUGEINT", "DOUBLE"})
@@ -210,7 +194,7 @@ def valid_shape(shape: Any) -> bool:
     given with null as "NULL", an absent key not at all. Nulls inside lists, empty strings and
     number ranges are checked on the rows (see _column_batch).
     """
-    if type(shape) is not dict or not _QUERY_KEYS.issuperset(shape):
+    if type(shape) is not dict or not QUERY_KEYS.issuperset(shape):
         return False  # not an object, or an unknown key (a warning the line reader gives)
     if shape.get("query_id") != "VARCHAR" or "retrieved" not in shape:
         return False
@@ -221,7 +205,7 @@ def valid_shape(shape: Any) -> bool:
         chunk = retrieved[0]
         if chunk != "NULL" and not (
             type(chunk) is dict
-            and _CHUNK_KEYS.issuperset(chunk)
+            and CHUNK_KEYS.issuperset(chunk)
             and chunk.get("doc_id", "NULL") in _TEXT
             and chunk.get("text", "NULL") in _TEXT
             and (chunk.get("score", "NULL") == "NULL" or chunk.get("score") in _NUMBER)

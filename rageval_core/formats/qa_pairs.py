@@ -10,29 +10,28 @@ keys go to the chunk's metadata. Both files are loaded whole: the join needs eve
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY, display_path, merge_info, read_sidecar
+from rageval_core.formats.base import HEADER_KEY
+from rageval_core.formats.joined import EntryReader, Gold, Hit, read_joined, shorten
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
     TRUNCATED,
-    Extras,
     KeyWarner,
     describe,
     id_text,
     iter_object,
     iter_records,
     layout_of,
-    parse_chunk,
     parse_extras,
     peek_first,
     read_text,
     tag_text,
+    value_problem,
 )
-from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+from rageval_core.model import ParsedRun
 
 FORMAT = "qa_pairs"
 PRIMARY = "retrieval"
@@ -92,112 +91,46 @@ def _is_qa_doc(doc: Any) -> bool:
 # -- reading -----------------------------------------------------------------------------------
 
 
-@dataclass
-class _Pair:
-    line: int
-    query_id: str
-    question: str
-    evidence: tuple[str, ...]
-    reference_answer: str | None
-    tags: dict[str, str]
-    valid: bool = True
-
-
-@dataclass
-class _Hit:
-    line: int
-    chunks: tuple[Chunk, ...]
-    extras: Extras
-
-
 def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
     """Join the retrieval results (primary) with the QA pairs (companion) into queries."""
-    pfile = display_path(primary)
-    info = merge_info(RunInfo(), read_sidecar(primary, log))
-    if companion is None:
-        log.error(pfile, 0, COMPANION, "QA-pair retrieval results need their QA-pair file")
-        return ParsedRun(info, [], FORMAT, (pfile,))
-    cfile = display_path(companion)
-    pairs = _read_pairs(companion, cfile, log)
-    if pairs is None:
-        return ParsedRun(info, [], FORMAT, (pfile, cfile))
-    hits = _Joiner(pairs, pfile, cfile, log).read(primary)
-    queries = []
-    for pair in pairs:
-        if not pair.valid:
-            continue
-        hit = hits.get(pair.query_id)
-        if hit is None:
-            log.warn(
-                cfile,
-                pair.line,
-                "qa_pair_id",
-                f"no retrieval results for {pair.query_id}; scored as an empty ranking",
-            )
-            hit = _Hit(0, (), Extras())
-        queries.append(
-            Query(
-                query_id=pair.query_id,
-                retrieved=hit.chunks,
-                query=pair.question,
-                evidence=pair.evidence,
-                answer=hit.extras.answer,
-                reference_answer=pair.reference_answer,
-                latency_ms=hit.extras.latency_ms,
-                tokens=hit.extras.tokens,
-                tags=pair.tags,
-                line=hit.line,
-            )
-        )
-    return ParsedRun(info, queries, FORMAT, (pfile, cfile))
+    return read_joined(
+        primary,
+        companion,
+        log,
+        format=FORMAT,
+        role=COMPANION,
+        needs="QA-pair retrieval results need their QA-pair file",
+        parse=_parse_pair,
+        id_field="qa_pair_id",
+        join=_join,
+        field="qa_pair_id",
+        output="results",
+    )
 
 
-def _read_pairs(path: Path, file: str, log: ProblemLog) -> list[_Pair] | None:
-    text = read_text(path, file, log)
-    if text is None:
-        return None
-    pairs: list[_Pair] = []
-    seen: dict[str, int] = {}
-    keys = KeyWarner(file, log)
-    for line, entry in iter_records(text, file, log):
-        pair = _parse_pair(entry, line, file, log, keys)
-        if pair.valid and pair.query_id in seen:
-            log.error(
-                file,
-                line,
-                "qa_pair_id",
-                f'duplicate "{pair.query_id}" (first on line {seen[pair.query_id]})',
-            )
-            pair.valid = False
-        if pair.valid:
-            seen[pair.query_id] = line
-        pairs.append(pair)
-    return pairs
+def _join(
+    pairs: list[Gold], path: Path, file: str, cfile: str, log: ProblemLog
+) -> list[Hit | None]:
+    hits = _Joiner(pairs, file, cfile, log).read(path)
+    return [hits.get(pair.query_id) for pair in pairs]
 
 
-def _parse_pair(entry: Any, line: int, file: str, log: ProblemLog, keys: KeyWarner) -> _Pair:
-    broken = _Pair(line, "", "", (), None, {}, valid=False)
+def _parse_pair(
+    entry: Any, index: int, line: int, file: str, log: ProblemLog, keys: KeyWarner
+) -> Gold:
+    broken = Gold(line, "", "", (), None, {}, valid=False)
     if not isinstance(entry, Mapping):
         log.error(file, line, "entry", f"expected an object, got {describe(entry)}")
         return broken
     ok = True
     query_id = id_text(entry.get("qa_pair_id"))
     if query_id is None:
-        problem = (
-            "required"
-            if entry.get("qa_pair_id") is None
-            else (f"expected a non-empty string or an integer, got {describe(entry['qa_pair_id'])}")
-        )
+        problem = value_problem(entry.get("qa_pair_id"), "a non-empty string or an integer")
         log.error(file, line, "qa_pair_id", problem)
         ok = False
     question = entry.get("question")
     if not isinstance(question, str) or not question.strip():
-        problem = (
-            "required"
-            if question is None
-            else (f"expected a non-empty string, got {describe(question)}")
-        )
-        log.error(file, line, "question", problem)
+        log.error(file, line, "question", value_problem(question, "a non-empty string"))
         ok = False
     answer = entry.get("answer")
     if answer is not None and not isinstance(answer, str):
@@ -232,28 +165,26 @@ def _parse_pair(entry: Any, line: int, file: str, log: ProblemLog, keys: KeyWarn
             keys.unknown(line, key)
     if not ok:  # keep what is known, so a result list for it is not reported again
         broken.query_id = query_id or ""
-        broken.question = question if isinstance(question, str) else ""
+        broken.query = question if isinstance(question, str) else ""
         return broken
     assert isinstance(question, str)  # ok is False otherwise
-    return _Pair(line, query_id or "", question, tuple(spans), answer, tags)
+    return Gold(line, query_id or "", question, tuple(spans), answer, tags)
 
 
-class _Joiner:
+class _Joiner(EntryReader):
     """Reads the retrieval results and matches each entry to a pair (by qa_pair_id or question)."""
 
-    def __init__(self, pairs: list[_Pair], file: str, cfile: str, log: ProblemLog) -> None:
-        self.file = file
+    def __init__(self, pairs: list[Gold], file: str, cfile: str, log: ProblemLog) -> None:
+        super().__init__(file, log, _TEXT_KEYS)
         self.cfile = cfile
-        self.log = log
-        self.keys = KeyWarner(file, log)
         self.pairs = {p.query_id: p for p in reversed(pairs) if p.query_id}  # first one wins
-        self.by_question: dict[str, list[_Pair]] = {}
+        self.by_question: dict[str, list[Gold]] = {}
         for p in pairs:
-            if p.question.strip():
-                self.by_question.setdefault(p.question.strip(), []).append(p)
-        self.hits: dict[str, _Hit] = {}
+            if p.query.strip():
+                self.by_question.setdefault(p.query.strip(), []).append(p)
+        self.hits: dict[str, Hit] = {}
 
-    def read(self, path: Path) -> dict[str, _Hit]:
+    def read(self, path: Path) -> dict[str, Hit]:
         text = read_text(path, self.file, self.log)
         if text is None:
             return self.hits
@@ -265,10 +196,10 @@ class _Joiner:
                 self._entry(record, members[0][0])  # one entry alone (JSON Lines of one line)
                 return self.hits
             for line, key, docs, _ in members:
-                chunks = self._chunks(docs, "documents", line)
+                chunks = self.chunks(docs, "documents", line)
                 pair = self._by_id(key, line, "qa_pair_id")
                 if pair is not None and chunks is not None:
-                    self._add(pair, _Hit(line, chunks, Extras()), line)
+                    self._add(pair, Hit(line, chunks), line)
             return self.hits
         for line, entry in iter_records(text, self.file, self.log):
             self._entry(entry, line)
@@ -278,19 +209,10 @@ class _Joiner:
         if not isinstance(entry, Mapping):
             self.log.error(self.file, line, "entry", f"expected an object, got {describe(entry)}")
             return
-        present = [k for k in DOC_KEYS if k in entry]
-        if not present:
-            self.log.error(self.file, line, "results", f"required (one of {', '.join(DOC_KEYS)})")
+        docs_key = self.docs_key(entry, line, DOC_KEYS, "results")
+        if docs_key is None:
             return
-        if len(present) > 1:
-            self.log.error(
-                self.file,
-                line,
-                present[1],
-                f"more than one list of documents ({', '.join(present)})",
-            )
-            return
-        chunks = self._chunks(entry[present[0]], present[0], line)
+        chunks = self.chunks(entry[docs_key], docs_key, line)
         extras = parse_extras(entry, line, self.file, self.log)
         if entry.get("qa_pair_id") is not None:
             pair = self._by_id(entry["qa_pair_id"], line, "qa_pair_id")
@@ -303,43 +225,25 @@ class _Joiner:
             if key not in (*DOC_KEYS, *EXTRA_KEYS, "qa_pair_id", "question"):
                 self.keys.unknown(line, key)
         if pair is not None and chunks is not None and extras is not None:
-            self._add(pair, _Hit(line, chunks, extras), line)
+            self._add(pair, Hit(line, chunks, extras), line)
 
-    def _chunks(self, docs: Any, where: str, line: int) -> tuple[Chunk, ...] | None:
-        if not isinstance(docs, list):
-            self.log.error(self.file, line, where, f"expected an array, got {describe(docs)}")
-            return None
-        chunks = [
-            parse_chunk(doc, f"{where}[{rank}]", line, self.file, self.log, _TEXT_KEYS)
-            for rank, doc in enumerate(docs)
-        ]
-        return None if None in chunks else tuple(c for c in chunks if c is not None)
-
-    def _by_id(self, value: Any, line: int, key: str) -> _Pair | None:
-        query_id = id_text(value)
+    def _by_id(self, value: Any, line: int, key: str) -> Gold | None:
+        query_id = self.query_id(value, line, key)
         if query_id is None:
-            self.log.error(
-                self.file,
-                line,
-                key,
-                f"expected a non-empty string or an integer, got {describe(value)}",
-            )
             return None
         pair = self.pairs.get(query_id)
         if pair is None:
             self.log.error(self.file, line, key, f'"{query_id}" matches no pair in {self.cfile}')
         return pair
 
-    def _by_question(self, value: Any, line: int) -> _Pair | None:
+    def _by_question(self, value: Any, line: int) -> Gold | None:
         if not isinstance(value, str):
             self.log.error(self.file, line, "question", f"expected a string, got {describe(value)}")
             return None
         found = self.by_question.get(value.strip(), [])
-        shown = value if len(value) <= 60 else value[:57] + "..."
+        shown = shorten(value)
         if not found:
-            self.log.error(
-                self.file, line, "question", f'"{shown}" matches no pair in {self.cfile}'
-            )
+            self.log.error(self.file, line, "question", f"{shown} matches no pair in {self.cfile}")
             return None
         if len(found) > 1:
             lines = ", ".join(str(p.line) for p in found)
@@ -347,12 +251,12 @@ class _Joiner:
                 self.file,
                 line,
                 "question",
-                f'"{shown}" matches several pairs (lines {lines} of {self.cfile}); give qa_pair_id',
+                f"{shown} matches several pairs (lines {lines} of {self.cfile}); give qa_pair_id",
             )
             return None
         return found[0]
 
-    def _add(self, pair: _Pair, hit: _Hit, line: int) -> None:
+    def _add(self, pair: Gold, hit: Hit, line: int) -> None:
         if not pair.valid:
             return  # already reported in the pairs file
         if pair.query_id in self.hits:

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY, display_path, first_line, merge_info, read_sidecar
+from rageval_core.formats.base import (
+    HEADER_KEY,
+    display_path,
+    first_line,
+    merge_info,
+    read_sidecar,
+    unreadable,
+)
 from rageval_core.formats.jsonarray import (
     KeyWarner,
     describe,
@@ -116,11 +123,8 @@ def _first_char(path: Path, file: str, log: ProblemLog) -> str | None:
             while chunk := fh.read(65536):
                 if chunk.strip():
                     return chunk.lstrip()[0]
-    except OSError as e:
-        log.error(file, 0, "file", f"cannot read: {e.strerror or e}")
-        return None
-    except UnicodeDecodeError as e:
-        log.error(file, 0, "file", f"not valid UTF-8 (byte {e.start})")
+    except (OSError, UnicodeDecodeError) as e:
+        log.error(file, 0, "file", unreadable(e))
         return None
     log.error(file, 0, "file", "empty file")
     return None

@@ -15,21 +15,17 @@ Both files are loaded whole (the join needs all of the golden set and any retrie
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import (
     HEADER_KEY,
-    display_path,
-    merge_info,
-    read_sidecar,
 )
+from rageval_core.formats.joined import EntryReader, Gold, Hit, read_joined, shorten
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
     TRUNCATED,
-    Extras,
     KeyWarner,
     describe,
     id_text,
@@ -37,13 +33,13 @@ from rageval_core.formats.jsonarray import (
     iter_object,
     iter_records,
     layout_of,
-    parse_chunk,
     parse_extras,
     peek_first,
     read_text,
     tag_text,
+    value_problem,
 )
-from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+from rageval_core.model import ParsedRun, Query
 
 FORMAT = "tatrag"
 PRIMARY = "retrieval"
@@ -128,69 +124,30 @@ def _is_tatrag_doc(doc: Any) -> bool:
 # -- reading -----------------------------------------------------------------------------------
 
 
-@dataclass
-class _Gold:
-    line: int
-    query_id: str
-    query: str
-    evidence: tuple[str, ...]
-    relevance: dict[str, int] | None
-    reference_answer: str | None
-    tags: dict[str, str]
-    #: False when the entry has errors: it keeps its index (the join by index must not shift)
-    #: and its text (so its retrieval is not reported a second time as matching nothing).
-    valid: bool = True
-
-
-@dataclass
-class _Hit:
-    line: int
-    chunks: tuple[Chunk, ...]
-    extras: Extras = field(default_factory=Extras)
-
-
 def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
     """Join the retrieval output (primary) with its golden set (companion) into queries."""
-    pfile = display_path(primary)
-    info = merge_info(RunInfo(), read_sidecar(primary, log))
-    if companion is None:
-        log.error(pfile, 0, COMPANION, "TAT-RAG retrieval output needs its golden set file")
-        return ParsedRun(info, [], FORMAT, (pfile,))
-    gfile = display_path(companion)
-    golds = _read_gold(companion, gfile, log)
-    if golds is None:
-        return ParsedRun(info, [], FORMAT, (pfile, gfile))
-    hits = _Joiner(golds, pfile, gfile, log).read(primary)
-    queries = []
-    for index, gold in enumerate(golds):
-        if not gold.valid:
-            continue
-        hit = hits.get(index)
-        if hit is None:
-            log.warn(
-                gfile,
-                gold.line,
-                "query",
-                f"no retrieval output for {gold.query_id}; scored as an empty ranking",
-            )
-            hit = _Hit(0, ())
-        queries.append(
-            Query(
-                query_id=gold.query_id,
-                retrieved=hit.chunks,
-                query=gold.query,
-                relevance=gold.relevance,
-                evidence=gold.evidence,
-                answer=hit.extras.answer,
-                reference_answer=gold.reference_answer,
-                latency_ms=hit.extras.latency_ms,
-                tokens=hit.extras.tokens,
-                tags=gold.tags,
-                line=hit.line,
-            )
-        )
-    _check_file_ids(queries, gfile, log)
-    return ParsedRun(info, queries, FORMAT, (pfile, gfile))
+    run = read_joined(
+        primary,
+        companion,
+        log,
+        format=FORMAT,
+        role=COMPANION,
+        needs="TAT-RAG retrieval output needs its golden set file",
+        parse=_parse_gold,
+        id_field="query_id",
+        join=_join,
+        field="query",
+        output="output",
+    )
+    _check_file_ids(list(run.queries), run.sources[-1], log)
+    return run
+
+
+def _join(
+    golds: list[Gold], path: Path, file: str, gfile: str, log: ProblemLog
+) -> list[Hit | None]:
+    hits = _Joiner(golds, file, gfile, log).read(path)
+    return [hits.get(index) for index in range(len(golds))]
 
 
 def _check_file_ids(queries: list[Query], gfile: str, log: ProblemLog) -> None:
@@ -213,34 +170,10 @@ def _check_file_ids(queries: list[Query], gfile: str, log: ProblemLog) -> None:
         )
 
 
-def _read_gold(path: Path, file: str, log: ProblemLog) -> list[_Gold] | None:
-    """The golden set in file order (entries with errors included, marked invalid)."""
-    text = read_text(path, file, log)
-    if text is None:
-        return None
-    golds: list[_Gold] = []
-    seen: dict[str, int] = {}
-    keys = KeyWarner(file, log)
-    for index, (line, entry) in enumerate(iter_records(text, file, log)):
-        gold = _parse_gold(entry, index, line, file, log, keys)
-        if gold.valid and gold.query_id in seen:
-            log.error(
-                file,
-                line,
-                "query_id",
-                f'duplicate "{gold.query_id}" (first on line {seen[gold.query_id]})',
-            )
-            gold.valid = False
-        if gold.valid:
-            seen[gold.query_id] = line
-        golds.append(gold)
-    return golds
-
-
 def _parse_gold(
     entry: Any, index: int, line: int, file: str, log: ProblemLog, keys: KeyWarner
-) -> _Gold:
-    broken = _Gold(line, f"q{index + 1}", "", (), None, None, {}, valid=False)
+) -> Gold:
+    broken = Gold(line, f"q{index + 1}", "", (), None, {}, valid=False)
     if not isinstance(entry, Mapping):
         log.error(file, line, "entry", f"expected an object, got {describe(entry)}")
         return broken
@@ -297,11 +230,7 @@ def _parse_gold(
                 continue
             content = item.get("content")
             if not isinstance(content, str) or not content.strip():
-                problem = (
-                    "required"
-                    if content is None
-                    else (f"expected a non-empty string, got {describe(content)}")
-                )
+                problem = value_problem(content, "a non-empty string")
                 log.error(file, line, f"{where}.content", problem)
                 ok = False
                 continue
@@ -325,27 +254,25 @@ def _parse_gold(
         broken.query = query if isinstance(query, str) else ""
         return broken
     assert isinstance(query, str)  # ok is False otherwise
-    return _Gold(line, query_id, query, tuple(evidence), files or None, answer, tags)
+    return Gold(line, query_id, query, tuple(evidence), answer, tags, files or None)
 
 
-class _Joiner:
+class _Joiner(EntryReader):
     """Reads the retrieval output and matches each entry to a gold query (by id, text or index)."""
 
-    def __init__(self, golds: list[_Gold], file: str, gfile: str, log: ProblemLog) -> None:
+    def __init__(self, golds: list[Gold], file: str, gfile: str, log: ProblemLog) -> None:
+        super().__init__(file, log, _TEXT_KEYS)
         self.golds = golds
-        self.file = file
         self.gfile = gfile
-        self.log = log
-        self.keys = KeyWarner(file, log)
         self.by_id: dict[str, int] = {}
         self.by_text: dict[str, list[int]] = {}
         for i, g in enumerate(golds):
             self.by_id.setdefault(g.query_id, i)
             if g.query.strip():
                 self.by_text.setdefault(g.query.strip(), []).append(i)
-        self.hits: dict[int, _Hit] = {}
+        self.hits: dict[int, Hit] = {}
 
-    def read(self, path: Path) -> dict[int, _Hit]:
+    def read(self, path: Path) -> dict[int, Hit]:
         text = read_text(path, self.file, self.log)
         if text is None:
             return self.hits
@@ -368,17 +295,17 @@ class _Joiner:
             return self.hits
         for line, query, docs, _ in members:  # query text -> list of documents
             matched = self._by_text(query, line, "query")
-            chunks = self._chunks(docs, "documents", line)
+            chunks = self.chunks(docs, "documents", line)
             if matched is not None and chunks is not None:
-                self._add(matched, _Hit(line, chunks), line)
+                self._add(matched, Hit(line, chunks), line)
         return self.hits
 
     def _entry(self, entry: Any, index: int, line: int) -> None:
         if isinstance(entry, list):  # documents only: aligned with the golden set by index
-            chunks = self._chunks(entry, "documents", line)
+            chunks = self.chunks(entry, "documents", line)
             matched = self._by_index(index, line)
             if matched is not None and chunks is not None:
-                self._add(matched, _Hit(line, chunks), line)
+                self._add(matched, Hit(line, chunks), line)
             return
         if not isinstance(entry, Mapping):
             self.log.error(
@@ -388,19 +315,10 @@ class _Joiner:
                 f"expected an object or an array of documents, got {describe(entry)}",
             )
             return
-        present = [k for k in DOC_KEYS if k in entry]
-        if not present:
-            self.log.error(self.file, line, "documents", f"required (one of {', '.join(DOC_KEYS)})")
+        docs_key = self.docs_key(entry, line, DOC_KEYS, "documents")
+        if docs_key is None:
             return
-        if len(present) > 1:
-            self.log.error(
-                self.file,
-                line,
-                present[1],
-                f"more than one list of documents ({', '.join(present)})",
-            )
-            return
-        chunks = self._chunks(entry[present[0]], present[0], line)
+        chunks = self.chunks(entry[docs_key], docs_key, line)
         extras = parse_extras(entry, line, self.file, self.log)
         id_key = next((k for k in _ID_KEYS if entry.get(k) is not None), None)
         query_key = next((k for k in _QUERY_KEYS if entry.get(k) is not None), None)
@@ -415,31 +333,11 @@ class _Joiner:
             if key not in known:
                 self.keys.unknown(line, key)
         if matched is not None and chunks is not None and extras is not None:
-            self._add(matched, _Hit(line, chunks, extras), line)
-
-    def _chunks(self, docs: Any, where: str, line: int) -> tuple[Chunk, ...] | None:
-        if not isinstance(docs, list):
-            self.log.error(self.file, line, where, f"expected an array, got {describe(docs)}")
-            return None
-        chunks = []
-        ok = True
-        for rank, doc in enumerate(docs):
-            chunk = parse_chunk(doc, f"{where}[{rank}]", line, self.file, self.log, _TEXT_KEYS)
-            if chunk is None:
-                ok = False
-            else:
-                chunks.append(chunk)
-        return tuple(chunks) if ok else None
+            self._add(matched, Hit(line, chunks, extras), line)
 
     def _by_id(self, value: Any, key: str, line: int) -> int | None:
-        query_id = id_text(value)
+        query_id = self.query_id(value, line, key)
         if query_id is None:
-            self.log.error(
-                self.file,
-                line,
-                key,
-                f"expected a non-empty string or an integer, got {describe(value)}",
-            )
             return None
         if query_id not in self.by_id:
             self.log.error(
@@ -458,7 +356,7 @@ class _Joiner:
                 self.file,
                 line,
                 key,
-                f"{_short(value)} matches no query in the gold set {self.gfile}",
+                f"{shorten(value)} matches no query in the gold set {self.gfile}",
             )
             return None
         if len(found) > 1:
@@ -467,7 +365,7 @@ class _Joiner:
                 self.file,
                 line,
                 key,
-                f"{_short(value)} matches several gold queries (lines {lines} of {self.gfile})",
+                f"{shorten(value)} matches several gold queries (lines {lines} of {self.gfile})",
             )
             return None
         return found[0]
@@ -483,7 +381,7 @@ class _Joiner:
             return None
         return index
 
-    def _add(self, index: int, hit: _Hit, line: int) -> None:
+    def _add(self, index: int, hit: Hit, line: int) -> None:
         if not self.golds[index].valid:
             return  # its gold entry is already reported
         if index in self.hits:
@@ -496,8 +394,3 @@ class _Joiner:
             )
             return
         self.hits[index] = hit
-
-
-def _short(text: str, limit: int = 60) -> str:
-    shown = text if len(text) <= limit else text[: limit - 3] + "..."
-    return f'"{shown}"'

@@ -128,11 +128,15 @@ def _f1(pred: Sequence[str], gold: Sequence[str]) -> float:
     """SQuAD token F1 of two token lists; both empty = 1.0, one empty = 0.0 (SQuAD v2.0)."""
     if not pred or not gold:
         return float(not pred and not gold)
-    same = _overlap(pred, gold)
-    if same == 0:
+    return _f_measure(_overlap(pred, gold), len(pred), len(gold))
+
+
+def _f_measure(common: int, n_pred: int, n_gold: int) -> float:
+    """F1 = 2PR/(P+R), P = common/n_pred, R = common/n_gold (both > 0); 0.0 when common = 0."""
+    if common == 0:
         return 0.0
-    precision = same / len(pred)
-    recall = same / len(gold)
+    precision = common / n_pred
+    recall = common / n_gold
     return 2 * precision * recall / (precision + recall)
 
 
@@ -173,14 +177,9 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
 def _rouge_l(pred: Sequence[str], gold: Sequence[str]) -> float:
     if not pred or not gold:
         return float(not pred and not gold)
-    lcs = lcs_length(pred, gold)
-    if lcs == 0:
-        return 0.0
-    precision = lcs / len(pred)
-    recall = lcs / len(gold)
     # beta = 1: precision and recall weigh the same (rouge-score's fmeasure), not ROUGE-1.5.5's
     # recall-leaning beta, because a long padded answer should not score as well as a tight one.
-    return 2 * precision * recall / (precision + recall)
+    return _f_measure(lcs_length(pred, gold), len(pred), len(gold))
 
 
 def rouge_l(answer: str | None, reference: Reference) -> float:

@@ -1,0 +1,33 @@
+"""Widget helpers the pages share: keeping a stored choice valid, picking a page of rows."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+
+def keep_choice(key: str, options: list[str], default: str) -> None:
+    """Reset the choice stored under key to default when it is not one of options.
+
+    A choice left from another run or another k (nDCG@10 -> nDCG@5) would make the widget raise.
+    """
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default
+
+
+def page_picker(n_rows: int, per_page: int, key: str, what: str) -> tuple[slice, int]:
+    """(the rows of the page picked, the number of pages) for n_rows shown per_page at a time.
+
+    Only one page of rows goes to the browser. The page number input (under key, labelled
+    "Page (of N, <per_page> <what>)") appears only when there is more than one page; a stored
+    page beyond the last (the list shrank) becomes the last.
+    """
+    n_pages = max(1, -(-n_rows // per_page))
+    if st.session_state.get(key, 1) > n_pages:
+        st.session_state[key] = n_pages
+    page_no = 1
+    if n_pages > 1:
+        page_no = int(
+            st.number_input(f"Page (of {n_pages:,}, {per_page:,} {what})", 1, n_pages, key=key)
+        )
+    first = (page_no - 1) * per_page
+    return slice(first, first + per_page), n_pages
