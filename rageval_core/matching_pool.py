@@ -62,22 +62,26 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def _start_quietly() -> None:
-    """Start the fork server with its stderr (and so its workers') on /dev/null.
+    """Start the fork server with its stdout and stderr (and so its workers') on /dev/null.
 
     A worker being forked while its owner is interrupted (Ctrl-C) finds the owner's semaphores
-    gone and would print a traceback over the owner's clean "interrupted" line. Nothing else is
-    lost: a task's own exception reaches the owner through the pool.
+    gone and would print a traceback over the owner's clean "interrupted" line; and a worker
+    holding the owner's stdout or stderr would keep a reader of those pipes waiting after the
+    owner has exited. Nothing else is lost: a task's own exception reaches the owner through the
+    pool.
     """
     from multiprocessing import forkserver
 
-    saved = os.dup(2)
+    saved = [os.dup(1), os.dup(2)]
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
+        os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         forkserver.ensure_running()
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
         os.close(devnull)
 
 
@@ -97,8 +101,20 @@ def _exit_with(pid: int) -> None:
                 os._exit(1)
             except PermissionError:  # the pid is taken by another user's process: ours is gone
                 os._exit(1)
+            if _is_zombie(pid):  # exited, not yet reaped by its parent: gone all the same
+                os._exit(1)
 
     threading.Thread(target=watch, name="rageval-owner-watch", daemon=True).start()
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether process pid has exited and waits for its parent to reap it (Linux /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"Z"
 
 
 def no_pairs() -> Windows:

@@ -1,20 +1,15 @@
 """Compare two to five runs on their shared queries, and gate a deploy on the comparison.
 
 One module per job: statistics.py (paired t-test, effect size, sign-flip test, bootstrap CI,
-Holm; numpy only), comparison.py (alignment, the paired tests per metric, latency and cost
-changes, `compare`), gate.py (rules and `gate`), trends.py (runs over time) and text.py (the
+Holm; numpy only), comparison.py (alignment, the paired tests per metric, `compare`), ops.py
+(latency and cost changes), gate.py (rules and `gate`), trends.py (runs over time) and text.py (the
 text tables the CLI prints). The names below are the ones callers use.
 """
 
 from __future__ import annotations
 
-from rageval_core.compare.comparison import (
-    Comparison,
-    OpsChange,
-    PairedTest,
-    compare,
-    higher_is_better,
-)
+from rageval_core.compare.comparison import Comparison, PairedTest, compare, higher_is_better
+from rageval_core.compare.ops import OpsChange
 from rageval_core.compare.gate import GateResult, Rule, RuleResult, gate, metrics_of, parse_rules
 from rageval_core.compare.statistics import (
     DEFAULT_ALPHA,

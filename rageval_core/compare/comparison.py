@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,9 @@ from rageval_core.compare.statistics import (
     effect_size,
     holm,
     paired_t_test,
-    percentile_interval,
     permutation_test,
-    resampled,
 )
+from rageval_core.compare.ops import OpsChange, ops_changes, stage_columns
 from rageval_core.errors import UsageError
 from rageval_core.evaluate import (
     Report,
@@ -47,7 +46,6 @@ from rageval_core.evaluate import (
 )
 from rageval_core.metrics import registry
 from rageval_core.rundata import LoadedRun, RunData, load_run_data
-from rageval_core.runops import query_costs
 from rageval_core.store import Store
 
 Source = LoadedRun | RunData | str | Path
@@ -57,7 +55,6 @@ MIN_RUNS, MAX_RUNS = 2, 5
 #: query ids listed per run in the alignment (the count is always exact)
 MAX_IDS_SHOWN = 20
 #: latency statistics a comparison reports and a gate rule may name
-LATENCY_STATS = ("mean", "p50", "p90", "p95", "p99")
 #: |per-query difference| at or below this is a tie
 _TIE = 1e-12
 #: why a test with fewer than two pairs has no p-value
@@ -258,97 +255,6 @@ def _with_holm(tests: list[PairedTest]) -> list[PairedTest]:
         dataclasses.replace(t, p_t_holm=float(a), p_perm_holm=float(b))
         for t, a, b in zip(tests, p_t, p_perm, strict=True)
     ]
-
-
-# --- latency and cost ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OpsChange:
-    """One statistic (latency of a stage, or cost) of baseline and candidate over paired queries."""
-
-    target: str  # "latency.total.p95", "cost.per_query", "cost.total"
-    candidate: str
-    n: int
-    baseline: float
-    candidate_value: float
-    ci_low: float  # bootstrap interval of the change, over resampled paired queries
-    ci_high: float
-
-    @property
-    def change(self) -> float:
-        return self.candidate_value - self.baseline
-
-    @property
-    def change_pct(self) -> float:
-        return 100.0 * self.change / self.baseline if self.baseline else math.nan
-
-    def to_json(self) -> dict[str, Any]:
-        return ops.to_json_value(
-            {  # type: ignore[no-any-return]
-                "n": self.n,
-                "baseline": self.baseline,
-                "candidate": self.candidate_value,
-                "change": self.change,
-                "change_pct": self.change_pct,
-                "ci": [self.ci_low, self.ci_high],
-            }
-        )
-
-
-def _latency_stats(x: Floats) -> Floats:
-    """(rows, n) -> (rows, 5): mean, p50, p90, p95, p99 of each row (numpy's linear percentile)."""
-    pct = np.percentile(x, [50, 90, 95, 99], axis=1).T
-    return np.concatenate([x.mean(axis=1)[:, None], pct], axis=1)
-
-
-def _ops_changes(
-    target: str,
-    names: Sequence[str],
-    candidate: str,
-    base: Floats,
-    cand: Floats,
-    statistic: Callable[[Floats], Floats],
-    options: StatOptions,
-) -> list[OpsChange]:
-    paired = np.isfinite(base) & np.isfinite(cand)
-    b, c = base[paired], cand[paired]
-    n = int(b.size)
-    if n == 0:
-        return []
-    values_b = statistic(b[None, :])[0]
-    values_c = statistic(c[None, :])[0]
-    if n >= 2:
-        samples = resampled(
-            n, options.n_bootstrap, options.seed, lambda idx: statistic(c[idx]) - statistic(b[idx])
-        )
-        lo, hi = percentile_interval(samples, options.level)
-    else:
-        lo = hi = np.full(len(names), np.nan)
-    return [
-        OpsChange(
-            f"{target}.{name}",
-            candidate,
-            n,
-            float(values_b[i]),
-            float(values_c[i]),
-            float(lo[i]),
-            float(hi[i]),
-        )
-        for i, name in enumerate(names)
-    ]
-
-
-def _stage_columns(data: RunData) -> dict[str, Floats]:
-    """stage -> (n,) latency in ms per query, NaN where the stage is not recorded."""
-    stages = ops._key_order(set(data.latency_stage.astype(str).tolist()), ops.STAGE_ORDER)
-    out: dict[str, Floats] = {}
-    for stage in stages:
-        col = np.full(data.n_queries, np.nan)
-        sel = data.latency_stage == stage
-        col[data.latency_q[sel]] = data.latency_ms[sel]
-        out[stage] = col
-    return out
 
 
 # --- the comparison --------------------------------------------------------------------------
@@ -659,7 +565,7 @@ def _compare(
         }
         for i in range(1, len(labels))
     }
-    latency, cost, cost_note = _ops(loaded, labels, alignment, opts)
+    latency, cost, cost_note = ops_changes(loaded, labels, alignment.rows, opts)
     segments: dict[str, dict[str, dict[str, Any]]] = {}
     base = loaded[0][1]
     for tag in by:
@@ -691,7 +597,7 @@ def _compare(
         cost=cost,
         cost_note=cost_note,
         stages={
-            label: list(_stage_columns(d)) for label, (_, d) in zip(labels, loaded, strict=True)
+            label: list(stage_columns(d)) for label, (_, d) in zip(labels, loaded, strict=True)
         },
         by=segments,
     )
@@ -715,51 +621,3 @@ def _worst(
         }
         for r in rows.tolist()
     ]
-
-
-def _cost_stats(x: Floats) -> Floats:
-    return np.stack([x.mean(axis=1), x.sum(axis=1)], axis=1)
-
-
-def _ops(
-    loaded: list[tuple[Store, RunData]], labels: list[str], alignment: Alignment, opts: StatOptions
-) -> tuple[list[OpsChange], list[OpsChange], str]:
-    """Latency changes per stage and statistic, and cost per query / total, per candidate."""
-    stages = [_stage_columns(d) for _, d in loaded]
-    latency: list[OpsChange] = []
-    cost: list[OpsChange] = []
-    costs = [query_costs(d) for _, d in loaded]
-    missing = [
-        f"{label} has no price for {', '.join(c.price_missing)} tokens"
-        for label, c in zip(labels, costs, strict=True)
-        if c.price_missing
-    ]
-    no_tokens = [label for label, c in zip(labels, costs, strict=True) if not c.has_tokens.any()]
-    note = "; ".join(
-        missing + ([f"no token counts in {', '.join(no_tokens)}"] if no_tokens else [])
-    )
-    base_rows = alignment.rows[0]
-    for i in range(1, len(labels)):
-        rows = alignment.rows[i]
-        for stage, col in stages[0].items():
-            if stage in stages[i]:
-                latency += _ops_changes(
-                    f"latency.{stage}",
-                    LATENCY_STATS,
-                    labels[i],
-                    col[base_rows],
-                    stages[i][stage][rows],
-                    _latency_stats,
-                    opts,
-                )
-        if not note:
-            cost += _ops_changes(
-                "cost",
-                ("per_query", "total"),
-                labels[i],
-                costs[0].cost_usd[base_rows],
-                costs[i].cost_usd[rows],
-                _cost_stats,
-                opts,
-            )
-    return latency, cost, note

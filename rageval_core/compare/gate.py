@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rageval_core import ops
-from rageval_core.compare.comparison import LATENCY_STATS, NOTE_SMALL, Comparison
+from rageval_core.compare.comparison import NOTE_SMALL, Comparison
+from rageval_core.compare.ops import LATENCY_STATS
 from rageval_core.compare.text import p_text
 from rageval_core.errors import UsageError
 from rageval_core.metrics import registry

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from rageval_core.compare.comparison import Comparison, OpsChange, higher_is_better
+from rageval_core.compare.comparison import Comparison, higher_is_better
+from rageval_core.compare.ops import OpsChange
 from rageval_core.terminal import text_table
 
 if TYPE_CHECKING:

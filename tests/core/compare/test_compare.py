@@ -15,6 +15,7 @@ import scipy.stats
 from rageval_core.compare import StatOptions, compare, format_comparison, gate, parse_rules, trends
 from rageval_core.compare import comparison as cmp
 from rageval_core.compare.comparison import align
+from rageval_core.compare.ops import LATENCY_STATS
 from rageval_core.compare.statistics import (
     betainc,
     bootstrap_ci,
@@ -339,7 +340,7 @@ def test_latency_and_cost_changes() -> None:
         c = compare(["b", "c"], [], store=store, options=FAST)
     assert c.metrics == []
     b, cv = np.array(list(base_ms.values())), np.array(list(cand_ms.values()))
-    for stat in cmp.LATENCY_STATS:
+    for stat in LATENCY_STATS:
         ch = c.ops_change("c", f"latency.total.{stat}")
         ref = np.mean if stat == "mean" else lambda x, s=stat: np.percentile(x, float(s[1:]))
         assert ch is not None and ch.baseline == pytest.approx(ref(b))
