@@ -267,64 +267,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(report.to_json(per_query=args.per_query)))
     else:
+        from rageval_core.report_text import format_report
+
         print(format_report(report, per_query=args.per_query))
     return 0
-
-
-def _num(value: Any) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return "-"
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
-
-
-def format_report(report: Any, per_query: bool = False) -> str:
-    """The human-readable report: settings, counts, metrics, ops, breakdown."""
-    s = report.settings
-    out = [
-        f"run {report.run}: {report.n_queries} queries; relevance={s['relevance']} k={s['k']} "
-        f"threshold={s['threshold']} scorer={s['scorer']} norm={s['normalisation']}"
-        + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else ""),
-        "counts: " + ", ".join(f"{k}={v}" for k, v in report.counts.items()),
-        "",
-        text_table(["metric", "value"], [[name, _num(v)] for name, v in report.metrics.items()]),
-    ]
-    latency = report.ops.get("latency_ms") or {}
-    if latency:
-        rows = [
-            [stage, st["count"], *(_num(st[p]) for p in ("mean", "p50", "p90", "p95", "p99"))]
-            for stage, st in latency.items()
-        ]
-        out += [
-            "",
-            "latency (ms)",
-            text_table(["stage", "n", "mean", "p50", "p90", "p95", "p99"], rows),
-        ]
-    cost = report.ops.get("cost_usd") or {}
-    if cost.get("n_queries_with_tokens"):
-        total, mean = cost.get("total"), cost.get("per_query")
-        line = (
-            f"cost: total ${total:.4f}, per query ${mean:.6f}"
-            if total is not None
-            else (
-                "cost: unknown (missing price for " + ", ".join(cost.get("price_missing", [])) + ")"
-            )
-        )
-        out += ["", line]
-    if report.by:
-        names = list(report.metrics)
-        rows = [
-            [g, d["n"], *(_num(d["metrics"].get(n)) for n in names)]
-            for g, d in report.by["groups"].items()
-        ]
-        out += ["", f"by {report.by['tag']}", text_table([report.by["tag"], "n", *names], rows)]
-    if per_query:
-        names = list(report.per_query)
-        rows = [
-            [qid, *(_num(float(report.per_query[n][i])) for n in names)]
-            for i, qid in enumerate(report.query_ids)
-        ]
-        out += ["", text_table(["query_id", *names], rows)]
-    return "\n".join(out)
 
 
 def add_settings_arguments(p: argparse.ArgumentParser) -> None:

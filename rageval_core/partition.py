@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from rageval_core.errors import ProblemLog, RagevalError, UsageError
 from rageval_core.evaluate import EVIDENCE_DEFAULTS, RANKING_DEFAULTS, Settings
-from rageval_core.formats.jsonarray import MAX_LABEL, MIN_LABEL
+from rageval_core.formats.safejson import MAX_LABEL, MIN_LABEL
 from rageval_core.matching import score_pairs
 from rageval_core.metrics import registry
 from rageval_core.metrics.arrays import (

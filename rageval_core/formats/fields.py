@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import finite_number, type_name
-from rageval_core.formats.jsonarray import MAX_COUNT, MAX_LABEL, MIN_LABEL
+from rageval_core.formats.safejson import MAX_COUNT, MAX_LABEL, MIN_LABEL
 
 T = TypeVar("T")
 

@@ -28,6 +28,7 @@ from rageval_core.formats.base import (
     read_sidecar,
     unreadable,
 )
+from rageval_core.formats.safejson import unsound
 from rageval_core.formats.jsonarray import (
     KeyWarner,
     describe,
@@ -38,7 +39,6 @@ from rageval_core.formats.jsonarray import (
     loads,
     read_text,
     subfield,
-    unsound,
     UnsoundJSON,
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo

@@ -12,8 +12,9 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from tests.paths import REPO
 
-PACKAGE = Path(__file__).parents[2] / "rageval_core"
+PACKAGE = REPO / "rageval_core"
 
 
 @cache
@@ -149,3 +150,17 @@ def test_no_import_cycle_through_the_model_or_the_store() -> None:
     low = ("rageval_core.model", "rageval_core.columns", "rageval_core.store")
     found = [c for c in cycles(edges()) if any(m.startswith(low) for m in c)]
     assert found == []
+
+
+#: the house limit: a module past it is doing more than one job (issue 14)
+MAX_MODULE_LINES = 700
+
+
+def test_no_module_is_over_the_line_limit() -> None:
+    over = {
+        str(path.relative_to(REPO)): n
+        for package in ("rageval", "rageval_core", "dashboard")
+        for path in sorted((REPO / package).rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert over == {}, f"modules over {MAX_MODULE_LINES} lines: {over}"

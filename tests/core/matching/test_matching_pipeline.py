@@ -13,6 +13,7 @@ from rapidfuzz import fuzz
 
 from bench.native_scale import write_native_run
 from rageval_core import matching, matching_pool
+from rageval_core import normalise as normalisation
 from rageval_core.importing import import_paths
 from rageval_core.matching import Normalisation, PairScorer, normalise, normalise_many, score_pairs
 from rageval_core.store import Store, scores
@@ -28,8 +29,8 @@ fast_texts = st.text(alphabet=FAST_ALPHABET, max_size=30)
 
 def test_space_table_is_what_str_split_splits_on() -> None:
     """The plain-text check reads whitespace with str.split; the full pass with _space_table."""
-    table = matching._space_table()
-    for code in range(matching._N_CODEPOINTS):
+    table = normalisation._space_table()
+    for code in range(normalisation._N_CODEPOINTS):
         ch = chr(code)
         splits = len(f"a{ch}b".split()) == 2
         assert table[code] == ch.isspace() == splits, hex(code)
@@ -52,13 +53,13 @@ def test_both_passes_lowercase_the_whole_text() -> None:
 
 def test_plain_texts_skip_the_per_character_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
-    real = matching._normalise_arrays
+    real = normalisation._normalise_arrays
 
     def spy(texts, norm):  # type: ignore[no-untyped-def]
         seen.extend(texts)
         return real(texts, norm)
 
-    monkeypatch.setattr(matching, "_normalise_arrays", spy)
+    monkeypatch.setattr(normalisation, "_normalise_arrays", spy)
     texts = [
         "Tax Rate",
         "  two edge spaces ",
@@ -71,7 +72,7 @@ def test_plain_texts_skip_the_per_character_pass(monkeypatch: pytest.MonkeyPatch
         " ",
         "a\xa0b",
     ]
-    out, maps = matching._normalise_texts(texts, Normalisation())
+    out, maps = normalisation._normalise_texts(texts, Normalisation())
     assert seen == ["a  b", "a\tb", "x\x00y", "\u0130stanbul", "a\xa0b"]
     assert out[:4] == ["tax rate", "two edge spaces", "", "café au lait"]
     assert maps[:4] == [0, 2, 0, 0] and isinstance(maps[8], int) and out[8] == ""
