@@ -333,11 +333,11 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     from rageval_core.settings import SETTINGS
 
     for s in SETTINGS:
-        kwargs: dict[str, Any] = {"dest": s.name, "help": s.flag_help()}
+        kwargs: dict[str, Any] = {"dest": s.name, "help": s.flag_help(), "action": _Given}
         if s.type is bool:
             if s.default is not False:  # a switch can only turn a setting on
                 raise ValueError(f"{s.name}: a bool setting's default must be False")
-            kwargs["action"] = "store_true"
+            kwargs.update(nargs=0, const=True, default=False)
         else:
             kwargs["default"] = s.default
             if s.type is not str:
@@ -349,12 +349,28 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument(s.flag, **kwargs)
 
 
+class _Given(argparse.Action):
+    """Stores a setting's value (or True for a switch) and notes that the user gave it, so a
+    --preset's values yield only to the flags actually on the command line."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+        given = set(getattr(namespace, "given_settings", ()))
+        namespace.given_settings = given | {self.dest}
+
+
 def settings_from_args(args: argparse.Namespace) -> Any:
-    """The Settings the flags of add_settings_arguments describe."""
+    """The Settings the flags of add_settings_arguments describe (a --preset's values under the
+    flags given beside it)."""
     from rageval_core.evaluate import Settings
+    from rageval_core.presets import preset_values
     from rageval_core.settings import SETTINGS
 
-    return Settings.from_values({s.name: getattr(args, s.name) for s in SETTINGS})
+    values = {s.name: getattr(args, s.name) for s in SETTINGS}
+    if values.get("preset"):
+        given = {name: values[name] for name in getattr(args, "given_settings", ())}
+        values = {**values, **preset_values(values["preset"], given)}
+    return Settings.from_values(values)
 
 
 def _add_stat_arguments(p: argparse.ArgumentParser) -> None:

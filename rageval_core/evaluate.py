@@ -34,7 +34,7 @@ from rageval_core.metrics.arrays import (
 from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.metrics.generation import GENERATION_METRICS, AnswerInputs, generation_scores
 from rageval_core.rundata import LoadedRun, RunData, _floats, evidence_tensor, load_run_data
-from rageval_core.settings import BY_NAME, DEFAULTS, SETTINGS
+from rageval_core.settings import BY_NAME, DEFAULTS, RULES, SETTINGS
 from rageval_core.store import Store, answers
 from rageval_core.store.store import RunRef
 
@@ -71,6 +71,17 @@ class Settings:
     score_threshold: float | None = DEFAULTS["score_threshold"]  # drop chunks scored below this
     rel_level: int = DEFAULTS["rel_level"]
     complete: bool = DEFAULTS["complete"]
+    #: a seed-parity preset's metrics instead of rageval's, and the rules they read
+    #: (rageval_core.presets, rageval_core.parity)
+    preset: str | None = DEFAULTS["preset"]
+    chunk_inside_span_covers: bool = DEFAULTS["chunk_inside_span_covers"]
+    one_chunk_one_span: bool = DEFAULTS["one_chunk_one_span"]
+    file_gold_by_metadata: bool = DEFAULTS["file_gold_by_metadata"]
+    precision_divisor: str = DEFAULTS["precision_divisor"]
+    ap_per_gold_item: bool = DEFAULTS["ap_per_gold_item"]
+    keep_whitespace: bool = DEFAULTS["keep_whitespace"]
+    plain_similarity: bool = DEFAULTS["plain_similarity"]
+    no_gold_scores_zero: bool = DEFAULTS["no_gold_scores_zero"]
 
     def check(self) -> None:
         k_min, _ = BY_NAME["k"].bounds()
@@ -90,6 +101,10 @@ class Settings:
             raise UsageError(f"score threshold must be finite, got {self.score_threshold!r}")
         check_rel_level(self.rel_level)
         get_scorer(self.scorer)
+        for name in ("preset", "precision_divisor"):
+            value, choices = getattr(self, name), BY_NAME[name].choices
+            if value is not None and value not in choices:
+                raise UsageError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Settings:
@@ -121,6 +136,12 @@ class Settings:
             "score_threshold": self.score_threshold,
             "rel_level": self.rel_level,
             "complete": self.complete,
+            # the preset and its rules only when set: reports without them read as before
+            **{
+                name: getattr(self, name)
+                for name in ("preset", *RULES)
+                if getattr(self, name) != DEFAULTS[name]
+            },
         }
 
 
@@ -371,8 +392,14 @@ def evaluate(
     scratch store).
 
     settings fields may also be given as keywords: evaluate(run, k=5, threshold=0.8).
+    preset="tat-rag" puts that preset's values over settings, then the other keywords over them.
     """
-    s = dataclasses.replace(settings or Settings(), **overrides)
+    base = settings or Settings()
+    if overrides.get("preset") is not None:
+        from rageval_core.presets import get_preset
+
+        base = dataclasses.replace(base, **_fields(get_preset(overrides["preset"]).values))
+    s = dataclasses.replace(base, **overrides)
     s.check()
     if isinstance(source, LoadedRun):
         return _evaluate(source.store, source.data, metrics, s, by)
@@ -417,9 +444,22 @@ def open_in_scratch_store(parsed: ParsedRun, log: ProblemLog, name: str | None =
     return store
 
 
+def _fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Flat setting values as Settings fields (the normalisation's go to norm)."""
+    norm = {k: v for k, v in values.items() if BY_NAME[k].part_of == "norm"}
+    out = {k: v for k, v in values.items() if k not in norm}
+    if norm:
+        out["norm"] = dataclasses.replace(Normalisation(), **norm)
+    return out
+
+
 def _evaluate(
     store: Store, data: RunData, metrics: Sequence[str] | None, s: Settings, by: str | None
 ) -> Report:
+    if s.preset is not None:  # the preset's own metrics and names (rageval_core.parity)
+        from rageval_core.parity import evaluate_preset
+
+        return evaluate_preset(store, data, metrics, s, by)
     relevance = resolve_relevance(data, s)
     names = list(metrics) if metrics else default_metrics(data, s.k, relevance)
     measures = registry.parse_all(names)

@@ -50,8 +50,8 @@ def _gold_items(entry: dict[str, Any]) -> list[tuple[int, str, str | None]]:
         elif kind == "FILE":
             ref = gold.get("content", "")
             if isinstance(ref, str) and ref:
-                # pathlib on the host's flavour in the script; the golden set uses "/" only
-                name = PurePosixPath(ref.replace("\\", "/")).name.lower()
+                # Path(ref).name on POSIX, as the script runs: a backslash is no separator
+                name = PurePosixPath(ref).name.lower()
         items.append((index, text, name))
     return items
 

@@ -1,0 +1,284 @@
+"""The tat-rag and eggai presets equal the re-implemented scripts (the oracles) to 1e-9.
+
+On the real inputs of ../shared/parity (marker parity) and on small hand-built files, at the
+scripts' defaults and at other thresholds and score cut-offs; run values and per-query values,
+through the Python API and the CLI's JSON.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rageval as rv
+from rageval_core.errors import UsageError
+from tests.cli import rageval
+from tests.core.parity import oracle_eggai as E
+from tests.core.parity import oracle_tatrag as T
+from tests.paths import PARITY
+
+TOL = 1e-9
+
+
+def unzip(name: str, into: Path) -> Path:
+    out = into / name.removesuffix(".gz")
+    out.write_bytes(gzip.decompress((PARITY / name).read_bytes()))
+    return out
+
+
+def write(path: Path, value: Any) -> Path:
+    path.write_text(json.dumps(value), encoding="utf-8")
+    return path
+
+
+def same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None or (isinstance(a, float) and math.isnan(a)):
+        return (a is None or math.isnan(a)) and (b is None or math.isnan(b))
+    return abs(a - b) <= TOL
+
+
+def check(report: Any, expected: dict[str, float], rows: list[dict[str, Any]]) -> None:
+    assert list(report.metrics) == list(expected)
+    for name, value in expected.items():
+        assert same(report.metrics[name], value), (name, report.metrics[name], value)
+    for name in expected:
+        got = report.per_query[name].tolist()
+        if name == "best_match_position":
+            want = [math.nan if r[name] is None else float(r[name]) for r in rows]
+        elif not name.startswith("hit_rate_top_"):
+            want = [r[name] for r in rows]
+        else:  # the reporter's per-case view: the best position is at most k
+            k = int(name.rsplit("_", 1)[1])
+            want = [
+                1.0
+                if r["best_match_position"] is not None and r["best_match_position"] <= k
+                else 0.0
+                for r in rows
+            ]
+        assert len(got) == len(want)
+        bad = [(i, g, w) for i, (g, w) in enumerate(zip(got, want, strict=True)) if not same(g, w)]
+        assert not bad, (name, bad[:5])
+
+
+# --- the real inputs --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tatrag(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    if not PARITY.is_dir():
+        pytest.skip("no parity inputs")  # the parity marker fails in CI instead
+    d = tmp_path_factory.mktemp("tatrag")
+    out, gold = unzip("tatrag_bm25_output.json.gz", d), unzip("tatrag_golden_set.json.gz", d)
+    with rv.load([out, gold], format="tatrag") as run:
+        yield run, json.loads(gold.read_text()), json.loads(out.read_text()), (out, gold)
+
+
+@pytest.fixture(scope="module")
+def eggai(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    if not PARITY.is_dir():
+        pytest.skip("no parity inputs")
+    d = tmp_path_factory.mktemp("eggai")
+    res = unzip("eggai_bm25_results.json.gz", d)
+    pairs = unzip("eggai_filtered_qa_pairs.json.gz", d)
+    with rv.load([res, pairs], format="qa_pairs") as run:
+        yield run, json.loads(pairs.read_text()), json.loads(res.read_text()), (res, pairs)
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize(
+    ("threshold", "cut"), [(None, None), (0.5, None), (0.85, 15.0), (0.7, 0.0), (0.6, 25.0)]
+)
+def test_tatrag_preset_equals_the_script(
+    tatrag: Any, threshold: float | None, cut: float | None
+) -> None:
+    run, golden, output, _ = tatrag
+    overrides: dict[str, Any] = {}
+    if threshold is not None:
+        overrides["threshold"] = threshold
+    if cut is not None:
+        overrides["score_threshold"] = cut
+    report = rv.evaluate(run, preset="tat-rag", **overrides)
+    rows = T.per_query(golden, output, threshold or 0.7, 0.1 if cut is None else cut)
+    check(report, T.summary(rows), rows)
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("threshold", [None, 0.3, 0.7, 0.9])
+def test_eggai_preset_equals_the_script(eggai: Any, threshold: float | None) -> None:
+    run, pairs, results, _ = eggai
+    extra = {} if threshold is None else {"threshold": threshold}
+    report = rv.evaluate(run, preset="eggai", **extra)
+    rows = E.per_query(pairs, results, threshold or 0.5)
+    check(report, E.summary(rows), rows)
+
+
+@pytest.mark.parity
+def test_cli_json_per_query(tatrag: Any, eggai: Any) -> None:
+    _, golden, output, (out, gold) = tatrag
+    r = rageval(
+        "evaluate", str(out), str(gold), "--format", "tatrag", "--preset", "tat-rag",
+        "--threshold", "0.6", "--score-threshold", "12", "--json", "--per-query",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    rows = T.per_query(golden, output, 0.6, 12.0)
+    assert list(got["metrics"]) == list(T.NAMES)
+    for name, value in T.summary(rows).items():
+        assert same(got["metrics"][name], value), name
+    per_query = list(got["per_query"].values())
+    for row, want in zip(per_query, rows, strict=True):
+        assert all(same(row[n], want[n]) for n in T.NAMES)
+
+    _, pairs, results, (res, qa) = eggai
+    r = rageval(
+        "evaluate", str(res), str(qa), "--format", "qa_pairs", "--preset", "eggai", "--json"
+    )
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    expected = E.summary(E.per_query(pairs, results))
+    assert list(got["metrics"]) == list(E.NAMES)
+    assert all(same(got["metrics"][n], v) for n, v in expected.items())
+
+
+# --- small cases built by hand ----------------------------------------------------------------
+
+
+def doc(content: str, score: float = 1.0, **meta: object) -> dict[str, object]:
+    return {
+        "id": f"d{abs(hash(content)) % 10**8}",
+        "content": content,
+        "score": score,
+        "metadata": meta,
+    }
+
+
+SPAN = "Revenue grew by 10 percent in 2019 because of new products"
+TAT_GOLDEN = [
+    {"query": "q one", "gold": [{"content": SPAN, "type": "TEXT"}, {"content": SPAN}]},
+    {
+        "query": "q two",
+        "gold": [{"content": "TAT-RAG/csvs/Acme_page_3_table_1.csv", "type": "FILE"}],
+    },
+    {
+        "query": "q three",
+        "gold": [{"content": "net income fell sharply"}, {"content": "a/b/c.csv", "type": "FILE"}],
+    },
+    {"query": "q four", "gold": [{"content": "nothing will match this span at all"}]},
+    {"query": "q one", "gold": [{"content": "cash and cash equivalents were 48,881"}]},
+]
+TAT_OUTPUT = [
+    [
+        doc("grew by 10 percent", 3.0),
+        doc("unrelated", 2.0),
+        doc("revenue  GREW by 10 percent in 2019 because of new products", 0.05),
+    ],
+    [
+        doc("x", 5.0, table_path="csvs/acme_page_3_table_1.csv"),
+        doc("y", 4.0),
+        doc("z", 0.2, tags=["ACME_page_3_table_1.csv"]),
+    ],
+    [doc("Net income fell sharply in 2020", 9.0, source="c.csv"), doc("net income fell", 8.0)],
+    [],
+    [doc("cash and cash equivalents were 48,811", 1.0), doc("", 0.5)],
+]
+
+
+@pytest.mark.parametrize(("threshold", "cut"), [(0.7, 0.1), (0.5, 0.1), (0.95, 0.0), (0.7, 2.5)])
+def test_tatrag_preset_on_small_cases(tmp_path: Path, threshold: float, cut: float) -> None:
+    out = write(tmp_path / "out.json", TAT_OUTPUT)
+    gold = write(tmp_path / "golden.json", TAT_GOLDEN)
+    with rv.load([out, gold], format="tatrag") as run:
+        report = rv.evaluate(run, preset="tat-rag", threshold=threshold, score_threshold=cut)
+    rows = T.per_query(TAT_GOLDEN, TAT_OUTPUT, threshold, cut)
+    check(report, T.summary(rows), rows)
+
+
+EGG_PAIRS = [
+    {
+        "qa_pair_id": "A",
+        "question": "qa",
+        "answer": "x",
+        "context": "The  premium is due monthly.",
+        "source_document": "a.md",
+    },
+    {
+        "qa_pair_id": "B",
+        "question": "qb",
+        "answer": "x",
+        "context": "Claims within 30 days",
+        "source_document": "b.md",
+    },
+    {
+        "qa_pair_id": "C",
+        "question": "qc",
+        "answer": "x",
+        "context": "Nothing here",
+        "source_document": "c.md",
+    },
+    {
+        "qa_pair_id": "D",
+        "question": "qd",
+        "answer": "x",
+        "context": "tie tie",
+        "source_document": "d.md",
+    },
+]
+EGG_RESULTS = [
+    {
+        "qa_pair_id": "A",
+        "results": [
+            {"id": "1", "text": "the premium is due monthly."},
+            {"id": "2", "text": " THE  PREMIUM IS DUE MONTHLY. "},
+        ],
+    },
+    {
+        "qa_pair_id": "B",
+        "results": [
+            {"id": str(i), "text": t}
+            for i, t in enumerate(
+                [
+                    "zzz",
+                    "claims within 30 days apply",
+                    "claims",
+                    "x",
+                    "y",
+                    "Claims within 30 days",
+                    "q",
+                ]
+            )
+        ],
+    },
+    {"qa_pair_id": "C", "results": []},
+    {
+        "qa_pair_id": "D",
+        "results": [
+            {"id": "a", "text": "tie tie"},
+            {"id": "b", "text": "tie tie"},
+            {"id": "c", "text": "tie"},
+        ],
+    },
+]
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.3, 0.8, 1.0])
+def test_eggai_preset_on_small_cases(tmp_path: Path, threshold: float) -> None:
+    res = write(tmp_path / "results.json", EGG_RESULTS)
+    pairs = write(tmp_path / "pairs.json", EGG_PAIRS)
+    with rv.load([res, pairs], format="qa_pairs") as run:
+        report = rv.evaluate(run, preset="eggai", threshold=threshold)
+    rows = E.per_query(EGG_PAIRS, EGG_RESULTS, threshold)
+    check(report, E.summary(rows), rows)
+
+
+def test_preset_refuses_other_metrics_and_by(tmp_path: Path) -> None:
+    res = write(tmp_path / "results.json", EGG_RESULTS)
+    pairs = write(tmp_path / "pairs.json", EGG_PAIRS)
+    with rv.load([res, pairs], format="qa_pairs") as run:
+        with pytest.raises(UsageError, match="reports"):
+            rv.evaluate(run, ["nDCG@10"], preset="eggai")
+        assert list(rv.evaluate(run, ["mrr_score"], preset="eggai").metrics) == ["mrr_score"]
