@@ -43,6 +43,7 @@ __all__ = [
     "Settings",
     "compare",
     "evaluate",
+    "explain_preset",
     "gate",
     "load",
 ]
@@ -116,6 +117,21 @@ def evaluate(
         return _evaluate(run, metrics, settings=settings, by=by, **overrides)
     with load(run, db=db) as loaded:
         return _evaluate(loaded, metrics, settings=settings, by=by, **overrides)
+
+
+def explain_preset(run: LoadedRun, preset: str, given: Any = None, **settings: Any) -> Any:
+    """Why a preset's numbers differ from rageval's: its metrics under rageval's defaults, then
+    with one setting at a time switched to the preset's (rageval_core.parity.Explanation).
+
+    Settings given as keywords (or as parsed CLI flags, given) stay fixed at every step.
+    """
+    from rageval_core.parity import explain_preset as _explain
+
+    fixed = dict(settings)
+    if given is not None:  # the CLI's namespace: only the flags on the command line
+        fixed.update({n: getattr(given, n) for n in getattr(given, "given_settings", ())})
+    fixed.pop("preset", None)
+    return _explain(run.store, run.data, preset, fixed)
 
 
 def compare(

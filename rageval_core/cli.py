@@ -13,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from rageval_core.cli_presets import Given, print_explanation
 from rageval_core.errors import EXIT_CODES, InputError, RagevalError, UsageError
 from rageval_core.terminal import EscapingWriter, json_text, shown, text_table
 
@@ -263,6 +264,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             run = stack.enter_context(api.load(files, format=args.format))
         else:
             run = stack.enter_context(api.load(args.run, store=stack.enter_context(_store(args))))
+        if args.explain_preset:  # "why do my numbers differ?" (rageval_core.parity)
+            return print_explanation(api.explain_preset(run, args.explain_preset, args), args)
         report = api.evaluate(run, metrics, settings=settings_from_args(args), by=args.by)
     if args.json:
         print(json_text(report.to_json(per_query=args.per_query)))
@@ -333,7 +336,7 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     from rageval_core.settings import SETTINGS
 
     for s in SETTINGS:
-        kwargs: dict[str, Any] = {"dest": s.name, "help": s.flag_help(), "action": _Given}
+        kwargs: dict[str, Any] = {"dest": s.name, "help": s.flag_help(), "action": Given}
         if s.type is bool:
             if s.default is not False:  # a switch can only turn a setting on
                 raise ValueError(f"{s.name}: a bool setting's default must be False")
@@ -347,16 +350,6 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
             if s.metavar:
                 kwargs["metavar"] = s.metavar
         p.add_argument(s.flag, **kwargs)
-
-
-class _Given(argparse.Action):
-    """Stores a setting's value (or True for a switch) and notes that the user gave it, so a
-    --preset's values yield only to the flags actually on the command line."""
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
-        given = set(getattr(namespace, "given_settings", ()))
-        namespace.given_settings = given | {self.dest}
 
 
 def settings_from_args(args: argparse.Namespace) -> Any:
@@ -560,6 +553,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", metavar="TAG", help="break every summary down by this tag")
     p.add_argument("--per-query", action="store_true", help="include per-query values")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    p.add_argument(
+        "--explain-preset",
+        choices=("tat-rag", "eggai"),
+        help="the preset's metrics under rageval's defaults, then one rule switched at a time",
+    )
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser(

@@ -396,9 +396,9 @@ def evaluate(
     """
     base = settings or Settings()
     if overrides.get("preset") is not None:
-        from rageval_core.presets import get_preset
+        from rageval_core.parity import with_preset
 
-        base = dataclasses.replace(base, **_fields(get_preset(overrides["preset"]).values))
+        base = with_preset(base, overrides["preset"])
     s = dataclasses.replace(base, **overrides)
     s.check()
     if isinstance(source, LoadedRun):
@@ -442,15 +442,6 @@ def open_in_scratch_store(parsed: ParsedRun, log: ProblemLog, name: str | None =
         store.close()
         raise
     return store
-
-
-def _fields(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Flat setting values as Settings fields (the normalisation's go to norm)."""
-    norm = {k: v for k, v in values.items() if BY_NAME[k].part_of == "norm"}
-    out = {k: v for k, v in values.items() if k not in norm}
-    if norm:
-        out["norm"] = dataclasses.replace(Normalisation(), **norm)
-    return out
 
 
 def _evaluate(

@@ -32,6 +32,7 @@ from rageval_core.metrics import parity as formulas
 from rageval_core.model import Chunk, Query
 from rageval_core.presets import Preset, get_preset, rule_steps
 from rageval_core.rundata import RunData
+from rageval_core.settings import BY_NAME
 from rageval_core.store import Store
 
 #: the chunk metadata TAT-RAG's evaluator searches for a FILE item's base name (and "tags")
@@ -184,6 +185,16 @@ def stored_queries(store: Store, data: RunData) -> list[Query]:
     return queries
 
 
+def with_preset(base: Settings, name: str) -> Settings:
+    """base with a preset's values (flat setting names; the normalisation's go to norm)."""
+    values = get_preset(name).values
+    norm = {k: v for k, v in values.items() if BY_NAME[k].part_of == "norm"}
+    fields: dict[str, Any] = {k: v for k, v in values.items() if k not in norm}
+    if norm:
+        fields["norm"] = dataclasses.replace(base.norm, **norm)
+    return dataclasses.replace(base, **fields)
+
+
 def evaluate_preset(
     store: Store, data: RunData, metrics: Sequence[str] | None, s: Settings, by: str | None
 ) -> Report:
@@ -232,6 +243,8 @@ class Explanation:
             "preset": self.preset,
             "project": self.project,
             "metrics": list(first),
+            # what each is called among rageval's own metrics, which equal the defaults step
+            "rageval_names": dict(get_preset(self.preset).counterparts),
             "defaults": first,
             "preset_values": last,
             "steps": [
@@ -244,6 +257,27 @@ class Explanation:
                 for prev, st in zip([self.steps[0], *self.steps], self.steps, strict=False)
             ],
         }
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """(headers, rows) for a text table: one row per step, then the whole difference."""
+        names = list(self.steps[0].metrics)
+        rows = []
+        for i, st in enumerate(self.steps):
+            label = "rageval defaults" if i == 0 else f"+ {st.setting}={_shown(st.value)}"
+            rows.append([label, *(_num(st.metrics[n]) for n in names)])
+        first, last = self.steps[0].metrics, self.steps[-1].metrics
+        rows.append(["preset - defaults", *(_num(last[n] - first[n], True) for n in names)])
+        return ["step", *names], rows
+
+
+def _shown(value: Any) -> str:
+    return "on" if value is True else str(value)
+
+
+def _num(value: float, signed: bool = False) -> str:
+    if value != value:
+        return "-"
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
 
 
 def explain_preset(

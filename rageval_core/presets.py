@@ -26,6 +26,8 @@ class Preset:
     family: str  # which formulas of rageval_core.metrics.parity compute its metrics
     metrics: tuple[str, ...]
     values: Mapping[str, Any] = field(default_factory=dict)
+    #: metric -> rageval's own metric that equals it under rageval's default settings
+    counterparts: Mapping[str, str] = field(default_factory=dict)
 
 
 PRESETS: Mapping[str, Preset] = {
@@ -56,6 +58,18 @@ PRESETS: Mapping[str, Preset] = {
             "ap_per_gold_item": True,
             "no_gold_scores_zero": True,
         },
+        {
+            "Precision@5": "P@5",
+            "EvidenceRecall@3": "EvidenceRecall@3",
+            "EvidenceRecall@10": "EvidenceRecall@10",
+            "PerQueryCoverage@3": "PerQueryCoverage@3",
+            "PerQueryCoverage@10": "PerQueryCoverage@10",
+            "FullCoverageRate@3": "FullCoverageRate@3",
+            "FullCoverageRate@10": "FullCoverageRate@10",
+            "MAP": "AP",
+            "MRR": "RR",
+            "HitRate@10": "Hit@10",
+        },
     ),
     "eggai": Preset(
         "eggai",
@@ -80,6 +94,12 @@ PRESETS: Mapping[str, Preset] = {
             "plain_similarity": True,
             "precision_divisor": "retrieved",
             "no_gold_scores_zero": True,
+        },
+        {  # recall_score reads the whole list: Hit@k with k at least the list's length
+            "context_coverage": "ContextCoverage",
+            "precision_at_k": "P@5",
+            "mrr_score": "RR",
+            "best_match_position": "BestRank",
         },
     ),
 }

@@ -17,6 +17,8 @@ import pytest
 
 import rageval as rv
 from rageval_core.errors import UsageError
+from rageval_core.presets import PRESETS
+from rageval_core.settings import DEFAULTS
 from tests.cli import rageval
 from tests.core.parity import oracle_eggai as E
 from tests.core.parity import oracle_tatrag as T
@@ -282,3 +284,45 @@ def test_preset_refuses_other_metrics_and_by(tmp_path: Path) -> None:
         with pytest.raises(UsageError, match="reports"):
             rv.evaluate(run, ["nDCG@10"], preset="eggai")
         assert list(rv.evaluate(run, ["mrr_score"], preset="eggai").metrics) == ["mrr_score"]
+
+
+# --- why the numbers differ -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["tat-rag", "eggai"])
+def test_explanation_runs_from_rageval_defaults_to_the_preset(tmp_path: Path, name: str) -> None:
+    if name == "tat-rag":
+        files = [write(tmp_path / "o.json", TAT_OUTPUT), write(tmp_path / "g.json", TAT_GOLDEN)]
+        fmt = "tatrag"
+    else:
+        files = [write(tmp_path / "r.json", EGG_RESULTS), write(tmp_path / "p.json", EGG_PAIRS)]
+        fmt = "qa_pairs"
+    with rv.load(files, format=fmt) as run:
+        explanation = rv.explain_preset(run, name)
+        preset = rv.evaluate(run, preset=name)
+        own = rv.evaluate(
+            run, sorted(set(PRESETS[name].counterparts.values())), relevance="evidence"
+        )
+    first, last = explanation.steps[0].metrics, explanation.steps[-1].metrics
+    assert explanation.steps[0].setting == "defaults"
+    assert all(same(last[n], v) for n, v in preset.metrics.items())
+    # the first step is rageval's own metrics (float32 pair scores there: 1e-6)
+    for metric, counterpart in PRESETS[name].counterparts.items():
+        assert abs(first[metric] - own.metrics[counterpart]) <= 1e-6, metric
+    switched = [st.setting for st in explanation.steps[1:]]
+    assert set(switched) == {k for k, v in PRESETS[name].values.items() if v != DEFAULTS[k]}
+    data = explanation.to_json()
+    assert data["preset_values"] == last and len(data["steps"]) == len(explanation.steps)
+
+
+def test_explanation_cli_keeps_given_flags(tmp_path: Path) -> None:
+    out, gold = write(tmp_path / "o.json", TAT_OUTPUT), write(tmp_path / "g.json", TAT_GOLDEN)
+    args = ["evaluate", str(out), str(gold), "--format", "tatrag", "--explain-preset", "tat-rag"]
+    r = rageval(*args)
+    assert r.returncode == 0, r.stderr
+    assert "rageval defaults" in r.stdout and "+ one_chunk_one_span=on" in r.stdout
+    r = rageval(*args, "--threshold", "0.5", "--json")
+    got = json.loads(r.stdout)
+    assert "threshold" not in [st["setting"] for st in got["steps"]]
+    rows = T.per_query(TAT_GOLDEN, TAT_OUTPUT, 0.5)
+    assert all(same(got["preset_values"][n], v) for n, v in T.summary(rows).items())
