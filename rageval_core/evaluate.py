@@ -105,6 +105,12 @@ class Settings:
             value, choices = getattr(self, name), BY_NAME[name].choices
             if value is not None and value not in choices:
                 raise UsageError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        rules = [BY_NAME[n].flag for n in RULES if getattr(self, n) != DEFAULTS[n]]
+        if rules and self.preset is None:  # refused, not silently ignored
+            raise UsageError(
+                f"{', '.join(rules)}: these rules apply to a preset's metrics (--preset); "
+                "rageval's own metrics do not read them"
+            )
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Settings:

@@ -326,3 +326,15 @@ def test_explanation_cli_keeps_given_flags(tmp_path: Path) -> None:
     assert "threshold" not in [st["setting"] for st in got["steps"]]
     rows = T.per_query(TAT_GOLDEN, TAT_OUTPUT, 0.5)
     assert all(same(got["preset_values"][n], v) for n, v in T.summary(rows).items())
+
+
+def test_a_rule_without_a_preset_is_refused(tmp_path: Path) -> None:
+    out, gold = write(tmp_path / "o.json", TAT_OUTPUT), write(tmp_path / "g.json", TAT_GOLDEN)
+    r = rageval("evaluate", str(out), str(gold), "--format", "tatrag", "--one-chunk-one-span")
+    assert r.returncode != 0 and "--one-chunk-one-span" in r.stderr
+    r = rageval(
+        "evaluate", str(out), str(gold), "--format", "tatrag", "--preset", "tat-rag",
+        "--no-gold-scores-zero", "--precision-divisor", "k", "--json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["settings"].get("precision_divisor") is None  # k: the default
