@@ -165,6 +165,15 @@ def run_values(
     }
 
 
+def preset_aggregate(
+    preset: str, name: str, values: np.ndarray, weights: np.ndarray | None
+) -> float:
+    """A preset metric's run value over some queries (compare: the shared ones)."""
+    scored = int(np.count_nonzero(~np.isnan(values)))
+    w = np.ones(values.size) if weights is None else weights
+    return formulas.aggregate(get_preset(preset).family, name, values, w, scored)
+
+
 def preset_metric_names(preset: Preset, metrics: Sequence[str] | None) -> list[str]:
     """The asked metrics (all the preset's when None); UsageError for a name it does not print."""
     if not metrics:

@@ -105,6 +105,11 @@ PRESETS: Mapping[str, Preset] = {
 }
 
 
+#: every preset's metric names, and those of them where lower is better
+PRESET_METRICS: frozenset[str] = frozenset(m for p in PRESETS.values() for m in p.metrics)
+LOWER_IS_BETTER: frozenset[str] = frozenset({"best_match_position"})
+
+
 def get_preset(name: str) -> Preset:
     """The preset called name; a ValueError naming the known ones otherwise."""
     try:
@@ -136,4 +141,13 @@ def rule_steps(name: str) -> list[tuple[str, dict[str, Any]]]:
     return steps
 
 
-__all__ = ["PRESETS", "RULES", "Preset", "get_preset", "preset_values", "rule_steps"]
+__all__ = [
+    "LOWER_IS_BETTER",
+    "PRESETS",
+    "PRESET_METRICS",
+    "RULES",
+    "Preset",
+    "get_preset",
+    "preset_values",
+    "rule_steps",
+]

@@ -338,3 +338,29 @@ def test_a_rule_without_a_preset_is_refused(tmp_path: Path) -> None:
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["settings"].get("precision_divisor") is None  # k: the default
+
+
+# --- compare and gate -------------------------------------------------------------------------
+
+
+def test_compare_and_gate_with_a_preset(tmp_path: Path) -> None:
+    reversed_output = [hits[::-1] for hits in TAT_OUTPUT]
+    gold = write(tmp_path / "g.json", TAT_GOLDEN)
+    a, b = write(tmp_path / "a.json", TAT_OUTPUT), write(tmp_path / "b.json", reversed_output)
+    with rv.load([a, gold], format="tatrag") as ra, rv.load([b, gold], format="tatrag") as rb:
+        comparison = rv.compare([ra, rb], preset="tat-rag", threshold=0.5)
+        for run, output in ((ra, TAT_OUTPUT), (rb, reversed_output)):
+            want = T.summary(T.per_query(TAT_GOLDEN, output, 0.5))
+            got = comparison.means[run.data.run.name]
+            assert list(got) == list(T.NAMES)
+            assert all(same(got[n], v) for n, v in want.items())
+        verdict = rv.gate(comparison, max_drop={"MRR": 0.0, "HitRate@10": 1.0})
+    mrr = [T.summary(T.per_query(TAT_GOLDEN, o, 0.5))["MRR"] for o in (TAT_OUTPUT, reversed_output)]
+    assert [r.passed for r in verdict.results] == [mrr[1] >= mrr[0], True]
+
+
+def test_eggai_best_match_position_is_lower_better() -> None:
+    from rageval_core.compare import higher_is_better
+
+    assert not higher_is_better("best_match_position")
+    assert higher_is_better("mrr_score") and higher_is_better("nDCG@10")
