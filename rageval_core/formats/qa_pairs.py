@@ -2,7 +2,8 @@
 
 The pairs file is the companion: a JSON array or JSON Lines. The retrieval results are the
 primary file: an array (or JSON Lines) of {qa_pair_id | question, results | documents |
-retrieved | contexts: [documents], answer?, latency_ms?, tokens?}, or an object mapping
+retrieved | contexts | retrieved_chunks: [documents], answer?, latency_ms?, retrieval_time_ms?,
+tokens?}, or an object mapping
 qa_pair_id -> list of documents. A document is {id, text, score?, metadata?, ...}; its other
 keys go to the chunk's metadata. Both files are loaded whole: the join needs every pair.
 """
@@ -15,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY, display_path, merge_info, read_sidecar
+from rageval_core.formats.base import (
+    HEADER_KEY,
+    display_path,
+    finite_number,
+    merge_info,
+    read_sidecar,
+)
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
     TRUNCATED,
@@ -39,7 +46,9 @@ PRIMARY = "retrieval"
 COMPANION = "pairs"
 COMPANION_REQUIRED = True
 
-DOC_KEYS = ("results", "documents", "retrieved", "contexts")
+#: retrieved_chunks and retrieval_time_ms: EggAI's RetrievalResult, as its tests save it
+DOC_KEYS = ("results", "documents", "retrieved", "contexts", "retrieved_chunks")
+_TIME_KEY = "retrieval_time_ms"
 _PAIR_KEYS = ("qa_pair_id", "question", "answer", "context", "source_document")
 _TEXT_KEYS = ("text", "content")
 
@@ -292,6 +301,8 @@ class _Joiner:
             return
         chunks = self._chunks(entry[present[0]], present[0], line)
         extras = parse_extras(entry, line, self.file, self.log)
+        if extras is not None and entry.get(_TIME_KEY) is not None:
+            extras = self._retrieval_time(entry[_TIME_KEY], extras, line)
         if entry.get("qa_pair_id") is not None:
             pair = self._by_id(entry["qa_pair_id"], line, "qa_pair_id")
         elif entry.get("question") is not None:
@@ -300,10 +311,21 @@ class _Joiner:
             self.log.error(self.file, line, "qa_pair_id", "required (or question)")
             pair = None
         for key in entry:
-            if key not in (*DOC_KEYS, *EXTRA_KEYS, "qa_pair_id", "question"):
+            if key not in (*DOC_KEYS, *EXTRA_KEYS, _TIME_KEY, "qa_pair_id", "question"):
                 self.keys.unknown(line, key)
         if pair is not None and chunks is not None and extras is not None:
             self._add(pair, _Hit(line, chunks, extras), line)
+
+    def _retrieval_time(self, value: Any, extras: Extras, line: int) -> Extras | None:
+        """retrieval_time_ms as the latency stage "retrieval" (latency_ms's own stages win)."""
+        ms = finite_number(value)
+        if ms is None or ms < 0:
+            self.log.error(
+                self.file, line, _TIME_KEY, f"expected a number >= 0, got {describe(value)}"
+            )
+            return None
+        extras.latency_ms = {"retrieval": ms, **extras.latency_ms}
+        return extras
 
     def _chunks(self, docs: Any, where: str, line: int) -> tuple[Chunk, ...] | None:
         if not isinstance(docs, list):
