@@ -39,3 +39,18 @@ def test_bad_retrieval_time_is_an_error(tmp_path: Path) -> None:
     run = qa_pairs.read(write(tmp_path / "r.json", results), write(tmp_path / "p.json", PAIRS), log)
     list(run.queries)
     assert [p.field for p in log.problems if p.severity == "error"] == ["retrieval_time_ms"]
+
+
+def test_an_unknown_key_is_one_warning_with_its_count(tmp_path: Path) -> None:
+    pairs = [{"qa_pair_id": f"QA_{i}", "question": f"q{i}", "context": "c"} for i in range(3)]
+    results = [
+        {"qa_pair_id": f"QA_{i}", "retrieved_chunks": [], "total_hits": 0, "error": None}
+        for i in range(3)
+    ]
+    log = ProblemLog()
+    run = qa_pairs.read(write(tmp_path / "r.json", results), write(tmp_path / "p.json", pairs), log)
+    list(run.queries)
+    assert [(p.line, p.field, p.problem) for p in log.warnings] == [
+        (1, "total_hits", "unknown key, ignored (3 times)"),
+        (1, "error", "unknown key, ignored (3 times)"),
+    ]
