@@ -359,7 +359,8 @@ def _kept_answer_scores(store: Store, run_id: int) -> tuple[AnswerInputs, NDArra
 
 
 def resolve_relevance(data: RunData, s: Settings) -> Relevance | None:
-    """ids when asked or when the run has qrels; evidence when asked or it has gold spans."""
+    """ids when asked or when the run has qrels that a retrieved chunk is in (or no gold spans);
+    evidence when asked or it has gold spans."""
     if s.relevance == "ids" and not data.run.has_qrels:
         raise UsageError(
             f"run {data.run.name} has no qrels (relevant ids): use --relevance evidence"
@@ -368,7 +369,9 @@ def resolve_relevance(data: RunData, s: Settings) -> Relevance | None:
         raise UsageError(f"run {data.run.name} has no gold evidence: use --relevance ids")
     if s.relevance is not None:
         return s.relevance
-    if data.run.has_qrels:
+    # qrels that no retrieved chunk is in (TAT-RAG's FILE gold against chunk ids) would score
+    # every query 0: a run that also has gold spans is judged by them instead
+    if data.run.has_qrels and (not data.run.has_evidence or bool((data.labels > 0).any())):
         return "ids"
     return "evidence" if data.run.has_evidence else None
 

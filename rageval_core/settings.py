@@ -139,7 +139,8 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         None,
         "ids (the run's qrels) or evidence (a chunk is relevant when it covers a gold span "
-        "at the threshold); default ids when the run has qrels",
+        "at the threshold); default ids when the run has qrels that a retrieved chunk is in, or "
+        "no gold spans",
         "--relevance",
         "Relevance",
         url_key="relevance",
