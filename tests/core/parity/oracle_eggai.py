@@ -62,11 +62,24 @@ def case_metrics(
 
 
 def per_query(
-    pairs: list[dict[str, Any]], results: list[dict[str, Any]], threshold: float = 0.5
+    pairs: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    threshold: float = 0.5,
+    score_threshold: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Each QA pair's metrics in file order (a pair without results retrieved nothing)."""
+    """Each QA pair's metrics in file order (a pair without results retrieved nothing).
+
+    score_threshold: as if the search had dropped the hits scored below it (EggAI's script has
+    no cut-off of its own; rageval's --score-threshold beside the preset does this).
+    """
     by_id = {r["qa_pair_id"]: r.get("results", []) for r in results}
-    return [case_metrics(p["context"], by_id.get(p["qa_pair_id"], []), threshold) for p in pairs]
+    rows = []
+    for p in pairs:
+        chunks = by_id.get(p["qa_pair_id"], [])
+        if score_threshold is not None:
+            chunks = [c for c in chunks if c.get("score") is None or c["score"] >= score_threshold]
+        rows.append(case_metrics(p["context"], chunks, threshold))
+    return rows
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, float]:

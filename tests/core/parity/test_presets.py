@@ -110,12 +110,18 @@ def test_tatrag_preset_equals_the_script(
 
 
 @pytest.mark.parity
-@pytest.mark.parametrize("threshold", [None, 0.3, 0.7, 0.9])
-def test_eggai_preset_equals_the_script(eggai: Any, threshold: float | None) -> None:
+@pytest.mark.parametrize(
+    ("threshold", "cut"), [(None, None), (0.3, None), (0.7, None), (0.9, None), (0.5, 10.0)]
+)
+def test_eggai_preset_equals_the_script(
+    eggai: Any, threshold: float | None, cut: float | None
+) -> None:
     run, pairs, results, _ = eggai
-    extra = {} if threshold is None else {"threshold": threshold}
+    extra: dict[str, Any] = {} if threshold is None else {"threshold": threshold}
+    if cut is not None:
+        extra["score_threshold"] = cut
     report = rv.evaluate(run, preset="eggai", **extra)
-    rows = E.per_query(pairs, results, threshold or 0.5)
+    rows = E.per_query(pairs, results, threshold or 0.5, cut)
     check(report, E.summary(rows), rows)
 
 
