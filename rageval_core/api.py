@@ -32,6 +32,8 @@ from rageval_core.evaluate import (
     open_in_scratch_store,
 )
 from rageval_core.evaluate import evaluate as _evaluate
+from rageval_core.parity import Explanation
+from rageval_core.parity import explain_preset as _explain
 from rageval_core.rundata import LoadedRun, load_run_data
 from rageval_core.store import Store
 
@@ -119,18 +121,12 @@ def evaluate(
         return _evaluate(loaded, metrics, settings=settings, by=by, **overrides)
 
 
-def explain_preset(run: LoadedRun, preset: str, given: Any = None, **settings: Any) -> Any:
+def explain_preset(run: LoadedRun, preset: str, **settings: Any) -> Explanation:
     """Why a preset's numbers differ from rageval's: its metrics under rageval's defaults, then
-    with one setting at a time switched to the preset's (rageval_core.parity.Explanation).
-
-    Settings given as keywords (or as parsed CLI flags, given) stay fixed at every step.
+    with one setting at a time switched to the preset's (rageval_core.parity.Explanation;
+    .steps, .to_json()). Settings given as keywords (threshold=0.6 ...) stay fixed at every step.
     """
-    from rageval_core.parity import explain_preset as _explain
-
-    fixed = dict(settings)
-    if given is not None:  # the CLI's namespace: only the flags on the command line
-        fixed.update({n: getattr(given, n) for n in getattr(given, "given_settings", ())})
-    fixed.pop("preset", None)
+    fixed = {k: v for k, v in settings.items() if k != "preset"}
     return _explain(run.store, run.data, preset, fixed)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rageval_core.cli_presets import Given, print_explanation
+from rageval_core.cli_presets import Given, given_values, print_explanation
 from rageval_core.errors import EXIT_CODES, InputError, RagevalError, UsageError
 from rageval_core.terminal import EscapingWriter, json_text, shown, text_table
 
@@ -265,7 +265,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         else:
             run = stack.enter_context(api.load(args.run, store=stack.enter_context(_store(args))))
         if args.explain_preset:  # "why do my numbers differ?" (rageval_core.parity)
-            return print_explanation(api.explain_preset(run, args.explain_preset, args), args)
+            fixed = given_values(args)
+            return print_explanation(api.explain_preset(run, args.explain_preset, **fixed), args)
         report = api.evaluate(run, metrics, settings=settings_from_args(args), by=args.by)
     if args.json:
         print(json_text(report.to_json(per_query=args.per_query)))
@@ -370,8 +371,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
     values = {s.name: getattr(args, s.name) for s in SETTINGS}
     if values.get("preset"):
-        given = {name: values[name] for name in getattr(args, "given_settings", ())}
-        values = {**values, **preset_values(values["preset"], given)}
+        values = {**values, **preset_values(values["preset"], given_values(args))}
     return Settings.from_values(values)
 
 

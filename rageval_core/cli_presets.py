@@ -19,6 +19,11 @@ class Given(argparse.Action):
         namespace.given_settings = given | {self.dest}
 
 
+def given_values(args: argparse.Namespace) -> dict[str, Any]:
+    """{setting: value} of the settings flags actually on the command line."""
+    return {name: getattr(args, name) for name in sorted(getattr(args, "given_settings", ()))}
+
+
 def print_explanation(explanation: Any, args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(explanation.to_json()))
