@@ -714,10 +714,15 @@ def query_costs(data: RunData) -> ops.QueryCosts:
 
 
 def breakdown(
-    data: RunData, per_query: dict[str, Floats], weights: dict[str, Floats], tag: str
+    data: RunData,
+    per_query: dict[str, Floats],
+    weights: dict[str, Floats],
+    tag: str,
+    aggregate: Callable[[str, Floats, Floats | None], float] | None = None,
 ) -> dict[str, Any]:
     """Every metric and ops summary inside each value of one tag, with counts (the ops part,
-    independent of the settings, is computed once per run and tag)."""
+    independent of the settings, is computed once per run and tag). aggregate(name, values,
+    weights): a run value other than the registry's (a preset's metrics)."""
     if tag not in data.tags:
         known = ", ".join(sorted(data.tags)) or "none"
         raise UsageError(f"run {data.run.name} has no tag {tag!r} (tags: {known})")
@@ -726,7 +731,10 @@ def breakdown(
     rows_ops = _ops_rows(data)
     for group, rows in found:
         metrics = {
-            name: _aggregate(name, col, weights.get(name), rows) for name, col in per_query.items()
+            name: _aggregate(name, col, weights.get(name), rows)
+            if aggregate is None
+            else aggregate(name, col[rows], None if name not in weights else weights[name][rows])
+            for name, col in per_query.items()
         }
         # the ops part is read lazily (Deferred): the grouped percentiles are computed, once per
         # run and tag, by the first view that shows them

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from rageval_core.errors import UsageError
-from rageval_core.evaluate import Deferred, Report, Settings, ops_summary
+from rageval_core.evaluate import Deferred, Report, Settings, breakdown, ops_summary
 from rageval_core.matching import normalise, get_scorer
 from rageval_core.metrics import parity as formulas
 from rageval_core.model import Chunk, Query
@@ -208,14 +208,24 @@ def evaluate_preset(
     store: Store, data: RunData, metrics: Sequence[str] | None, s: Settings, by: str | None
 ) -> Report:
     """The Report of a run under s.preset: the preset's metrics under its own names."""
-    if by:
-        raise UsageError("a breakdown by tag (--by) is not available with a preset")
     assert s.preset is not None
     preset = get_preset(s.preset)
     names = preset_metric_names(preset, metrics)
     queries = stored_queries(store, data)
     values, weights, scored = preset_values_of(queries, preset, names, s, {})
     pooled = {n: weights for n in names if preset.family == "tatrag" and n in formulas.POOLED}
+    name = s.preset
+    by_out = (
+        breakdown(
+            data,
+            dict(values),
+            pooled,
+            by,
+            lambda metric, col, w: preset_aggregate(name, metric, col, w),
+        )
+        if by
+        else None
+    )
     return Report(
         run=data.run.name,
         settings=s.to_json("evidence"),
@@ -225,6 +235,7 @@ def evaluate_preset(
         per_query=dict(values),
         counts={"queries": data.n_queries, "scored_preset": scored},
         ops=Deferred(lambda: ops_summary(data)),
+        by=by_out,
         weights=pooled,
     )
 

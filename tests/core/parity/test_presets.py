@@ -370,3 +370,14 @@ def test_eggai_best_match_position_is_lower_better() -> None:
 
     assert not higher_is_better("best_match_position")
     assert higher_is_better("mrr_score") and higher_is_better("nDCG@10")
+
+
+@pytest.mark.parity
+def test_breakdown_by_tag_aggregates_like_the_reporter(eggai: Any) -> None:
+    run, pairs, results, _ = eggai
+    report = rv.evaluate(run, preset="eggai", by="source_document")
+    rows = E.per_query(pairs, results)
+    for group, got in report.by["groups"].items():
+        mine = [r for r, p in zip(rows, pairs, strict=True) if p["source_document"] == group]
+        assert got["n"] == len(mine)
+        assert all(same(got["metrics"][n], v) for n, v in E.summary(mine).items()), group
