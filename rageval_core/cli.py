@@ -296,7 +296,8 @@ def format_report(report: Any, per_query: bool = False) -> str:
         + _MODES.get(s["relevance"], "")
         + f" k={s['k']} "
         f"threshold={s['threshold']} scorer={s['scorer']} norm={s['normalisation']}"
-        + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else ""),
+        + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else "")
+        + (f" preset={s['preset']}" if s.get("preset") else ""),
         "counts: " + ", ".join(f"{k}={v}" for k, v in report.counts.items()),
         "",
         text_table(["metric", "value"], [[name, _num(v)] for name, v in report.metrics.items()]),
