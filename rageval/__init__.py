@@ -18,6 +18,7 @@ from rageval_core.api import (
     Settings,
     compare,
     evaluate,
+    explain_preset,
     gate,
     load,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "__version__",
     "compare",
     "evaluate",
+    "explain_preset",
     "gate",
     "load",
 ]

@@ -32,6 +32,8 @@ from rageval_core.evaluate import (
     open_in_scratch_store,
 )
 from rageval_core.evaluate import evaluate as _evaluate
+from rageval_core.parity import Explanation
+from rageval_core.parity import explain_preset as _explain
 from rageval_core.rundata import LoadedRun, load_run_data
 from rageval_core.store import Store
 
@@ -43,6 +45,7 @@ __all__ = [
     "Settings",
     "compare",
     "evaluate",
+    "explain_preset",
     "gate",
     "load",
 ]
@@ -116,6 +119,15 @@ def evaluate(
         return _evaluate(run, metrics, settings=settings, by=by, **overrides)
     with load(run, db=db) as loaded:
         return _evaluate(loaded, metrics, settings=settings, by=by, **overrides)
+
+
+def explain_preset(run: LoadedRun, preset: str, **settings: Any) -> Explanation:
+    """Why a preset's numbers differ from rageval's: its metrics under rageval's defaults, then
+    with one setting at a time switched to the preset's (rageval_core.parity.Explanation;
+    .steps, .to_json()). Settings given as keywords (threshold=0.6 ...) stay fixed at every step.
+    """
+    fixed = {k: v for k, v in settings.items() if k != "preset"}
+    return _explain(run.store, run.data, preset, fixed)
 
 
 def compare(

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from rageval_core.cli_presets import Given, given_values, print_explanation
 from rageval_core.errors import EXIT_CODES, InputError, RagevalError, UsageError
 from rageval_core.terminal import EscapingWriter, json_text, shown, text_table
 
@@ -263,6 +264,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             run = stack.enter_context(api.load(files, format=args.format))
         else:
             run = stack.enter_context(api.load(args.run, store=stack.enter_context(_store(args))))
+        if args.explain_preset:  # "why do my numbers differ?" (rageval_core.parity)
+            fixed = given_values(args)
+            return print_explanation(api.explain_preset(run, args.explain_preset, **fixed), args)
         report = api.evaluate(run, metrics, settings=settings_from_args(args), by=args.by)
     if args.json:
         print(json_text(report.to_json(per_query=args.per_query)))
@@ -279,11 +283,11 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     from rageval_core.settings import SETTINGS
 
     for s in SETTINGS:
-        kwargs: dict[str, Any] = {"dest": s.name, "help": s.flag_help()}
+        kwargs: dict[str, Any] = {"dest": s.name, "help": s.flag_help(), "action": Given}
         if s.type is bool:
             if s.default is not False:  # a switch can only turn a setting on
                 raise ValueError(f"{s.name}: a bool setting's default must be False")
-            kwargs["action"] = "store_true"
+            kwargs.update(nargs=0, const=True, default=False)
         else:
             kwargs["default"] = s.default
             if s.type is not str:
@@ -296,11 +300,16 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Any:
-    """The Settings the flags of add_settings_arguments describe."""
+    """The Settings the flags of add_settings_arguments describe (a --preset's values under the
+    flags given beside it)."""
     from rageval_core.evaluate import Settings
+    from rageval_core.presets import preset_values
     from rageval_core.settings import SETTINGS
 
-    return Settings.from_values({s.name: getattr(args, s.name) for s in SETTINGS})
+    values = {s.name: getattr(args, s.name) for s in SETTINGS}
+    if values.get("preset"):
+        values = {**values, **preset_values(values["preset"], given_values(args))}
+    return Settings.from_values(values)
 
 
 def _add_stat_arguments(p: argparse.ArgumentParser) -> None:
@@ -490,6 +499,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", metavar="TAG", help="break every summary down by this tag")
     p.add_argument("--per-query", action="store_true", help="include per-query values")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    p.add_argument(
+        "--explain-preset",
+        choices=("tat-rag", "eggai"),
+        help="the preset's metrics under rageval's defaults, then one rule switched at a time",
+    )
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser(

@@ -34,7 +34,7 @@ from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.metrics.generation import GENERATION_METRICS, AnswerInputs, generation_scores
 from rageval_core.rundata import LoadedRun, RunData, _floats, evidence_tensor, load_run_data, memo
 from rageval_core.runops import Deferred, group_ops, groups_of, ops_rows
-from rageval_core.settings import BY_NAME, DEFAULTS, SETTINGS
+from rageval_core.settings import BY_NAME, DEFAULTS, RULES, SETTINGS
 from rageval_core.store import Store, answers
 from rageval_core.store.store import RunRef
 
@@ -71,6 +71,17 @@ class Settings:
     score_threshold: float | None = DEFAULTS["score_threshold"]  # drop chunks scored below this
     rel_level: int = DEFAULTS["rel_level"]
     complete: bool = DEFAULTS["complete"]
+    #: a seed-parity preset's metrics instead of rageval's, and the rules they read
+    #: (rageval_core.presets, rageval_core.parity)
+    preset: str | None = DEFAULTS["preset"]
+    chunk_inside_span_covers: bool = DEFAULTS["chunk_inside_span_covers"]
+    one_chunk_one_span: bool = DEFAULTS["one_chunk_one_span"]
+    file_gold_by_metadata: bool = DEFAULTS["file_gold_by_metadata"]
+    precision_divisor: str = DEFAULTS["precision_divisor"]
+    ap_per_gold_item: bool = DEFAULTS["ap_per_gold_item"]
+    keep_whitespace: bool = DEFAULTS["keep_whitespace"]
+    plain_similarity: bool = DEFAULTS["plain_similarity"]
+    no_gold_scores_zero: bool = DEFAULTS["no_gold_scores_zero"]
 
     def check(self) -> None:
         k_min, _ = BY_NAME["k"].bounds()
@@ -90,6 +101,16 @@ class Settings:
             raise UsageError(f"score threshold must be finite, got {self.score_threshold!r}")
         check_rel_level(self.rel_level)
         get_scorer(self.scorer)
+        for name in ("preset", "precision_divisor"):
+            value, choices = getattr(self, name), BY_NAME[name].choices
+            if value is not None and value not in choices:
+                raise UsageError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        rules = [BY_NAME[n].flag for n in RULES if getattr(self, n) != DEFAULTS[n]]
+        if rules and self.preset is None:  # refused, not silently ignored
+            raise UsageError(
+                f"{', '.join(rules)}: these rules apply to a preset's metrics (--preset); "
+                "rageval's own metrics do not read them"
+            )
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Settings:
@@ -121,6 +142,12 @@ class Settings:
             "score_threshold": self.score_threshold,
             "rel_level": self.rel_level,
             "complete": self.complete,
+            # the preset and its rules only when set: reports without them read as before
+            **{
+                name: getattr(self, name)
+                for name in ("preset", *RULES)
+                if getattr(self, name) != DEFAULTS[name]
+            },
         }
 
 
@@ -326,7 +353,8 @@ def _kept_answer_scores(store: Store, run_id: int) -> tuple[AnswerInputs, NDArra
 
 
 def resolve_relevance(data: RunData, s: Settings) -> Relevance | None:
-    """ids when asked or when the run has qrels; evidence when asked or it has gold spans."""
+    """ids when asked or when the run has qrels that a retrieved chunk is in (or no gold spans);
+    evidence when asked or it has gold spans."""
     if s.relevance == "ids" and not data.run.has_qrels:
         raise UsageError(
             f"run {data.run.name} has no qrels (relevant ids): use --relevance evidence"
@@ -335,7 +363,9 @@ def resolve_relevance(data: RunData, s: Settings) -> Relevance | None:
         raise UsageError(f"run {data.run.name} has no gold evidence: use --relevance ids")
     if s.relevance is not None:
         return s.relevance
-    if data.run.has_qrels:
+    # qrels that no retrieved chunk is in (TAT-RAG's FILE gold against chunk ids) would score
+    # every query 0: a run that also has gold spans is judged by them instead
+    if data.run.has_qrels and (not data.run.has_evidence or bool((data.labels > 0).any())):
         return "ids"
     return "evidence" if data.run.has_evidence else None
 
@@ -365,8 +395,14 @@ def evaluate(
     scratch store).
 
     settings fields may also be given as keywords: evaluate(run, k=5, threshold=0.8).
+    preset="tat-rag" puts that preset's values over settings, then the other keywords over them.
     """
-    s = dataclasses.replace(settings or Settings(), **overrides)
+    base = settings or Settings()
+    if overrides.get("preset") is not None:
+        from rageval_core.parity import with_preset
+
+        base = with_preset(base, overrides["preset"])
+    s = dataclasses.replace(base, **overrides)
     s.check()
     if isinstance(source, LoadedRun):
         return _evaluate(source.store, source.data, metrics, s, by)
@@ -414,6 +450,10 @@ def open_in_scratch_store(parsed: ParsedRun, log: ProblemLog, name: str | None =
 def _evaluate(
     store: Store, data: RunData, metrics: Sequence[str] | None, s: Settings, by: str | None
 ) -> Report:
+    if s.preset is not None:  # the preset's own metrics and names (rageval_core.parity)
+        from rageval_core.parity import evaluate_preset
+
+        return evaluate_preset(store, data, metrics, s, by)
     relevance = resolve_relevance(data, s)
     names = list(metrics) if metrics else default_metrics(data, s.k, relevance)
     measures = registry.parse_all(names)
@@ -505,10 +545,15 @@ def _aggregate(
 
 
 def breakdown(
-    data: RunData, per_query: dict[str, Floats], weights: dict[str, Floats], tag: str
+    data: RunData,
+    per_query: dict[str, Floats],
+    weights: dict[str, Floats],
+    tag: str,
+    aggregate: Callable[[str, Floats, Floats | None], float] | None = None,
 ) -> dict[str, Any]:
     """Every metric and ops summary inside each value of one tag, with counts (the ops part,
-    independent of the settings, is computed once per run and tag)."""
+    independent of the settings, is computed once per run and tag). aggregate(name, values,
+    weights): a run value other than the registry's (a preset's metrics)."""
     if tag not in data.tags:
         known = ", ".join(sorted(data.tags)) or "none"
         raise UsageError(f"run {data.run.name} has no tag {tag!r} (tags: {known})")
@@ -517,7 +562,10 @@ def breakdown(
     rows_ops = ops_rows(data)
     for group, rows in found:
         metrics = {
-            name: _aggregate(name, col, weights.get(name), rows) for name, col in per_query.items()
+            name: _aggregate(name, col, weights.get(name), rows)
+            if aggregate is None
+            else aggregate(name, col[rows], None if name not in weights else weights[name][rows])
+            for name, col in per_query.items()
         }
         # the ops part is read lazily (Deferred): the grouped percentiles are computed, once per
         # run and tag, by the first view that shows them

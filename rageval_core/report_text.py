@@ -14,13 +14,23 @@ def _num(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
+#: what the report header says each relevance mode means
+_MODES = {
+    "ids": " (the run's qrels)",
+    "evidence": " (a chunk is relevant when it covers a gold span)",
+}
+
+
 def format_report(report: Any, per_query: bool = False) -> str:
     """The human-readable report: settings, counts, metrics, ops, breakdown."""
     s = report.settings
     out = [
-        f"run {report.run}: {report.n_queries} queries; relevance={s['relevance']} k={s['k']} "
+        f"run {report.run}: {report.n_queries} queries; relevance={s['relevance']}"
+        + _MODES.get(s["relevance"], "")
+        + f" k={s['k']} "
         f"threshold={s['threshold']} scorer={s['scorer']} norm={s['normalisation']}"
-        + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else ""),
+        + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else "")
+        + (f" preset={s['preset']}" if s.get("preset") else ""),
         "counts: " + ", ".join(f"{k}={v}" for k, v in report.counts.items()),
         "",
         text_table(["metric", "value"], [[name, _num(v)] for name, v in report.metrics.items()]),

@@ -23,6 +23,9 @@ from typing import Any
 #: here so that reading the schema does not import rapidfuzz
 SCORER_NAMES = ("partial", "ratio", "token_set", "levenshtein", "difflib")
 RELEVANCE_MODES = ("ids", "evidence")
+#: the seed-parity presets of rageval_core.presets.PRESETS (tests hold the two equal)
+PRESET_NAMES = ("tat-rag", "eggai")
+PRECISION_DIVISORS = ("k", "retrieved")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +139,8 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         None,
         "ids (the run's qrels) or evidence (a chunk is relevant when it covers a gold span "
-        "at the threshold); default ids when the run has qrels",
+        "at the threshold); default ids when the run has qrels that a retrieved chunk is in, or "
+        "no gold spans",
         "--relevance",
         "Relevance",
         url_key="relevance",
@@ -173,6 +177,98 @@ SETTINGS: tuple[Setting, ...] = (
         "--complete",
         "Complete",
     ),
+    # --- the rules the seed-parity presets flip (docs/metrics.md, "Presets"); each is an
+    # ordinary setting, off by default, read by the preset metrics (rageval_core.parity)
+    Setting(
+        "preset",
+        str,
+        None,
+        "report one project's own metrics under its own names, with its rules "
+        "(rageval_core.presets); flags given beside it override its values",
+        "--preset",
+        "Preset",
+        choices=PRESET_NAMES,
+    ),
+    Setting(
+        "chunk_inside_span_covers",
+        bool,
+        False,
+        "a chunk whose text lies inside a gold span covers it too (TAT-RAG)",
+        "--chunk-inside-span-covers",
+        "Chunk inside a span covers it",
+    ),
+    Setting(
+        "one_chunk_one_span",
+        bool,
+        False,
+        "a chunk covers only the first gold item it matches, spans before files (TAT-RAG)",
+        "--one-chunk-one-span",
+        "One chunk covers one gold item",
+    ),
+    Setting(
+        "file_gold_by_metadata",
+        bool,
+        False,
+        "FILE gold items count as gold and match a chunk whose metadata (table_path, "
+        "table_title, source, doc_id, section_path, tags) contains the file's base name (TAT-RAG)",
+        "--file-gold-by-metadata",
+        "FILE gold by metadata",
+    ),
+    Setting(
+        "precision_divisor",
+        str,
+        "k",
+        "Precision@k divides by k, or by min(k, chunks retrieved) (retrieved: TAT-RAG, EggAI)",
+        "--precision-divisor",
+        "Precision divisor",
+        choices=PRECISION_DIVISORS,
+    ),
+    Setting(
+        "ap_per_gold_item",
+        bool,
+        False,
+        "AP sums precision at the ranks that cover a new gold item and divides by the number "
+        "of gold items (TAT-RAG's MAP)",
+        "--ap-per-gold-item",
+        "AP per gold item",
+    ),
+    Setting(
+        "keep_whitespace",
+        bool,
+        False,
+        "match on lower-cased, stripped text without collapsing whitespace runs (EggAI)",
+        "--keep-whitespace",
+        "Keep whitespace runs",
+    ),
+    Setting(
+        "plain_similarity",
+        bool,
+        False,
+        "a pair scores the scorer's value alone, without the rule that a span found inside a "
+        "chunk scores 1.0 (EggAI)",
+        "--plain-similarity",
+        "Plain similarity",
+    ),
+    Setting(
+        "no_gold_scores_zero",
+        bool,
+        False,
+        "a query without gold counts as 0 in the means instead of being left out (TAT-RAG, EggAI)",
+        "--no-gold-scores-zero",
+        "Queries without gold score 0",
+    ),
+)
+
+#: the settings that are rules of the preset metrics (not read by rageval's own metrics)
+RULES: tuple[str, ...] = (
+    "chunk_inside_span_covers",
+    "one_chunk_one_span",
+    "file_gold_by_metadata",
+    "precision_divisor",
+    "ap_per_gold_item",
+    "keep_whitespace",
+    "plain_similarity",
+    "no_gold_scores_zero",
 )
 
 #: name -> Setting

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.paths import ORACLE, ORACLE_MISSING, REPO, in_ci
+from tests.paths import ORACLE, ORACLE_MISSING, PARITY, PARITY_MISSING, REPO, in_ci
 
 
 #: a marker per folder: `pytest -m store` runs the store's tests, `-m "not e2e"` skips the browser
@@ -38,6 +38,9 @@ TESTS = REPO / "tests"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "oracle: reads trec_eval's files under ../shared/oracle")
+    config.addinivalue_line(
+        "markers", "parity: reads the seed-parity inputs under ../shared/parity"
+    )
     for marker in sorted(set(FOLDER_MARKERS.values()) - {"e2e"}):
         config.addinivalue_line("markers", f"{marker}: the tests under that folder of tests/")
     import bench.common
@@ -71,10 +74,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("oracle") is None or ORACLE.is_dir():
-        return
-    if in_ci():
-        pytest.fail(
-            f"{ORACLE_MISSING} ({ORACLE}); CI runs with ../shared beside the clone", pytrace=False
-        )
-    pytest.skip(f"{ORACLE_MISSING} (they sit beside the project for its developers and CI)")
+    for marker, folder, missing in (
+        ("oracle", ORACLE, ORACLE_MISSING),
+        ("parity", PARITY, PARITY_MISSING),
+    ):
+        if item.get_closest_marker(marker) is None or folder.is_dir():
+            continue
+        if in_ci():
+            pytest.fail(
+                f"{missing} ({folder}); CI runs with ../shared beside the clone", pytrace=False
+            )
+        pytest.skip(f"{missing} (they sit beside the project for its developers and CI)")

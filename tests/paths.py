@@ -10,6 +10,10 @@ REPO = Path(__file__).resolve().parents[1]
 #: developers and CI, not in a user's clone
 ORACLE = REPO.parent / "shared" / "oracle" / "trec_eval"
 ORACLE_MISSING = "trec_eval oracle files not found at ../shared/oracle"
+#: inputs built from TAT-RAG's and EggAI's repositories for the seed-parity presets (README.md
+#: there); RAGEVAL_PARITY points elsewhere, e.g. from a worktree whose parent has no shared/
+PARITY = Path(os.environ.get("RAGEVAL_PARITY") or REPO.parent / "shared" / "parity")
+PARITY_MISSING = "seed-parity inputs not found at ../shared/parity"
 
 
 def in_ci() -> bool:

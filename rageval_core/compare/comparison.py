@@ -32,6 +32,8 @@ from rageval_core.compare.statistics import (
 )
 from rageval_core.compare.ops import OpsChange, ops_changes, stage_columns
 from rageval_core.errors import UsageError
+from rageval_core.parity import preset_aggregate, preset_metric_names, with_preset
+from rageval_core.presets import LOWER_IS_BETTER, PRESET_METRICS, get_preset
 from rageval_core.evaluate import (
     Report,
     Settings,
@@ -63,6 +65,8 @@ NOTE_SMALL = "n < 2"
 
 def higher_is_better(metric: str) -> bool:
     """The registry's direction of a metric (BestRank and HallucinationRate: lower is better)."""
+    if metric in PRESET_METRICS:  # a preset's own names (rageval_core.presets)
+        return metric not in LOWER_IS_BETTER
     return registry.parse(metric).spec.higher_is_better
 
 
@@ -439,7 +443,10 @@ def compare(
     empty list: none (latency and cost only).
     settings fields may also be given as keywords: compare(runs, k=5).
     """
-    s = dataclasses.replace(settings or Settings(), **overrides)
+    base = settings or Settings()
+    if overrides.get("preset") is not None:  # its values, then the other keywords over them
+        base = with_preset(base, overrides["preset"])
+    s = dataclasses.replace(base, **overrides)
     s.check()
     opts = options or StatOptions()
     opts.check()
@@ -467,6 +474,8 @@ def _labels(names: Sequence[str]) -> list[str]:
 def _choose_metrics(
     loaded: Sequence[tuple[Store, RunData]], metrics: Sequence[str] | None, s: Settings
 ) -> list[str]:
+    if s.preset is not None:
+        return preset_metric_names(get_preset(s.preset), metrics)
     if metrics is not None:  # an empty list compares no metric (latency and cost only)
         return [str(m) for m in registry.parse_all(metrics)]
     per_run = [default_metrics(d, s.k, resolve_relevance(d, s)) for _, d in loaded]
@@ -513,7 +522,9 @@ def _compare(
         evaluate(d, names, store=st, settings=s) if names else None for st, d in loaded
     ]
     relevance = reports[0].relevance if reports[0] is not None else None
-    uses_ranking = any(registry.parse(m).spec.family == "ranking" for m in names)
+    uses_ranking = s.preset is None and any(
+        registry.parse(m).spec.family == "ranking" for m in names
+    )
     modes = {label: r.relevance for label, r in zip(labels, reports, strict=True) if r is not None}
     if uses_ranking and len(set(modes.values())) > 1:
         shown = ", ".join(f"{k}: {v}" for k, v in modes.items())
@@ -526,10 +537,20 @@ def _compare(
     weights: list[dict[str, Floats | None]] = []
     for (st, d), report, rows in zip(loaded, reports, alignment.rows, strict=True):
         cols.append({m: report.per_query[m][rows] for m in names} if report else {})
-        run_w = {m: _weights(st, d, s, report.relevance if report else None, m) for m in names}
+        run_w = {
+            m: (report.weights.get(m) if report else None)
+            if s.preset is not None
+            else _weights(st, d, s, report.relevance if report else None, m)
+            for m in names
+        }
         weights.append({m: None if w is None else w[rows] for m, w in run_w.items()})
     means = {
-        label: {m: registry.aggregate(m, cols[i][m], weights[i][m]) for m in names}
+        label: {
+            m: preset_aggregate(s.preset, m, cols[i][m], weights[i][m])
+            if s.preset is not None
+            else registry.aggregate(m, cols[i][m], weights[i][m])
+            for m in names
+        }
         for i, label in enumerate(labels)
     }
     n_scored = {

@@ -19,6 +19,7 @@ from rageval_core.compare.comparison import NOTE_SMALL, Comparison
 from rageval_core.compare.ops import LATENCY_STATS
 from rageval_core.compare.text import p_text
 from rageval_core.errors import UsageError
+from rageval_core.presets import PRESET_METRICS
 from rageval_core.metrics import registry
 
 RuleKind = Literal["drop", "increase"]
@@ -117,6 +118,8 @@ def _rule_target(item: str, target: str, kind: RuleKind, flag: str) -> str:
     if kind == "drop":
         if looks_ops:
             raise UsageError(f"{flag} rule {item!r}: latency and cost limits go in --max-increase")
+        if target in PRESET_METRICS:  # a preset's own names (rageval_core.presets)
+            return target
         try:
             return str(registry.parse(target))
         except UsageError as e:

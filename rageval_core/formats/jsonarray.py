@@ -8,6 +8,7 @@ so a sniffer can look at the keys of the first record even when that record is l
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -316,17 +317,28 @@ def value_problem(value: Any, expected: str) -> str:
 
 
 class KeyWarner:
-    """Warns about an unknown key once per key per file, as the native reader does."""
+    """Warns about an unknown key once per key per file, at its first line, with how many
+    times it came (a key every record has is one warning, not one per record)."""
 
     def __init__(self, file: str, log: ProblemLog) -> None:
         self.file = file
         self.log = log
-        self.seen: set[str] = set()
+        self.seen: dict[str, tuple[int, int]] = {}  # field -> (times seen, index of its warning)
 
     def unknown(self, line: int, field: str) -> None:
-        if field not in self.seen:
-            self.seen.add(field)
+        count, at = self.seen.get(field, (0, -1))
+        problems = self.log.problems
+        if count == 0:
             self.log.warn(self.file, line, field, "unknown key, ignored")
+            at = len(problems) - 1
+            first = problems[at] if at >= 0 else None
+            if first is None or first.field != field or first.file != self.file:
+                at = -1  # the log is full: the warning was not kept
+        elif 0 <= at < len(problems) and problems[at].field == field:
+            problems[at] = dataclasses.replace(
+                problems[at], problem=f"unknown key, ignored ({count + 1} times)"
+            )
+        self.seen[field] = (count + 1, at)
 
 
 # -- sniffing ----------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 The pairs file is the companion: a JSON array or JSON Lines. The retrieval results are the
 primary file: an array (or JSON Lines) of {qa_pair_id | question, results | documents |
-retrieved | contexts: [documents], answer?, latency_ms?, tokens?}, or an object mapping
+retrieved | contexts | retrieved_chunks: [documents], answer?, latency_ms?, retrieval_time_ms?,
+tokens?}, or an object mapping
 qa_pair_id -> list of documents. A document is {id, text, score?, metadata?, ...}; its other
 keys go to the chunk's metadata. Both files are loaded whole: the join needs every pair.
 """
@@ -14,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY
+from rageval_core.formats.base import HEADER_KEY, finite_number
 from rageval_core.formats.joined import EntryReader, Gold, Hit, read_joined, shorten
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
     TRUNCATED,
     KeyWarner,
+    Extras,
     describe,
     id_text,
     iter_object,
@@ -38,7 +40,9 @@ PRIMARY = "retrieval"
 COMPANION = "pairs"
 COMPANION_REQUIRED = True
 
-DOC_KEYS = ("results", "documents", "retrieved", "contexts")
+#: retrieved_chunks and retrieval_time_ms: EggAI's RetrievalResult, as its tests save it
+DOC_KEYS = ("results", "documents", "retrieved", "contexts", "retrieved_chunks")
+_TIME_KEY = "retrieval_time_ms"
 _PAIR_KEYS = ("qa_pair_id", "question", "answer", "context", "source_document")
 _TEXT_KEYS = ("text", "content")
 
@@ -214,6 +218,8 @@ class _Joiner(EntryReader):
             return
         chunks = self.chunks(entry[docs_key], docs_key, line)
         extras = parse_extras(entry, line, self.file, self.log)
+        if extras is not None and entry.get(_TIME_KEY) is not None:
+            extras = self._retrieval_time(entry[_TIME_KEY], extras, line)
         if entry.get("qa_pair_id") is not None:
             pair = self._by_id(entry["qa_pair_id"], line, "qa_pair_id")
         elif entry.get("question") is not None:
@@ -222,10 +228,21 @@ class _Joiner(EntryReader):
             self.log.error(self.file, line, "qa_pair_id", "required (or question)")
             pair = None
         for key in entry:
-            if key not in (*DOC_KEYS, *EXTRA_KEYS, "qa_pair_id", "question"):
+            if key not in (*DOC_KEYS, *EXTRA_KEYS, _TIME_KEY, "qa_pair_id", "question"):
                 self.keys.unknown(line, key)
         if pair is not None and chunks is not None and extras is not None:
             self._add(pair, Hit(line, chunks, extras), line)
+
+    def _retrieval_time(self, value: Any, extras: Extras, line: int) -> Extras | None:
+        """retrieval_time_ms as the latency stage "retrieval" (latency_ms's own stages win)."""
+        ms = finite_number(value)
+        if ms is None or ms < 0:
+            self.log.error(
+                self.file, line, _TIME_KEY, f"expected a number >= 0, got {describe(value)}"
+            )
+            return None
+        extras.latency_ms = {"retrieval": ms, **extras.latency_ms}
+        return extras
 
     def _by_id(self, value: Any, line: int, key: str) -> Gold | None:
         query_id = self.query_id(value, line, key)

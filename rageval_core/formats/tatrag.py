@@ -325,7 +325,7 @@ class _Joiner(EntryReader):
         if id_key is not None:
             matched = self._by_id(entry[id_key], id_key, line)
         elif query_key is not None:
-            matched = self._by_text(entry[query_key], line, query_key)
+            matched = self._by_text(entry[query_key], line, query_key, index)
         else:
             matched = self._by_index(index, line)
         for key in entry:
@@ -346,7 +346,7 @@ class _Joiner(EntryReader):
             return None
         return self.by_id[query_id]
 
-    def _by_text(self, value: Any, line: int, key: str) -> int | None:
+    def _by_text(self, value: Any, line: int, key: str, index: int = -1) -> int | None:
         if not isinstance(value, str):
             self.log.error(self.file, line, key, f"expected a string, got {describe(value)}")
             return None
@@ -359,6 +359,18 @@ class _Joiner(EntryReader):
                 f"{shorten(value)} matches no query in the gold set {self.gfile}",
             )
             return None
+        if len(found) > 1 and index in found:
+            # a question asked twice in the golden set (TAT-RAG's has one): the output is in
+            # golden-set order, so its position says which
+            lines = ", ".join(str(self.golds[i].line) for i in found)
+            self.log.warn(
+                self.file,
+                line,
+                key,
+                f"{shorten(value)} matches several gold queries (lines {lines} of {self.gfile}); "
+                f"joined by position with the one on line {self.golds[index].line}",
+            )
+            return index
         if len(found) > 1:
             lines = ", ".join(str(self.golds[i].line) for i in found)
             self.log.error(

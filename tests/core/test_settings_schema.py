@@ -49,6 +49,16 @@ FLAGS = {
     "--score-threshold": (float, None, "X"),
     "--rel-level": (int, None, None),
     "--complete": (None, None, None),
+    # the seed-parity presets and the rules they flip (rageval_core.presets)
+    "--preset": (None, ("tat-rag", "eggai"), None),
+    "--chunk-inside-span-covers": (None, None, None),
+    "--one-chunk-one-span": (None, None, None),
+    "--file-gold-by-metadata": (None, None, None),
+    "--precision-divisor": (None, ("k", "retrieved"), None),
+    "--ap-per-gold-item": (None, None, None),
+    "--keep-whitespace": (None, None, None),
+    "--plain-similarity": (None, None, None),
+    "--no-gold-scores-zero": (None, None, None),
 }
 #: the query parameters of shared links: never renamed
 URL_KEYS = {"k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance"}
@@ -294,8 +304,11 @@ def test_cache_key_keeps_its_shape() -> None:
     from dashboard import keys
 
     # (k, threshold, scorer, punct, articles, relevance, cut, rel_level, complete): the order
-    # every cached result was keyed by before the schema
-    assert keys.settings_key(Settings()) == (10, 0.7, "partial", False, False, None, None, 1, False)
+    # every cached result was keyed by before the schema; then the preset and its rules
+    assert keys.settings_key(Settings())[:9] == (
+        10, 0.7, "partial", False, False, None, None, 1, False
+    )  # fmt: skip
+    assert keys.settings_key(Settings())[9:] == (None, False, False, False, "k", *[False] * 4)
     s = Settings(
         k=3,
         threshold=0.55,
