@@ -196,8 +196,10 @@ def test_line_ending_tricks_make_no_request_to_another_address(
     a run name with line breaks) rendered a remote image. tests/data/xss/breaks_*.jsonl put
     such payloads, behind every line-break form, in every field of two runs whose names hold a
     CR and an LF: every page of each, their Compare (with a query opened side by side) and the
-    drilldown of every query make zero requests outside the app's own origin, and hold no
-    image or link pointing outside it."""
+    drilldown of every query of the first make zero requests outside the app's own origin, and
+    hold no image or link pointing outside it. (The second run's queries carry the same fields
+    behind the same line breaks, so its drilldowns would render nothing new; its name, which
+    differs, is on every page and in Compare.)"""
     from tests.e2e.conftest import BREAKS
 
     visits = 0
@@ -206,7 +208,8 @@ def test_line_ending_tricks_make_no_request_to_another_address(
             json.loads(line)["query_id"]
             for line in data.read_text(encoding="utf-8").splitlines()[1:]
         ]
-        for path in [*PAGES, "compare", *(f"queries?q={quote(q)}" for q in ids)]:
+        drilldowns = ids if run == RUNS[0] else []
+        for path in [*PAGES, "compare", *(f"queries?q={quote(q)}" for q in drilldowns)]:
             sep = "&" if "?" in path else "?"
             visit(page, f"{breaks_url}/{path}{sep}run={quote(run)}")
             assert_stays_home(page, requested, breaks_url, f"{path} of {run!r}")
@@ -225,5 +228,5 @@ def test_line_ending_tricks_make_no_request_to_another_address(
     # the run names are shown as written (a line break drawn as one), not as an image
     assert page.locator(".st-key-compare-detail-baseline").inner_text().startswith("cr\n![x](http")
     assert detail.inner_text().startswith("nl\n![x](http")
-    assert visits == 2 * (len(PAGES) + 1 + 11) and len(requested) > visits  # the pages did load
+    assert visits == 2 * (len(PAGES) + 1) + 11 and len(requested) > visits  # the pages did load
     assert dialogs == []
