@@ -62,7 +62,7 @@ OUTCOMES: Counter[str] = Counter()
 #: seconds one case may take before it counts as a hang
 CASE_TIMEOUT_S = 60
 #: cases per fuzz test: CI-sized unless RAGEVAL_FUZZ_EXAMPLES asks for a long run
-EXAMPLES = int(os.environ.get("RAGEVAL_FUZZ_EXAMPLES") or 150)
+EXAMPLES = int(os.environ.get("RAGEVAL_FUZZ_EXAMPLES") or 100)
 PROBLEM_LINE = re.compile(
     r"^(?P<file>.+):(?P<line>\d+): (?P<field>[^:].*?): (?P<problem>.+)$", re.S
 )

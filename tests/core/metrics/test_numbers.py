@@ -128,7 +128,7 @@ def check_report(report: Any, qs: list[Query], relevance: str | None) -> None:
 
 @pytest.mark.slow
 @settings(
-    max_examples=150,
+    max_examples=80,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     derandomize=True,
