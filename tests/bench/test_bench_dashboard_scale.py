@@ -10,7 +10,7 @@ from bench import dashboard_scale as ds
 from bench import report
 from rageval_core.store import Store
 
-N = 500
+N = 200
 MOVES = 1  # one k and one threshold move per page: the shape is what is checked
 
 

@@ -479,7 +479,7 @@ def write_trec(
     return run_path, qrels_path
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs(), st.sampled_from([1, 2]))
 def test_equals_pytrec_eval(
     data: tuple[dict[str, dict[str, float]], dict[str, dict[str, int]]], rel_level: int
