@@ -34,8 +34,6 @@ SLOW_FILES = frozenset(
     }
 )
 TESTS = REPO / "tests"
-#: about half the browser tests' time (the hostile-input and hardening files)
-E2E_FIRST_HALF = frozenset({"test_security.py", "test_hardening.py"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -68,10 +66,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if marker == "bench" or item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
         if marker == "e2e":
-            # the browser tests in two pytest-xdist groups, one per worker: a group's servers
-            # start once on its worker, and neither worker waits for the other's browser tests
-            half = "a" if item.path.name in E2E_FIRST_HALF else "b"
-            item.add_marker(pytest.mark.xdist_group(f"e2e-{half}"))
+            # one pytest-xdist worker runs every browser test: its servers start once
+            item.add_marker(pytest.mark.xdist_group("e2e"))
     # the browser tests first: one worker starts on them while the others share everything else,
     # rather than all of them waiting for that one worker at the end
     items.sort(key=lambda item: folder_marker(item.path) != "e2e")
