@@ -34,7 +34,7 @@ from rageval_core.evaluate import (
 from rageval_core.evaluate import evaluate as _evaluate
 from rageval_core.parity import Explanation
 from rageval_core.parity import explain_preset as _explain
-from rageval_core.rundata import LoadedRun, load_run_data
+from rageval_core.rundata import LoadedRun, load_run_data, load_stored
 from rageval_core.store import Store
 
 __all__ = [
@@ -194,13 +194,10 @@ def _scratch(store: Store) -> LoadedRun:
 def _stored(ref: str, db: str | Path | None, given: Store | None) -> LoadedRun:
     store = given if given is not None else Store(db)
     try:
-        return LoadedRun(store, load_run_data(store, ref), owns_store=given is None)
-    except BaseException as e:
+        return LoadedRun(store, load_stored(store, ref), owns_store=given is None)
+    except BaseException:
         if given is None:
             store.close()
-        path = Path(ref)
-        if isinstance(e, UsageError) and (path.suffix or len(path.parts) > 1):
-            raise UsageError(f"{ref}: no such file, and {e}") from e
         raise
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from rageval_core.errors import UsageError
 from rageval_core.matching import Normalisation
 from rageval_core.store import RunRecord, Store
 from rageval_core.store.reads import run_tables
@@ -62,6 +64,19 @@ def memo(data: RunData, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
     if key not in data._cache:
         data._cache[key] = make()
     return data._cache[key]
+
+
+def load_stored(store: Store, name: str) -> RunData:
+    """load_run_data for a run given by name where a file was also possible: a name that looks
+    like a path ("runs/x.jsonl") and matches no run says both that no such file exists and why
+    no stored run matched."""
+    try:
+        return load_run_data(store, name)
+    except UsageError as e:
+        path = Path(name)
+        if path.suffix or len(path.parts) > 1:
+            raise UsageError(f"{name}: no such file, and {e}") from e
+        raise
 
 
 @dataclass(eq=False)

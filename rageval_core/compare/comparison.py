@@ -47,7 +47,7 @@ from rageval_core.evaluate import (
     resolve_relevance,
 )
 from rageval_core.metrics import registry
-from rageval_core.rundata import LoadedRun, RunData, load_run_data
+from rageval_core.rundata import LoadedRun, RunData, load_run_data, load_stored
 from rageval_core.store import Store
 
 Source = LoadedRun | RunData | str | Path
@@ -416,12 +416,7 @@ def open_runs(
                 continue
             if named is None:
                 named = stack.enter_context(Store())
-            try:
-                out.append((named, load_run_data(named, str(source))))
-            except UsageError as e:
-                if path.suffix or len(path.parts) > 1:
-                    raise UsageError(f"{source}: no such file, and {e}") from e
-                raise
+            out.append((named, load_stored(named, str(source))))
         yield out
 
 
