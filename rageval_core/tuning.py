@@ -331,7 +331,9 @@ class Agreement:
 
     precision = tp / (tp + fp) (NaN when nothing is predicted a match); recall = tp / labelled
     matches (NaN without any); F1 = 2 tp / (2 tp + fp + fn) (NaN when that is 0/0);
-    accuracy = (tp + tn) / labels (NaN without labels).
+    accuracy = (tp + tn) / labels (NaN without labels); balanced accuracy = (TPR + TNR) / 2
+    (NaN without labels of both kinds); MCC = (tp tn - fp fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)),
+    0 when a factor of the root is 0 (a constant prediction says nothing), NaN without labels.
     """
 
     thresholds: Floats
@@ -339,6 +341,8 @@ class Agreement:
     precision: Floats
     recall: Floats
     f1: Floats
+    balanced_accuracy: Floats
+    mcc: Floats
     tp: Ints
     fp: Ints
     fn: Ints
@@ -371,12 +375,22 @@ def agreement_curve(labels: ArrayLike, scores: ArrayLike, thresholds: ArrayLike)
     fp = (neg.size - np.searchsorted(neg, t32, side="left")).astype(np.int64)
     fn = pos.size - tp
     tn = neg.size - fp
+    balanced = (
+        _ratio(tp, np.full(ts.shape, pos.size)) + _ratio(tn, np.full(ts.shape, neg.size))
+    ) / 2
+    ftp, ffp, ffn, ftn = (x.astype(np.float64) for x in (tp, fp, fn, tn))
+    root = np.sqrt((ftp + ffp) * (ftp + ffn) * (ftn + ffp) * (ftn + ffn))
+    mcc = np.where(root > 0, (ftp * ftn - ffp * ffn) / np.where(root > 0, root, 1.0), 0.0)
+    if y.size == 0:
+        mcc = np.full(ts.shape, np.nan)
     return Agreement(
         thresholds=ts,
         accuracy=_ratio(tp + tn, np.full(ts.shape, y.size)),
         precision=_ratio(tp, tp + fp),
         recall=_ratio(tp, np.full(ts.shape, pos.size)),
         f1=_ratio(2 * tp, 2 * tp + fp + fn),
+        balanced_accuracy=balanced,
+        mcc=mcc,
         tp=tp,
         fp=fp,
         fn=fn,
@@ -389,7 +403,9 @@ class Suggestion:
     """The threshold that agrees best with the labels (None when there are too few labels)."""
 
     threshold: float | None
-    f1: float  # at the suggested threshold (NaN when none)
+    balanced_accuracy: float  # at the suggested threshold (NaN when none): what is maximised
+    mcc: float
+    f1: float
     accuracy: float
     n_labels: int
     n_match: int
@@ -404,9 +420,14 @@ def suggest_threshold(
     thresholds: ArrayLike | None = None,
     min_each: int = MIN_LABELS_EACH,
 ) -> Suggestion:
-    """The threshold with the best F1 against the labels; ties: the one closest to current.
+    """The threshold with the best balanced accuracy against the labels; ties: the one closest
+    to current.
 
-    Equally close on both sides: the lower one. thresholds None: 0.00, 0.01, ... 1.00 (the
+    Balanced accuracy, not F1: F1 ignores the true negatives, so it stays flat over every
+    threshold below the lowest labelled match and rewards a low, lenient threshold when the
+    labels are mostly matches; balanced accuracy weighs a missed match and a false match alike
+    whatever the mix of labels (MCC is reported beside it). Equally close on both sides: the
+    lower one. thresholds None: 0.00, 0.01, ... 1.00 (the
     slider's steps). No suggestion with fewer than min_each labels of either kind.
     """
     y = np.asarray(labels, dtype=bool)
@@ -421,22 +442,31 @@ def suggest_threshold(
             None,
             float("nan"),
             float("nan"),
+            float("nan"),
+            float("nan"),
             int(kept.size),
             n_match,
             n_no,
             f"no suggestion yet: it needs at least {min_each} labels of each kind "
             f"(have {n_match} match, {n_no} no match)",
         )
-    f1 = np.where(np.isnan(curve.f1), -1.0, curve.f1)
-    best = np.flatnonzero(f1 == f1.max())
+    balanced = np.round(
+        np.where(np.isnan(curve.balanced_accuracy), -1.0, curve.balanced_accuracy), 12
+    )
+    best = np.flatnonzero(balanced == balanced.max())
     distance = np.round(np.abs(ts[best] - current), 9)  # 0.65 and 0.75 are equally far from 0.7
     pick = int(best[np.argmin(distance)])  # argmin takes the first: the lower threshold
     return Suggestion(
         threshold=float(ts[pick]),
+        balanced_accuracy=float(curve.balanced_accuracy[pick]),
+        mcc=float(curve.mcc[pick]),
         f1=float(curve.f1[pick]),
         accuracy=float(curve.accuracy[pick]),
         n_labels=int(kept.size),
         n_match=n_match,
         n_no_match=n_no,
-        message=f"F1 {curve.f1[pick]:.3f} on {kept.size} labels ({n_match} match, {n_no} no match)",
+        message=(
+            f"balanced accuracy {curve.balanced_accuracy[pick]:.3f} (MCC {curve.mcc[pick]:.3f}) "
+            f"on {kept.size} labels ({n_match} match, {n_no} no match)"
+        ),
     )

@@ -189,8 +189,10 @@ else:
             help="set the sidebar's fuzzy threshold to the suggested value",
         )
         st.caption(
-            f"Best F1 against your labels: {suggestion.message}; ties go to the threshold "
-            "closest to the current one."
+            f"Best balanced accuracy against your labels: {suggestion.message}; ties go to "
+            "the threshold closest to the current one. Balanced accuracy, not F1: F1 ignores "
+            "correct no-match verdicts, so it favours lenient thresholds when most labels are "
+            "matches."
         )
     table = ft.labels_frame(labels)
     st.dataframe(table, hide_index=True, width="stretch", key="threshold.labels.table")

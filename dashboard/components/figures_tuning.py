@@ -23,7 +23,9 @@ from rageval_core.tuning import Agreement, BorderlinePair, Labels
 COVERED, UNCOVERED = "#2171b5", "#bdbdbd"
 MATCH, NO_MATCH = "#2ca02c", "#d62728"
 CURVE_COLOURS = {
-    "F1": "#08306b",
+    "balanced accuracy": "#08306b",
+    "MCC": "#41ab5d",
+    "F1": "#9ecae1",
     "accuracy": "#f28e2b",
     "precision": "#6baed6",
     "recall": "#9467bd",
@@ -99,6 +101,27 @@ def span_histogram(
     )
 
 
+#: the smallest gap (in threshold units on the zoomed axis, as a share of its width) between two
+#: marker labels before the second one moves below the first
+LABEL_GAP = 0.12
+#: room left either side of the labelled scores on the zoomed axis
+ZOOM_MARGIN = 0.05
+
+
+def zoomed_range(scores: ArrayLike, *xs: float | None) -> list[float]:
+    """The x range around the labelled scores and the marked thresholds, with a margin; the whole
+    0..1 when there is nothing to zoom on (or the region is almost all of it)."""
+    values = [float(v) for v in np.asarray(scores, dtype=np.float64) if np.isfinite(v)]
+    values += [x for x in xs if x is not None]
+    if not values:
+        return [0.0, 1.0]
+    lo, hi = max(min(values) - ZOOM_MARGIN, 0.0), min(max(values) + ZOOM_MARGIN, 1.0)
+    if hi - lo < 0.1:  # one score: a window of 0.1 around it, not a needle
+        mid = (lo + hi) / 2
+        lo, hi = max(mid - 0.05, 0.0), min(mid + 0.05, 1.0)
+    return [round(lo, 3), round(hi, 3)]
+
+
 def agreement_figure(
     curve: Agreement,
     current: float,
@@ -106,14 +129,18 @@ def agreement_figure(
     label_scores: ArrayLike = (),
     label_values: ArrayLike = (),
 ) -> go.Figure:
-    """F1, accuracy, precision and recall of each threshold against the labels, as lines.
+    """Balanced accuracy (what the suggestion maximises), MCC, F1, precision and recall of each
+    threshold against the labels, as lines, on an axis zoomed to the labelled scores.
 
-    The labelled pairs sit as ticks along the top (match) and bottom (no match) edges.
+    The labelled pairs sit as ticks along the top (match) and bottom (no match) edges. The
+    current and suggested thresholds' labels sit on either side of their lines, and one drops
+    below the other when the lines are close, so they never overlap.
     """
     traces = []
     series = {
+        "balanced accuracy": curve.balanced_accuracy,
+        "MCC": curve.mcc,
         "F1": curve.f1,
-        "accuracy": curve.accuracy,
         "precision": curve.precision,
         "recall": curve.recall,
     }
@@ -124,7 +151,11 @@ def agreement_figure(
                 y=values,
                 mode="lines",
                 name=name,
-                line={"color": CURVE_COLOURS[name], "width": 3 if name == "F1" else 1.5},
+                line={
+                    "color": CURVE_COLOURS[name],
+                    "width": 3 if name == "balanced accuracy" else 1.5,
+                    "dash": "dot" if name in ("precision", "recall") else None,
+                },
                 hovertemplate="threshold %{x:.2f}: %{y:.3f}<extra>" + name + "</extra>",
             )
         )
@@ -145,6 +176,7 @@ def agreement_figure(
                     hovertemplate="score %{x:.3f}<extra>" + name + "</extra>",
                 )
             )
+    x_range = zoomed_range(scores, current, suggested)
     if suggested is not None and round(suggested, 2) == round(current, 2):
         markers = [marker(current, f"current = suggested {current:.2f}", MATCH)]
     else:
@@ -152,11 +184,24 @@ def agreement_figure(
             marker(current, f"current {current:.2f}", "#e6550d", position="left", dash="dash")
         ]
         if suggested is not None:
-            markers.append(marker(suggested, f"suggested {suggested:.2f}", MATCH))
+            # the suggestion's label goes on the side away from the current line; when the two
+            # lines are closer than a label's width it also drops a line lower
+            side = "right" if suggested >= current else "left"
+            markers[0] = marker(
+                current,
+                f"current {current:.2f}",
+                "#e6550d",
+                position="left" if side == "right" else "right",
+                dash="dash",
+            )
+            shape, note = marker(suggested, f"suggested {suggested:.2f}", MATCH, position=side)
+            if abs(suggested - current) < LABEL_GAP * (x_range[1] - x_range[0]):
+                note = {**note, "y": 0.9}
+            markers.append((shape, note))
     layout = {
         **_LAYOUT,
         "title": "Agreement of each threshold with your labels",
-        "xaxis": {"title": "threshold", "range": [0, 1.0]},
+        "xaxis": {"title": "threshold (zoomed to the labelled scores)", "range": x_range},
         "yaxis": {"range": [-0.12, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1]},
     }
     return figure(traces, layout, markers)

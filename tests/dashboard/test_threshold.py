@@ -188,3 +188,41 @@ def test_pair_cards_escape_user_text(make_app: Callable[..., AppTest], tmp_path:
         and "<mark" in joined
         and escape_text("<i>q1</i>") in joined
     )
+
+
+def _annotations(fig: Any) -> list[dict[str, Any]]:
+    return [a.to_plotly_json() for a in fig.layout.annotations]
+
+
+@pytest.mark.parametrize(("current", "suggested"), [(0.7, 0.72), (0.72, 0.7), (0.7, 0.9)])
+def test_agreement_figure_labels_never_overlap_and_the_axis_zooms(
+    current: float, suggested: float
+) -> None:
+    from dashboard.components import figures_tuning as ft
+
+    scores = np.asarray([0.55, 0.62, 0.68, 0.74, 0.81, 0.86])
+    labels = np.asarray([False, False, True, False, True, True])
+    curve = tuning.agreement_curve(labels, scores, tuning.THRESHOLD_GRID)
+    fig = ft.agreement_figure(curve, current, suggested, scores, labels)
+    lo, hi = fig.layout.xaxis.range
+    # zoomed to the labelled scores and both thresholds, with the margin, not 0..1
+    assert lo == pytest.approx(max(min(scores.min(), current, suggested) - ft.ZOOM_MARGIN, 0))
+    assert hi == pytest.approx(min(max(scores.max(), current, suggested) + ft.ZOOM_MARGIN, 1))
+    notes = _annotations(fig)
+    assert len(notes) == 2
+    by_text = {n["text"].split()[0]: n for n in notes}
+    cur, sug = by_text["current"], by_text["suggested"]
+    # labels grow away from each other: the lower threshold's to the left, the higher's right
+    low, high = (cur, sug) if current < suggested else (sug, cur)
+    assert low["xanchor"] == "right" and high["xanchor"] == "left"
+    close = abs(suggested - current) < ft.LABEL_GAP * (hi - lo)
+    assert (cur["y"] != sug["y"]) == close  # close lines: one label drops below the other
+    names = [t.name for t in fig.data]
+    assert names[0] == "balanced accuracy" and "MCC" in names
+
+
+def test_zoomed_range_without_labels_is_the_whole_axis() -> None:
+    from dashboard.components import figures_tuning as ft
+
+    assert ft.zoomed_range([]) == [0.0, 1.0]
+    assert ft.zoomed_range([0.8]) == pytest.approx([0.75, 0.85])

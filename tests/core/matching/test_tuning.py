@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 import numpy as np
+import scipy.stats
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -319,21 +322,49 @@ def test_agreement_matches_a_loop(pairs: list[tuple[bool, int]], grid: list[int]
         assert (a.tp[i], a.fp[i], a.fn[i]) == (tp, fp, fn)
         f1 = 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else NAN
         assert a.f1[i] == pytest.approx(f1, nan_ok=True)
+        tn = len(y) - tp - fp - fn
+        pos, neg = tp + fn, fp + tn
+        balanced = (tp / pos + tn / neg) / 2 if pos and neg else NAN
+        assert a.balanced_accuracy[i] == pytest.approx(balanced, nan_ok=True)
+        if y:
+            den = math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+            mcc = (tp * tn - fp * fn) / den if den else 0.0
+            assert a.mcc[i] == pytest.approx(mcc)
+        if pos and neg and len(set(pred)) == 2:  # scipy's phi coefficient is MCC
+            assert a.mcc[i] == pytest.approx(
+                scipy.stats.pearsonr(np.asarray(pred, float), np.asarray(y, float))[0], abs=1e-9
+            )
 
 
 def test_suggestion_hand_computed() -> None:
-    # F1: 6/7 for t in (0.5, 0.6]; 0.8 in (0.7, 0.8]; 0.75 in (0.3, 0.5]
+    # balanced accuracy (TPR + TNR) / 2: (1 + 2/3) / 2 = 5/6 for t in (0.5, 0.6] and
+    # (2/3 + 1) / 2 = 5/6 in (0.7, 0.8]; 2/3 in (0.6, 0.7]; 4/6 in (0.3, 0.5]
     got = tuning.suggest_threshold(LABELS, LABEL_SCORES, current=0.7, min_each=3)
-    assert got.threshold == 0.6 and got.f1 == pytest.approx(6 / 7)
+    assert got.threshold == 0.71 and got.balanced_accuracy == pytest.approx(5 / 6)
+    assert got.mcc == pytest.approx((2 * 3 - 0 * 1) / math.sqrt(2 * 3 * 4 * 3))
     assert (got.n_labels, got.n_match, got.n_no_match) == (6, 3, 3)
-    assert got.accuracy == pytest.approx(5 / 6)
+    assert got.accuracy == pytest.approx(5 / 6) and got.f1 == pytest.approx(0.8)
+    assert "balanced accuracy 0.833" in got.message
     low = tuning.suggest_threshold(LABELS, LABEL_SCORES, current=0.2, min_each=3)
     assert low.threshold == 0.51  # the plateau's end closest to 0.2
 
 
+def test_suggestion_is_not_the_lenient_threshold_f1_would_pick() -> None:
+    """Mostly matches: F1 ignores true negatives and peaks at a threshold that lets a labelled
+    no-match in; balanced accuracy weighs both kinds of error and does not."""
+    y = [True] * 10 + [True, False, False]
+    s = [0.9] * 10 + [0.45, 0.5, 0.2]
+    curve = tuning.agreement_curve(y, s, tuning.THRESHOLD_GRID)
+    f1_best = curve.thresholds[int(np.nanargmax(curve.f1))]
+    assert 0.2 < f1_best <= 0.45  # F1 23/24... at 0.21-0.45: the 0.5 no-match counts as a match
+    got = tuning.suggest_threshold(y, s, current=0.7, min_each=2)
+    assert got.threshold == 0.7  # balanced accuracy (10/11 + 1) / 2 on (0.5, 0.9]: 0.7 is in it
+    assert got.balanced_accuracy == pytest.approx((10 / 11 + 1) / 2)
+
+
 def test_suggestion_ties_go_to_the_closest_then_the_lower() -> None:
-    y, s = [True, True, False, False], [0.9, 0.7, 0.65, 0.75]
-    # F1 at 0.6: tp 2, fp 2 -> 4/6; at 0.8: tp 1, fn 1 -> 2/3: equal
+    y, s = [True, True, False, False], [0.9, 0.7, 0.65, 0.85]
+    # balanced accuracy at 0.6: TPR 1, TNR 0 -> 1/2; at 0.8: TPR 1/2, TNR 1/2 -> 1/2: equal
     assert tuning.suggest_threshold(y, s, 0.7, [0.6, 0.8], min_each=1).threshold == 0.6
     assert tuning.suggest_threshold(y, s, 0.71, [0.6, 0.8], min_each=1).threshold == 0.8
 
@@ -342,7 +373,7 @@ def test_no_suggestion_with_too_few_labels() -> None:
     y = [True] * 4 + [False] * 10
     s = [0.9] * 4 + [0.1] * 10
     got = tuning.suggest_threshold(y, s, 0.7)
-    assert got.threshold is None and np.isnan(got.f1)
+    assert got.threshold is None and np.isnan(got.balanced_accuracy) and np.isnan(got.f1)
     assert "at least 5 labels of each kind" in got.message and "4 match" in got.message
     assert tuning.suggest_threshold([*y, True], [*s, 0.8], 0.7).threshold is not None
 
