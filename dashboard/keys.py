@@ -25,6 +25,7 @@ PUNCT, ARTICLES = URL_KEYS["strip_punct"], URL_KEYS["strip_articles"]
 RELEVANCE = URL_KEYS["relevance"]
 CUT = URL_KEYS["score_threshold"]
 CUT_ON = BY_NAME["score_threshold"].url_switch
+NUMBERS = URL_KEYS["numbers_must_match"]
 #: the query opened on the Queries page (?q=<query_id>)
 QUERY_PARAM = "q"
 

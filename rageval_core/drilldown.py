@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from rageval_core import ops
 from rageval_core.errors import UsageError
 from rageval_core.evaluate import Report, Settings
+from rageval_core.numbers import numbers_of, odd_numbers
 from rageval_core.rundata import RunData
 from rageval_core.store import Store, reads
 from rageval_core.store.scores import ensure_scored
@@ -308,6 +309,11 @@ class ChunkDetail:
     match_end: int
     covers: bool  # its best score reaches the threshold (it covers at least one span)
     in_top_k: bool
+    #: its best span holds a number the chunk does not (rageval_core.numbers): a fuzzy match
+    #: with another figure; with numbers_must_match on, the pair does not cover
+    numbers_differ: bool = False
+    #: (start, end) in text of the window's numbers that are not the span's: the figures to mark
+    odd_numbers: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -360,13 +366,22 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
         raw[e, r] = p[:, 2].astype(np.float32)
         start[e, r], end[e, r] = p[:, 3].astype(np.int64), p[:, 4].astype(np.int64)
 
+    # the span's numbers the chunk lacks, per pair (the "numbers must match" guard)
+    span_numbers = [numbers_of(text) for _, text in ev]
+    chunk_numbers = [numbers_of(c[2]) for c in ch]
+    lacking = np.asarray(
+        [[bool(sn - cn) for cn in chunk_numbers] for sn in span_numbers], dtype=np.bool_
+    ).reshape(len(ev), depth)
+    guarded = np.where(lacking, np.float32(0.0), raw) if settings.numbers_must_match else raw
+
     retriever = np.asarray([np.nan if c[3] is None else c[3] for c in ch], dtype=np.float64)
     keep = np.ones(depth, dtype=bool)
     if settings.score_threshold is not None:
         with np.errstate(invalid="ignore"):
             keep = ~(retriever < settings.score_threshold)  # an unscored chunk is kept
     kept = np.flatnonzero(keep)  # original 0-based ranks, in order
-    scores = raw[:, kept]
+    scores = guarded[:, kept]
+    raw_kept = raw[:, kept]
     t32 = np.float32(settings.threshold)  # float32 like the kept scores (as the metrics compare)
     hits = scores >= t32
     k = settings.k
@@ -399,9 +414,12 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
             # a repeated document is found once, at its first rank (as the metrics count it)
             relevant = doc_id not in seen and label is not None and label >= settings.rel_level
             seen.add(doc_id)
-        col = scores[:, new_rank - 1]
+        # the window shown is the best raw match, so a match the guard refused is still seen
+        col = raw_kept[:, new_rank - 1]
         m = int(np.argmax(col)) if col.size else -1
         has_match = m >= 0 and text is not None
+        differ = has_match and bool(lacking[m, orig]) and col[m] >= t32
+        window = (int(start[m, orig]), int(end[m, orig])) if has_match else (-1, -1)
         chunks.append(
             ChunkDetail(
                 rank=new_rank,
@@ -413,10 +431,16 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
                 relevant=relevant,
                 match_eidx=m if has_match else -1,
                 match_score=float(col[m]) if m >= 0 else None,
-                match_start=int(start[m, orig]) if has_match else -1,
-                match_end=int(end[m, orig]) if has_match else -1,
+                match_start=window[0],
+                match_end=window[1],
                 covers=bool(hits[:, new_rank - 1].any()),
                 in_top_k=new_rank <= k,
+                numbers_differ=differ,
+                odd_numbers=(
+                    odd_numbers(text or "", span_numbers[m], *window)
+                    if differ and window[0] >= 0
+                    else ()
+                ),
             )
         )
     top_docs = {c.doc_id for c in chunks[:k]}

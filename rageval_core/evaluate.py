@@ -32,7 +32,15 @@ from rageval_core.metrics.arrays import (
 )
 from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.metrics.generation import GENERATION_METRICS, AnswerInputs, generation_scores
-from rageval_core.rundata import LoadedRun, RunData, _floats, evidence_tensor, load_run_data, memo
+from rageval_core.rundata import (
+    LoadedRun,
+    RunData,
+    _floats,
+    evidence_tensor,
+    load_run_data,
+    memo,
+    numbers_guard,
+)
 from rageval_core.runops import Deferred, group_ops, groups_of, ops_rows
 from rageval_core.settings import BY_NAME, DEFAULTS, RULES, SETTINGS
 from rageval_core.store import Store, answers
@@ -68,6 +76,8 @@ class Settings:
     )
     #: None: ids when the run has qrels, else evidence
     relevance: Relevance | None = DEFAULTS["relevance"]
+    #: a pair covers only when the chunk holds every number of the span (rageval_core.numbers)
+    numbers_must_match: bool = DEFAULTS["numbers_must_match"]
     score_threshold: float | None = DEFAULTS["score_threshold"]  # drop chunks scored below this
     rel_level: int = DEFAULTS["rel_level"]
     complete: bool = DEFAULTS["complete"]
@@ -142,10 +152,11 @@ class Settings:
             "score_threshold": self.score_threshold,
             "rel_level": self.rel_level,
             "complete": self.complete,
-            # the preset and its rules only when set: reports without them read as before
+            # the guard, the preset and its rules only when set: reports without them read as
+            # before
             **{
                 name: getattr(self, name)
-                for name in ("preset", *RULES)
+                for name in ("numbers_must_match", "preset", *RULES)
                 if getattr(self, name) != DEFAULTS[name]
             },
         }
@@ -166,6 +177,8 @@ class Report:
     by: dict[str, Any] | None = None
     #: per-query weights of the pooled metrics (EvidenceRecall: span counts), for with_breakdown
     weights: dict[str, Floats] = field(default_factory=dict, repr=False, compare=False)
+    #: what the numbers suggest checking (lenient_threshold_warning); in the JSON only when any
+    warnings: tuple[str, ...] = ()
 
     @property
     def n_queries(self) -> int:
@@ -188,6 +201,8 @@ class Report:
         out["ops"] = self.ops
         if self.by is not None:
             out["by"] = self.by
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return ops.to_json_value(out)  # type: ignore[no-any-return]
 
 
@@ -254,6 +269,8 @@ def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
 
     def make() -> Coverage:
         tensor = evidence_tensor(store, data, s.scorer, s.norm)
+        if s.numbers_must_match:  # a span whose number the chunk lacks is not covered by it
+            tensor = np.where(numbers_guard(store, data), tensor, np.float32(0.0))
         return prepare_coverage(
             tensor,
             data.n_spans,
@@ -262,7 +279,8 @@ def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
             score_cut=s.score_threshold,
         )
 
-    cov: Coverage = memo(data, ("coverage", s.scorer, s.norm.key, s.score_threshold), make)
+    key = ("coverage", s.scorer, s.norm.key, s.score_threshold, s.numbers_must_match)
+    cov: Coverage = memo(data, key, make)
     return cov.with_threshold(s.threshold)
 
 
@@ -277,7 +295,7 @@ def evidence_labels(
     metrics/ranking.py caches on them.
     """
     cov = coverage(store, data, s)
-    source = (s.scorer, s.norm.key, s.score_threshold)
+    source = (s.scorer, s.norm.key, s.score_threshold, s.numbers_must_match)
     key = (*source, cov.threshold)
     kept = data._cache.get(("evidence_labels",))
     if kept is not None and kept[0] == key:
@@ -521,6 +539,42 @@ def _evaluate(
         ops=report_ops,
         by=by_out,
         weights=weights,
+        warnings=lenient_threshold_warning(store, data, s),
+    )
+
+
+#: EvidenceRecall@k this far above R@k (both over the queries that have qrels and gold spans)
+#: makes lenient_threshold_warning speak
+LENIENT_GAP = 0.25
+
+
+def lenient_threshold_warning(store: Store, data: RunData, s: Settings) -> tuple[str, ...]:
+    """A warning when EvidenceRecall@k is far above the id-based R@k on the same run (and the
+    same queries): spans "covered" by chunks that are not the relevant documents, the sign of a
+    fuzzy threshold that lets near-misses in. Only for a run whose qrels name retrieved chunks
+    (ids mode is meaningful) and that has gold spans; () otherwise."""
+    if not (data.run.has_qrels and data.run.has_evidence) or not bool((data.labels > 0).any()):
+        return ()
+    cov = coverage(store, data, s)
+    labels, rows = id_labels(data, dataclasses.replace(s, relevance="ids"))
+    both = np.intersect1d(cov.rows, rows)
+    if both.size == 0:
+        return ()
+    names = (f"EvidenceRecall@{s.k}", f"R@{s.k}")
+    measures = registry.parse_all(names)
+    evidence = registry.compute([measures[0]], cov)[names[0]]
+    ids = registry.compute([measures[1]], labels)[names[1]]
+    keep_e, keep_i = np.isin(cov.rows, both), np.isin(rows, both)
+    w = registry.weights_of(measures[0], cov)
+    e_value = registry.aggregate(measures[0], evidence[keep_e], None if w is None else w[keep_e])
+    i_value = registry.aggregate(measures[1], ids[keep_i], None)
+    if not e_value - i_value >= LENIENT_GAP:
+        return ()
+    return (
+        f"{names[0]} = {e_value:.3f} is far above the id-based {names[1]} = {i_value:.3f} on the "
+        f"same {both.size} queries: the fuzzy threshold {s.threshold:g} is likely too lenient "
+        "(chunks that are not the relevant documents count as covering the spans); label "
+        "borderline pairs on the Threshold page, or raise the threshold",
     )
 
 

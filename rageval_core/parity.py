@@ -31,6 +31,7 @@ from rageval_core.runops import Deferred, ops_summary
 from rageval_core.matching import normalise, get_scorer
 from rageval_core.metrics import parity as formulas
 from rageval_core.model import Chunk, Query
+from rageval_core.numbers import missing_numbers
 from rageval_core.presets import Preset, get_preset, rule_steps
 from rageval_core.rundata import RunData
 from rageval_core.settings import BY_NAME
@@ -106,7 +107,9 @@ def cover_matrix(query: Query, s: Settings, cache: PairCache) -> np.ndarray:
     for r, chunk in enumerate(chunks):
         text = normalised(chunk.text, s)
         for j, span in enumerate(spans):
-            cover[r, j] = similarity(span, text, s, cache) >= s.threshold
+            cover[r, j] = similarity(span, text, s, cache) >= s.threshold and numbers_ok(
+                span, text, s
+            )
         if files:
             meta = metadata_texts(chunk)
             for j, name in enumerate(files):
@@ -123,10 +126,16 @@ def context_similarities(query: Query, s: Settings, cache: PairCache) -> list[fl
     spans = [normalised(e, s) for e in query.evidence]
     if not spans:
         return None
+    texts = [normalised(c.text, s) for c in kept_chunks(query, s)]
     return [
-        max(similarity(span, normalised(c.text, s), s, cache) for span in spans)
-        for c in kept_chunks(query, s)
+        max(similarity(span, t, s, cache) if numbers_ok(span, t, s) else 0.0 for span in spans)
+        for t in texts
     ]
+
+
+def numbers_ok(span: str, chunk: str, s: Settings) -> bool:
+    """False when numbers_must_match and the chunk lacks a number of the span."""
+    return not (s.numbers_must_match and missing_numbers(span, chunk))
 
 
 def preset_values_of(

@@ -32,6 +32,7 @@ def format_report(report: Any, per_query: bool = False) -> str:
         + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else "")
         + (f" preset={s['preset']}" if s.get("preset") else ""),
         "counts: " + ", ".join(f"{k}={v}" for k, v in report.counts.items()),
+        *(f"warning: {w}" for w in getattr(report, "warnings", ())),
         "",
         text_table(["metric", "value"], [[name, _num(v)] for name, v in report.metrics.items()]),
     ]

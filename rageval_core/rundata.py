@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from rageval_core.errors import UsageError
 from rageval_core.matching import Normalisation
 from rageval_core.store import RunRecord, Store
+from rageval_core.store import reads
 from rageval_core.store.reads import run_tables
 from rageval_core.store.scores import ensure_scored, pair_score_table
 from rageval_core.store.store import RunRef
@@ -233,3 +234,18 @@ def evidence_tensor(
     ).to_numpy()
     data._cache[key] = tensor
     return tensor
+
+
+def numbers_guard(store: Store, data: RunData) -> NDArray[np.bool_]:
+    """(n, depth, max spans) False where the span holds a number the chunk does not (the
+    "numbers must match" guard, rageval_core.numbers); True elsewhere, padding included.
+    Computed by DuckDB once per run and cached on data: it reads texts only, no setting."""
+
+    def make() -> NDArray[np.bool_]:
+        width = int(data.n_spans.max()) if data.n_queries else 0
+        ok = np.ones((data.n_queries, data.depth, width), dtype=np.bool_)
+        rows = reads.numbers_missing_pairs(store, data.run.run_id)
+        ok[_ints(rows, "qidx"), _ints(rows, "rank") - 1, _ints(rows, "eidx")] = False
+        return ok
+
+    return memo(data, ("numbers",), make)  # type: ignore[no-any-return]

@@ -177,6 +177,16 @@ SETTINGS: tuple[Setting, ...] = (
         "--complete",
         "Complete",
     ),
+    Setting(
+        "numbers_must_match",
+        bool,
+        False,
+        "a chunk covers a gold span only when every number of the span (48,881; 2019; 3.5) "
+        "appears in the chunk: a near-duplicate with another figure is a miss",
+        "--numbers-must-match",
+        "Numbers must match",
+        url_key="numbers",
+    ),
     # --- the rules the seed-parity presets flip (docs/metrics.md, "Presets"); each is an
     # ordinary setting, off by default, read by the preset metrics (rageval_core.parity)
     Setting(

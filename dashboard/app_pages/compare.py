@@ -334,7 +334,9 @@ def show_detail(detail: dd.QueryDetail, m2: Any, m3: Any) -> None:
 
     def card(ch: dd.ChunkDetail) -> str:
         header = fq.chunk_header(ch, detail.threshold)
-        return chunk_card(header, ch.text, ch.match_start, ch.match_end, ch.covers)
+        return chunk_card(
+            header, ch.text, ch.match_start, ch.match_end, ch.covers, odd=ch.odd_numbers
+        )
 
     st.caption(f"Top {k} chunks, rank order; the matched gold-span window is highlighted.")
     with st.container(height=720):  # both lists scroll side by side, the page stays short

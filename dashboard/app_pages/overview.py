@@ -23,6 +23,8 @@ if report.relevance is not None and s.k != 1 and f"Hit@{s.k}" in metrics:
     metrics = tables.insert_after(metrics, f"Hit@{s.k}", "Hit@1", hit1)
 
 st.caption(tables.counts_text(report))
+for warning in report.warnings:  # our own text about numbers, no user text in it
+    st.warning(warning[0].upper() + warning[1:] + ".", icon="⚠️")
 if not metrics:
     st.info("Nothing to score: this run has no qrels, no gold evidence and no answers.")
 for family, items in tables.metric_groups(metrics).items():

@@ -260,7 +260,13 @@ else:
     def _card(c: dd.ChunkDetail) -> str:
         header = fq.chunk_header(c, detail.threshold)
         return chunk_card(
-            header, c.text, c.match_start, c.match_end, c.covers, dimmed=not c.in_top_k
+            header,
+            c.text,
+            c.match_start,
+            c.match_end,
+            c.covers,
+            dimmed=not c.in_top_k,
+            odd=c.odd_numbers,
         )
 
     top = [c for c in detail.chunks if c.in_top_k]

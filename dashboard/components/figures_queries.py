@@ -76,6 +76,8 @@ def chunk_header(ch: ChunkDetail, threshold: float) -> str:
         )
     if ch.match_eidx >= 0 and ch.match_score is not None:
         verdict = "covers" if ch.match_score >= np.float32(threshold) else "below threshold"
+        if ch.numbers_differ:  # a fuzzy match with another figure (refused with the guard on)
+            verdict = "numbers differ" + ("" if ch.covers else ", not counted")
         parts.append(f"best match: span {ch.match_eidx + 1} ({ch.match_score:.2f}, {verdict})")
     return " · ".join(parts)
 

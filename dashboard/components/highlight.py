@@ -8,34 +8,68 @@ endings.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dashboard.components.text import escape_text
 
 HIT_CLASS = "rageval-hit"
 COVERS_COLOUR = "#2e9e4f"  # green: the chunk covers a gold span at the threshold
 OTHER_COLOUR = "#c4c4c4"  # grey: it does not
 MARK_STYLE = "background-color:#fde68a;color:inherit;padding:0 1px;border-radius:2px"
+ODD_CLASS = "rageval-odd"
+#: a figure in the matched window that is not the span's ("numbers differ"): red, struck through
+ODD_STYLE = (
+    "background-color:#fca5a5;color:inherit;padding:0 1px;border-radius:2px;"
+    "text-decoration:line-through #b91c1c"
+)
 WEAK_STYLE = (
     "background-color:transparent;color:inherit;text-decoration:underline dotted #b08900;"
     "text-underline-offset:3px"
 )
 
 
-def highlight(text: str, start: int, end: int, *, weak: bool = False) -> str:
+def highlight(
+    text: str,
+    start: int,
+    end: int,
+    *,
+    weak: bool = False,
+    odd: Sequence[tuple[int, int]] = (),
+) -> str:
     """text as escaped HTML with [start, end) wrapped in <mark class="rageval-hit">.
 
     start/end are character offsets into text (the kept best-window offsets); -1 (or any
     window that does not fit the text) means no highlight: the whole text, escaped. weak: the
     window's score is below the threshold, so it is marked paler (class "rageval-hit weak").
+    odd: (start, end) of the figures inside the window that differ from the span's, each
+    wrapped in <mark class="rageval-odd"> within the window's mark.
     """
     if not (0 <= start < end <= len(text)):
         return escape_text(text)
-    before, middle, after = text[:start], text[start:end], text[end:]
+    before, after = text[:start], text[end:]
     cls, style = (f"{HIT_CLASS} weak", WEAK_STYLE) if weak else (HIT_CLASS, MARK_STYLE)
-    return f'{escape_text(before)}<mark class="{cls}" style="{style}">{escape_text(middle)}</mark>{escape_text(after)}'
+    pieces, at = [], start
+    for a, b in sorted(odd):
+        if not (at <= a < b <= end):  # outside the window, or overlapping one already marked
+            continue
+        pieces.append(escape_text(text[at:a]))
+        pieces.append(
+            f'<mark class="{ODD_CLASS}" style="{ODD_STYLE}">{escape_text(text[a:b])}</mark>'
+        )
+        at = b
+    pieces.append(escape_text(text[at:end]))
+    middle = "".join(pieces)
+    return f'{escape_text(before)}<mark class="{cls}" style="{style}">{middle}</mark>{escape_text(after)}'
 
 
 def chunk_card(
-    header: str, text: str | None, start: int, end: int, covers: bool, dimmed: bool = False
+    header: str,
+    text: str | None,
+    start: int,
+    end: int,
+    covers: bool,
+    dimmed: bool = False,
+    odd: Sequence[tuple[int, int]] = (),
 ) -> str:
     """One chunk as a bordered block: green left border when it covers a gold span, else grey.
 
@@ -47,7 +81,7 @@ def chunk_card(
     body = (
         '<i style="opacity:0.7">(no chunk text in the run)</i>'
         if text is None
-        else highlight(text, start, end, weak=not covers)
+        else highlight(text, start, end, weak=not covers, odd=odd)
     )
     opacity = "opacity:0.6;" if dimmed else ""
     return (

@@ -61,6 +61,56 @@ def run_tables(store: Store, run_id: int) -> RunTables:
     return RunTables(q, ch, lab, judged, spans, tags, lat, tok)
 
 
+#: rageval_core.numbers.NUMBER for DuckDB's RE2, and numbers.canonical as SQL on a token t
+#: (tests hold the two equal)
+NUMBER_PATTERN = r"[0-9]+(?:[.,][0-9]+)*"
+_CANONICAL_SQL = (
+    r"regexp_replace(regexp_replace(regexp_replace(replace(t, ',', ''), '(\.[0-9]*?)0+$', '\1'),"
+    r" '\.$', ''), '^0+([0-9])', '\1')"
+)
+_NUMBERS_SQL = f"""
+WITH spans AS (
+    SELECT qidx, eidx, nums FROM (
+        SELECT qidx, eidx, list_distinct(list_transform(
+                   regexp_extract_all(text, '{NUMBER_PATTERN}'), lambda t: {_CANONICAL_SQL})) AS nums
+        FROM evidence WHERE run_id = ?)
+    WHERE len(nums) > 0
+), chunk_numbers AS (
+    SELECT qidx, rank, list_transform(
+               regexp_extract_all(coalesce(text, ''), '{NUMBER_PATTERN}'), lambda t: {_CANONICAL_SQL}
+           ) AS nums
+    FROM chunks WHERE run_id = ? AND qidx IN (SELECT qidx FROM spans)
+)
+SELECT s.qidx, c.rank, s.eidx FROM spans s JOIN chunk_numbers c ON c.qidx = s.qidx
+WHERE NOT list_has_all(c.nums, s.nums)
+"""
+
+
+def numbers_missing_pairs(store: Store, run_id: int) -> pa.Table:
+    """(qidx, rank, eidx) of every pair whose gold span holds a number its chunk does not
+    (rageval_core.numbers: the "numbers must match" guard), computed by DuckDB over the run."""
+    with store._cursor() as cur:
+        return cur.sql(_NUMBERS_SQL, params=[run_id, run_id]).to_arrow_table()  # type: ignore[union-attr,no-any-return]
+
+
+def canonical_numbers_sql(store: Store, tokens: list[str]) -> list[str]:
+    """numbers.canonical of each token, as the SQL of numbers_missing_pairs computes it (tests)."""
+    with store._cursor() as cur:
+        rows = cur.execute(
+            f"SELECT {_CANONICAL_SQL} FROM (SELECT unnest(?::VARCHAR[]) AS t, "
+            "generate_subscripts(?::VARCHAR[], 1) AS i) ORDER BY i",
+            [tokens, tokens],
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def numbers_in_sql(store: Store, text: str) -> list[str]:
+    """The number tokens of text as DuckDB's RE2 finds them (tests)."""
+    with store._cursor() as cur:
+        row = cur.execute(f"SELECT regexp_extract_all(?, '{NUMBER_PATTERN}')", [text]).fetchall()
+    return list(row[0][0])
+
+
 def query_texts(store: Store, run_id: int) -> list[str | None]:
     """The query texts of the run in qidx order (None where a query has none)."""
     with store._cursor() as cur:

@@ -49,6 +49,7 @@ FLAGS = {
     "--score-threshold": (float, None, "X"),
     "--rel-level": (int, None, None),
     "--complete": (None, None, None),
+    "--numbers-must-match": (None, None, None),
     # the seed-parity presets and the rules they flip (rageval_core.presets)
     "--preset": (None, ("tat-rag", "eggai"), None),
     "--chunk-inside-span-covers": (None, None, None),
@@ -61,7 +62,9 @@ FLAGS = {
     "--no-gold-scores-zero": (None, None, None),
 }
 #: the query parameters of shared links: never renamed
-URL_KEYS = {"k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance"}
+URL_KEYS = {
+    "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "numbers"
+}  # fmt: skip
 
 
 def nested_value(s: Settings, name: str) -> Any:
@@ -304,11 +307,14 @@ def test_cache_key_keeps_its_shape() -> None:
     from dashboard import keys
 
     # (k, threshold, scorer, punct, articles, relevance, cut, rel_level, complete): the order
-    # every cached result was keyed by before the schema; then the preset and its rules
+    # every cached result was keyed by before the schema; then the numbers guard, the preset and
+    # its rules
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:] == (None, False, False, False, "k", *[False] * 4)
+    assert keys.settings_key(Settings())[9:] == (
+        False, None, False, False, False, "k", *[False] * 4
+    )  # fmt: skip
     s = Settings(
         k=3,
         threshold=0.55,
@@ -330,6 +336,7 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.RELEVANCE,
         keys.CUT,
         keys.CUT_ON,
+        keys.NUMBERS,
     } == URL_KEYS
     assert keys.RUN == "run"
 

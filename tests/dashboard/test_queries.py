@@ -267,3 +267,54 @@ def test_downloads_hold_the_filtered_rows(app_db: Path) -> None:
     )
     assert "NaN" not in text
     assert any(q["PerQueryCoverage@10"] is None for q in json.loads(text)["queries"])
+
+
+# --- numbers differ ----------------------------------------------------------------------------
+
+ODD = re.compile(r'<mark class="rageval-odd"[^>]*>(.*?)</mark>')
+
+
+def test_highlight_marks_odd_figures_inside_the_window_escaped() -> None:
+    text = "<b>Revenue</b> was $48,811 in 2019 & more"
+    a = text.index("48,811")
+    out = highlight(text, 0, text.index(" & more"), odd=[(a, a + 6), (len(text) - 2, len(text))])
+    assert [html.unescape(m) for m in ODD.findall(out)] == ["48,811"]  # the range outside the window is not marked
+    assert "<b>" not in out and out.count("<mark") == 2 and out.count("</mark>") == 2
+    inner = out.split('<mark class="rageval-hit"', 1)[1]
+    assert html.unescape(re.sub(r"<[^>]+>", "", inner.split(">", 1)[1])) == text  # nothing lost
+
+
+def test_drilldown_says_numbers_differ_and_marks_the_figure(
+    make_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
+    db = tmp_path / "numbers.duckdb"
+    span = "Net revenue was $48,881 in 2019"
+    with Store(db) as store:
+        store.import_run(
+            ParsedRun(
+                RunInfo(name="fig"),
+                [
+                    Query(
+                        query_id="a",
+                        query="revenue?",
+                        retrieved=(
+                            Chunk("near", "Net revenue was $48,811 in 2019.", 0.9),
+                            Chunk("same", "net revenue was $48881 in 2019", 0.5),
+                        ),
+                        evidence=(span,),
+                    )
+                ],
+                "native",
+                ("fig.jsonl",),
+            ),
+            ProblemLog(),
+        )
+    for guard, covers in (("false", "true"), ("true", "false")):
+        at = make_app("queries.py", db=db, run="fig", q="a", numbers=guard)
+        assert not at.exception, [e.value for e in at.exception]
+        cards = [m.value for m in at.markdown if 'class="rageval-chunk"' in m.value]
+        first = cards[0].split('<div class="rageval-chunk"')[1]
+        assert "numbers differ" in first and f'data-covers="{covers}"' in first
+        assert [html.unescape(m) for m in ODD.findall(first)] == ["48,811"]
+        assert ("not counted" in first) == (guard == "true")
+        assert at.sidebar.checkbox(key="numbers").value is (guard == "true")
