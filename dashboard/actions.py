@@ -123,3 +123,25 @@ def label_pair(view: View, key: tuple[int, int, int], label: bool | None) -> Non
 def use_threshold(value: float) -> None:
     """on_click of "use it": callbacks run before the rerun, so the sidebar slider shows value."""
     st.session_state[keys.THRESHOLD] = round(float(value), 2)
+
+
+def apply_preset() -> None:
+    """on_change of the sidebar's "Metrics as": the sidebar's widgets take the chosen preset's
+    values (rageval's defaults when none), so its numbers come out as its script's; a widget
+    moved afterwards overrides the preset, as a flag beside --preset does."""
+    from rageval_core.presets import get_preset
+    from rageval_core.settings import BY_NAME, DEFAULTS
+
+    name = st.session_state.get(keys.PRESET)
+    values = get_preset(name).values if name else {}
+    for setting in keys.PRESET_SETTINGS:
+        set_widget(BY_NAME[setting], values.get(setting, DEFAULTS[setting]))
+
+
+def set_widget(s: Any, value: Any) -> None:
+    """Put a setting's value in its sidebar widget (and its switch, for an optional number)."""
+    if s.url_switch:
+        st.session_state[s.url_switch] = value is not None
+        if value is None:
+            return
+    st.session_state[s.url_key] = value

@@ -26,6 +26,12 @@ RELEVANCE = URL_KEYS["relevance"]
 CUT = URL_KEYS["score_threshold"]
 CUT_ON = BY_NAME["score_threshold"].url_switch
 NUMBERS = URL_KEYS["numbers_must_match"]
+#: the sidebar's "Metrics as": a seed-parity preset (rageval_core.presets), none for rageval's
+PRESET = URL_KEYS["preset"]
+#: the settings a preset may set that have a sidebar widget (the others come with the preset)
+PRESET_SETTINGS = tuple(
+    s.name for s in SETTINGS if s.url_key is not None and s.name not in ("k", "preset", "relevance")
+)
 #: the query opened on the Queries page (?q=<query_id>)
 QUERY_PARAM = "q"
 

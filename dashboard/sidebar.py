@@ -11,10 +11,11 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import keys, state
+from dashboard import actions, keys, state
 from dashboard.keys import View
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Settings
+from rageval_core.presets import get_preset
 from rageval_core.settings import BY_NAME, Setting
 from rageval_core.store import RunRecord
 
@@ -25,8 +26,12 @@ MATCHING = ("scorer", "strip_punct", "strip_articles", "numbers_must_match", "sc
 MATCHING_TITLE = "Matching and cut-off"
 #: choices shown as a row of radio buttons (few, and worth seeing at once) instead of a select box
 RADIO = ("relevance",)
+#: choice settings whose None is an option of its own (not "decided by the run", as relevance)
+NONE_LABELS = {"preset": "rageval's own"}
 #: int settings whose slider stops at the run's depth (no k beyond the longest list)
 DEPTH_BOUNDED = ("k",)
+#: the session flag: the link's preset has been read (preset_from_link)
+LINK_READ = "sidebar.preset_link_read"
 RESCORES_NOTE = "; a new value scores the run's evidence pairs again (once, then cached)"
 
 
@@ -40,6 +45,8 @@ def options(s: Setting, run: RunRecord) -> list[str]:
     if s.name == "relevance":
         usable = {"ids": run.has_qrels, "evidence": run.has_evidence}
         return [c for c in s.choices if usable[c]]
+    if s.name == "preset":  # both presets match gold spans (TAT-RAG also FILE gold: qrels)
+        return list(s.choices) if run.has_evidence or run.has_qrels else []
     return list(s.choices)
 
 
@@ -57,22 +64,38 @@ def setting_widget(s: Setting, run: RunRecord) -> Any:
     common: dict[str, Any] = {"key": s.url_key, "bind": "query-params", "help": widget_help(s)}
     ss = st.session_state
     if s.type is bool:
-        return st.checkbox(s.label, value=s.default, **common)
+        return st.checkbox(s.label, **common)  # unchecked unless the session says otherwise
     if s.choices:
-        found = options(s, run)
+        found: list[Any] = options(s, run)
         if not found:
             return s.default
-        index = found.index(s.default) if s.default in found else 0
+        if s.name in NONE_LABELS:
+            found = [None, *found]
+            if ss.get(s.url_key) not in found:  # a preset this run cannot use (or unknown)
+                ss[s.url_key] = None
+            return st.selectbox(
+                s.label,
+                found,
+                format_func=lambda c: NONE_LABELS[s.name] if c is None else c,
+                on_change=actions.apply_preset if s.name == "preset" else None,
+                **common,
+            )
+        if s.url_key not in ss:  # a value put in the session (a preset) is the value
+            common["index"] = found.index(s.default) if s.default in found else 0
+        elif ss[s.url_key] not in found:
+            ss[s.url_key] = found[0]
         if s.name in RADIO:
-            return st.radio(s.label, found, index=index, horizontal=True, **common)
-        return st.selectbox(s.label, found, index=index, **common)
+            return st.radio(s.label, found, horizontal=True, **common)
+        return st.selectbox(s.label, found, **common)
     if s.default is None:  # an optional number: a switch, then its value
         on = st.checkbox(
             s.switch_label or s.label, key=s.url_switch, bind="query-params", help=widget_help(s)
         )
         if not on:
             return None
-        return s.type(st.number_input(s.label, value=s.start, step=s.step, **common))
+        if s.url_key not in ss:  # a value put in the session (a preset) is the value
+            common["value"] = s.start
+        return s.type(st.number_input(s.label, step=s.step, **common))
     lo, hi = s.bounds()
     if s.name in DEPTH_BOUNDED:
         hi = max(run.max_depth, 1)
@@ -81,22 +104,60 @@ def setting_widget(s: Setting, run: RunRecord) -> Any:
         if hi <= lo:  # a slider needs min < max: every list of this run holds at most one chunk
             st.caption(f"{s.name} = {lo:g} (every ranked list of this run holds at most one chunk)")
             return s.type(lo)
-    value = st.slider(
-        s.label, s.type(lo), s.type(hi), min(s.default, s.type(hi)), s.type(s.step), **common
-    )
+    if s.url_key not in ss:  # a value put in the session (a preset, "use it") is the value
+        common["value"] = min(s.default, s.type(hi))
+    value = st.slider(s.label, s.type(lo), s.type(hi), step=s.type(s.step), **common)
     return round(float(value), _decimals(s.step)) if s.type is float else s.type(value)
 
 
 def settings_widgets(run: RunRecord) -> Settings:
-    """The settings' widgets in the sidebar for run, and the Settings they show."""
+    """The settings' widgets in the sidebar for run, and the Settings they show.
+
+    Under a preset ("Metrics as"), the preset's values come first and the widgets' on top: the
+    widgets took the preset's values when it was chosen (actions.apply_preset), so a widget
+    moved since then overrides the preset, as a flag beside --preset does.
+    """
     values: dict[str, Any] = {}
     with st.sidebar:
+        preset = setting_widget(BY_NAME["preset"], run)
+        if preset is not None:
+            st.caption(
+                f"{preset}'s own metrics, names and rules; k and relevance do not change them "
+                "(its cut-offs are fixed). Moving a setting below overrides the preset's value."
+            )
         for name in TOP:
             values[name] = setting_widget(BY_NAME[name], run)
         with st.expander(MATCHING_TITLE):
             for name in MATCHING:
                 values[name] = setting_widget(BY_NAME[name], run)
-    return Settings.from_values(values)
+    if preset is None:
+        return Settings.from_values(values)
+    return Settings.from_values({**preset_values(preset), **values})
+
+
+def preset_from_link() -> None:
+    """A link naming a preset (?preset=eggai) opens with the preset's values in the widgets the
+    link does not set, once per session: the link means "that script's numbers"."""
+    ss = st.session_state
+    if ss.get(LINK_READ):
+        return
+    ss[LINK_READ] = True
+    name = st.query_params.get(keys.PRESET)
+    if name not in BY_NAME["preset"].choices:
+        return
+    given = set(st.query_params)
+    for setting, value in preset_values(name).items():
+        s = BY_NAME[setting]
+        if s.url_key is None or setting not in keys.PRESET_SETTINGS:
+            continue
+        if s.url_key in given or (s.url_switch and s.url_switch in given):
+            continue
+        actions.set_widget(s, value)
+
+
+def preset_values(name: str) -> dict[str, Any]:
+    """{setting: value} a preset sets (rageval_core.presets), the preset named too."""
+    return {**get_preset(name).values, "preset": name}
 
 
 def show_store_path() -> None:
@@ -123,6 +184,7 @@ def sidebar() -> View | None:
         st.session_state[keys.RUN] = all_runs[0].name
     name = st.sidebar.selectbox("Run", list(by_name), key=keys.RUN, bind="query-params")
     run = by_name[name]
+    preset_from_link()
     settings = settings_widgets(run)
     show_store_path()
     return View(run=run, settings=settings)

@@ -24,6 +24,7 @@ from rageval_core import curves, drilldown, opsview, tuning
 from rageval_core.compare import Comparison, TrendRow, compare, trends
 from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
 from rageval_core.metrics import registry
+from rageval_core.parity import Explanation, explain_preset
 from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import LeasedStore
@@ -167,6 +168,28 @@ def report(view: View, metrics: tuple[str, ...] | None = None, by: str | None = 
     )
 
 
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _explanation(
+    run_id: int, content_hash: str, db: str | None, preset: str, given: tuple[Any, ...]
+) -> Explanation:
+    data = run_data(run_id, content_hash, db)
+    return explain_preset(store(), data, preset, dict(given))
+
+
+@calm
+def explanation(view: View, given: dict[str, Any]) -> Explanation:
+    """Why the view's preset numbers differ from rageval's defaults (rageval_core.parity), with
+    the settings the user moved away from the preset held fixed at every step (cached)."""
+    assert view.settings.preset is not None
+    return _explanation(
+        view.run.run_id,
+        view.run.content_hash,
+        _db(),
+        view.settings.preset,
+        tuple(sorted(given.items())),
+    )
+
+
 @calm
 def data(view: View) -> RunData:
     """The current run's arrays (cached)."""
@@ -185,6 +208,7 @@ def clear_caches() -> None:
     for cached in (
         run_data,
         _report,
+        _explanation,
         _query_ops,
         _latency_by_tag,
         _query_texts,

@@ -20,6 +20,7 @@ from rageval_core import ops
 from rageval_core.errors import UsageError
 from rageval_core.evaluate import Report, Settings
 from rageval_core.numbers import numbers_of, odd_numbers
+from rageval_core.presets import get_preset
 from rageval_core.rundata import RunData
 from rageval_core.store import Store, reads
 from rageval_core.store.scores import ensure_scored
@@ -99,6 +100,7 @@ def query_table(
     """The per-query table of a report: its per-query metrics (at the report's k), tags, latency.
 
     texts: the query texts in qidx order (query_texts()); without them the text column is None.
+    Under a preset, failing = its failing metric is 0 (presets.Preset.failing).
     Failing = not every gold span covered in the top k (FullCoverageRate@k == 0) or, in ids mode,
     nothing relevant in the top k (Hit@k == 0) for a query that has something relevant judged:
     a query whose qrels hold nothing relevant cannot be found, so it is not flagged.
@@ -108,8 +110,12 @@ def query_table(
         raise UsageError(f"report has {report.query_ids.size} queries, the run data {n}")
     k = int(report.settings["k"])
     metrics = dict(report.per_query)
+    preset = report.settings.get("preset")
     with np.errstate(invalid="ignore"):
-        full = report.per_query.get(f"FullCoverageRate@{k}")
+        # under a preset, its own "nothing found" metric (presets.Preset.failing) says failing
+        full = report.per_query.get(
+            get_preset(preset).failing if preset else f"FullCoverageRate@{k}"
+        )
         fail_coverage = np.zeros(n, bool) if full is None else full == 0.0
         hit = report.per_query.get(f"Hit@{k}")
         fail_hit = np.zeros(n, bool)

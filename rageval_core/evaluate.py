@@ -585,7 +585,16 @@ def with_breakdown(data: RunData, report: Report, tag: str) -> Report:
     """
     if report.n_queries != data.n_queries:
         raise UsageError(f"report of run {report.run} does not belong to run {data.run.name}")
-    return dataclasses.replace(report, by=breakdown(data, report.per_query, report.weights, tag))
+    aggregate = None
+    preset = report.settings.get("preset")
+    if preset:  # a preset's metrics aggregate its script's way
+        from rageval_core.parity import preset_aggregate
+
+        def aggregate(metric: str, values: Floats, weights: Floats | None) -> float:
+            return preset_aggregate(preset, metric, values, weights)
+
+    by = breakdown(data, report.per_query, report.weights, tag, aggregate)
+    return dataclasses.replace(report, by=by)
 
 
 def _aggregate(

@@ -28,6 +28,8 @@ class Preset:
     values: Mapping[str, Any] = field(default_factory=dict)
     #: metric -> rageval's own metric that equals it under rageval's default settings
     counterparts: Mapping[str, str] = field(default_factory=dict)
+    #: the metric whose 0 marks a query as failing in the dashboard's Queries table
+    failing: str = ""
 
 
 PRESETS: Mapping[str, Preset] = {
@@ -70,6 +72,7 @@ PRESETS: Mapping[str, Preset] = {
             "MRR": "RR",
             "HitRate@10": "Hit@10",
         },
+        failing="FullCoverageRate@10",
     ),
     "eggai": Preset(
         "eggai",
@@ -101,7 +104,34 @@ PRESETS: Mapping[str, Preset] = {
             "mrr_score": "RR",
             "best_match_position": "BestRank",
         },
+        failing="recall_score",
     ),
+}
+
+
+#: a one-line definition of each preset metric (the dashboard's hover; docs/metrics.md has the
+#: formulas and edge cases)
+METRIC_HELP: Mapping[str, str] = {
+    "Precision@5": "relevant chunks in the top 5 / min(5, retrieved); mean over queries",
+    "EvidenceRecall@3": "gold items covered in the top 3, pooled: covered items / all items",
+    "EvidenceRecall@10": "gold items covered in the top 10, pooled: covered items / all items",
+    "PerQueryCoverage@3": "share of a query's gold items covered in the top 3; mean",
+    "PerQueryCoverage@10": "share of a query's gold items covered in the top 10; mean",
+    "FullCoverageRate@3": "1 when every gold item is covered in the top 3; mean",
+    "FullCoverageRate@10": "1 when every gold item is covered in the top 10; mean",
+    "MAP": "TAT-RAG's MAP: precision at the ranks that cover a new gold item, / gold items",
+    "MRR": "1 / rank of the first relevant chunk, whole list; mean",
+    "HitRate@10": "1 when a chunk in the top 10 is relevant; mean",
+    "recall_score": "1 when any chunk's similarity reaches the threshold; mean",
+    "context_coverage": "the best similarity of the expected context over the chunks; mean",
+    "precision_at_k": "relevant chunks among the top 5 / min(5, retrieved); mean",
+    "mrr_score": "1 / the first relevant rank; mean",
+    "ndcg_score": "nDCG@10 graded by the similarity, ranks 1 and 2 undiscounted; mean",
+    "best_match_position": "first rank holding the best relevant similarity; mean over the "
+    "cases that have one (lower is better)",
+    "hit_rate_top_1": "share of cases whose best match position is 1",
+    "hit_rate_top_3": "share of cases whose best match position is <= 3",
+    "hit_rate_top_5": "share of cases whose best match position is <= 5",
 }
 
 
@@ -143,6 +173,7 @@ def rule_steps(name: str) -> list[tuple[str, dict[str, Any]]]:
 
 __all__ = [
     "LOWER_IS_BETTER",
+    "METRIC_HELP",
     "PRESETS",
     "PRESET_METRICS",
     "RULES",

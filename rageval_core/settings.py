@@ -196,7 +196,8 @@ SETTINGS: tuple[Setting, ...] = (
         "report one project's own metrics under its own names, with its rules "
         "(rageval_core.presets); flags given beside it override its values",
         "--preset",
-        "Preset",
+        "Metrics as",
+        url_key="preset",
         choices=PRESET_NAMES,
     ),
     Setting(

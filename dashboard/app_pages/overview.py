@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import keys, sidebar, state
-from dashboard.components import figures, tables
+from dashboard.components import figures, tables, why
 from dashboard.components.downloads import csv_download
 from rageval_core.curves import THRESHOLD_RANKING, curve_names
 
@@ -17,7 +17,7 @@ st.title("Overview")
 
 report = state.report(view)
 metrics = dict(report.metrics)
-if report.relevance is not None and s.k != 1 and f"Hit@{s.k}" in metrics:
+if s.preset is None and report.relevance is not None and s.k != 1 and f"Hit@{s.k}" in metrics:
     # Hit@1 has a band of its own: whether the very first chunk is useful
     hit1 = state.report(view, metrics=("Hit@1",)).metrics["Hit@1"]
     metrics = tables.insert_after(metrics, f"Hit@{s.k}", "Hit@1", hit1)
@@ -28,7 +28,11 @@ for warning in report.warnings:  # our own text about numbers, no user text in i
 if not metrics:
     st.info("Nothing to score: this run has no qrels, no gold evidence and no answers.")
 for family, items in tables.metric_groups(metrics).items():
-    st.subheader(tables.FAMILY_TITLES.get(family, family))
+    st.subheader(
+        tables.preset_title(s.preset)
+        if family == "preset" and s.preset
+        else tables.FAMILY_TITLES[family]
+    )
     for start in range(0, len(items), CARDS_PER_ROW):
         for col, (name, value) in zip(
             st.columns(CARDS_PER_ROW), items[start : start + CARDS_PER_ROW], strict=False
@@ -53,50 +57,53 @@ with st.expander("Metrics table"):
         "overview.metrics.csv",
     )
 
-data = state.data(view)
-drawn = [n for n in curve_names(data, report.relevance) if n not in tables.OFF_SCALE]
-left, right = st.columns(2)
-with left:
-    if not drawn:
-        st.info("No curve over k: this run has neither qrels nor gold evidence.")
-    else:
-        over_k = state.curves_k(view, drawn)
-        st.plotly_chart(figures.curves_over_k(over_k, s.k), key="overview.curves_k")
-        csv_download(
-            "Download curves over k (CSV)",
-            tables.curves_frame(over_k, "k", range(1, data.depth + 1)),
-            f"{tables.file_stem(view.run.name)}_curves_k.csv",
-            "overview.curves_k.csv",
-        )
-with right:
-    if not view.run.has_evidence:
-        st.info(
-            "No threshold curves: this run has no gold evidence spans, and only evidence "
-            "coverage depends on the fuzzy threshold."
-        )
-    else:
-        fine = {
-            n: v
-            for n, v in state.curves_t(view, state.THRESHOLD_GRID).items()
-            if n not in tables.OFF_SCALE
-        }
-        coarse = None
-        if report.relevance == "evidence":  # chunks are relevant when they cover a span
-            coarse = state.curves_t(
-                view, state.COARSE_GRID, [n for n in drawn if n in THRESHOLD_RANKING]
+if s.preset is not None:  # the curves are of rageval's own metrics: the why panel instead
+    why.panel(view)
+else:
+    data = state.data(view)
+    drawn = [n for n in curve_names(data, report.relevance) if n not in tables.OFF_SCALE]
+    left, right = st.columns(2)
+    with left:
+        if not drawn:
+            st.info("No curve over k: this run has neither qrels nor gold evidence.")
+        else:
+            over_k = state.curves_k(view, drawn)
+            st.plotly_chart(figures.curves_over_k(over_k, s.k), key="overview.curves_k")
+            csv_download(
+                "Download curves over k (CSV)",
+                tables.curves_frame(over_k, "k", range(1, data.depth + 1)),
+                f"{tables.file_stem(view.run.name)}_curves_k.csv",
+                "overview.curves_k.csv",
             )
-        st.plotly_chart(
-            figures.curves_over_threshold(
-                fine, state.THRESHOLD_GRID, s.threshold, coarse, state.COARSE_GRID, k=s.k
-            ),
-            key="overview.curves_t",
-        )
-        csv_download(
-            "Download curves over the threshold (CSV)",
-            tables.curves_frame(fine, "threshold", state.THRESHOLD_GRID),
-            f"{tables.file_stem(view.run.name)}_curves_threshold.csv",
-            "overview.curves_t.csv",
-        )
+    with right:
+        if not view.run.has_evidence:
+            st.info(
+                "No threshold curves: this run has no gold evidence spans, and only evidence "
+                "coverage depends on the fuzzy threshold."
+            )
+        else:
+            fine = {
+                n: v
+                for n, v in state.curves_t(view, state.THRESHOLD_GRID).items()
+                if n not in tables.OFF_SCALE
+            }
+            coarse = None
+            if report.relevance == "evidence":  # chunks are relevant when they cover a span
+                coarse = state.curves_t(
+                    view, state.COARSE_GRID, [n for n in drawn if n in THRESHOLD_RANKING]
+                )
+            st.plotly_chart(
+                figures.curves_over_threshold(
+                    fine, state.THRESHOLD_GRID, s.threshold, coarse, state.COARSE_GRID, k=s.k
+                ),
+                key="overview.curves_t",
+            )
+            csv_download(
+                "Download curves over the threshold (CSV)",
+                tables.curves_frame(fine, "threshold", state.THRESHOLD_GRID),
+                f"{tables.file_stem(view.run.name)}_curves_threshold.csv",
+                "overview.curves_t.csv",
+            )
 
 st.subheader("Breakdown by tag")
 tag_keys = list(view.run.tag_keys)

@@ -13,6 +13,7 @@ import pandas as pd
 from rageval_core.errors import Problem
 from rageval_core.evaluate import Report
 from rageval_core.metrics import registry
+from rageval_core.presets import METRIC_HELP, PRESET_METRICS, get_preset
 
 Band = Literal["good", "poor"]
 
@@ -34,8 +35,24 @@ OFF_SCALE = frozenset({"BestRank"})
 #: the measures the tag breakdown draws as bars (any cut-off); the table shows every measure
 MAIN_BARS = ("R", "nDCG", "RR", "Hit", "EvidenceRecall", "PerQueryCoverage", "FullCoverageRate")
 
-#: card groups, in the order the Overview shows them
-FAMILY_TITLES = {"ranking": "Ranking", "evidence": "Evidence coverage", "generation": "Answers"}
+#: card groups, in the order the Overview shows them; a preset's metrics are one group, titled by
+#: the preset (preset_title)
+FAMILY_TITLES = {
+    "preset": "Preset",
+    "ranking": "Ranking",
+    "evidence": "Evidence coverage",
+    "generation": "Answers",
+}
+
+
+def family(name: str) -> str:
+    """The card group of a metric: the registry's family, or "preset" for a preset's names."""
+    return "preset" if name in PRESET_METRICS else registry.parse(name).spec.family
+
+
+def preset_title(preset: str) -> str:
+    """The Overview's heading over a preset's metric cards."""
+    return f"{preset}: {get_preset(preset).project}"
 
 
 def band(name: str, value: float) -> Band | None:
@@ -55,7 +72,7 @@ def format_value(name: str, value: float) -> str:
     """A run value as a card shows it: 3 decimals ('—' when nothing was scored)."""
     if value is None or math.isnan(value):
         return "—"
-    if registry.parse(name).spec.aggregate == "sum":
+    if name not in PRESET_METRICS and registry.parse(name).spec.aggregate == "sum":
         return f"{value:,.0f}"
     return f"{value:.3f}"
 
@@ -64,7 +81,7 @@ def metric_groups(metrics: Mapping[str, float]) -> dict[str, list[tuple[str, flo
     """Run values grouped by family (ranking, evidence, generation), report order kept."""
     groups: dict[str, list[tuple[str, float]]] = {}
     for name, value in metrics.items():
-        groups.setdefault(registry.parse(name).spec.family, []).append((name, value))
+        groups.setdefault(family(name), []).append((name, value))
     order = list(FAMILY_TITLES)
     return dict(sorted(groups.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
 
@@ -93,7 +110,9 @@ def file_stem(text: str) -> str:
 
 
 def describe(name: str) -> str:
-    """The registry's one-line description of a measure (card help text)."""
+    """The one-line description of a measure (card help text): the registry's, or the preset's."""
+    if name in PRESET_METRICS:
+        return METRIC_HELP[name]
     return registry.parse(name).spec.description
 
 
@@ -101,14 +120,13 @@ def metrics_frame(metrics: Mapping[str, float]) -> pd.DataFrame:
     """One row per metric: name, family, run value, band (empty when neutral), description."""
     rows = []
     for name, value in metrics.items():
-        spec = registry.parse(name).spec
         rows.append(
             {
                 "metric": name,
-                "family": spec.family,
+                "family": family(name),
                 "value": value,
                 "band": band(name, value) or "",
-                "description": spec.description,
+                "description": describe(name),
             }
         )
     return pd.DataFrame(rows, columns=["metric", "family", "value", "band", "description"])

@@ -63,7 +63,8 @@ FLAGS = {
 }
 #: the query parameters of shared links: never renamed
 URL_KEYS = {
-    "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "numbers"
+    "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "numbers",
+    "preset",
 }  # fmt: skip
 
 
@@ -240,7 +241,7 @@ def widgets(at: AppTest) -> dict[str, Any]:
 
 
 def test_sidebar_widgets_show_the_schema() -> None:
-    from dashboard.sidebar import widget_help
+    from dashboard.sidebar import NONE_LABELS, widget_help
 
     at = AppTest.from_function(sidebar_script, default_timeout=30).run()
     assert not at.exception
@@ -259,10 +260,15 @@ def test_sidebar_widgets_show_the_schema() -> None:
             assert w.label == s.switch_label and w.value is False
             continue
         assert w.label == s.label, s.name
-        expected = RELEVANCE_MODES[0] if s.default is None and s.choices else s.default
+        # relevance None: decided by the run (the first usable mode shows); preset None: none
+        auto = s.default is None and s.choices and s.name not in NONE_LABELS
+        expected = RELEVANCE_MODES[0] if auto else s.default
         assert w.value == expected, s.name
         if s.choices:
-            assert list(w.options) == list(s.choices), s.name
+            shown_choices = (
+                [NONE_LABELS[s.name], *s.choices] if s.name in NONE_LABELS else s.choices
+            )
+            assert list(w.options) == list(shown_choices), s.name
         if w.type == "slider" and s.name != "k":
             assert (w.min, w.max, w.step) == (s.minimum, s.maximum, s.step), s.name
     assert (shown["k"].min, shown["k"].max) == (BY_NAME["k"].minimum, 20)  # k stops at depth
@@ -337,6 +343,7 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.CUT,
         keys.CUT_ON,
         keys.NUMBERS,
+        keys.PRESET,
     } == URL_KEYS
     assert keys.RUN == "run"
 

@@ -278,7 +278,9 @@ def test_highlight_marks_odd_figures_inside_the_window_escaped() -> None:
     text = "<b>Revenue</b> was $48,811 in 2019 & more"
     a = text.index("48,811")
     out = highlight(text, 0, text.index(" & more"), odd=[(a, a + 6), (len(text) - 2, len(text))])
-    assert [html.unescape(m) for m in ODD.findall(out)] == ["48,811"]  # the range outside the window is not marked
+    assert [html.unescape(m) for m in ODD.findall(out)] == [
+        "48,811"
+    ]  # the range outside the window is not marked
     assert "<b>" not in out and out.count("<mark") == 2 and out.count("</mark>") == 2
     inner = out.split('<mark class="rageval-hit"', 1)[1]
     assert html.unescape(re.sub(r"<[^>]+>", "", inner.split(">", 1)[1])) == text  # nothing lost

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import screenshot, wait_idle
+from tests.e2e.harness import query_params, screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -46,3 +46,19 @@ def test_latency_page_draws_its_charts(app_url: str, page: Any) -> None:
     assert ticks == ["total", "retrieval", "rerank", "generation"]
     for message in ("This run has no latency", "This run has no token counts"):
         assert page.get_by_text(message).count() == 0
+
+
+def test_choosing_a_preset_puts_it_in_the_url(app_url: str, page: Any) -> None:
+    """The preset picker is bound to the URL like every setting (AppTest does not sync a
+    select box whose options include None, so the browser checks it)."""
+    page.goto(f"{app_url}/?run=bm25")
+    wait_idle(page)
+    sidebar = page.locator("[data-testid='stSidebar']")
+    sidebar.get_by_role("combobox", name="Metrics as").click()
+    page.get_by_role("option", name="tat-rag").click()
+    wait_idle(page)
+    page.get_by_text("Why do my numbers differ?").wait_for()
+    params = query_params(page)
+    assert params["preset"] == "tat-rag" and params["scorer"] == "difflib"
+    assert page.locator("[data-testid='stException']").count() == 0
+    screenshot(page, "overview_preset")

@@ -1,0 +1,85 @@
+"""The sidebar's "Metrics as" (a seed-parity preset, in the URL) and the "why do my numbers
+differ?" panel: the page shows the preset's numbers under its names, equal to the core's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard.components.tables import format_value
+from rageval_core import api
+from rageval_core.presets import PRESETS
+from rageval_core.store import Store
+
+
+def cards(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_a_link_with_a_preset_shows_its_numbers_under_its_names(
+    make_app: Callable[..., AppTest], app_db: Path, preset: str
+) -> None:
+    at = make_app(run="bm25", preset=preset)
+    assert not at.exception, [e.value for e in at.exception]
+    values = PRESETS[preset].values
+    # the widgets the link did not set take the preset's values
+    assert at.sidebar.selectbox(key="preset").value == preset
+    assert at.sidebar.slider(key="threshold").value == values["threshold"]
+    assert at.sidebar.selectbox(key="scorer").value == values["scorer"]
+    assert at.sidebar.checkbox(key="cut_on").value is ("score_threshold" in values)
+    with Store(app_db) as store, api.load("bm25", store=store) as run:
+        expected = api.evaluate(run, preset=preset)
+        why = api.explain_preset(run, preset)
+    shown = cards(at)
+    assert list(shown) == list(PRESETS[preset].metrics)
+    assert shown == {n: format_value(n, v) for n, v in expected.metrics.items()}
+    # the why panel: one table row per step and the whole change, first and last as the core's
+    (table,) = [d.value for d in at.dataframe if "step" in d.value.columns]
+    assert table["step"].iloc[0] == "rageval defaults"
+    assert len(table) == len(why.steps) + 1
+    for name in PRESETS[preset].metrics:
+        assert table[name].iloc[0] == pytest.approx(why.steps[0].metrics[name], nan_ok=True)
+        assert table[name].iloc[-2] == pytest.approx(expected.metrics[name], nan_ok=True)
+
+
+def test_choosing_a_preset_sets_the_widgets_and_the_url(
+    make_app: Callable[..., AppTest],
+) -> None:
+    at = make_app(run="bm25")
+    assert at.sidebar.selectbox(key="preset").value is None  # rageval's own
+    assert "Precision@5" not in cards(at)
+    at.sidebar.selectbox(key="preset").select("eggai").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.slider(key="threshold").value == 0.5
+    assert at.sidebar.selectbox(key="scorer").value == "difflib"
+    # (the URL's preset=eggai is checked in a browser: tests/e2e/test_pages.py)
+    assert "recall_score" in cards(at)
+    # a widget moved under a preset overrides it, and the panel holds it fixed at every step
+    at.sidebar.slider(key="threshold").set_value(0.6).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Fuzzy threshold = 0.6" in c.value for c in at.caption)
+    # back to rageval's own: the widgets return to rageval's defaults
+    at.sidebar.selectbox(key="preset").select(None).run()
+    assert at.sidebar.slider(key="threshold").value == 0.7
+    assert at.sidebar.selectbox(key="scorer").value == "partial"
+    assert "recall_score" not in cards(at) and "P@10" in cards(at)
+
+
+def test_a_link_value_beside_a_preset_wins(make_app: Callable[..., AppTest]) -> None:
+    at = make_app(run="bm25", preset="tat-rag", threshold="0.55")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.slider(key="threshold").value == 0.55
+    assert at.sidebar.selectbox(key="scorer").value == "difflib"  # not in the link: the preset's
+
+
+def test_queries_page_under_a_preset(make_app: Callable[..., AppTest]) -> None:
+    at = make_app("queries.py", run="bm25", preset="eggai")
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert {"recall_score", "context_coverage"} <= set(table.columns)
+    # failing under EggAI's rules: recall_score 0
+    assert list(table["failing"]) == [v == 0 for v in table["recall_score"]]
