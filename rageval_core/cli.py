@@ -313,7 +313,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
 
 def _add_stat_arguments(p: argparse.ArgumentParser) -> None:
-    from rageval_core import compare as c
+    from rageval_core import statdefaults as c  # not compare: --help must not load numpy
 
     p.add_argument(
         "--alpha",

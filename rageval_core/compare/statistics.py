@@ -18,13 +18,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core.errors import UsageError
+from rageval_core.statdefaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_PERMUTATIONS,
+    DEFAULT_SEED,
+)
 
 Floats = NDArray[np.float64]
 
-DEFAULT_PERMUTATIONS = 10_000
-DEFAULT_BOOTSTRAP = 2_000
-DEFAULT_SEED = 0
-DEFAULT_ALPHA = 0.05
 #: cells of one resampling block (rows x queries): bounds memory whatever the run size
 _BLOCK_CELLS = 2_000_000
 
