@@ -40,8 +40,10 @@ OPTIONS: dict[str, Any] = {
     "browser.gatherUsageStats": False,
     # no Deploy button, no developer menu
     "client.toolbarMode": "viewer",
-    "theme.base": "light",
-    "theme.primaryColor": "#2563eb",
+    # a light and a dark theme and no base: the page follows the system's light/dark setting
+    # (and the app menu can switch it)
+    "theme.light.primaryColor": "#2563eb",
+    "theme.dark.primaryColor": "#60a5fa",
 }
 
 

@@ -121,13 +121,11 @@ if qops.has_latency or qops.has_tokens:
             )
 
         st.dataframe(per_query(rows), hide_index=True, width="stretch", key="latency.per_query")
-        c1, c2 = st.columns(2)
         # built on click only (callables): 100,000 rows of JSON should not slow every rerun
-        with c1:
+        with st.container(horizontal=True):
             csv_download(
                 "Download CSV", per_query, f"{file_stem}_per_query_ops.csv", "latency.per_query.csv"
             )
-        with c2:
             json_download(
                 "Download JSON",
                 lambda: per_query().to_dict(orient="records"),

@@ -114,17 +114,15 @@ if rows != ss.get(keys.QUERIES_SEEN_ROWS, []):  # a new click (not a selection l
     if rows and rows[0] < page_rows.size:
         ss[keys.SELECTED_QUERY] = str(table.query_ids[page_rows[rows[0]]])
 
-d1, d2, _ = st.columns([1, 1, 5])
 meta = {"run": view.run.name, "settings": state.report(view).settings}
 # built on click only (callables), from every filtered row (not only the page shown)
-with d1:
+with st.container(horizontal=True):
     csv_download(
         "Download CSV",
         lambda: fq.table_frame(table, order),
         f"{file_stem(view.run.name)}_queries.csv",
         "queries.csv",
     )
-with d2:
     json_download(
         "Download JSON",
         lambda: fq.table_document(table, order, meta),

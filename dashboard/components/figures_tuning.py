@@ -213,7 +213,7 @@ _BOX = (
     "border:1px solid rgba(128,128,128,0.35);border-radius:0.4rem;padding:0.5rem 0.7rem;"
     "word-break:break-word;font-size:0.9rem;line-height:1.45"
 )
-_MARK = "background:#ffe08a;color:inherit;padding:0 1px;border-radius:2px"
+_MARK = "background:#ffe08a;color:#1f2937;padding:0 1px;border-radius:2px"
 
 
 def pair_header_html(pair: BorderlinePair, label: bool | None) -> str:

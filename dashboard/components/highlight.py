@@ -15,11 +15,11 @@ from dashboard.components.text import escape_text
 HIT_CLASS = "rageval-hit"
 COVERS_COLOUR = "#2e9e4f"  # green: the chunk covers a gold span at the threshold
 OTHER_COLOUR = "#c4c4c4"  # grey: it does not
-MARK_STYLE = "background-color:#fde68a;color:inherit;padding:0 1px;border-radius:2px"
+MARK_STYLE = "background-color:#fde68a;color:#1f2937;padding:0 1px;border-radius:2px"
 ODD_CLASS = "rageval-odd"
 #: a figure in the matched window that is not the span's ("numbers differ"): red, struck through
 ODD_STYLE = (
-    "background-color:#fca5a5;color:inherit;padding:0 1px;border-radius:2px;"
+    "background-color:#fca5a5;color:#1f2937;padding:0 1px;border-radius:2px;"
     "text-decoration:line-through #b91c1c"
 )
 WEAK_STYLE = (

@@ -72,11 +72,29 @@ def test_buttons_never_rerun_and_callables_wait_for_the_click() -> None:
     at = AppTest.from_function(page, default_timeout=30).run()
     assert not at.exception
     buttons = {b.key: b.proto for b in at.get("download_button")}
-    assert set(buttons) == {"t.now", "t.later", "t.json"}
+    # every table: CSV and Parquet side by side
+    assert set(buttons) == {"t.now", "t.now.parquet", "t.later", "t.later.parquet", "t.json"}
     assert all(b.ignore_rerun and b.icon == ICON for b in buttons.values())
     assert buttons["t.now"].url and not buttons["t.now"].deferred_file_id
+    assert buttons["t.now.parquet"].url and buttons["t.now.parquet"].label == "Now (Parquet)"
     assert buttons["t.later"].deferred_file_id and buttons["t.json"].deferred_file_id
+    assert buttons["t.later.parquet"].deferred_file_id
     assert "built" not in at.session_state  # nothing was built on render
+
+
+def test_parquet_holds_the_frame_exactly() -> None:
+    import io
+
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from dashboard.components.downloads import parquet_bytes
+
+    frame = pd.DataFrame(
+        {"query": ["=HYPERLINK(1)", None, "a\r\nb"], "value": [0.25, float("nan"), 1.0]}
+    )
+    back = pq.read_table(io.BytesIO(parquet_bytes(frame))).to_pandas()
+    pd.testing.assert_frame_equal(back, frame)  # no apostrophes, no lost NaN, no index column
 
 
 def test_every_download_in_the_app_uses_the_helper() -> None:

@@ -12,6 +12,7 @@ import sys
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -25,10 +26,20 @@ from tests.servers import free_port, wait_healthy
 def test_the_repository_config_says_what_the_command_passes() -> None:
     """`streamlit run dashboard/app.py` from the repo and `rageval dashboard` anywhere agree."""
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
-    flat = {
-        f"{section}.{key}": value for section, keys in config.items() for key, value in keys.items()
-    }
-    assert flat == server.OPTIONS
+
+    def flat(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in table.items():
+            if isinstance(value, dict):  # [theme.light] is a table inside [theme]
+                out.update(flat(value, f"{prefix}{key}."))
+            else:
+                out[f"{prefix}{key}"] = value
+        return out
+
+    assert flat(config) == server.OPTIONS
+    # no base theme: the page follows the system's light/dark setting
+    assert "theme.base" not in server.OPTIONS
+    assert {"theme.light.primaryColor", "theme.dark.primaryColor"} <= set(server.OPTIONS)
 
 
 def test_command_carries_every_option_and_the_address() -> None:
