@@ -129,11 +129,11 @@ def apply_preset() -> None:
     """on_change of the sidebar's "Metrics as": the sidebar's widgets take the chosen preset's
     values (rageval's defaults when none), so its numbers come out as its script's; a widget
     moved afterwards overrides the preset, as a flag beside --preset does."""
-    from rageval_core.presets import get_preset
+    from rageval_core.presets import PRESETS, get_preset
     from rageval_core.settings import BY_NAME, DEFAULTS
 
     name = st.session_state.get(keys.PRESET)
-    values = get_preset(name).values if name else {}
+    values = get_preset(name).values if name in PRESETS else {}  # "rageval": rageval's own
     for setting in keys.PRESET_SETTINGS:
         set_widget(BY_NAME[setting], values.get(setting, DEFAULTS[setting]))
 

@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import actions, keys, state
+from dashboard.components.text import escape_text
 from dashboard.keys import View
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Settings
@@ -26,8 +27,10 @@ MATCHING = ("scorer", "strip_punct", "strip_articles", "numbers_must_match", "sc
 MATCHING_TITLE = "Matching and cut-off"
 #: choices shown as a row of radio buttons (few, and worth seeing at once) instead of a select box
 RADIO = ("relevance",)
-#: choice settings whose None is an option of its own (not "decided by the run", as relevance)
-NONE_LABELS = {"preset": "rageval's own"}
+#: choice settings whose None is an option of its own (not "decided by the run", as relevance):
+#: setting -> (the option standing for None, its label). A string, not None: a select box shows
+#: a clear button on None
+NONE_OPTIONS = {"preset": ("rageval", "rageval's own")}
 #: int settings whose slider stops at the run's depth (no k beyond the longest list)
 DEPTH_BOUNDED = ("k",)
 #: the session flag: the link's preset has been read (preset_from_link)
@@ -69,17 +72,19 @@ def setting_widget(s: Setting, run: RunRecord) -> Any:
         found: list[Any] = options(s, run)
         if not found:
             return s.default
-        if s.name in NONE_LABELS:
-            found = [None, *found]
+        if s.name in NONE_OPTIONS:
+            none, label = NONE_OPTIONS[s.name]
+            found = [none, *found]
             if ss.get(s.url_key) not in found:  # a preset this run cannot use (or unknown)
-                ss[s.url_key] = None
-            return st.selectbox(
+                ss[s.url_key] = none
+            value = st.selectbox(
                 s.label,
                 found,
-                format_func=lambda c: NONE_LABELS[s.name] if c is None else c,
+                format_func=lambda c: label if c == none else c,
                 on_change=actions.apply_preset if s.name == "preset" else None,
                 **common,
             )
+            return None if value == none else value
         if s.url_key not in ss:  # a value put in the session (a preset) is the value
             common["index"] = found.index(s.default) if s.default in found else 0
         elif ss[s.url_key] not in found:
@@ -180,6 +185,16 @@ def sidebar() -> View | None:
         show_store_path()
         return None
     by_name = {r.name: r for r in all_runs}
+    linked = st.query_params.get(keys.RUN)
+    if linked is not None and linked not in by_name:
+        # a link to a run this store does not hold: said, not silently replaced
+        st.warning(
+            f"The link names the run **{escape_text(linked, one_line=True)}**, which this store "
+            f"does not hold; showing **{escape_text(all_runs[0].name, one_line=True)}** instead "
+            "(the Runs page lists the stored runs).",
+            icon="⚠️",
+        )
+        st.session_state[keys.RUN] = all_runs[0].name
     if st.session_state.get(keys.RUN) not in by_name:
         st.session_state[keys.RUN] = all_runs[0].name
     name = st.sidebar.selectbox("Run", list(by_name), key=keys.RUN, bind="query-params")

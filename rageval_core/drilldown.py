@@ -38,6 +38,8 @@ WORST_KEYS = ("PerQueryCoverage@{k}", "nDCG@{k}", "R@{k}", "Hit@{k}", "ContextCo
 #: column names of the table besides metrics and tags
 QUERY_ID, QUERY, LATENCY, N_RETRIEVED = "query_id", "query", "total_ms", "n_retrieved"
 FAILING, FAIL_COVERAGE, FAIL_HIT = "failing", "not_fully_covered", "no_hit"
+#: a query with nothing to find: no relevant document judged and no gold span (unanswerable)
+NO_GOLD = "no_gold"
 #: tag columns are named "tag:<key>" so a tag can never shadow a metric or a fixed column
 TAG_PREFIX = "tag:"
 
@@ -57,6 +59,7 @@ class QueryTable:
     n_retrieved: Ints  # (n,) after the retriever-score cut, if any
     fail_coverage: Bools  # (n,) FullCoverageRate@k == 0 (evidence runs)
     fail_hit: Bools  # (n,) Hit@k == 0 with something relevant judged (ids mode)
+    no_gold: Bools  # (n,) nothing relevant judged and no gold span: never failing, never scored
     k: int
     _haystack: NDArray[Any] = field(
         repr=False
@@ -75,6 +78,7 @@ class QueryTable:
         out: dict[str, NDArray[Any]] = {
             QUERY_ID: self.query_ids,
             FAILING: self.failing,
+            NO_GOLD: self.no_gold,
             QUERY: self.texts,
         }
         out.update(self.metrics)
@@ -119,9 +123,9 @@ def query_table(
         fail_coverage = np.zeros(n, bool) if full is None else full == 0.0
         hit = report.per_query.get(f"Hit@{k}")
         fail_hit = np.zeros(n, bool)
+        level = int(report.settings.get("rel_level", 1))
+        judged_rel = np.bincount(data.judged_q[data.judged_label >= level], minlength=n) > 0
         if hit is not None and report.relevance == "ids":
-            level = int(report.settings.get("rel_level", 1))
-            judged_rel = np.bincount(data.judged_q[data.judged_label >= level], minlength=n) > 0
             fail_hit = (hit == 0.0) & judged_rel
     if texts is None:
         text_col = np.full(n, None, dtype=object)
@@ -140,6 +144,8 @@ def query_table(
         n_retrieved=retrieved_after_cut(data, report.settings.get("score_threshold")),
         fail_coverage=np.asarray(fail_coverage, dtype=bool),
         fail_hit=np.asarray(fail_hit, dtype=bool),
+        # only in a run that has retrieval gold at all (an answers-only run has none to miss)
+        no_gold=~judged_rel & (data.n_spans == 0) & (data.run.has_qrels or data.run.has_evidence),
         k=k,
         _haystack=_run_haystack(data, texts, text_col),
     )
@@ -197,17 +203,21 @@ def filter_rows(
     table: QueryTable,
     *,
     failing_only: bool = False,
+    no_gold_only: bool = False,
     tag: str | None = None,
     tag_values: Sequence[str] = (),
     text: str = "",
 ) -> Bools:
-    """Mask of the rows to show: failing only, a tag's values (ops.NO_TAG = no value), a search.
+    """Mask of the rows to show: failing only, no gold only, a tag's values (ops.NO_TAG = no
+    value), a search.
 
     The search is a case-insensitive plain substring (no pattern syntax) over id and text.
     """
     keep = np.ones(table.n_queries, dtype=bool)
     if failing_only:
         keep &= table.failing
+    if no_gold_only:
+        keep &= table.no_gold
     if tag is not None and tag_values:
         col = table.tags.get(tag)
         if col is None:
@@ -239,12 +249,17 @@ def sort_rows(table: QueryTable, rows: Ints | Bools, by: str = WORST_FIRST) -> I
     """The given rows (indices or a mask) ordered by a sort_options() entry; NaN always last.
 
     Worst first: failing rows first, then by the first of WORST_KEYS present (lowest first),
-    ties in file order.
+    ties in file order; queries without gold are not in this order (nothing to fail on) unless
+    every row asked for is one (the "no gold" filter): then file order.
     """
     idx = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
     if by == FILE_ORDER:
         return np.sort(idx)
     if by == WORST_FIRST:
+        scored = idx[~table.no_gold[idx]]
+        if scored.size == 0:
+            return np.sort(idx)
+        idx = scored
         keys: list[NDArray[Any]] = [idx]  # lexsort: the last key is the primary one
         for template in reversed(WORST_KEYS):
             name = template.format(k=table.k)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import streamlit as st
 
 from dashboard import keys, sidebar, state
@@ -48,6 +49,12 @@ failing_only = c1.toggle(
     help=f"not every gold span covered in the top {k}, or (ids mode) nothing "
     f"relevant in the top {k}",
 )
+no_gold_only = c1.toggle(
+    "No gold only",
+    key=keys.QUERIES_NO_GOLD,
+    help="queries with nothing to find (no relevant document judged, no gold span): "
+    "unanswerable by design or not labelled; never failing, not in the worst-first order",
+)
 tag = c2.selectbox(
     "Tag",
     [ANY_TAG, *tag_keys],
@@ -71,6 +78,7 @@ sort_by = c5.selectbox("Sort by", sorts, key=keys.QUERIES_SORT)
 mask = dd.filter_rows(
     table,
     failing_only=failing_only,
+    no_gold_only=no_gold_only,
     tag=None if tag == ANY_TAG else tag,
     tag_values=values,
     text=search or "",
@@ -87,14 +95,24 @@ shown = (
     else f"{order.size:,} of {table.n_queries:,} queries match (rows {first + 1:,}-"
     f"{first + page_rows.size:,} shown)"
 )
+n_no_gold = int(table.no_gold.sum())
+left_out = int(np.count_nonzero(mask)) - order.size  # no-gold rows the worst-first order skips
 st.caption(
-    f"{shown} · {int(table.failing.sum()):,} failing at k = {k} · click a row to open it below"
+    f"{shown} · {int(table.failing.sum()):,} failing at k = {k}"
+    + (f" · {n_no_gold:,} without gold" if n_no_gold else "")
+    + (
+        f" ({left_out:,} left out of the worst-first order: 'No gold only' lists them)"
+        if left_out
+        else ""
+    )
+    + " · click a row to open it below"
 )
 
 # --- the table -------------------------------------------------------------------------------
 metric_cols = {name: st.column_config.NumberColumn(name, format="%.3f") for name in table.metrics}
 event = st.dataframe(
-    frame,
+    # an unscored cell shows as a dash, not "None" (no-gold queries have no metric values)
+    frame.style.format("{:.3f}", subset=list(table.metrics), na_rep="—"),
     key=keys.QUERIES_TABLE,
     on_select="rerun",
     selection_mode="single-row",
@@ -106,6 +124,7 @@ event = st.dataframe(
         dd.QUERY: st.column_config.TextColumn("query", width="large"),
         dd.LATENCY: st.column_config.NumberColumn("total ms", format="%.1f"),
         dd.FAILING: st.column_config.CheckboxColumn("failing"),
+        dd.NO_GOLD: st.column_config.CheckboxColumn("no gold"),
     },
 )
 rows = list(event.selection.rows) if event is not None else []

@@ -253,8 +253,12 @@ def test_sorts(tiny) -> None:  # type: ignore[no-untyped-def]
     table = table_for(store, data, k=2)
     everything = np.ones(table.n_queries, dtype=bool)
     worst = list(table.query_ids[dd.sort_rows(table, everything)])
-    # failing first (a, b, c); within each group PerQueryCoverage@2 lowest first, NaN last
-    assert worst[:3] == ["b", "c", "a"] and worst[3:] == ["e", "d"]
+    # failing first (a, b, c); within each group PerQueryCoverage@2 lowest first, NaN last;
+    # d has no gold (no relevant document, no span): not in the worst-first order
+    assert worst[:3] == ["b", "c", "a"] and worst[3:] == ["e"]
+    assert list(table.query_ids[table.no_gold]) == ["d"] and not table.failing[table.no_gold].any()
+    no_gold = dd.filter_rows(table, no_gold_only=True)
+    assert list(table.query_ids[dd.sort_rows(table, no_gold)]) == ["d"]
     assert list(table.query_ids[dd.sort_rows(table, everything, dd.FILE_ORDER)]) == list("abcde")
     up = list(table.query_ids[dd.sort_rows(table, everything, "total_ms ↑")])
     assert up[:2] == ["b", "a"] and set(up[2:]) == {"c", "d", "e"}

@@ -241,7 +241,7 @@ def widgets(at: AppTest) -> dict[str, Any]:
 
 
 def test_sidebar_widgets_show_the_schema() -> None:
-    from dashboard.sidebar import NONE_LABELS, widget_help
+    from dashboard.sidebar import NONE_OPTIONS, widget_help
 
     at = AppTest.from_function(sidebar_script, default_timeout=30).run()
     assert not at.exception
@@ -261,12 +261,12 @@ def test_sidebar_widgets_show_the_schema() -> None:
             continue
         assert w.label == s.label, s.name
         # relevance None: decided by the run (the first usable mode shows); preset None: none
-        auto = s.default is None and s.choices and s.name not in NONE_LABELS
-        expected = RELEVANCE_MODES[0] if auto else s.default
+        auto = s.default is None and s.choices and s.name not in NONE_OPTIONS
+        expected = RELEVANCE_MODES[0] if auto else NONE_OPTIONS.get(s.name, (s.default,))[0]
         assert w.value == expected, s.name
         if s.choices:
             shown_choices = (
-                [NONE_LABELS[s.name], *s.choices] if s.name in NONE_LABELS else s.choices
+                [NONE_OPTIONS[s.name][1], *s.choices] if s.name in NONE_OPTIONS else s.choices
             )
             assert list(w.options) == list(shown_choices), s.name
         if w.type == "slider" and s.name != "k":

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.components.tables import format_value
+from dashboard.components.text import escape_text
 from rageval_core import api
 from rageval_core.presets import PRESETS
 from rageval_core.store import Store
@@ -50,20 +51,21 @@ def test_choosing_a_preset_sets_the_widgets_and_the_url(
     make_app: Callable[..., AppTest],
 ) -> None:
     at = make_app(run="bm25")
-    assert at.sidebar.selectbox(key="preset").value is None  # rageval's own
+    assert at.sidebar.selectbox(key="preset").value == "rageval"  # rageval's own
     assert "Precision@5" not in cards(at)
     at.sidebar.selectbox(key="preset").select("eggai").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.sidebar.slider(key="threshold").value == 0.5
     assert at.sidebar.selectbox(key="scorer").value == "difflib"
-    # (the URL's preset=eggai is checked in a browser: tests/e2e/test_pages.py)
+    # (the URL's preset=eggai: AppTest does not update the URL here, a browser does, and
+    # tests/e2e/test_pages.py checks it there)
     assert "recall_score" in cards(at)
     # a widget moved under a preset overrides it, and the panel holds it fixed at every step
     at.sidebar.slider(key="threshold").set_value(0.6).run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("Fuzzy threshold = 0.6" in c.value for c in at.caption)
     # back to rageval's own: the widgets return to rageval's defaults
-    at.sidebar.selectbox(key="preset").select(None).run()
+    at.sidebar.selectbox(key="preset").select("rageval").run()
     assert at.sidebar.slider(key="threshold").value == 0.7
     assert at.sidebar.selectbox(key="scorer").value == "partial"
     assert "recall_score" not in cards(at) and "P@10" in cards(at)
@@ -83,3 +85,13 @@ def test_queries_page_under_a_preset(make_app: Callable[..., AppTest]) -> None:
     assert {"recall_score", "context_coverage"} <= set(table.columns)
     # failing under EggAI's rules: recall_score 0
     assert list(table["failing"]) == [v == 0 for v in table["recall_score"]]
+
+
+def test_a_link_to_an_unknown_run_says_so(make_app: Callable[..., AppTest]) -> None:
+    at = make_app(run="no_such_<b>run</b>")
+    assert not at.exception, [e.value for e in at.exception]
+    (notice,) = [w.value for w in at.warning if "The link names the run" in w.value]
+    assert escape_text("no_such_<b>run</b>", one_line=True) in notice
+    assert "<b>" not in notice  # the name is escaped for HTML and Markdown
+    shown = at.sidebar.selectbox(key="run").value
+    assert f"showing **{shown}** instead" in notice

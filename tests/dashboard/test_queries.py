@@ -68,7 +68,15 @@ def test_failing_filter_shows_the_cores_failing_queries(
     at = make_app("queries.py", run="bm25")
     assert not at.exception, [e.value for e in at.exception]
     table = core_table(app_db)
-    assert len(shown_ids(at)) == table.n_queries == 360
+    # worst first lists the scored queries; those without gold are left out, and counted
+    n_no_gold = int(table.no_gold.sum())
+    assert table.n_queries == 360 and 0 < n_no_gold < 360
+    assert len(shown_ids(at)) == 360 - n_no_gold
+    assert any(f"{n_no_gold} without gold ({n_no_gold} left out" in c.value for c in at.caption)
+    at.toggle(key="queries.no_gold").set_value(True).run()
+    assert set(shown_ids(at)) == set(table.query_ids[table.no_gold])
+    assert not at.dataframe[0].value["failing"].any()  # nothing to find: never failing
+    at.toggle(key="queries.no_gold").set_value(False).run()
     at.toggle(key="queries.failing").set_value(True).run()
     assert not at.exception
     failing = set(table.query_ids[table.failing])
@@ -255,7 +263,7 @@ def test_downloads_hold_the_filtered_rows(app_db: Path) -> None:
     rows = dd.sort_rows(table, dd.filter_rows(table, failing_only=True))
     frame = fq.table_frame(table, rows)
     csv_lines = csv_bytes(frame).decode("utf-8").splitlines()
-    assert csv_lines[0].startswith("query_id,failing,query,")
+    assert csv_lines[0].startswith("query_id,failing,no_gold,query,")
     assert len(frame) == int(table.failing.sum())
     doc = json.loads(json_bytes(fq.table_document(table, rows, {"run": "bm25"})))
     assert doc["run"] == "bm25" and len(doc["queries"]) == len(rows)

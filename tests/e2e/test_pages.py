@@ -49,13 +49,13 @@ def test_latency_page_draws_its_charts(app_url: str, page: Any) -> None:
 
 
 def test_choosing_a_preset_puts_it_in_the_url(app_url: str, page: Any) -> None:
-    """The preset picker is bound to the URL like every setting (AppTest does not sync a
-    select box whose options include None, so the browser checks it)."""
+    """The preset picker is bound to the URL like every setting (AppTest does not show the URL
+    a select box with a change callback writes, so the browser checks it)."""
     page.goto(f"{app_url}/?run=bm25")
     wait_idle(page)
     sidebar = page.locator("[data-testid='stSidebar']")
     sidebar.get_by_role("combobox", name="Metrics as").click()
-    page.get_by_role("option", name="tat-rag").click()
+    page.get_by_role("option", name="tat-rag", exact=True).click()
     wait_idle(page)
     page.get_by_text("Why do my numbers differ?").wait_for()
     params = query_params(page)
