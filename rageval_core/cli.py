@@ -13,7 +13,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rageval_core.cli_presets import Given, given_values, print_explanation
+from rageval_core.cli_presets import print_explanation
+from rageval_core.cli_settings import (
+    add_settings_arguments,
+    add_stat_arguments,
+    given_values,
+    settings_from_args,
+)
 from rageval_core.errors import EXIT_CODES, InputError, RagevalError, UsageError
 from rageval_core.terminal import EscapingWriter, json_text, shown, text_table
 
@@ -258,6 +264,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise UsageError(
             f"{args.run} is not a file: companions, --qrels and --format apply to run files only"
         )
+    settings = settings_from_args(args)
+    if path.is_file() and args.qrels and not args.companions and not args.explain_preset:
+        from rageval_core.direct import trec_report  # a TREC run: no store at all
+
+        direct = trec_report([path, Path(args.qrels)], args.format, metrics, settings, args.by)
+        if direct is not None:
+            return _print_report(direct, args)
     with contextlib.ExitStack() as stack:
         if path.is_file():
             files = [path, *map(Path, args.companions)] + ([Path(args.qrels)] if args.qrels else [])
@@ -267,7 +280,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.explain_preset:  # "why do my numbers differ?" (rageval_core.parity)
             fixed = given_values(args)
             return print_explanation(api.explain_preset(run, args.explain_preset, **fixed), args)
-        report = api.evaluate(run, metrics, settings=settings_from_args(args), by=args.by)
+        report = api.evaluate(run, metrics, settings=settings, by=args.by)
+    return _print_report(report, args)
+
+
+def _print_report(report: Any, args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(report.to_json(per_query=args.per_query)))
     else:
@@ -275,72 +292,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         print(format_report(report, per_query=args.per_query))
     return 0
-
-
-def add_settings_arguments(p: argparse.ArgumentParser) -> None:
-    """The evaluation settings' flags, one per entry of rageval_core.settings.SETTINGS (evaluate,
-    compare and gate call this, so the flags cannot drift from each other or from the schema)."""
-    from rageval_core.settings import SETTINGS
-
-    for s in SETTINGS:
-        kwargs: dict[str, Any] = {"dest": s.name, "help": s.flag_help(), "action": Given}
-        if s.type is bool:
-            if s.default is not False:  # a switch can only turn a setting on
-                raise ValueError(f"{s.name}: a bool setting's default must be False")
-            kwargs.update(nargs=0, const=True, default=False)
-        else:
-            kwargs["default"] = s.default
-            if s.type is not str:
-                kwargs["type"] = s.type
-            if s.choices and s.choices_in_flag:
-                kwargs["choices"] = s.choices
-            if s.metavar:
-                kwargs["metavar"] = s.metavar
-        p.add_argument(s.flag, **kwargs)
-
-
-def settings_from_args(args: argparse.Namespace) -> Any:
-    """The Settings the flags of add_settings_arguments describe (a --preset's values under the
-    flags given beside it)."""
-    from rageval_core.evaluate import Settings
-    from rageval_core.presets import preset_values
-    from rageval_core.settings import SETTINGS
-
-    values = {s.name: getattr(args, s.name) for s in SETTINGS}
-    if values.get("preset"):
-        values = {**values, **preset_values(values["preset"], given_values(args))}
-    return Settings.from_values(values)
-
-
-def _add_stat_arguments(p: argparse.ArgumentParser) -> None:
-    from rageval_core import statdefaults as c  # not compare: --help must not load numpy
-
-    p.add_argument(
-        "--alpha",
-        type=float,
-        default=c.DEFAULT_ALPHA,
-        help=f"significance level; intervals are 1 - alpha (default {c.DEFAULT_ALPHA})",
-    )
-    p.add_argument(
-        "--permutations",
-        type=int,
-        default=c.DEFAULT_PERMUTATIONS,
-        metavar="N",
-        help=f"sign flips of the randomisation test (default {c.DEFAULT_PERMUTATIONS})",
-    )
-    p.add_argument(
-        "--bootstrap",
-        type=int,
-        default=c.DEFAULT_BOOTSTRAP,
-        metavar="N",
-        help=f"bootstrap resamples of the intervals (default {c.DEFAULT_BOOTSTRAP})",
-    )
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=c.DEFAULT_SEED,
-        help=f"seed of the permutations and resamples (default {c.DEFAULT_SEED})",
-    )
 
 
 def _compare_runs(
@@ -527,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TAG",
         help="also compare inside every value of this tag (repeatable)",
     )
-    _add_stat_arguments(p)
+    add_stat_arguments(p)
     p.add_argument(
         "--worst",
         type=int,
@@ -563,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a rule fails only when the drop or increase is also significant",
     )
     add_settings_arguments(p)
-    _add_stat_arguments(p)
+    add_stat_arguments(p)
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.set_defaults(func=cmd_gate)
 

@@ -275,6 +275,12 @@ class _Staged:
         ]
         return missing
 
+    def query_ids(self) -> list[str]:
+        """Every query id in store order (the run's in file order, then judged-only ones)."""
+        return [
+            str(r[0]) for r in self.con.execute("SELECT qid FROM qmap ORDER BY qidx").fetchall()
+        ]
+
     def warn(self, log: ProblemLog) -> None:
         """The one warning a clean pair of files can carry: judged queries absent from the run."""
         if self.missing and self.qrels_file is not None:

@@ -1,0 +1,101 @@
+"""`rageval evaluate RUN --qrels QRELS` for a TREC run, straight from the files to the metrics.
+
+A run that is evaluated and not imported needs no store: the TREC reader's bulk route
+(formats/trec.py, DuckDB's CSV reader with every check the line reader makes) hands trec_eval's
+selection and labels to the ranking metrics as arrays, without a scratch store, Query objects or
+an Arrow round trip (issue 18: the store route spent 0.84 s of 1.0-1.5x pytrec_eval's time
+there). The report is the one the store route gives, key for key (tests hold the two equal).
+
+Only what the arrays answer takes this route: ranking metrics in ids mode, without a score
+cut-off, a preset or a breakdown, and no sidecar naming the run. trec_report returns None for
+anything else, and for a file the bulk route does not vouch for (a quirk the line reader must
+report as file:line: field: problem): the caller then takes the store route, which says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from rageval_core import ops
+from rageval_core.evaluate import RANKING_DEFAULTS, Report, Settings
+from rageval_core.formats import trec
+from rageval_core.formats.base import HEAD_BYTES, SIDECAR_SUFFIX
+from rageval_core.metrics import registry
+
+
+def trec_report(
+    paths: Sequence[Path],
+    fmt: str | None,
+    metrics: Sequence[str] | None,
+    s: Settings,
+    by: str | None,
+) -> Report | None:
+    """The report of a TREC run and its qrels read straight into arrays; None when the request
+    or the files need the store route (see the module's docstring)."""
+    if by is not None or fmt not in (None, trec.FORMAT) or len(paths) != 2:
+        return None
+    if s.preset is not None or s.score_threshold is not None or s.relevance == "evidence":
+        return None
+    roles = {_role(p): p for p in paths}
+    run, qrels = roles.get(trec.PRIMARY), roles.get(trec.COMPANION)
+    if run is None or qrels is None:
+        return None
+    if run.with_name(run.name + SIDECAR_SUFFIX).exists():  # run facts (a name) come with it
+        return None
+    names = list(metrics) if metrics else [m.format(k=s.k) for m in RANKING_DEFAULTS]
+    measures = registry.parse_all(names)
+    if any(m.spec.family != "ranking" for m in measures):
+        return None
+    staged = trec._Staged.load(run, qrels)
+    if staged is None:
+        return None
+    try:
+        query_ids = staged.query_ids()
+        arrays, selection = staged.ranked_labels(s.rel_level, s.complete)
+    finally:
+        staged.con.close()
+    n = len(query_ids)
+    position = {qid: i for i, qid in enumerate(query_ids)}
+    rows = np.asarray([position[q] for q in arrays.query_ids], dtype=np.int64)
+    values = registry.compute(measures, arrays)
+    per_query: dict[str, np.ndarray] = {}
+    run_values: dict[str, float] = {}
+    for m in measures:
+        name = str(m)
+        full = np.full(n, np.nan)
+        full[rows] = values[name]
+        per_query[name] = full
+        run_values[name] = registry.aggregate(m, values[name], None)
+    nothing = np.full(n, np.nan)
+    return Report(
+        run=staged.tag or run.stem or "run",
+        settings=s.to_json("ids"),
+        relevance="ids",
+        metrics=run_values,
+        query_ids=np.asarray(query_ids, dtype=object),
+        per_query=per_query,
+        counts={
+            "queries": n,
+            "scored_ids": int(rows.size),
+            "skipped_no_qrels": selection.n_skipped_no_qrels,
+            "missing_from_run": selection.n_missing_from_run,
+        },
+        ops={  # a TREC run carries no latency or tokens
+            "latency_ms": {},
+            "tokens": {},
+            "cost_usd": ops.cost_summary(ops.cost_per_query(nothing, nothing, None, None)),
+        },
+    )
+
+
+def _role(path: Path) -> str | None:
+    """'run' or 'qrels' as the TREC reader sniffs the file's head; None for anything else."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError:
+        return None
+    return trec.sniff(path, head)
