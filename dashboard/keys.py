@@ -69,6 +69,7 @@ QUERIES_FAILING, QUERIES_TAG, QUERIES_TAG_VALUES = (
 )
 QUERIES_SEARCH, QUERIES_SORT, QUERIES_TABLE = "queries.search", "queries.sort", "queries.table"
 QUERIES_NO_GOLD = "queries.no_gold"
+QUERIES_SEARCH_ALL = "queries.search_all"
 #: the table selection last acted on (a new one opens its query) and the "q" last mirrored to the URL
 QUERIES_SEEN_ROWS, QUERIES_MIRRORED = "queries.seen_rows", "queries.mirrored"
 #: the table shows this many rows at a time (a page); filters and sorts act on every row, and

@@ -264,6 +264,17 @@ def _query_table(
     )
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _search_all(run_id: int, content_hash: str, db: str | None, text: str) -> list[int]:
+    return drilldown.search_all_texts(store(), run_data(run_id, content_hash, db), text)
+
+
+@calm
+def search_all(view: View, text: str) -> list[int]:
+    """Rows of the queries any of whose stored texts holds text (cached per run and text)."""
+    return _search_all(view.run.run_id, view.run.content_hash, _db(), text)
+
+
 @calm
 def query_table(view: View) -> drilldown.QueryTable:
     """The per-query table of the current view (cached per run and settings)."""

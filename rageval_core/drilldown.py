@@ -207,11 +207,13 @@ def filter_rows(
     tag: str | None = None,
     tag_values: Sequence[str] = (),
     text: str = "",
+    text_hits: Sequence[int] | None = None,
 ) -> Bools:
     """Mask of the rows to show: failing only, no gold only, a tag's values (ops.NO_TAG = no
     value), a search.
 
-    The search is a case-insensitive plain substring (no pattern syntax) over id and text.
+    The search is a case-insensitive plain substring (no pattern syntax) over id and text;
+    text_hits (search_all_texts' rows), when given, stands for it: every stored text searched.
     """
     keep = np.ones(table.n_queries, dtype=bool)
     if failing_only:
@@ -225,9 +227,25 @@ def filter_rows(
         labels = np.where(col == None, ops.NO_TAG, col).astype(str)  # noqa: E711
         keep &= np.isin(labels, np.asarray(list(tag_values), dtype=str))
     needle = text.strip().casefold()
-    if needle and table.n_queries:
+    if text_hits is not None:
+        found = np.zeros(table.n_queries, dtype=bool)
+        found[np.asarray(text_hits, dtype=np.int64)] = True
+        keep &= found
+    elif needle and table.n_queries:
         keep &= np.strings.find(table._haystack, needle) >= 0
     return keep
+
+
+def search_all_texts(store: Store, data: RunData, text: str) -> list[int]:
+    """Rows of the queries whose id, text, answer, reference answer, a chunk's text or a gold
+    span holds text (case-insensitive plain substring; SQL over the stored texts)."""
+    needle = text.strip()
+    if not needle:
+        return list(range(data.n_queries))
+    rows = set(reads.text_search(store, data.run.run_id, needle))
+    folded = needle.casefold()
+    rows |= {i for i, q in enumerate(data.query_ids.tolist()) if folded in str(q).casefold()}
+    return sorted(rows)
 
 
 def tag_values(table: QueryTable, tag: str) -> list[str]:

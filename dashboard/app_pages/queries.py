@@ -71,8 +71,15 @@ if tag != ANY_TAG:
 else:
     c3.multiselect("Values", [], disabled=True, placeholder="pick a tag first")
 search = c4.text_input(
-    "Search id or query text", key=keys.QUERIES_SEARCH, placeholder="plain text, case-insensitive"
+    "Search",
+    key=keys.QUERIES_SEARCH,
+    placeholder="plain text, case-insensitive",
+    help="in the query ids and texts; with 'all texts', also in the answers, the retrieved "
+    "chunks and the gold evidence",
 )
+search_all = c4.toggle("all texts", key=keys.QUERIES_SEARCH_ALL)
+#: the drilldown outlines the search term in every text it shows (a search of all texts)
+found_term = (search or "").strip() if search_all else ""
 sort_by = c5.selectbox("Sort by", sorts, key=keys.QUERIES_SORT)
 
 mask = dd.filter_rows(
@@ -82,6 +89,7 @@ mask = dd.filter_rows(
     tag=None if tag == ANY_TAG else tag,
     tag_values=values,
     text=search or "",
+    text_hits=state.search_all(view, search) if search_all and (search or "").strip() else None,
 )
 order = dd.sort_rows(table, mask, sort_by)
 # one page of rows goes to the browser; the filters, the sort and the downloads see every row
@@ -191,7 +199,9 @@ for col, text, name, target in (
         on_click=_open,
         args=(str(table.query_ids[target]) if target is not None else "",),
     )
-st.markdown(text_block(f"Query {detail.query_id}", detail.query), unsafe_allow_html=True)
+st.markdown(
+    text_block(f"Query {detail.query_id}", detail.query, found_term), unsafe_allow_html=True
+)
 
 status = []
 if table.fail_coverage[qidx]:
@@ -215,8 +225,8 @@ m4.metric(
 if detail.answer is not None or detail.reference_answer is not None:
     with st.expander("Answer and reference answer"):
         st.markdown(
-            text_block("Answer", detail.answer)
-            + text_block("Reference answer", detail.reference_answer),
+            text_block("Answer", detail.answer, found_term)
+            + text_block("Reference answer", detail.reference_answer, found_term),
             unsafe_allow_html=True,
         )
 
@@ -284,6 +294,7 @@ else:
             c.covers,
             dimmed=not c.in_top_k,
             odd=c.odd_numbers,
+            find=found_term,
         )
 
     top = [c for c in detail.chunks if c.in_top_k]

@@ -8,6 +8,7 @@ endings.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from dashboard.components.text import escape_text
@@ -22,10 +23,50 @@ ODD_STYLE = (
     "background-color:#fca5a5;color:#1f2937;padding:0 1px;border-radius:2px;"
     "text-decoration:line-through #b91c1c"
 )
+FOUND_CLASS = "rageval-found"
+#: a search hit: outlined, so it shows inside a highlighted window as well as outside one
+FOUND_STYLE = "outline:2px solid #2563eb;outline-offset:1px;border-radius:2px"
 WEAK_STYLE = (
     "background-color:transparent;color:inherit;text-decoration:underline dotted #b08900;"
     "text-underline-offset:3px"
 )
+
+
+def found_ranges(text: str, needle: str) -> list[tuple[int, int]]:
+    """(start, end) of every case-insensitive occurrence of needle in text (none when empty).
+
+    Found on the casefolded text; a character whose casefold changes its length (ß -> ss)
+    would shift the offsets, so such a text is searched as it is (case-sensitively)."""
+    needle = needle.strip()
+    if not needle:
+        return []
+    folded, want = text.casefold(), needle.casefold()
+    if len(folded) != len(text):
+        folded, want = text, needle
+    out, at = [], folded.find(want)
+    while at >= 0 and want:
+        out.append((at, at + len(want)))
+        at = folded.find(want, at + len(want))
+    return out
+
+
+def _inner(
+    text: str, a: int, b: int, odd: Sequence[tuple[int, int]], found: Sequence[tuple[int, int]]
+) -> str:
+    """text[a:b] escaped, the odd figures and the search hits inside it wrapped."""
+    cuts = {a, b}
+    for x, y in (*odd, *found):
+        cuts.update(c for c in (x, y) if a < c < b)
+    edges = sorted(cuts)
+    pieces = []
+    for x, y in itertools.pairwise(edges):
+        piece = escape_text(text[x:y])
+        if any(p <= x and y <= q for p, q in found):
+            piece = f'<span class="{FOUND_CLASS}" style="{FOUND_STYLE}">{piece}</span>'
+        if any(p <= x and y <= q for p, q in odd):
+            piece = f'<mark class="{ODD_CLASS}" style="{ODD_STYLE}">{piece}</mark>'
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 def highlight(
@@ -35,6 +76,7 @@ def highlight(
     *,
     weak: bool = False,
     odd: Sequence[tuple[int, int]] = (),
+    find: str = "",
 ) -> str:
     """text as escaped HTML with [start, end) wrapped in <mark class="rageval-hit">.
 
@@ -42,24 +84,20 @@ def highlight(
     window that does not fit the text) means no highlight: the whole text, escaped. weak: the
     window's score is below the threshold, so it is marked paler (class "rageval-hit weak").
     odd: (start, end) of the figures inside the window that differ from the span's, each
-    wrapped in <mark class="rageval-odd"> within the window's mark.
+    wrapped in <mark class="rageval-odd"> within the window's mark. find: a search term, each
+    occurrence outlined (<span class="rageval-found">), inside or outside the window.
     """
+    found = found_ranges(text, find)
     if not (0 <= start < end <= len(text)):
-        return escape_text(text)
-    before, after = text[:start], text[end:]
+        return _inner(text, 0, len(text), (), found)
+    odd = [(a, b) for a, b in odd if start <= a < b <= end]
     cls, style = (f"{HIT_CLASS} weak", WEAK_STYLE) if weak else (HIT_CLASS, MARK_STYLE)
-    pieces, at = [], start
-    for a, b in sorted(odd):
-        if not (at <= a < b <= end):  # outside the window, or overlapping one already marked
-            continue
-        pieces.append(escape_text(text[at:a]))
-        pieces.append(
-            f'<mark class="{ODD_CLASS}" style="{ODD_STYLE}">{escape_text(text[a:b])}</mark>'
-        )
-        at = b
-    pieces.append(escape_text(text[at:end]))
-    middle = "".join(pieces)
-    return f'{escape_text(before)}<mark class="{cls}" style="{style}">{middle}</mark>{escape_text(after)}'
+    middle = _inner(text, start, end, odd, found)
+    return (
+        f"{_inner(text, 0, start, (), found)}"
+        f'<mark class="{cls}" style="{style}">{middle}</mark>'
+        f"{_inner(text, end, len(text), (), found)}"
+    )
 
 
 def chunk_card(
@@ -70,6 +108,7 @@ def chunk_card(
     covers: bool,
     dimmed: bool = False,
     odd: Sequence[tuple[int, int]] = (),
+    find: str = "",
 ) -> str:
     """One chunk as a bordered block: green left border when it covers a gold span, else grey.
 
@@ -81,7 +120,7 @@ def chunk_card(
     body = (
         '<i style="opacity:0.7">(no chunk text in the run)</i>'
         if text is None
-        else highlight(text, start, end, weak=not covers, odd=odd)
+        else highlight(text, start, end, weak=not covers, odd=odd, find=find)
     )
     opacity = "opacity:0.6;" if dimmed else ""
     return (
@@ -93,9 +132,10 @@ def chunk_card(
     )
 
 
-def text_block(label: str, text: str | None) -> str:
-    """A labelled block of user text (query, answer), escaped; an em dash when there is none."""
-    value = "—" if text is None else escape_text(text)
+def text_block(label: str, text: str | None, find: str = "") -> str:
+    """A labelled block of user text (query, answer), escaped; an em dash when there is none;
+    each occurrence of find (a search term) outlined."""
+    value = "—" if text is None else _inner(text, 0, len(text), (), found_ranges(text, find))
     return (
         f'<div style="margin:0 0 0.5rem 0"><span style="font-weight:600">{escape_text(label)}</span>'
         f'<br><span style="line-height:1.5">{value}</span></div>'

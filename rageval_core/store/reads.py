@@ -111,6 +111,27 @@ def numbers_in_sql(store: Store, text: str) -> list[str]:
     return list(row[0][0])
 
 
+#: every stored text of a run a search looks in, with the query it belongs to
+_TEXT_SEARCH_SQL = """
+SELECT qidx FROM queries WHERE run_id = ? AND (
+    query ILIKE ? ESCAPE '\\' OR answer ILIKE ? ESCAPE '\\' OR reference_answer ILIKE ? ESCAPE '\\')
+UNION SELECT qidx FROM chunks WHERE run_id = ? AND text ILIKE ? ESCAPE '\\'
+UNION SELECT qidx FROM evidence WHERE run_id = ? AND text ILIKE ? ESCAPE '\\'
+"""
+
+
+def text_search(store: Store, run_id: int, needle: str) -> list[int]:
+    """qidx of every query whose text, answer, reference answer, a chunk or a gold span holds
+    needle (case-insensitive, plain text: % and _ match themselves)."""
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    pattern = f"%{escaped}%"
+    with store._cursor() as cur:
+        rows = cur.execute(
+            _TEXT_SEARCH_SQL, [run_id, pattern, pattern, pattern, run_id, pattern, run_id, pattern]
+        ).fetchall()
+    return sorted(int(r[0]) for r in rows)
+
+
 def query_texts(store: Store, run_id: int) -> list[str | None]:
     """The query texts of the run in qidx order (None where a query has none)."""
     with store._cursor() as cur:

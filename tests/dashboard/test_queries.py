@@ -328,3 +328,60 @@ def test_drilldown_says_numbers_differ_and_marks_the_figure(
         assert [html.unescape(m) for m in ODD.findall(first)] == ["48,811"]
         assert ("not counted" in first) == (guard == "true")
         assert at.sidebar.checkbox(key="numbers").value is (guard == "true")
+
+
+# --- search in every text --------------------------------------------------------------------
+
+FOUND = re.compile(r'<span class="rageval-found"[^>]*>(.*?)</span>')
+
+
+def test_search_all_texts_finds_chunks_answers_and_evidence(app_db: Path) -> None:
+    store = Store(app_db)
+    data = load_run_data(store, "bm25")
+    record = sample_query("q0003")
+    chunk_word = record["retrieved"][4]["text"].split()[3]
+    rows = dd.search_all_texts(store, data, chunk_word.upper())  # case-insensitive
+    assert dd.qidx_of(data, "q0003") in rows
+
+    # independent check: every query of the file whose texts hold the term, and no other
+    def holding(term: str) -> set[str]:
+        found = set()
+        for line in (REPO / "sample_runs" / "bm25.jsonl").read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            if "query_id" not in r:  # the header record
+                continue
+            texts = [r.get("query"), r.get("answer"), r.get("reference_answer"), r["query_id"]]
+            texts += [c.get("text") for c in r.get("retrieved") or []]
+            texts += list(r.get("evidence") or [])
+            if any(t and term.casefold() in t.casefold() for t in texts):
+                found.add(r["query_id"])
+        return found
+
+    for term in (chunk_word, "%", "_", "q001"):  # % and _ are plain characters, not patterns
+        rows = dd.search_all_texts(store, data, term)
+        assert {str(data.query_ids[i]) for i in rows} == holding(term), term
+    assert dd.search_all_texts(store, data, "zz_no_such_text_zz") == []
+
+
+def test_search_all_texts_in_the_page_outlines_the_term(
+    make_app: Callable[..., AppTest],
+) -> None:
+    record = sample_query("q0003")
+    word = record["evidence"][0].split()[2]
+    at = make_app("queries.py", run="bm25", q="q0003")
+    at.text_input(key="queries.search").set_value(word).run()
+    at.toggle(key="queries.search_all").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "q0003" in shown_ids(at)
+    cards = " ".join(m.value for m in at.markdown if 'class="rageval-chunk"' in m.value)
+    hits = [html.unescape(h) for h in FOUND.findall(cards)]
+    assert hits and all(h.casefold() == word.casefold() for h in hits)
+
+
+def test_found_ranges_and_escaping() -> None:
+    from dashboard.components.highlight import found_ranges
+
+    assert found_ranges("Abc abc ABC", "abc") == [(0, 3), (4, 7), (8, 11)]
+    assert found_ranges("abc", "  ") == []
+    out = highlight("<b>x</b> <b>", 0, 3, find="<b>")
+    assert "<b>" not in out and out.count('class="rageval-found"') == 2
