@@ -42,7 +42,7 @@ sorts = dd.sort_options(table)
 if ss.get(keys.QUERIES_SORT) not in sorts:  # k moved: the metric names changed with it
     ss[keys.QUERIES_SORT] = dd.WORST_FIRST
 
-c1, c2, c3, c4, c5 = st.columns([1.1, 1.2, 2, 2, 1.6], vertical_alignment="bottom")
+c1, c2, c3, c4, c5 = st.columns([1.5, 1.2, 1.8, 2, 1.5], vertical_alignment="bottom")
 failing_only = c1.toggle(
     "Failing only",
     key=keys.QUERIES_FAILING,
