@@ -29,7 +29,7 @@ from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import LeasedStore
 from rageval_core.store import StoreBusyError
-from rageval_core.store import default_path
+from rageval_core.store import default_path, reads
 
 #: borderline pairs fetched per setting (the Threshold page shows them a few at a time)
 TUNING_LIMIT = 200
@@ -430,6 +430,19 @@ def curves_t(
 
 
 # --- compare ---
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _shared_counts(run_id: int, content_hash: str, db: str | None, listed: Any) -> dict[int, int]:
+    return reads.shared_query_counts(store(), run_id)
+
+
+@calm
+def shared_counts(baseline: RunRecord, runs: Sequence[RunRecord]) -> dict[str, int]:
+    """{run name: queries it shares with baseline by query_id} for runs (cached per store state)."""
+    listed = tuple((r.run_id, r.content_hash) for r in runs)
+    counts = _shared_counts(baseline.run_id, baseline.content_hash, _db(), listed)
+    return {r.name: counts.get(r.run_id, 0) for r in runs}
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

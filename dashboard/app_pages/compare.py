@@ -47,7 +47,8 @@ if len(all_runs) < 2:
 by_name = {r.name: r for r in all_runs}
 settings = view.settings
 
-# --- which runs: the baseline follows the sidebar's run, candidates default to all others --------
+# --- which runs: the baseline follows the sidebar's run; candidates default to the newest runs
+# that share queries with it (a run that shares none is listed, never compared) -------------------
 if (
     ss.get(keys.COMPARE_SIDEBAR_RUN) != view.run.name
     or ss.get(keys.COMPARE_BASELINE) not in by_name
@@ -58,11 +59,16 @@ c1, c2 = st.columns([1, 3])
 baseline_name = c1.selectbox(
     "Baseline", list(by_name), key=keys.COMPARE_BASELINE, help="defaults to the sidebar's run"
 )
+baseline = by_name[baseline_name]
 others = [n for n in by_name if n != baseline_name]
+shared = state.shared_counts(baseline, [by_name[n] for n in others])
+# newest first (the store lists runs oldest first)
+comparable = [n for n in reversed(others) if shared[n] > 0]
 previous = ss.get(keys.COMPARE_PREV_BASELINE)
 chosen = ss.get(keys.COMPARE_CANDIDATES)
-if chosen is None:
-    chosen = others[: keys.COMPARE_MAX_CANDIDATES]
+if chosen is None:  # the newest that share queries, shown in the store's order
+    newest = set(comparable[: keys.COMPARE_MAX_CANDIDATES])
+    chosen = [n for n in others if n in newest]
 else:  # a new baseline that was a candidate swaps places with the old baseline
     chosen = [previous if c == baseline_name else c for c in chosen]
 ss[keys.COMPARE_CANDIDATES] = list(dict.fromkeys(c for c in chosen if c in others))[
@@ -75,10 +81,30 @@ candidate_names = c2.multiselect(
     key=keys.COMPARE_CANDIDATES,
     max_selections=keys.COMPARE_MAX_CANDIDATES,
     placeholder="pick up to four runs",
-    help="each is compared with the baseline on the queries all the runs share",
+    format_func=lambda n: n if shared[n] else f"{n} (shares no query)",
+    help="each is compared with the baseline on the queries all the chosen runs share; "
+    "the newest runs that share queries with the baseline come first",
 )
-baseline = by_name[baseline_name]
-candidates = [by_name[n] for n in candidate_names]
+cannot = [n for n in candidate_names if not shared[n]]
+if cannot:
+    st.warning(
+        escape_text(
+            f"Left out: {', '.join(cannot)} share{'s' if len(cannot) == 1 else ''} no query_id "
+            f"with the baseline {baseline_name}, so there is nothing to pair.",
+            one_line=True,
+        )
+    )
+candidates = [by_name[n] for n in candidate_names if shared[n]]
+if candidates:
+    st.caption(
+        escape_text(
+            "Queries each candidate shares with the baseline ("
+            + f"{baseline.n_queries:,} queries): "
+            + ", ".join(f"{r.name} {shared[r.name]:,}" for r in candidates)
+            + ".",
+            one_line=True,
+        )
+    )
 
 
 def run_view(record: RunRecord) -> keys.View:

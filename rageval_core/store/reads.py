@@ -132,6 +132,19 @@ def text_search(store: Store, run_id: int, needle: str) -> list[int]:
     return sorted(int(r[0]) for r in rows)
 
 
+def shared_query_counts(store: Store, run_id: int) -> dict[int, int]:
+    """{run_id: how many of its query ids run_id also holds}, for every stored run (0 included)."""
+    with store._cursor() as cur:
+        rows = cur.execute(
+            "SELECT r.run_id, count(b.query_id) FROM runs r "
+            "LEFT JOIN queries q ON q.run_id = r.run_id "
+            "LEFT JOIN (SELECT DISTINCT query_id FROM queries WHERE run_id = ?) b "
+            "ON b.query_id = q.query_id GROUP BY r.run_id",
+            [run_id],
+        ).fetchall()
+    return {int(r): int(n) for r, n in rows}
+
+
 def query_texts(store: Store, run_id: int) -> list[str | None]:
     """The query texts of the run in qidx order (None where a query has none)."""
     with store._cursor() as cur:

@@ -247,15 +247,22 @@ def test_one_run_store_says_so(make_app: Callable[..., AppTest], tmp_path: Path)
     assert not at.dataframe
 
 
-def test_disjoint_query_sets_show_the_cores_message(
+def test_a_run_sharing_no_query_is_listed_not_an_error_page(
     make_app: Callable[..., AppTest], tmp_path: Path
 ) -> None:
+    """A run that shares no query with the baseline is not a default candidate, is listed as
+    such, and when picked anyway is left out with a notice: never an error page."""
     at = make_app(PAGE, db=one_store(tmp_path, SAMPLES[0], TINY))
     assert not at.exception, [e.value for e in at.exception]
-    assert len(at.error) == 1
-    message = at.error[0].value
-    assert "These runs cannot be compared" in message and "share no query" in message
+    assert len(at.error) == 0
+    picker = at.multiselect(key="compare.candidates")
+    assert picker.value == []  # nothing shares queries with the baseline: nothing chosen
+    assert any("(shares no query)" in o for o in picker.options)
     assert not any("rageval-summary" in m for m in markdown(at))
+    picker.select(picker.options[0]).run()
+    assert not at.exception and len(at.error) == 0
+    (notice,) = [w.value for w in at.warning if "Left out" in w.value]
+    assert "no query" in notice and "nothing to pair" in notice
 
 
 def test_significance_marks_follow_the_metrics_direction(reference: Comparison) -> None:
@@ -315,3 +322,19 @@ def test_user_text_is_inert_in_messages() -> None:
     assert html.unescape(md).replace("\u200b", "") == hostile  # the same to the eye
     block = escape_text(hostile)
     assert "<script>" not in block and "&#60;script&#62;" in block and "$" not in block
+
+
+def test_defaults_are_the_runs_that_share_queries_with_the_baseline(
+    make_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
+    at = make_app(PAGE, db=one_store(tmp_path, SAMPLES[0], TINY, SAMPLES[1]), run="bm25")
+    assert not at.exception, [e.value for e in at.exception]
+    picker = at.multiselect(key="compare.candidates")
+    assert picker.value == [SAMPLES[1].stem]  # the newest run sharing queries, not TINY's
+    assert any(o.endswith("(shares no query)") for o in picker.options)
+    assert any(
+        f"Queries each candidate shares with the baseline (360 queries): {SAMPLES[1].stem} 360"
+        in html.unescape(c.value)
+        for c in at.caption
+    )
+    assert any("rageval-summary" in m for m in markdown(at))  # the comparison is shown
