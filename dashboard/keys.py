@@ -25,6 +25,7 @@ PUNCT, ARTICLES = URL_KEYS["strip_punct"], URL_KEYS["strip_articles"]
 RELEVANCE = URL_KEYS["relevance"]
 CUT = URL_KEYS["score_threshold"]
 CUT_ON = BY_NAME["score_threshold"].url_switch
+JUDGED_ONLY = URL_KEYS["judged_only"]
 #: the query opened on the Queries page (?q=<query_id>)
 QUERY_PARAM = "q"
 

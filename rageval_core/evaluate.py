@@ -27,6 +27,7 @@ from rageval_core.model import ParsedRun
 from rageval_core.metrics.arrays import (
     RankedLabels,
     check_rel_level,
+    judged_only,
     ranked_labels_from_relevant,
     ranked_labels_from_rows,
 )
@@ -71,6 +72,7 @@ class Settings:
     score_threshold: float | None = DEFAULTS["score_threshold"]  # drop chunks scored below this
     rel_level: int = DEFAULTS["rel_level"]
     complete: bool = DEFAULTS["complete"]
+    judged_only: bool = DEFAULTS["judged_only"]
     #: a seed-parity preset's metrics instead of rageval's, and the rules they read
     #: (rageval_core.presets, rageval_core.parity)
     preset: str | None = DEFAULTS["preset"]
@@ -142,10 +144,11 @@ class Settings:
             "score_threshold": self.score_threshold,
             "rel_level": self.rel_level,
             "complete": self.complete,
-            # the preset and its rules only when set: reports without them read as before
+            # judged_only, the preset and its rules only when set: reports without them read
+            # as before
             **{
                 name: getattr(self, name)
-                for name in ("preset", *RULES)
+                for name in ("judged_only", "preset", *RULES)
                 if getattr(self, name) != DEFAULTS[name]
             },
         }
@@ -234,7 +237,12 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
         )
         order, n_ret = _cut_order(data, s.score_threshold)
         labels = data.labels if order is None else np.take_along_axis(data.labels, order, axis=1)
-        labels = np.where(np.arange(data.depth)[None, :] < n_ret[:, None], labels, 0)
+        inside = np.arange(data.depth)[None, :] < n_ret[:, None]
+        labels = np.where(inside, labels, 0)
+        judged = None
+        if data.judged is not None:
+            judged = data.judged if order is None else np.take_along_axis(data.judged, order, 1)
+            judged = np.where(inside, judged, 0).astype(np.int8)[rows]
         arrays = RankedLabels(
             query_ids=tuple(data.query_ids[rows]),
             labels=labels[rows],
@@ -242,10 +250,13 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
             n_rel=full.n_rel[rows],
             ideal=full.ideal[rows],
             rel_level=s.rel_level,
+            judged=judged,
+            n_judged=None if full.n_judged is None else full.n_judged[rows],
         )
-        return arrays, rows
+        # trec_eval -J: the unjudged documents leave the ranking before any measure reads it
+        return (judged_only(arrays) if s.judged_only else arrays), rows
 
-    key = ("ids", s.rel_level, s.complete, s.score_threshold)
+    key = ("ids", s.rel_level, s.complete, s.score_threshold, s.judged_only)
     return memo(data, key, make)  # type: ignore[no-any-return]
 
 

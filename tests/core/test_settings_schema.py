@@ -59,9 +59,11 @@ FLAGS = {
     "--keep-whitespace": (None, None, None),
     "--plain-similarity": (None, None, None),
     "--no-gold-scores-zero": (None, None, None),
+    "--judged-only": (None, None, None),
 }
 #: the query parameters of shared links: never renamed
 URL_KEYS = {"k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance"}
+URL_KEYS |= {"judged"}  # judged_only, added after the schema
 
 
 def nested_value(s: Settings, name: str) -> Any:
@@ -308,7 +310,8 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:] == (None, False, False, False, "k", *[False] * 4)
+    assert keys.settings_key(Settings())[9:-1] == (None, False, False, False, "k", *[False] * 4)
+    assert keys.settings_key(Settings())[-1] is False  # judged_only, added last
     s = Settings(
         k=3,
         threshold=0.55,
@@ -330,6 +333,7 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.RELEVANCE,
         keys.CUT,
         keys.CUT_ON,
+        keys.JUDGED_ONLY,
     } == URL_KEYS
     assert keys.RUN == "run"
 
