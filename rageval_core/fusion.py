@@ -1,4 +1,4 @@
-"""Rank fusion of several runs into one, as ranx's ``fuse`` computes it (docs/formats.md, "Fused runs").
+"""Rank fusion of several runs into one, as ranx's ``fuse`` computes it (docs/outputs.md).
 
 Methods (per query, over the runs that retrieved something for it):
 
