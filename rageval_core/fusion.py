@@ -141,7 +141,8 @@ def fuse_queries(
                 query_id=qid,
                 retrieved=retrieved if lists else None,
                 query=_first(found, "query"),
-                relevance=_first(found, "relevance"),
+                # {} is "judged, nothing relevant" (still scored), None "no qrels"
+                relevance=next((q.relevance for q in found if q.relevance is not None), None),
                 evidence=_first(found, "evidence") or (),
                 reference_answer=_first(found, "reference_answer"),
                 tags=_first(found, "tags") or {},
@@ -159,7 +160,7 @@ def fuse_queries(
 
 
 def _first(found: Sequence[Query], field: str) -> Any:
-    """The field of the first query that has it (not None, not empty)."""
+    """The field of the first query that has it (neither None nor empty)."""
     for q in found:
         value = getattr(q, field)
         if value is not None and value != () and value != {}:

@@ -89,6 +89,25 @@ def test_by_hand() -> None:
     assert repeated["y"] == pytest.approx(1 / 2 + 1 / 1)  # x's second copy takes no rank
 
 
+def test_what_a_fused_query_keeps() -> None:
+    a = [
+        Query("q1", (Chunk("x", text=None, score=1.0),), relevance={}, tags={"t": "1"}),
+        Query("q2", None, relevance={"y": 1}),  # judged, absent from run a
+    ]
+    b = [
+        Query("q1", (Chunk("x", text="from b", score=2.0),), query="text", relevance={"x": 1}),
+        Query("q3", (Chunk("z", score=1.0),)),
+    ]
+    fused = {q.query_id: q for q in fuse_queries([("a", a), ("b", b)], "rrf").queries}
+    assert list(fused) == ["q1", "q2", "q3"]
+    # {} (judged, nothing relevant) is kept over a later run's qrels: it is not "no qrels"
+    assert fused["q1"].relevance == {} and fused["q1"].query == "text"
+    assert fused["q1"].tags == {"t": "1"}
+    assert fused["q1"].retrieved is not None and fused["q1"].retrieved[0].text == "from b"
+    assert fused["q2"].retrieved is None and fused["q2"].relevance == {"y": 1}
+    assert fused["q3"].relevance is None
+
+
 def test_refusals() -> None:
     with pytest.raises(UsageError, match="method"):
         fuse_rankings([], "borda")
