@@ -107,6 +107,11 @@ class Settings:
             value, choices = getattr(self, name), BY_NAME[name].choices
             if value is not None and value not in choices:
                 raise UsageError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        if self.judged_only and self.preset is not None:  # refused, not silently ignored
+            raise UsageError(
+                "--judged-only applies to rageval's ranking metrics; a preset's metrics do not "
+                "read it"
+            )
         rules = [BY_NAME[n].flag for n in RULES if getattr(self, n) != DEFAULTS[n]]
         if rules and self.preset is None:  # refused, not silently ignored
             raise UsageError(

@@ -1,7 +1,8 @@
 """A run's report where other tools read it: a Parquet per-query table, an MLflow run.
 
 MLflow (the optional ``rageval[mlflow]`` extra, mlflow-skinny) gets one MLflow run per export:
-every run value as a metric (its name made MLflow-safe: MLFLOW_NAMES), every setting and the
+every run value as a metric (its name made MLflow-safe: mlflow_name), the latency percentiles,
+token totals and cost as metrics too (ops_metrics), every setting and the
 run's own retriever settings as params, and as artifacts the per-query table (per_query.csv) and
 the whole report (report.json, as ``rageval evaluate --json --per-query`` prints it). Nothing is
 sent anywhere but the tracking URI the user names (or MLflow's own default).
@@ -78,6 +79,24 @@ def per_query_csv(report: Any) -> str:
     return out.getvalue()
 
 
+def ops_metrics(ops: Mapping[str, Any]) -> dict[str, float]:
+    """The report's latency percentiles, token counts and cost as flat metric names:
+    latency_ms.<stage>.<p50|p90|p95|p99|mean>, tokens.<kind>.total, cost_usd.total|per_query."""
+    out: dict[str, float] = {}
+    for stage, stats in (ops.get("latency_ms") or {}).items():
+        for key in ("mean", "p50", "p90", "p95", "p99"):
+            if stats.get(key) is not None:
+                out[f"latency_ms.{stage}.{key}"] = float(stats[key])
+    for kind, stats in (ops.get("tokens") or {}).items():
+        if stats.get("total") is not None:
+            out[f"tokens.{kind}.total"] = float(stats["total"])
+    cost = ops.get("cost_usd") or {}
+    for key in ("total", "per_query"):
+        if cost.get(key) is not None:
+            out[f"cost_usd.{key}"] = float(cost[key])
+    return out
+
+
 def mlflow_params(report: Any, run_settings: Mapping[str, Any]) -> dict[str, str]:
     """The params of an MLflow export: the evaluation settings, then the run's own settings
     (prefixed run.), each as text cut to MLflow's limit."""
@@ -128,11 +147,9 @@ def export_mlflow(
         )
         run_id = run.info.run_id
         now = int(time.time() * 1000)
-        metrics = [
-            Metric(mlflow_name(k), float(v), now, 0)
-            for k, v in report.metrics.items()
-            if not math.isnan(v)
-        ]
+        values = {k: v for k, v in report.metrics.items() if not math.isnan(v)}
+        values.update(ops_metrics(report.ops))
+        metrics = [Metric(mlflow_name(k), float(v), now, 0) for k, v in values.items()]
         params = [Param(k, v) for k, v in mlflow_params(report, run_settings).items()]
         tags = [RunTag("rageval.metric_names", json.dumps(list(report.metrics)))]
         for start in range(0, max(len(metrics), len(params), 1), 100):  # log_batch's limits

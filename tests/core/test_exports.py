@@ -71,7 +71,19 @@ def test_mlflow_run_reads_back_with_mlflows_client(db: Path, tmp_path: Path) -> 
             "evaluate", "hybrid_rerank", "--metrics", METRICS, "--k", "7", "--json", db=db
         ).stdout
     )
-    assert run.data.metrics == {mlflow_name(k): v for k, v in expected["metrics"].items()}
+    ops = expected["ops"]
+    assert run.data.metrics == {
+        **{mlflow_name(k): v for k, v in expected["metrics"].items()},
+        **{
+            f"latency_ms.{stage}.{p}": stats[p]
+            for stage, stats in ops["latency_ms"].items()
+            for p in ("mean", "p50", "p90", "p95", "p99")
+        },
+        **{f"tokens.{kind}.total": stats["total"] for kind, stats in ops["tokens"].items()},
+        "cost_usd.total": ops["cost_usd"]["total"],
+        "cost_usd.per_query": ops["cost_usd"]["per_query"],
+    }
+    assert "latency_ms.rerank.p95" in run.data.metrics  # the sample run's three stages
     assert run.data.params["k"] == "7" and run.data.params["scorer"] == "partial"
     assert json.loads(run.data.tags["rageval.metric_names"]) == list(expected["metrics"])
     assert {a.path for a in client.list_artifacts(run_id)} == {"per_query.csv", "report.json"}

@@ -174,6 +174,13 @@ def test_measures_that_need_judgements_say_so() -> None:
         judged_only(blind)
 
 
+def test_judged_only_is_refused_beside_a_preset() -> None:
+    from rageval_core.evaluate import Settings
+
+    with pytest.raises(UsageError, match="judged-only"):
+        Settings(preset="tat-rag", judged_only=True).check()
+
+
 def test_evidence_labels_judge_every_retrieved_chunk() -> None:
     mask = np.array([[True, False], [False, True], [True, False]])  # ranks x queries
     arrays = ranked_labels_from_relevant(["a", "b"], mask, np.array([3, 2]))
