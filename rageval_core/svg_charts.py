@@ -13,8 +13,9 @@ from html import escape
 
 #: one colour per series (colour-blind safe, Okabe-Ito), repeated past eight
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-WIDTH, HEIGHT = 440, 260
+WIDTH, HEIGHT = 440, 260  # the plot and its axes; the legend adds rows below
 LEFT, RIGHT, TOP, BOTTOM = 48, 12, 28, 40
+LEGEND_COLUMNS, LEGEND_ROW = 3, 14
 
 
 def _fmt(value: float) -> str:
@@ -57,9 +58,11 @@ def line_chart(
     def py(y: float) -> float:
         return TOP + (1 - (y - y_lo) / (y_hi - y_lo)) * plot_h
 
+    legend_rows = -(-len(series) // LEGEND_COLUMNS)
+    total_h = HEIGHT + LEGEND_ROW * legend_rows
     parts = [
-        f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
-        f'height="{HEIGHT}">',
+        f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} {total_h}" width="{WIDTH}" '
+        f'height="{total_h}">',
         f"<title>{escape(title)}</title>",
         f'<text x="{LEFT}" y="16" class="chart-title">{escape(title)}</text>',
         f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" class="plot"/>',
@@ -101,14 +104,16 @@ def line_chart(
                     f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.4" fill="{colour}">'
                     f"<title>{escape(name)}: {escape(x_label)} {_fmt(x)} -> {_fmt(y)}</title></circle>"
                 )
-    # the legend, top right, one line per series
+    # the legend, under the axis label (never over the lines), three entries a row
+    column_w = (WIDTH - 2 * 8) / LEGEND_COLUMNS
     for i, (name, _) in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
-        y = TOP + 10 + 13 * i
-        short = name if len(name) <= 28 else name[:27] + "…"
+        x = 8 + column_w * (i % LEGEND_COLUMNS)
+        y = HEIGHT + LEGEND_ROW * (i // LEGEND_COLUMNS) + 4
+        short = name if len(name) <= 24 else name[:23] + "…"
         parts.append(
-            f'<rect x="{LEFT + plot_w - 150}" y="{y - 7}" width="9" height="9" fill="{colour}"/>'
-            f'<text x="{LEFT + plot_w - 137}" y="{y + 1}" class="legend">{escape(short)}</text>'
+            f'<rect x="{x:.1f}" y="{y - 8}" width="9" height="9" fill="{colour}"/>'
+            f'<text x="{x + 13:.1f}" y="{y}" class="legend">{escape(short)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
