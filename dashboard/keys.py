@@ -32,6 +32,7 @@ PRESET = URL_KEYS["preset"]
 PRESET_SETTINGS = tuple(
     s.name for s in SETTINGS if s.url_key is not None and s.name not in ("k", "preset", "relevance")
 )
+JUDGED_ONLY = URL_KEYS["judged_only"]
 #: the query opened on the Queries page (?q=<query_id>)
 QUERY_PARAM = "q"
 

@@ -23,7 +23,14 @@ from rageval_core.store import RunRecord
 #: the settings at the sidebar's top, then those in its "Matching and cut-off" expander; a
 #: setting without a URL key (rel_level, complete) has no widget and keeps its default here
 TOP = ("k", "threshold", "relevance")
-MATCHING = ("scorer", "strip_punct", "strip_articles", "numbers_must_match", "score_threshold")
+MATCHING = (
+    "scorer",
+    "strip_punct",
+    "strip_articles",
+    "numbers_must_match",
+    "score_threshold",
+    "judged_only",
+)
 MATCHING_TITLE = "Matching and cut-off"
 #: choices shown as a row of radio buttons (few, and worth seeing at once) instead of a select box
 RADIO = ("relevance",)

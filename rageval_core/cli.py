@@ -13,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from rageval_core import cli_outputs
 from rageval_core.cli_presets import print_explanation
 from rageval_core.cli_settings import (
     add_settings_arguments,
@@ -194,15 +195,6 @@ def cmd_delete(args: argparse.Namespace) -> int:
         run = store.run(args.run)
         store.delete(run.run_id)
     print(f"deleted {run.name}")
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from rageval_core.importing import export_native
-
-    with _store(args) as store:
-        n = export_native(store, args.run, Path(args.to))
-    print(f"exported {n} queries to {args.to}")
     return 0
 
 
@@ -416,11 +408,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run name or id")
     p.set_defaults(func=cmd_delete)
 
-    p = sub.add_parser("export", parents=[common], help="write a run back as native JSONL")
-    p.add_argument("run", help="run name or id")
-    p.add_argument("--to", required=True, metavar="FILE", help="output .jsonl file")
-    p.set_defaults(func=cmd_export)
-
     p = sub.add_parser(
         "demo",
         parents=[common],
@@ -518,6 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.set_defaults(func=cmd_gate)
 
+    cli_outputs.add_parser(sub, common)  # fuse, report, export; compare --table
     p = sub.add_parser("dashboard", parents=[common], help="start the dashboard")
     p.add_argument("--port", type=int, default=8501, help="(default: 8501)")
     p.add_argument(

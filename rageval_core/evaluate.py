@@ -27,6 +27,7 @@ from rageval_core.model import ParsedRun
 from rageval_core.metrics.arrays import (
     RankedLabels,
     check_rel_level,
+    judged_only,
     ranked_labels_from_relevant,
     ranked_labels_from_rows,
 )
@@ -81,6 +82,7 @@ class Settings:
     score_threshold: float | None = DEFAULTS["score_threshold"]  # drop chunks scored below this
     rel_level: int = DEFAULTS["rel_level"]
     complete: bool = DEFAULTS["complete"]
+    judged_only: bool = DEFAULTS["judged_only"]
     #: a seed-parity preset's metrics instead of rageval's, and the rules they read
     #: (rageval_core.presets, rageval_core.parity)
     preset: str | None = DEFAULTS["preset"]
@@ -115,6 +117,11 @@ class Settings:
             value, choices = getattr(self, name), BY_NAME[name].choices
             if value is not None and value not in choices:
                 raise UsageError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        if self.judged_only and self.preset is not None:  # refused, not silently ignored
+            raise UsageError(
+                "--judged-only applies to rageval's ranking metrics; a preset's metrics do not "
+                "read it"
+            )
         rules = [BY_NAME[n].flag for n in RULES if getattr(self, n) != DEFAULTS[n]]
         if rules and self.preset is None:  # refused, not silently ignored
             raise UsageError(
@@ -152,11 +159,11 @@ class Settings:
             "score_threshold": self.score_threshold,
             "rel_level": self.rel_level,
             "complete": self.complete,
-            # the guard, the preset and its rules only when set: reports without them read as
-            # before
+            # the guard, judged_only, the preset and its rules only when set: reports without
+            # them read as before
             **{
                 name: getattr(self, name)
-                for name in ("numbers_must_match", "preset", *RULES)
+                for name in ("numbers_must_match", "judged_only", "preset", *RULES)
                 if getattr(self, name) != DEFAULTS[name]
             },
         }
@@ -249,7 +256,12 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
         )
         order, n_ret = _cut_order(data, s.score_threshold)
         labels = data.labels if order is None else np.take_along_axis(data.labels, order, axis=1)
-        labels = np.where(np.arange(data.depth)[None, :] < n_ret[:, None], labels, 0)
+        inside = np.arange(data.depth)[None, :] < n_ret[:, None]
+        labels = np.where(inside, labels, 0)
+        judged = None
+        if data.judged is not None:
+            judged = data.judged if order is None else np.take_along_axis(data.judged, order, 1)
+            judged = np.where(inside, judged, 0).astype(np.int8)[rows]
         arrays = RankedLabels(
             query_ids=tuple(data.query_ids[rows]),
             labels=labels[rows],
@@ -257,10 +269,13 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
             n_rel=full.n_rel[rows],
             ideal=full.ideal[rows],
             rel_level=s.rel_level,
+            judged=judged,
+            n_judged=None if full.n_judged is None else full.n_judged[rows],
         )
-        return arrays, rows
+        # trec_eval -J: the unjudged documents leave the ranking before any measure reads it
+        return (judged_only(arrays) if s.judged_only else arrays), rows
 
-    key = ("ids", s.rel_level, s.complete, s.score_threshold)
+    key = ("ids", s.rel_level, s.complete, s.score_threshold, s.judged_only)
     return memo(data, key, make)  # type: ignore[no-any-return]
 
 

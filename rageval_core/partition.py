@@ -45,6 +45,7 @@ from rageval_core.matching import score_pairs
 from rageval_core.metrics import registry
 from rageval_core.metrics.arrays import (
     RankedLabels,
+    judged_only,
     ranked_labels_from_relevant,
     ranked_labels_from_rows,
 )
@@ -293,6 +294,7 @@ class _Partition:
     chunk_q: Ints  # one entry per retrieved chunk: its query ...
     chunk_rank: Ints  # ... its 0-based rank
     chunk_label: NDArray[np.int32]  # ... its label (at its document's first rank only)
+    chunk_judged: NDArray[np.int8]  # ... JUDGED, POOLED or NOT_IN_QRELS (metrics.arrays)
     chunk_text: list[str | None]
     judged_q: Ints  # one entry per (query, judged document)
     judged_label: NDArray[np.int32]
@@ -456,7 +458,7 @@ def _read(table: pa.Table, source: str, threads: int = 1) -> _Partition:
     depth = int(n_ret.max()) if n else 0
     chunk_score = np.full((n, depth), np.nan)
     chunk_score[chunk_q, chunk_rank] = score_np
-    chunk_label, judged_q, judged_label, pairs = _stage(
+    chunk_label, chunk_judged, judged_q, judged_label, pairs = _stage(
         chunk_q,
         chunk_rank,
         doc_id,
@@ -479,6 +481,7 @@ def _read(table: pa.Table, source: str, threads: int = 1) -> _Partition:
         chunk_q=chunk_q,
         chunk_rank=chunk_rank,
         chunk_label=chunk_label,
+        chunk_judged=chunk_judged,
         chunk_text=text.to_pylist(),
         judged_q=judged_q,
         judged_label=judged_label,
@@ -501,7 +504,7 @@ def _stage(
     ids: pa.Array,
     span_q: Ints,
     threads: int = 1,
-) -> tuple[NDArray[np.int32], Ints, NDArray[np.int32], tuple[Ints, Ints]]:
+) -> tuple[NDArray[np.int32], NDArray[np.int8], Ints, NDArray[np.int32], tuple[Ints, Ints]]:
     """The relational steps in an in-memory DuckDB: qrels merge, chunk labels, pairs.
 
     As the native reader and the store do it: relevance wins over relevant_ids for an id in
@@ -537,10 +540,13 @@ def _stage(
         )
         judged = con.execute("SELECT q, label FROM judged ORDER BY q").fetchnumpy()
         labels = con.execute(
-            "SELECT CASE WHEN row_number() OVER (PARTITION BY c.q, c.doc_id ORDER BY c.rank) = 1"
-            "            THEN coalesce(j.label, 0) ELSE 0 END AS label"
-            " FROM chunk_rows c LEFT JOIN judged j ON j.q = c.q AND j.doc_id = c.doc_id"
-            " ORDER BY c.i"
+            "SELECT CASE WHEN first THEN coalesce(label, 0) ELSE 0 END AS label,"
+            "       CASE WHEN NOT first OR label IS NULL THEN 0 WHEN label >= 0 THEN 1 ELSE -1 END"
+            "       AS judged"
+            " FROM (SELECT c.i, j.label, row_number() OVER (PARTITION BY c.q, c.doc_id"
+            "       ORDER BY c.rank) = 1 AS first"
+            "       FROM chunk_rows c LEFT JOIN judged j ON j.q = c.q AND j.doc_id = c.doc_id)"
+            " ORDER BY i"
         ).fetchnumpy()
         pairs = con.execute(
             "SELECT c.i AS chunk, s.i AS span FROM chunk_rows c JOIN span_rows s ON s.q = c.q"
@@ -552,6 +558,7 @@ def _stage(
         con.close()
     return (
         np.asarray(labels["label"], dtype=np.int32),  # in int32's range: checked in _read
+        np.asarray(labels["judged"], dtype=np.int8),
         np.asarray(judged["q"], dtype=np.int64),
         np.asarray(judged["label"], dtype=np.int32),
         (np.asarray(pairs["chunk"], dtype=np.int64), np.asarray(pairs["span"], dtype=np.int64)),
@@ -583,8 +590,9 @@ def _id_labels(part: _Partition, s: Settings) -> tuple[RankedLabels, Ints]:
         position[part.judged_q[judged]],
         part.judged_label[judged],
         rel_level=s.rel_level,
+        ret_judged=part.chunk_judged[keep],
     )
-    return arrays, selected
+    return (judged_only(arrays) if s.judged_only else arrays), selected
 
 
 def _coverage(part: _Partition, s: Settings, workers: int) -> Coverage:

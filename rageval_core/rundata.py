@@ -49,6 +49,9 @@ class RunData:
     tokens_q: Ints  # one row per (query, kind)
     tokens_kind: NDArray[np.str_]
     tokens_n: Ints
+    #: (n, depth) what the qrels say of the chunk at each rank (metrics.arrays: JUDGED, POOLED
+    #: or NOT_IN_QRELS); None: not known (Bpref, Judged@k and judged_only then refuse)
+    judged: NDArray[np.int8] | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -129,6 +132,9 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
     # a negative label is "judged, never relevant" (trec_eval): gain 0, as RankedLabels expects
     lab = t.labels
     labels[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.maximum(_ints(lab, "rel"), 0)
+    # judged (1) or in the pool with a negative label (-1); 0: not in the qrels (JUDGED etc.)
+    judged = np.zeros((n, depth), dtype=np.int8)
+    judged[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.where(_ints(lab, "rel") >= 0, 1, -1)
     chunk_score = np.full((n, depth), np.nan)
     chunk_score[cq, cr] = _floats(t.chunks.column("score"))
     n_ret = np.bincount(cq, minlength=n).astype(np.int64)
@@ -162,6 +168,7 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
         tokens_q=_ints(t.tokens, "qidx"),
         tokens_kind=_names(t.tokens.column("kind")),
         tokens_n=_ints(t.tokens, "n"),
+        judged=judged,
     )
 
 

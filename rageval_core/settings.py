@@ -268,6 +268,17 @@ SETTINGS: tuple[Setting, ...] = (
         "--no-gold-scores-zero",
         "Queries without gold score 0",
     ),
+    # added after the schema: last, so the dashboard's cache keys keep their order
+    Setting(
+        "judged_only",
+        bool,
+        False,
+        "remove unjudged documents (not in the qrels, or a negative label) from each ranking "
+        "before scoring, as trec_eval -J",
+        "--judged-only",
+        "Judged documents only",
+        url_key="judged",
+    ),
 )
 
 #: the settings that are rules of the preset metrics (not read by rageval's own metrics)

@@ -9,6 +9,7 @@ run queries without qrels are skipped; judged queries absent from the run are sk
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,11 @@ class RankedLabels:
     negatives clipped to 0 and padded with 0: the best possible ranking, for nDCG's ideal DCG.
     n_rel counts the judged documents with label >= rel_level. Labels are int32 or float64 as
     read; binary labels built from a mask (ranked_labels_from_relevant) are int8.
+    judged[q, r] tells what the qrels say of the document at rank r+1 (the measures that read
+    unjudged documents apart from non-relevant ones: Bpref, Judged@k, judged_only): JUDGED (a
+    label >= 0), POOLED (a negative label: in the qrels, judged by nobody, as trec_eval reads
+    it) or NOT_IN_QRELS (also past the end of the list); None when the builder did not know.
+    n_judged counts the query's qrels lines with a label >= 0 (retrieved or not); None likewise.
     eq=False keeps identity hashing, so derived arrays can be cached per instance.
     """
 
@@ -39,6 +45,8 @@ class RankedLabels:
     n_rel: NDArray[np.int64]  # (n_queries,) judged docs with label >= rel_level
     ideal: NDArray[np.integer[Any]] | NDArray[np.float64]  # (n_queries, max judged per query)
     rel_level: int = 1
+    judged: NDArray[np.int8] | None = None  # (n_queries, depth): JUDGED, POOLED or NOT_IN_QRELS
+    n_judged: NDArray[np.int64] | None = None  # (n_queries,) qrels lines with a label >= 0
 
     def __post_init__(self) -> None:
         n = len(self.query_ids)
@@ -48,7 +56,19 @@ class RankedLabels:
             raise ValueError("labels and ideal need one row per query id")
         if self.n_ret.shape != (n,) or self.n_rel.shape != (n,):
             raise ValueError("n_ret and n_rel need one value per query id")
+        if self.judged is not None and self.judged.shape != self.labels.shape:
+            raise ValueError("judged must have the labels' shape")
+        if self.n_judged is not None and self.n_judged.shape != (n,):
+            raise ValueError("n_judged needs one value per query id")
         check_rel_level(self.rel_level)
+
+    def judgements(self, measure: str) -> tuple[NDArray[np.int8], NDArray[np.int64]]:
+        """(judged, n_judged), or a UsageError naming the measure when they are not known."""
+        if self.judged is None or self.n_judged is None:
+            raise UsageError(
+                f"{measure} needs to know which documents are judged: these labels do not say"
+            )
+        return self.judged, self.n_judged
 
     @property
     def n_queries(self) -> int:
@@ -58,6 +78,10 @@ class RankedLabels:
     def depth(self) -> int:
         """The longest ranked list (the labels' width)."""
         return int(self.labels.shape[1])
+
+
+#: values of RankedLabels.judged
+NOT_IN_QRELS, POOLED, JUDGED = 0, -1, 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +122,7 @@ def ranked_labels_from_queries(
     ret_query: list[int] = []
     ret_label: list[int] = []
     ret_rank: list[int] = []
+    ret_judged: list[int] = []
     judged_query: list[int] = []
     judged_label: list[int] = []
     skipped = missing = 0
@@ -123,7 +148,9 @@ def ranked_labels_from_queries(
             docs_seen.add(chunk.doc_id)
             ret_query.append(index)
             ret_rank.append(rank)
-            ret_label.append(0 if repeated else relevance.get(chunk.doc_id, 0))
+            label = None if repeated else relevance.get(chunk.doc_id)
+            ret_label.append(0 if label is None else label)
+            ret_judged.append(NOT_IN_QRELS if label is None else JUDGED if label >= 0 else POOLED)
         judged_query.extend([index] * len(relevance))
         judged_label.extend(relevance.values())
     arrays = ranked_labels_from_rows(
@@ -134,6 +161,7 @@ def ranked_labels_from_queries(
         np.asarray(judged_query, dtype=np.int64),
         np.asarray(judged_label, dtype=np.int32),
         rel_level=rel_level,
+        ret_judged=np.asarray(ret_judged, dtype=np.int8),
     )
     return arrays, QuerySelection(skipped, missing, complete)
 
@@ -146,6 +174,7 @@ def ranked_labels_from_rows(
     judged_query: ArrayLike,
     judged_label: ArrayLike,
     rel_level: int = 1,
+    ret_judged: ArrayLike | None = None,
 ) -> RankedLabels:
     """Build RankedLabels from flat rows, e.g. straight from a DuckDB result.
 
@@ -153,6 +182,8 @@ def ranked_labels_from_rows(
     ret_label (0 or any value for unjudged); rows may be given only for judged documents plus
     the last rank of each list, since n_ret is the highest rank seen. Judged rows: judged_query
     and judged_label, one per qrels line of the selected queries. Negative labels become 0.
+    ret_judged (JUDGED, POOLED or NOT_IN_QRELS per retrieved row) fills RankedLabels.judged;
+    without it judged stays None.
     """
     check_rel_level(rel_level)
     n = len(query_ids)
@@ -189,6 +220,13 @@ def ranked_labels_from_rows(
         rows = jq[order]
         ideal[rows, np.arange(order.size) - starts[rows]] = gains[order]
     n_rel = np.bincount(jq, weights=(jl >= rel_level), minlength=n).astype(np.int64)
+    judged = None
+    if ret_judged is not None:
+        rj = np.asarray(ret_judged, dtype=np.int8)
+        if rj.shape != rq.shape:
+            raise ValueError("ret_judged needs one value per retrieved row")
+        judged = np.zeros((n, depth), dtype=np.int8)
+        judged[rq, rr - 1] = rj
     return RankedLabels(
         query_ids=tuple(query_ids),
         labels=labels,
@@ -196,6 +234,8 @@ def ranked_labels_from_rows(
         n_rel=n_rel,
         ideal=ideal,
         rel_level=int(rel_level),
+        judged=judged,
+        n_judged=np.bincount(jq, weights=(jl >= 0), minlength=n).astype(np.int64),
     )
 
 
@@ -209,7 +249,8 @@ def ranked_labels_from_relevant(
 
     n_rel defaults to the relevant documents in the mask: every relevant document was
     retrieved, as when the qrels are derived from the run itself; ideal rows are then n_rel
-    1s (capped at the mask's depth). labels and ideal are (queries x ranks) views of
+    1s (capped at the mask's depth). Every retrieved document counts as judged (the mask
+    judged it), so n_judged = n_ret. labels and ideal are (queries x ranks) views of
     rank-major arrays, the layout in which the ranking metrics read one rank at a time.
     """
     relevant = np.ascontiguousarray(relevant, dtype=np.bool_)
@@ -222,11 +263,35 @@ def ranked_labels_from_relevant(
     capped = np.minimum(n_rel, depth).astype(small)
     ideal = np.empty(relevant.shape, dtype=np.int8)
     np.less(np.arange(depth, dtype=small)[:, None], capped[None, :], out=ideal, casting="unsafe")
+    n_ret = np.asarray(n_ret, dtype=np.int64)
     return RankedLabels(
         query_ids=tuple(query_ids),
         labels=relevant.astype(np.int8).T,
-        n_ret=np.asarray(n_ret, dtype=np.int64),
+        n_ret=n_ret,
         n_rel=np.asarray(n_rel, dtype=np.int64),
         ideal=ideal.T,
         rel_level=1,
+        judged=(np.arange(depth)[None, :] < n_ret[:, None]).astype(np.int8),
+        n_judged=n_ret,
+    )
+
+
+def judged_only(arrays: RankedLabels) -> RankedLabels:
+    """arrays with every document that is not judged (label >= 0) removed from each ranking,
+    the ones below moving up (trec_eval -J). The qrels side (n_rel, ideal) is unchanged."""
+    judged, _ = arrays.judgements("judged-only evaluation")
+    keep = judged == JUDGED  # False past the end of a list too
+    n_ret = keep.sum(axis=1).astype(np.int64)
+    if np.array_equal(n_ret, arrays.n_ret):
+        return arrays  # every retrieved document is judged
+    order = np.argsort(~keep, axis=1, kind="stable")  # kept ranks first, in their order
+    depth = int(n_ret.max()) if n_ret.size else 0
+    order = order[:, :depth]
+    inside = np.arange(depth)[None, :] < n_ret[:, None]
+    labels = np.where(inside, np.take_along_axis(arrays.labels, order, axis=1), 0)
+    return dataclasses.replace(
+        arrays,
+        labels=labels.astype(arrays.labels.dtype, copy=False),
+        n_ret=n_ret,
+        judged=np.where(inside, JUDGED, NOT_IN_QRELS).astype(np.int8),
     )

@@ -22,7 +22,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.errors import UsageError
-from rageval_core.metrics.arrays import RankedLabels, check_rel_level, count_dtype
+from rageval_core.metrics.arrays import (
+    JUDGED,
+    NOT_IN_QRELS,
+    RankedLabels,
+    check_rel_level,
+    count_dtype,
+)
 from rageval_core.metrics.registry import Aggregate, MeasureSpec, Param, register
 
 Floats = NDArray[np.float64]
@@ -421,6 +427,43 @@ def aqwv_at_k(
     return np.asarray(1.0 - p_miss - beta * p_fa, dtype=np.float64)
 
 
+def bpref(arrays: RankedLabels, rel: int | None = None) -> Floats:
+    """Bpref = (1/R) sum over retrieved relevant r of (1 - min(n_r, R) / min(N, R)) (trec_eval bpref).
+
+    R = judged relevant documents (n_rel), N = judged non-relevant ones (a label >= 0 and below
+    the level), n_r = judged non-relevant documents ranked above r. Unjudged documents (and
+    negative labels) are skipped. A term is 1 when n_r = 0 (so min(N, R) = 0 never divides);
+    0 when R = 0.
+    """
+    judged, n_judged = arrays.judgements("Bpref")
+    b = prefix_sums(arrays, rel)
+    store = _CACHE.setdefault(arrays, {})
+    key = ("bpref", b.level)
+    if key not in store:
+        nonrel = np.logical_and(judged.T == JUDGED, ~b.relevant)  # rank-major, as b.relevant
+        above = _running_count(nonrel)  # row r: judged non-relevant within the top r
+        hits = b._hits
+        n_r = above.reshape(-1)[hits.cells].astype(np.float64)  # row r = cell's rank, same column
+        big_r = b.n_rel[hits.query].astype(np.float64)
+        big_n = (n_judged - b.n_rel)[hits.query].astype(np.float64)
+        terms = np.ones(hits.cells.size, dtype=np.float64)
+        some = n_r > 0
+        terms[some] = 1.0 - np.minimum(n_r[some], big_r[some]) / np.minimum(
+            big_n[some], big_r[some]
+        )
+        store[key] = _frozen(ratio(hits.column_sum(terms, b.depth), b.n_rel))
+    return store[key]  # type: ignore[no-any-return]
+
+
+def judged_at_k(arrays: RankedLabels, k: int) -> Floats:
+    """Judged@k = documents of the top k that are in the qrels / min(k, n_ret); 0 for an empty
+    list (ir_measures Judged). Any label counts as judged, negative ones too."""
+    k = _check_cutoff(k)
+    judged, _ = arrays.judgements("Judged")
+    top = judged[:, : min(k, arrays.depth)] != NOT_IN_QRELS
+    return ratio(top.sum(axis=1), np.minimum(arrays.n_ret, k))
+
+
 def set_precision(arrays: RankedLabels, rel: int | None = None) -> Floats:
     """SetP = rel_ret / n_ret over the whole list; 0 for an empty list (trec_eval set_P)."""
     return ratio(rel_ret_at_k(arrays, None, rel), arrays.n_ret)
@@ -564,6 +607,21 @@ _spec(
     cutoff="required",
     value_range=(None, 1.0),
     params={"beta": Param(float, AQWV_BETA), "N": Param(int), "rel": Param(int)},
+)
+_spec(
+    "Bpref",
+    lambda a, k, p: bpref(a, p["rel"]),
+    "binary preference: how often judged relevant documents rank above judged non-relevant ones",
+    cutoff="none",
+    aliases=("bpref",),
+    trec_eval="bpref",
+)
+_spec(
+    "Judged",
+    lambda a, k, p: judged_at_k(a, k),  # type: ignore[arg-type]
+    "share of the top k that is in the qrels (judged)",
+    cutoff="required",
+    params={},
 )
 _spec(
     "SetP",

@@ -63,6 +63,8 @@ IDS_METRICS = [
     "NumRet",
     "NumRel",
     "NumRelRet",
+    "Bpref",
+    "Judged@5",
 ]
 EVIDENCE_METRICS = [
     "EvidenceRecall@3",
@@ -160,6 +162,7 @@ SETTINGS = [
     {"relevance": "ids", "k": 5},
     {"relevance": "ids", "k": 5, "complete": True, "rel_level": 2},
     {"relevance": "ids", "k": 5, "score_threshold": 0.4},
+    {"relevance": "ids", "k": 5, "score_threshold": 0.4, "judged_only": True},
     {"relevance": "evidence", "k": 3, "threshold": 0.8},
     {"relevance": "evidence", "k": 3, "threshold": 0.0},  # a chunk without text covers at 0
     {"relevance": "evidence", "k": 3, "score_threshold": 0.5, "scorer": "ratio"},

@@ -37,7 +37,12 @@ MINIMAL_ARGV = {
     "evaluate": ["evaluate", "run.jsonl"],
     "compare": ["compare", "a", "b"],
     "gate": ["gate", "--baseline", "a", "--candidate", "b"],
+    "report": ["report", "a", "--out", "r.html"],
+    "export": ["export", "a", "--to", "mlflow"],
 }
+#: flags a subcommand spells like a setting but which mean something else there (the issue's
+#: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off)
+OWN_FLAGS = {"fuse": {"--k"}}
 #: the flags as users' scripts call them today: (flag, argparse type, choices, metavar)
 FLAGS = {
     "--k": (int, None, None),
@@ -60,11 +65,12 @@ FLAGS = {
     "--keep-whitespace": (None, None, None),
     "--plain-similarity": (None, None, None),
     "--no-gold-scores-zero": (None, None, None),
+    "--judged-only": (None, None, None),
 }
 #: the query parameters of shared links: never renamed
 URL_KEYS = {
     "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "numbers",
-    "preset",
+    "preset", "judged",
 }  # fmt: skip
 
 
@@ -148,7 +154,9 @@ def test_every_subcommand_with_settings_takes_all_of_them() -> None:
     flags = {s.flag for s in SETTINGS}
     with_settings = {}
     for name, p in subcommands().items():
-        found = {o for a in p._actions for o in a.option_strings} & flags
+        found = {o for a in p._actions for o in a.option_strings} & flags - OWN_FLAGS.get(
+            name, set()
+        )
         assert found in (set(), flags), f"{name} takes only some settings: {sorted(found)}"
         if found:
             with_settings[name] = p
@@ -309,6 +317,15 @@ def test_sidebar_reads_the_url() -> None:
     assert at.session_state["test.settings"] == Settings(relevance="ids", score_threshold=start)
 
 
+def test_sidebar_reads_judged_only_from_the_url() -> None:
+    at = AppTest.from_function(sidebar_script, default_timeout=30)
+    at.query_params["judged"] = "true"
+    at.run()
+    assert not at.exception
+    assert widgets(at)["judged"].value is True
+    assert at.session_state["test.settings"] == Settings(relevance="ids", judged_only=True)
+
+
 def test_cache_key_keeps_its_shape() -> None:
     from dashboard import keys
 
@@ -318,9 +335,10 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:] == (
+    assert keys.settings_key(Settings())[9:-1] == (
         False, None, False, False, False, "k", *[False] * 4
     )  # fmt: skip
+    assert keys.settings_key(Settings())[-1] is False  # judged_only, added last
     s = Settings(
         k=3,
         threshold=0.55,
@@ -344,6 +362,7 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.CUT_ON,
         keys.NUMBERS,
         keys.PRESET,
+        keys.JUDGED_ONLY,
     } == URL_KEYS
     assert keys.RUN == "run"
 

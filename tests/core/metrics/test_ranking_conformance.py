@@ -35,6 +35,7 @@ FIXED = {
     "num_rel": "NumRel",
     "num_rel_ret": "NumRelRet",
     "num_q": "NumQ",
+    "bpref": "Bpref",
 }
 CUT = {"P": "P", "recall": "R", "ndcg_cut": "nDCG", "map_cut": "AP", "success": "Hit"}
 COUNTS = {"NumRet", "NumRel", "NumRelRet", "NumQ"}
@@ -93,8 +94,10 @@ EXPECTED = {
         "SetF",
         "P@30",
         "NumRelRet",
+        "Bpref",
     },
 }
+EXPECTED["test"] |= {"Bpref"}  # bpref is in trec_eval's default set
 EXPECTED["test-with-comments"] = EXPECTED["comment"] = EXPECTED["test"]
 EXPECTED["aqc"] = EXPECTED["aql"] = EXPECTED["aq"]
 

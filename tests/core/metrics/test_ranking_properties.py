@@ -186,8 +186,12 @@ def test_rows_builder_matches_queries_builder() -> None:
         ret_label=[2, 1, 0],
         judged_query=[0, 0, 0, 0, 0],
         judged_label=[0, 2, 1, 3, -1],
+        ret_judged=[1, 1, 1],  # n0 (label 0) is judged too; u (rank 3) is not in the rows
     )
     assert rows.query_ids == arrays.query_ids
+    assert rows.judged is not None and arrays.judged is not None
+    np.testing.assert_array_equal(rows.judged, arrays.judged)
+    np.testing.assert_array_equal(rows.n_judged, arrays.n_judged)
     np.testing.assert_array_equal(rows.labels, arrays.labels)
     np.testing.assert_array_equal(rows.ideal, arrays.ideal)
     np.testing.assert_array_equal(rows.n_ret, arrays.n_ret)
