@@ -14,6 +14,7 @@ from types import FrameType
 from typing import Any
 
 from rageval_core.cli_presets import Given, given_values, print_explanation
+from rageval_core.cli_readers import add_reader_arguments, reader_options
 from rageval_core.errors import EXIT_CODES, InputError, RagevalError, UsageError
 from rageval_core.terminal import EscapingWriter, json_text, shown, text_table
 
@@ -440,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--name", help="name for the run (default: from the file's header or its name)")
     p.add_argument("--format", choices=FORMATS, help="force a format instead of detecting it")
+    add_reader_arguments(p)
     p.add_argument(
         "--no-score",
         action="store_true",
@@ -492,6 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--qrels", metavar="FILE", help="qrels for a TREC run file")
     p.add_argument("--format", choices=FORMATS, help="force the run file's format")
+    add_reader_arguments(p)
     p.add_argument(
         "--metrics", help='e.g. "P@5 nDCG@10 RR" (default: a set covering what the run has)'
     )
@@ -620,7 +623,8 @@ def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args))
+        with reader_options(args):
+            return int(args.func(args))
     except RagevalError as e:
         if _interrupted(e, sigint):  # a statement cut short, surfaced as a store error
             raise
