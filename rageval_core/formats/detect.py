@@ -85,15 +85,15 @@ def read_inputs(paths: Sequence[Path], fmt: str | None, log: ProblemLog) -> list
         if problem is not None:
             log.error(display_path(given), 0, "file", problem)
             continue
-        for path in _expand_folder(given, log):
-            unique.setdefault(path.resolve(), path)  # the same file given twice is read once
+        unique.setdefault(given.resolve(), given)  # the same file given twice is read once
     detected: list[_Detected] = []
-    for resolved, path in unique.items():
-        if _is_given_sidecar(resolved, unique, log):
-            continue
-        found = _detect(path, fmt, log)
-        if found is not None:
-            detected.append(found)
+    for resolved, given in unique.items():
+        for path in _expand_folder(given, log):
+            if _is_given_sidecar(path.resolve(), unique, log):
+                continue
+            found = _detect(path, fmt, log)
+            if found is not None:
+                detected.append(found)
     detected = _adopt(detected)
     groups = _group(detected, log)
     parts = _parts(detected, log)

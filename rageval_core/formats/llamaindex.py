@@ -74,5 +74,6 @@ def _parse(f: Fields, number: int) -> Query | None:
         relevance=dict.fromkeys(expected or (), 1),
         evidence=tuple(e for e in evidence if e.strip()),
         tags=tags,
+        judge=judge,
         line=f.line,
     )
