@@ -87,7 +87,7 @@ def read_inputs(paths: Sequence[Path], fmt: str | None, log: ProblemLog) -> list
             continue
         unique.setdefault(given.resolve(), given)  # the same file given twice is read once
     detected: list[_Detected] = []
-    for resolved, given in unique.items():
+    for given in unique.values():
         for path in _expand_folder(given, log):
             if _is_given_sidecar(path.resolve(), unique, log):
                 continue

@@ -233,7 +233,10 @@ def _span(
         ms = _time_ms(record[found], nanos=found.endswith("Nano"))
         if ms is None:
             log.error(
-                file, line, f"{prefix}{found}", f"expected a timestamp, got {describe(record[found])}"
+                file,
+                line,
+                f"{prefix}{found}",
+                f"expected a timestamp, got {describe(record[found])}",
             )
             return None
         times.append(ms)

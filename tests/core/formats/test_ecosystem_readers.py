@@ -338,9 +338,9 @@ def span_attributes(trace: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def iso(seconds: float) -> str:
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat()
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
 
 
 def otel_spans() -> list[dict[str, Any]]:
@@ -420,8 +420,8 @@ def otlp_export() -> dict[str, Any]:
                     "traceId": trace["trace"],
                     "spanId": f"{n}{kind}",
                     "name": kind.lower(),
-                    "startTimeUnixNano": str(int(round((T0 + n + a) * 1e9))),
-                    "endTimeUnixNano": str(int(round((T0 + n + b) * 1e9))),
+                    "startTimeUnixNano": str(round((T0 + n + a) * 1e9)),
+                    "endTimeUnixNano": str(round((T0 + n + b) * 1e9)),
                     "attributes": [
                         {"key": k, "value": value(v)}
                         for k, v in span_attributes(trace, kind).items()
