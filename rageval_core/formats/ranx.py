@@ -29,12 +29,17 @@ COMPANION_REQUIRED = False
 
 
 def sniff(path: Path, head: bytes) -> str | None:
-    """PRIMARY for {qid: {doc_id: score}} with a non-integer score in sight, COMPANION when every
-    number in sight is an integer, None for anything else."""
+    """For {qid: {doc_id: number}}: COMPANION when the file's name says qrels, PRIMARY when it
+    says run, else by the numbers (every one in sight an integer: qrels); None for other files."""
     top = peek_first(head)
     if not is_score_map(top):
         return None
     assert isinstance(top, dict)
+    name = path.name.lower()
+    if "qrel" in name:
+        return COMPANION
+    if "run" in name:
+        return PRIMARY
     return COMPANION if all_integers(top) else PRIMARY
 
 

@@ -712,3 +712,14 @@ def test_a_folder_that_is_no_dataset(tmp_path: Path) -> None:
         f"{folder}:0: file: a folder, not a run (a BEIR dataset folder holds corpus.jsonl, "
         "queries.jsonl and qrels/)"
     ]
+
+
+def test_ranx_roles_by_name_then_by_numbers(tmp_path: Path) -> None:
+    from rageval_core.formats import ranx
+
+    integers, floats = b'{"q1": {"d1": 1, "d2": 2}}', b'{"q1": {"d1": 1.0}}'
+    assert ranx.sniff(tmp_path / "bm25_run.json", integers) == "run"
+    assert ranx.sniff(tmp_path / "my_qrels.json", floats) == "qrels"
+    assert ranx.sniff(tmp_path / "x.json", integers) == "qrels"
+    assert ranx.sniff(tmp_path / "x.json", floats) == "run"
+    assert ranx.sniff(tmp_path / "x.json", b'{"q1": ["d1"]}') is None
