@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 
+from rageval_core.errors import UsageError
 from rageval_core.formats.options import STAGES, ReadOptions, reading_with
 
 
@@ -30,4 +32,10 @@ def reader_options(args: argparse.Namespace) -> AbstractContextManager[None]:
     stage = getattr(args, "stage", None)
     if not ignore and stage is None:
         return nullcontext()
+    run = getattr(args, "run", None)
+    if run is not None and not Path(run).exists():  # evaluate on a stored run: nothing is read
+        raise UsageError(
+            "--ignore-identical-ids and --stage apply when files are read (import, or evaluate "
+            "on run files); a stored run keeps what it was imported with"
+        )
     return reading_with(ReadOptions(ignore_identical_ids=ignore, stage=stage))

@@ -366,8 +366,11 @@ def _documents(span: _Span, key: str, file: str, log: ProblemLog) -> tuple[Chunk
     """The span's documents in the order given; None when one is invalid (each reported)."""
     chunks: list[Chunk] = []
     ok = True
+    # the documents' indices present (0, 1, 2 ...), read up to the first gap
+    prefix = f"{key}."
+    present = {k[len(prefix) :].split(".", 1)[0] for k in span.attributes if k.startswith(prefix)}
     i = 0
-    while any(k.startswith(f"{key}.{i}.") for k in span.attributes):
+    while str(i) in present:
         where = f"attributes.{key}.{i}"
         doc_id = id_text(span.attributes.get(f"{key}.{i}.{_DOC_ID}"))
         content = span.attributes.get(f"{key}.{i}.{_DOC_CONTENT}")

@@ -723,3 +723,9 @@ def test_ranx_roles_by_name_then_by_numbers(tmp_path: Path) -> None:
     assert ranx.sniff(tmp_path / "x.json", integers) == "qrels"
     assert ranx.sniff(tmp_path / "x.json", floats) == "run"
     assert ranx.sniff(tmp_path / "x.json", b'{"q1": ["d1"]}') is None
+
+
+def test_reader_options_on_a_stored_run_are_a_usage_error(tmp_path: Path) -> None:
+    done = rageval("evaluate", "some-stored-run", "--stage", "reranker", db=tmp_path / "s.duckdb")
+    assert done.returncode == 2
+    assert "apply when files are read" in done.stderr
