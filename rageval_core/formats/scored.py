@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import display_path, finite_number, first_line
-from rageval_core.formats.jsonarray import describe, iter_object, read_text
+from rageval_core.formats.jsonarray import Truncated, describe, iter_object, read_text
 from rageval_core.model import Chunk, Query
 
 #: BEIR's qrels header (qrels/<split>.tsv), as GenericDataLoader skips it
@@ -42,14 +42,19 @@ class Judgements:
 
 
 def is_score_map(top: object) -> bool:
-    """True for a (possibly partial) {qid: {doc_id: number}} object as peek_first sees it."""
+    """True for a (possibly partial) {qid: {doc_id: number}} object as peek_first sees it: every
+    value an object (empty ones too), and the first number in sight a number."""
     if not isinstance(top, Mapping) or not top:
         return False
-    inner = next(iter(top.values()))
-    if not isinstance(inner, Mapping) or not inner:
+    inners = [v for v in top.values() if not isinstance(v, Truncated)]
+    if not inners or not all(isinstance(v, Mapping) for v in inners):
         return False
-    value = next(iter(inner.values()))
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    for inner in inners:
+        for value in inner.values():
+            if isinstance(value, Truncated):
+                continue
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return True
 
 
 def all_integers(top: Mapping[str, object]) -> bool:

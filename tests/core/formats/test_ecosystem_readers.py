@@ -729,3 +729,14 @@ def test_reader_options_on_a_stored_run_are_a_usage_error(tmp_path: Path) -> Non
     done = rageval("evaluate", "some-stored-run", "--stage", "reranker", db=tmp_path / "s.duckdb")
     assert done.returncode == 2
     assert "apply when files are read" in done.stderr
+
+
+def test_ranx_empty_queries_keep_their_roles(tmp_path: Path) -> None:
+    run, qrels = tmp_path / "run.json", tmp_path / "qrels.json"
+    run.write_text('{"q1": {"d1": 0.5}, "q2": {}}')
+    qrels.write_text('{"q1": {}}')
+    for fmt in (None, "ranx"):
+        (parsed,) = read_inputs([run, qrels], fmt, ProblemLog())
+        assert parsed.sources == (str(run), str(qrels))
+        queries = {q.query_id: q for q in parsed.queries}
+        assert queries["q2"].retrieved == () and queries["q1"].relevance == {}
