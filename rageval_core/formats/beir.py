@@ -160,6 +160,8 @@ def _read_jsonl(
                         f"expected a non-empty string or an integer, got {describe(record.get('_id'))}",
                     )
                     continue
+                if wanted is not None and doc_id not in wanted:
+                    continue  # a corpus entry the run never retrieved (ids kept only for those)
                 if doc_id in lines:
                     log.error(
                         file, line, "_id", f'duplicate "{doc_id}" (first on line {lines[doc_id]})'
@@ -179,8 +181,7 @@ def _read_jsonl(
                 if bad is not None:
                     log.error(file, line, bad, f"expected a string, got {describe(record[bad])}")
                     continue
-                if wanted is None or doc_id in wanted:
-                    out[doc_id] = " ".join(v for v in values if v).strip()
+                out[doc_id] = " ".join(v for v in values if v).strip()
     except (OSError, UnicodeDecodeError) as e:
         from rageval_core.formats.base import unreadable
 

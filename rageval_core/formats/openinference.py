@@ -89,6 +89,7 @@ def sniff(path: Path, head: bytes) -> str | None:
         isinstance(record.get("context"), Mapping)
         or "context.trace_id" in record
         or "traceId" in record
+        or "trace_id" in record
     )
     has_attributes = "attributes" in record or any(
         isinstance(k, str) and k.startswith("attributes.") for k in record
@@ -211,6 +212,7 @@ def _span(
         (context.get("trace_id") if isinstance(context, Mapping) else None)
         or record.get("context.trace_id")
         or record.get("traceId")
+        or record.get("trace_id")
     )
     trace_id = id_text(trace)
     if trace_id is None:

@@ -740,3 +740,34 @@ def test_ranx_empty_queries_keep_their_roles(tmp_path: Path) -> None:
         assert parsed.sources == (str(run), str(qrels))
         queries = {q.query_id: q for q in parsed.queries}
         assert queries["q2"].retrieved == () and queries["q1"].relevance == {}
+
+
+def test_openinference_nested_attributes_as_phoenix_keeps_them(tmp_path: Path) -> None:
+    """Phoenix's span records nest attributes ({"retrieval": {"documents": [{"document": ...}]}})."""
+    span = {
+        "name": "retrieve",
+        "context": {"trace_id": "t1", "span_id": "s1"},
+        "span_kind": "RETRIEVER",
+        "start_time": "2024-05-01T10:00:00+00:00",
+        "end_time": "2024-05-01T10:00:00.040000+00:00",
+        "attributes": {
+            "input": {"value": "who wrote Hamlet?"},
+            "metadata": {"query_id": "q3"},
+            "retrieval": {
+                "documents": [
+                    {"document": {"id": "d4", "content": "Shakespeare.", "score": 1.5}},
+                    {"document": {"id": "d8", "content": "A play.", "score": 0.4}},
+                ]
+            },
+        },
+    }
+    path = tmp_path / "phoenix_spans.json"
+    path.write_text(json.dumps([span]))
+    (run,) = read_inputs([path], None, ProblemLog())
+    (query,) = run.queries
+    assert (query.query_id, query.query) == ("q3", "who wrote Hamlet?")
+    assert [(c.doc_id, c.text, c.score) for c in query.retrieved or ()] == [
+        ("d4", "Shakespeare.", 1.5),
+        ("d8", "A play.", 0.4),
+    ]
+    assert query.latency_ms == {"retrieve": pytest.approx(40, abs=1e-3)}
