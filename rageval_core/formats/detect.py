@@ -141,7 +141,7 @@ def _expand_folder(path: Path, log: ProblemLog) -> list[Path]:
 def _adopt(detected: list[_Detected]) -> list[_Detected]:
     """The files other formats claimed that an adopting format takes as its own (ADOPTS)."""
     present = {item.format for item in detected}
-    for name in present:
+    for name in (f for f in FORMATS if f in present):  # in FORMATS order: the same every time
         adopts: dict[tuple[str, str], str] = getattr(module_for(name), "ADOPTS", {})
         if not adopts:
             continue
