@@ -2,7 +2,8 @@
 retrieval_context, context (snake_case, or the camelCase of DeepEval's API payloads).
 
 One record per query in a JSON array (EvaluationDataset.save_as(file_type="json")), JSON Lines,
-or an object listing them under test_cases / goldens. retrieval_context (the retriever's chunk
+or an object listing them under test_cases / testCases / goldens (a saved test run: its
+metricsData scores become judge scores). retrieval_context (the retriever's chunk
 texts, in rank order) carries no ids: chunks are named ctx1, ctx2 ... by rank, so evidence
 metrics (context, the ideal chunks, matched against those texts) apply and id metrics do not.
 """
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY
+from rageval_core.formats.base import HEADER_KEY, finite_number
 from rageval_core.formats.jsonarray import first_record, tag_text
 from rageval_core.formats.rowjson import WRAPPERS, Fields, read_rows
 from rageval_core.model import Chunk, ParsedRun, Query
@@ -64,6 +65,13 @@ def _parse(f: Fields, number: int) -> Query | None:
             text = tag_text(value)
             if text is not None:
                 tags[str(key)] = text
+    judge: dict[str, float] = {}
+    metrics = f.record.get("metricsData") or f.record.get("metrics_data")
+    for metric in metrics if isinstance(metrics, list) else []:  # a test run's saved results
+        if isinstance(metric, Mapping) and isinstance(metric.get("name"), str):
+            score = finite_number(metric.get("score"))
+            if score is not None:
+                judge[metric["name"]] = score
     if not f.ok:
         return None
     return Query(
@@ -74,5 +82,6 @@ def _parse(f: Fields, number: int) -> Query | None:
         answer=answer,
         reference_answer=reference,
         tags=tags,
+        judge=judge,
         line=f.line,
     )

@@ -771,3 +771,27 @@ def test_openinference_nested_attributes_as_phoenix_keeps_them(tmp_path: Path) -
         ("d8", "A play.", 0.4),
     ]
     assert query.latency_ms == {"retrieve": pytest.approx(40, abs=1e-3)}
+
+
+def test_deepeval_saved_test_run_gives_judge_scores(tmp_path: Path) -> None:
+    run = {
+        "testCases": [
+            {
+                "name": "test_case_0",
+                "input": "Do you ship abroad?",
+                "actualOutput": "Yes.",
+                "retrievalContext": ["We ship to 40 countries."],
+                "metricsData": [
+                    {"name": "Contextual Recall", "score": 0.75, "success": True},
+                    {"name": "Faithfulness", "score": None, "success": False},
+                ],
+            }
+        ]
+    }
+    path = tmp_path / "latest_test_run.json"
+    path.write_text(json.dumps(run))
+    (parsed,) = read_inputs([path], None, ProblemLog())
+    (query,) = parsed.queries
+    assert query.query_id == "test_case_0"
+    assert query.judge == {"Contextual Recall": 0.75}
+    assert query.retrieved[0].text == "We ship to 40 countries."  # type: ignore[index]
