@@ -21,7 +21,7 @@ from dashboard.busy import BUSY_DEEP_S, BUSY_GATE_S, BUSY_GAVE_UP, BUSY_STEP_S, 
 from dashboard.busy import held_elsewhere, signature
 from dashboard.keys import View, settings_from_key, settings_key
 from rageval_core import curves, drilldown, opsview, tuning
-from rageval_core.compare import Comparison, TrendRow, compare, trends
+from rageval_core.compare import Comparison, TrendRow, compare, shared_query_counts, trends
 from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
 from rageval_core.metrics import registry
 from rageval_core.parity import Explanation, explain_preset
@@ -29,7 +29,7 @@ from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import LeasedStore
 from rageval_core.store import StoreBusyError
-from rageval_core.store import default_path, reads
+from rageval_core.store import default_path
 
 #: borderline pairs fetched per setting (the Threshold page shows them a few at a time)
 TUNING_LIMIT = 200
@@ -434,7 +434,7 @@ def curves_t(
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _shared_counts(run_id: int, content_hash: str, db: str | None, listed: Any) -> dict[int, int]:
-    return reads.shared_query_counts(store(), run_id)
+    return shared_query_counts(store(), run_id)
 
 
 @calm

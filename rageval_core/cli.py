@@ -21,6 +21,7 @@ from rageval_core.cli_settings import (
     given_values,
     settings_from_args,
 )
+from rageval_core.cli_readers import add_reader_arguments, reader_options
 from rageval_core.errors import EXIT_CODES, InputError, RagevalError, UsageError
 from rageval_core.terminal import EscapingWriter, json_text, shown, text_table
 
@@ -257,7 +258,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             f"{args.run} is not a file: companions, --qrels and --format apply to run files only"
         )
     settings = settings_from_args(args)
-    if path.is_file() and args.qrels and not args.companions and not args.explain_preset:
+    plain = not (args.companions or args.explain_preset or args.ignore_identical_ids)
+    if path.is_file() and args.qrels and plain:
         from rageval_core.direct import trec_report  # a TREC run: no store at all
 
         direct = trec_report([path, Path(args.qrels)], args.format, metrics, settings, args.by)
@@ -383,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--name", help="name for the run (default: from the file's header or its name)")
     p.add_argument("--format", choices=FORMATS, help="force a format instead of detecting it")
+    add_reader_arguments(p)
     p.add_argument(
         "--no-score",
         action="store_true",
@@ -430,6 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--qrels", metavar="FILE", help="qrels for a TREC run file")
     p.add_argument("--format", choices=FORMATS, help="force the run file's format")
+    add_reader_arguments(p)
     p.add_argument(
         "--metrics", help='e.g. "P@5 nDCG@10 RR" (default: a set covering what the run has)'
     )
@@ -559,7 +563,8 @@ def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args))
+        with reader_options(args):
+            return int(args.func(args))
     except RagevalError as e:
         if _interrupted(e, sigint):  # a statement cut short, surfaced as a store error
             raise

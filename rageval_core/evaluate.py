@@ -465,7 +465,12 @@ def open_file_in_scratch_store(
     parsed = read_inputs(list(paths), fmt, log)
     log.raise_if_errors()
     if len(parsed) != 1:
-        raise UsageError(f"expected one run, but the files hold {len(parsed)}")
+        stages = (
+            " (stages of a trace export: pick one with --stage)"
+            if any("stage" in p.info.settings for p in parsed)
+            else ""
+        )
+        raise UsageError(f"expected one run, but the files hold {len(parsed)}{stages}")
     return open_in_scratch_store(parsed[0], log, name)
 
 

@@ -8,7 +8,13 @@ text tables the CLI prints). The names below are the ones callers use.
 
 from __future__ import annotations
 
-from rageval_core.compare.comparison import Comparison, PairedTest, compare, higher_is_better
+from rageval_core.compare.comparison import (
+    Comparison,
+    PairedTest,
+    compare,
+    higher_is_better,
+    shared_query_counts,
+)
 from rageval_core.compare.ops import OpsChange
 from rageval_core.compare.gate import GateResult, Rule, RuleResult, gate, metrics_of, parse_rules
 from rageval_core.compare.statistics import (
@@ -41,5 +47,6 @@ __all__ = [
     "higher_is_better",
     "metrics_of",
     "parse_rules",
+    "shared_query_counts",
     "trends",
 ]

@@ -48,7 +48,7 @@ from rageval_core.evaluate import (
 )
 from rageval_core.metrics import registry
 from rageval_core.rundata import LoadedRun, RunData, load_run_data, load_stored
-from rageval_core.store import Store
+from rageval_core.store import Store, reads
 
 Source = LoadedRun | RunData | str | Path
 
@@ -129,6 +129,12 @@ def align(labels: Sequence[str], query_ids: Sequence[NDArray[np.object_]]) -> Al
         n_only_in=n_only,
         only_in=only,
     )
+
+
+def shared_query_counts(store: Store, run_id: int) -> dict[int, int]:
+    """{run_id: how many of its query ids the run run_id also holds}, for every stored run (0:
+    nothing to pair with it)."""
+    return reads.shared_query_counts(store, run_id)
 
 
 # --- one paired comparison -------------------------------------------------------------------

@@ -4,6 +4,13 @@ Formats are tried in the fixed order of FORMATS; the first whose sniff() claims 
 grouping rules (docs/formats.md, "Detection and grouping"): every primary file is one run; a
 companion (qrels, gold set) is attached to every primary of its format; two companions of one
 format, a companion without a primary, and a missing required companion are errors.
+
+Three hooks serve the formats made of several files. A folder given as input is a BEIR dataset
+and stands for its files (beir.folder_files). A reader's PARTS are roles beyond its companion
+(BEIR's corpus and queries), handed to its read() as parts={role: path}. A reader's ADOPTS maps
+(format, role) to its own role: a file another format claims (a TREC run beside a BEIR dataset,
+TREC qrels beside an OpenInference export) joins the adopting format when that format has a
+file of its own among the inputs and the other format has no primary left without it.
 """
 
 from __future__ import annotations
@@ -28,7 +35,19 @@ from rageval_core.formats.base import (
 from rageval_core.model import ParsedRun
 
 #: every reader module, in the order they are tried (the specific JSON shapes before trec and csv)
-FORMATS: tuple[str, ...] = ("native", "tatrag", "qa_pairs", "ragas", "trec", "table")
+FORMATS: tuple[str, ...] = (
+    "native",
+    "tatrag",
+    "qa_pairs",
+    "ragas",
+    "deepeval",
+    "llamaindex",
+    "openinference",
+    "ranx",
+    "trec",
+    "beir",
+    "table",
+)
 
 _PARQUET_MAGIC = b"PAR1"
 _EXPECTED = f"expected one of: {', '.join(FORMATS)}; see docs/formats.md"
@@ -61,27 +80,120 @@ def read_inputs(paths: Sequence[Path], fmt: str | None, log: ProblemLog) -> list
     if not paths:
         raise UsageError("no input files given")
     unique: dict[Path, Path] = {}
-    for path in paths:
-        problem = path_problem(path)  # a NUL byte, a symlink loop ...: no file to look at
+    for given in paths:
+        problem = path_problem(given)  # a NUL byte, a symlink loop ...: no file to look at
         if problem is not None:
-            log.error(display_path(path), 0, "file", problem)
+            log.error(display_path(given), 0, "file", problem)
             continue
-        unique.setdefault(path.resolve(), path)  # the same file given twice is read once
+        unique.setdefault(given.resolve(), given)  # the same file given twice is read once
     detected: list[_Detected] = []
-    for resolved, path in unique.items():
-        if _is_given_sidecar(resolved, unique, log):
-            continue
-        found = _detect(path, fmt, log)
-        if found is not None:
-            detected.append(found)
+    for given in unique.values():
+        for path in _expand_folder(given, log):
+            if _is_given_sidecar(path.resolve(), unique, log):
+                continue
+            found = _detect(path, fmt, log)
+            if found is not None:
+                detected.append(found)
+    detected = _adopt(detected)
     groups = _group(detected, log)
+    parts = _parts(detected, log)
     log.raise_if_errors()
     runs = []
     for item in detected:
         module = module_for(item.format)
         if item.role == module.PRIMARY:
-            runs.append(module.read(item.path, groups.get(item.format), log))
-    return runs
+            if getattr(module, "PARTS", ()):
+                runs.extend(
+                    _as_list(
+                        module.read(
+                            item.path,
+                            groups.get(item.format),
+                            log,
+                            parts=parts.get(item.format, {}),
+                        )
+                    )
+                )
+            else:
+                runs.extend(_as_list(module.read(item.path, groups.get(item.format), log)))
+    from rageval_core.formats.options import apply_options
+
+    return apply_options(runs)
+
+
+def _as_list(read: ParsedRun | list[ParsedRun]) -> list[ParsedRun]:
+    """A reader returns one run, or several (an OpenInference export: one per stage)."""
+    return read if isinstance(read, list) else [read]
+
+
+def _expand_folder(path: Path, log: ProblemLog) -> list[Path]:
+    """[path], or for a folder the files of the BEIR dataset it holds (none, logged, otherwise)."""
+    try:
+        is_dir = path.is_dir()
+    except OSError:
+        is_dir = False
+    if not is_dir:
+        return [path]
+    from rageval_core.formats import beir
+
+    return beir.folder_files(path, log)
+
+
+def _adopt(detected: list[_Detected]) -> list[_Detected]:
+    """The files other formats claimed that an adopting format takes as its own (ADOPTS)."""
+    present = {item.format for item in detected}
+    for name in (f for f in FORMATS if f in present):  # in FORMATS order: the same every time
+        adopts: dict[tuple[str, str], str] = getattr(module_for(name), "ADOPTS", {})
+        if not adopts:
+            continue
+        taken = [i for i, item in enumerate(detected) if (item.format, item.role) in adopts]
+        left = {
+            item.format
+            for i, item in enumerate(detected)
+            if i not in taken and item.role == module_for(item.format).PRIMARY
+        }
+        for i in taken:
+            item = detected[i]
+            if item.format not in left:
+                role = adopts[(item.format, item.role)]
+                detected[i] = _Detected(item.path, item.shown, name, role)
+    return detected
+
+
+def _adopted_role(module: ModuleType, path: Path, head: bytes) -> str | None:
+    """Under --format, the role of a file another format would claim and this one adopts."""
+    adopts: dict[tuple[str, str], str] = getattr(module, "ADOPTS", {})
+    for other in {name for name, _ in adopts}:
+        role = module_for(other).sniff(path, head)
+        if role is not None and (other, role) in adopts:
+            return adopts[(other, role)]
+    return None
+
+
+def _parts(detected: list[_Detected], log: ProblemLog) -> dict[str, dict[str, Path]]:
+    """format -> {part role: file}; a part given twice, or without a primary, is an error."""
+    out: dict[str, dict[str, _Detected]] = {}
+    primaries = {item.format for item in detected if item.role == module_for(item.format).PRIMARY}
+    for item in detected:
+        if item.role not in getattr(module_for(item.format), "PARTS", ()):
+            continue
+        first = out.setdefault(item.format, {}).get(item.role)
+        if first is not None:
+            log.error(
+                item.shown,
+                0,
+                "file",
+                f"a second {item.format} {item.role} file (the first is {first.shown}); give one",
+            )
+        elif item.format not in primaries:
+            log.error(
+                item.shown,
+                0,
+                "file",
+                f"a {item.format} {item.role} file without a {item.format} run to go with it",
+            )
+        else:
+            out[item.format][item.role] = item
+    return {name: {role: item.path for role, item in roles.items()} for name, roles in out.items()}
 
 
 def _is_given_sidecar(resolved: Path, given: dict[Path, Path], log: ProblemLog) -> bool:
@@ -128,7 +240,8 @@ def _detect(path: Path, forced: str | None, log: ProblemLog) -> _Detected | None
             return None
     if forced is not None:
         module = module_for(forced)
-        return _Detected(path, shown, forced, module.sniff(path, head) or module.PRIMARY)
+        role = module.sniff(path, head) or _adopted_role(module, path, head)
+        return _Detected(path, shown, forced, role or module.PRIMARY)
     for name in FORMATS:
         module = module_for(name)
         role = module.sniff(path, head)
@@ -159,6 +272,8 @@ def _group(detected: list[_Detected], log: ProblemLog) -> dict[str, Path]:
         module = module_for(item.format)
         if item.role == module.PRIMARY:
             primaries.setdefault(item.format, []).append(item)
+        elif item.role != module.COMPANION:
+            continue  # a part (_parts checks those)
         elif item.format in companions:
             first = companions[item.format]
             log.error(

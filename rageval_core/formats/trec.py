@@ -91,7 +91,7 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
     if qrels is not None:
         missing = [qid for qid in qrels.labels if qid not in run.docs]
         if missing:
-            _warn_missing(log, qrels.file, qrels.first_line[missing[0]], missing)
+            warn_missing(log, qrels.file, qrels.first_line[missing[0]], missing)
     info = merge_info(RunInfo(name=run.tag), read_sidecar(primary, log))
     return ParsedRun(
         info=info, queries=_queries(run, qrels, missing), format=FORMAT, sources=sources
@@ -122,7 +122,7 @@ def read_arrays(
     return staged.ranked_labels(rel_level, complete)
 
 
-def _warn_missing(log: ProblemLog, file: str, line: int, missing: list[str]) -> None:
+def warn_missing(log: ProblemLog, file: str, line: int, missing: list[str]) -> None:
     named = ", ".join(repr(q) for q in missing[:_NAMED_MAX])
     more = f" and {len(missing) - _NAMED_MAX} more" if len(missing) > _NAMED_MAX else ""
     log.warn(
@@ -284,7 +284,7 @@ class _Staged:
     def warn(self, log: ProblemLog) -> None:
         """The one warning a clean pair of files can carry: judged queries absent from the run."""
         if self.missing and self.qrels_file is not None:
-            _warn_missing(log, self.qrels_file, self.missing[0][1], [q for q, _ in self.missing])
+            warn_missing(log, self.qrels_file, self.missing[0][1], [q for q, _ in self.missing])
 
     def parsed(self, log: ProblemLog) -> ParsedRun:
         self.warn(log)

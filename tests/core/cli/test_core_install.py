@@ -26,7 +26,14 @@ def _name(requirement: str) -> str:
 def test_the_core_depends_on_no_ui_package_and_the_extra_brings_them() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     core = {_name(r) for r in project["dependencies"]}
-    assert core == {"numpy", "duckdb", "rapidfuzz", "tqdm", "pyarrow"}
+    assert core == {
+        "numpy",
+        "duckdb",
+        "rapidfuzz",
+        "tqdm",
+        "pyarrow",
+        "openinference-semantic-conventions",
+    }
     extras = project["optional-dependencies"]
     assert {_name(r) for r in extras["dashboard"]} == set(UI)
     assert "rageval[dashboard]" in extras["test"]  # the suite runs the app

@@ -16,7 +16,10 @@ from tests.paths import REPO
 
 BAD = REPO / "tests" / "data" / "bad"
 OTHER_SUITES = ("tatrag_", "qa_", "ragas_", "trec_")
-EXPECTED = "(expected one of: native, tatrag, qa_pairs, ragas, trec, table; see docs/formats.md)"
+EXPECTED = (
+    "(expected one of: native, tatrag, qa_pairs, ragas, deepeval, llamaindex, openinference, "
+    "ranx, trec, beir, table; see docs/formats.md)"
+)
 
 # (file, forced format or None, the start of one expected problem line)
 CASES = [

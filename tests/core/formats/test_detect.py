@@ -70,7 +70,19 @@ def problems(exc: pytest.ExceptionInfo[InputError]) -> list[str]:
 
 
 def test_formats_are_tried_in_the_documented_order() -> None:
-    assert FORMATS == ("native", "tatrag", "qa_pairs", "ragas", "trec", "table")
+    assert FORMATS == (
+        "native",
+        "tatrag",
+        "qa_pairs",
+        "ragas",
+        "deepeval",
+        "llamaindex",
+        "openinference",
+        "ranx",
+        "trec",
+        "beir",
+        "table",
+    )
 
 
 def test_every_registered_module_has_the_reader_interface() -> None:
@@ -150,14 +162,15 @@ def test_all_detection_problems_are_reported_together_before_reading(fakes: Path
         "missing.txt:0: file: no such file",
         (
             "binary.bin:0: file: binary file, not a run (expected one of: native, tatrag, qa_pairs, ragas, "
-            "trec, table; see docs/formats.md)"
+            "deepeval, llamaindex, openinference, ranx, trec, beir, table; see docs/formats.md)"
         ),
         "empty.txt:0: file: empty file",
         (
-            "prose.txt:0: file: unknown format (expected one of: native, tatrag, qa_pairs, ragas, trec, "
-            "table; see docs/formats.md)"
+            "prose.txt:0: file: unknown format (expected one of: native, tatrag, qa_pairs, ragas, "
+            "deepeval, llamaindex, openinference, ranx, trec, beir, table; see docs/formats.md)"
         ),
-        "dir:0: file: not a file",
+        "dir:0: file: a folder, not a run (a BEIR dataset folder holds corpus.jsonl, "
+        "queries.jsonl and qrels/)",
     ]
 
 

@@ -467,6 +467,105 @@ def ragas_file(draw: st.DrawFn) -> tuple[str, str]:
     return "rows.jsonl", "\n".join(dumps(r) for r in rows) + "\n"
 
 
+def score_map(draw: st.DrawFn, values: st.SearchStrategy[Any]) -> str:
+    """{qid: {doc_id: number}} (ranx and BEIR), sometimes with a wrong value in place."""
+    docs = st.one_of(st.dictionaries(ids, values, max_size=4), anything)
+    return dumps(draw(st.dictionaries(ids, docs, max_size=4)))
+
+
+@st.composite
+def ranx_files(draw: st.DrawFn) -> list[tuple[str, str]]:
+    files = [("run.json", score_map(draw, st.one_of(numbers, numbers, anything)))]
+    if draw(st.booleans()):
+        files.append(("qrels.json", score_map(draw, st.one_of(labels, labels, anything))))
+    return files
+
+
+@st.composite
+def beir_files(draw: st.DrawFn) -> list[tuple[str, str]]:
+    entry = st.fixed_dictionaries(
+        {"_id": maybe(ids)}, optional={"title": maybe(texts), "text": maybe(texts)}
+    )
+    corpus = "\n".join(dumps(e) for e in draw(st.lists(entry, max_size=5))) + "\n"
+    queries = "\n".join(dumps(e) for e in draw(st.lists(entry, max_size=4))) + "\n"
+    cell = st.one_of(ids, labels.map(str), texts).map(lambda t: t.replace("\t", " "))
+    rows = draw(st.lists(st.tuples(cell, cell, cell).map("\t".join), max_size=6))
+    run = score_map(draw, st.one_of(numbers, numbers, anything))
+    files = [("results.json", run), ("qrels.tsv", "query-id\tcorpus-id\tscore\n" + "\n".join(rows))]
+    if draw(st.booleans()):
+        files += [("corpus.jsonl", corpus), ("queries.jsonl", queries)]
+    return files
+
+
+@st.composite
+def openinference_file(draw: st.DrawFn) -> tuple[str, str]:
+    doc = st.fixed_dictionaries(
+        {"document.id": maybe(ids)},
+        optional={"document.content": maybe(texts), "document.score": maybe(numbers)},
+    )
+    kind = st.sampled_from(["RETRIEVER", "RERANKER", "LLM", "CHAIN", "retriever"])
+    attributes = st.fixed_dictionaries(
+        {"openinference.span.kind": st.one_of(kind, kind, anything)},
+        optional={
+            "input.value": maybe(texts),
+            "retrieval.documents": st.one_of(st.lists(doc, max_size=3), anything),
+            "reranker.output_documents": st.one_of(st.lists(doc, max_size=3), anything),
+            "llm.token_count.prompt": maybe(counts),
+            "metadata": st.one_of(st.just('{"query_id": "q1"}'), anything),
+        },
+    )
+    span = st.fixed_dictionaries(
+        {
+            "name": texts,
+            "context": st.one_of(st.fixed_dictionaries({"trace_id": maybe(ids)}), anything),
+            "attributes": st.one_of(attributes, attributes, anything),
+        },
+        optional={
+            "start_time": st.one_of(st.just("2024-05-01T10:00:00.000000+00:00"), anything),
+            "end_time": st.one_of(st.just("2024-05-01T10:00:00.250000+00:00"), anything),
+        },
+    )
+    spans = draw(st.lists(span, min_size=1, max_size=6))
+    if draw(st.booleans()):
+        return "spans.json", dumps(spans)
+    return "spans.jsonl", "\n".join(dumps(s) for s in spans) + "\n"
+
+
+@st.composite
+def deepeval_file(draw: st.DrawFn) -> tuple[str, str]:
+    case = st.fixed_dictionaries(
+        {"input": maybe(texts), "actual_output": maybe(texts)},
+        optional={
+            "expected_output": maybe(texts),
+            "retrieval_context": st.one_of(st.lists(texts, max_size=3), anything),
+            "context": st.one_of(st.lists(texts, max_size=2), anything),
+            "name": maybe(ids),
+        },
+    )
+    return "cases.json", dumps(draw(st.lists(case, min_size=1, max_size=5)))
+
+
+@st.composite
+def llamaindex_file(draw: st.DrawFn) -> tuple[str, str]:
+    result = st.fixed_dictionaries(
+        {
+            "query": maybe(texts),
+            "expected_ids": st.one_of(st.lists(ids, max_size=3), anything),
+            "retrieved_ids": st.one_of(st.lists(ids, max_size=4), anything),
+        },
+        optional={
+            "expected_texts": st.one_of(st.lists(texts, max_size=2), anything),
+            "retrieved_texts": st.one_of(st.lists(texts, max_size=4), anything),
+            "metric_dict": st.one_of(
+                st.dictionaries(texts, st.fixed_dictionaries({"score": numbers}), max_size=2),
+                anything,
+            ),
+        },
+    )
+    rows = draw(st.lists(result, min_size=1, max_size=5))
+    return "results.jsonl", "\n".join(dumps(r) for r in rows) + "\n"
+
+
 # --- the check -----------------------------------------------------------------------------------
 
 
@@ -511,20 +610,22 @@ def check_import(store: Store, paths: list[Path], fmt: str | None, reader: str) 
         assert store.table_counts() == before, "a refused import changed the store"
         OUTCOMES["refused"] += 1
         return "refused"
-    assert len(stored) == 1
-    run = stored[0]
     # read the files again and compare with what the store gives back: every query, whole
+    # (an OpenInference export is one run per stage, in the order the reader gives them)
     log = ProblemLog()
-    expected = [q for parsed in read_inputs(paths, fmt, log) for q in parsed.queries]
-    log.raise_if_errors()
-    got = list(store.iter_queries(run.run_id))
-    assert got == expected
-    assert run.n_queries == len(expected) == len({q.query_id for q in expected})
-    assert run.n_chunks == sum(len(q.retrieved or ()) for q in expected)
-    with store._cursor() as cur:
-        n = cur.execute("SELECT count(*) FROM chunks WHERE run_id = ?", [run.run_id]).fetchall()
-        assert n[0][0] == run.n_chunks
-    if out.imported:
+    parsed_runs = read_inputs(paths, fmt, log)
+    assert len(stored) == len(parsed_runs) and (len(stored) == 1 or reader == "openinference")
+    for run, parsed in zip(stored, parsed_runs, strict=True):
+        expected = list(parsed.queries)
+        log.raise_if_errors()
+        got = list(store.iter_queries(run.run_id))
+        assert got == expected
+        assert run.n_queries == len(expected) == len({q.query_id for q in expected})
+        assert run.n_chunks == sum(len(q.retrieved or ()) for q in expected)
+        with store._cursor() as cur:
+            n = cur.execute("SELECT count(*) FROM chunks WHERE run_id = ?", [run.run_id]).fetchall()
+            assert n[0][0] == run.n_chunks
+    for run in out.imported:
         store.delete(run.run_id)
     assert store.table_counts() == before
     OUTCOMES["imported"] += 1
@@ -586,6 +687,11 @@ MAKERS: dict[str, Callable[[st.DrawFn], list[tuple[str, str]]]] = {
     "tatrag": lambda draw: draw(tatrag_files()),
     "qa_pairs": lambda draw: draw(qa_files()),
     "ragas": lambda draw: [draw(ragas_file())],
+    "ranx": lambda draw: draw(ranx_files()),
+    "beir": lambda draw: draw(beir_files()),
+    "openinference": lambda draw: [draw(openinference_file())],
+    "deepeval": lambda draw: [draw(deepeval_file())],
+    "llamaindex": lambda draw: [draw(llamaindex_file())],
 }
 
 
@@ -595,6 +701,11 @@ test_trec = fuzz("trec", MAKERS["trec"])
 test_tatrag = fuzz("tatrag", MAKERS["tatrag"])
 test_qa_pairs = fuzz("qa_pairs", MAKERS["qa_pairs"])
 test_ragas = fuzz("ragas", MAKERS["ragas"])
+test_ranx = fuzz("ranx", MAKERS["ranx"])
+test_beir = fuzz("beir", MAKERS["beir"])
+test_openinference = fuzz("openinference", MAKERS["openinference"])
+test_deepeval = fuzz("deepeval", MAKERS["deepeval"])
+test_llamaindex = fuzz("llamaindex", MAKERS["llamaindex"])
 
 
 @pytest.fixture(scope="module")

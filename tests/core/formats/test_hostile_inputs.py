@@ -207,6 +207,52 @@ OTHER_FORMATS = [
         ('"faithfulness": "\\ud800"', "faithfulness"),
         (f'"faithfulness": {HUGER}', "faithfulness"),
     ),
+    (
+        "ranx",
+        ["ranx/run.json", "ranx/qrels.json"],
+        "ranx/run.json",
+        '"d2": 0.8',
+        ('"d\\ud800": 0.8', "q1"),
+        (f'"d2": {HUGE}', "q1.d2"),
+    ),
+    (
+        "beir",
+        ["beir/results.json", "beir/mini/qrels/test.tsv", "beir/mini/corpus.jsonl"],
+        "beir/mini/corpus.jsonl",
+        '"text": "Lyon is a city in France."',
+        ('"text": "Lyon \\ud800"', "text"),
+        (f'"text": "Lyon is a city in France.", "n": {HUGE}', "n"),
+    ),
+    (
+        "openinference",
+        ["openinference/spans.jsonl", "openinference/qrels.txt"],
+        "openinference/spans.jsonl",
+        '"retrieval.documents.1.document.score": 0.8',
+        (
+            '"retrieval.documents.1.document.score": "\\ud800"',
+            "attributes.retrieval.documents.1.document.score",
+        ),
+        (
+            f'"retrieval.documents.1.document.score": {HUGE}',
+            "attributes.retrieval.documents.1.document.score",
+        ),
+    ),
+    (
+        "deepeval",
+        ["deepeval/dataset.json"],
+        "deepeval/dataset.json",
+        '"actual_output": "30 days."',
+        ('"actual_output": "30 \\ud800."', "actual_output"),
+        (f'"actual_output": {HUGE}', "actual_output"),
+    ),
+    (
+        "llamaindex",
+        ["llamaindex/results.jsonl"],
+        "llamaindex/results.jsonl",
+        '"query": "q two"',
+        ('"query": "q \\ud800"', "query"),
+        (f'"query": {HUGE}', "query"),
+    ),
 ]
 
 
