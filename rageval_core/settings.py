@@ -177,6 +177,16 @@ SETTINGS: tuple[Setting, ...] = (
         "--complete",
         "Complete",
     ),
+    Setting(
+        "judge",
+        str,
+        None,
+        "which LLM judge result set of the run the judge.* metrics read (its id or name; "
+        "default the newest; none: only the judge scores imported with the run)",
+        "--judge",
+        "Judge",
+        metavar="NAME_OR_ID",
+    ),
     # --- the rules the seed-parity presets flip (docs/metrics.md, "Presets"); each is an
     # ordinary setting, off by default, read by the preset metrics (rageval_core.parity)
     Setting(
@@ -295,6 +305,8 @@ def _range(s: Setting) -> str:
         return ", ".join(f"`{c}`" for c in s.choices)
     if s.type is bool:
         return "off, on"
+    if s.type is str:
+        return f"`{s.metavar}`" if s.metavar else "text"
     if s.minimum is None and s.maximum is None:
         return "any finite number"
     if s.maximum is None:

@@ -283,7 +283,7 @@ def build_queries(
         grouped["tokens"],
         grouped["tags"],
     )
-    labels = grouped.get("labels", {})
+    labels: Mapping[int, list[tuple[Any, ...]]] = grouped.get("labels", {})
     out = []
     for qidx, query_id, query, in_run, has_qrels, answer, reference_answer, judge in query_rows:
         out.append(
