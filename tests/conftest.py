@@ -18,6 +18,7 @@ FOLDER_MARKERS = {
     ("core", "matching"): "matching",
     ("core", "cli"): "cli",
     ("core", "compare"): "compare",
+    ("core", "judge"): "judge",
     ("bench",): "bench",
     ("dashboard",): "dashboard",
     ("e2e",): "e2e",
