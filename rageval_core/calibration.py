@@ -187,9 +187,22 @@ def judge_labels(
 
 
 def calibrate(
-    store: Store, ref: RunRef, *, judge: str | None = None, label: str = "faithfulness"
+    store: Store,
+    ref: RunRef,
+    *,
+    judge: str | None = None,
+    label: str = "faithfulness",
+    settings: Any = None,
 ) -> Calibration:
-    """The judge's labels against the human labels of the run (see the module's docstring)."""
+    """The judge's labels against the human labels of the run (see the module's docstring).
+
+    judge: the result set (id or name; None: settings.judge, else the newest; "none": the
+    labels imported with the run). settings: the evaluation Settings of the threshold sweep
+    (its k, scorer, normalisation; the threshold is what it sweeps)."""
+    from rageval_core.evaluate import Settings
+
+    s = settings if settings is not None else Settings()
+    judge = judge if judge is not None else s.judge
     run = store.run(ref)
     people = {
         q: labels[label] for q, labels in jstore.human_labels(store, ref).items() if label in labels
@@ -216,7 +229,7 @@ def calibrate(
     judged = [machine[q] for q in paired]
     matrix = confusion_matrix(human, judged, labels)
     n = len(paired)
-    thresholds, basis = threshold_sweep(store, ref, data, judge)
+    thresholds, basis = threshold_sweep(store, ref, data, judge, s)
     return Calibration(
         run=run.name,
         name=label,
@@ -256,7 +269,7 @@ def _judge_verdict_per_query(
 
 
 def threshold_sweep(
-    store: Store, ref: RunRef, data: Any, judge: str | None = None, k: int | None = None
+    store: Store, ref: RunRef, data: Any, judge: str | None = None, settings: Any = None
 ) -> tuple[list[ThresholdAgreement], str | None]:
     """At each threshold of SWEEP: does "every gold span covered in the top k" (FullCoverageRate)
     agree with the judge's verdict? Agreement and kappa over queries with both."""
@@ -267,7 +280,7 @@ def threshold_sweep(
     verdict, basis = _judge_verdict_per_query(store, ref, data.n_queries, judge)
     if basis is None:
         return [], None
-    s = Settings() if k is None else Settings(k=k)
+    s = settings if settings is not None else Settings()
     name = f"FullCoverageRate@{s.k}"
     out = []
     for t in SWEEP:

@@ -14,6 +14,8 @@ _METRICS = "faithfulness,retrieval_quality,answer_quality"
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the judge and calibrate commands to the CLI's subparsers."""
+    from rageval_core.cli import add_settings_arguments
+
     p = sub.add_parser(
         "judge",
         parents=[common],
@@ -69,16 +71,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("run", help="a stored run (name or id) with human labels")
     p.add_argument(
-        "--judge",
-        metavar="NAME_OR_ID",
-        help="the judge result set (default the newest; none: imported judge labels)",
-    )
-    p.add_argument(
         "--label",
         default="faithfulness",
         help="the label compared (default faithfulness)",
     )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    # --judge picks the result set; k, threshold-free scorer and normalisation shape the sweep
+    add_settings_arguments(p)
     p.set_defaults(func=cmd_calibrate)
 
 
@@ -213,10 +212,11 @@ def _print_summary(s: Any, rep: Any) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from rageval_core.calibration import calibrate, format_calibration
-    from rageval_core.cli import _store
+    from rageval_core.cli import _store, settings_from_args
 
+    settings = settings_from_args(args)
     with _store(args) as store:
-        result = calibrate(store, args.run, judge=args.judge, label=args.label)
+        result = calibrate(store, args.run, label=args.label, settings=settings)
     if args.json:
         print(json_text(result.to_json()))
     else:

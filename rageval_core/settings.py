@@ -177,16 +177,6 @@ SETTINGS: tuple[Setting, ...] = (
         "--complete",
         "Complete",
     ),
-    Setting(
-        "judge",
-        str,
-        None,
-        "which LLM judge result set of the run the judge.* metrics read (its id or name; "
-        "default the newest; none: only the judge scores imported with the run)",
-        "--judge",
-        "Judge",
-        metavar="NAME_OR_ID",
-    ),
     # --- the rules the seed-parity presets flip (docs/metrics.md, "Presets"); each is an
     # ordinary setting, off by default, read by the preset metrics (rageval_core.parity)
     Setting(
@@ -266,6 +256,18 @@ SETTINGS: tuple[Setting, ...] = (
         "a query without gold counts as 0 in the means instead of being left out (TAT-RAG, EggAI)",
         "--no-gold-scores-zero",
         "Queries without gold score 0",
+    ),
+    # --- which LLM judge result set the judge.* metrics read (rageval_core.judging); last, so
+    # the dashboard's cache keys keep their shape
+    Setting(
+        "judge",
+        str,
+        None,
+        "which LLM judge result set of the run the judge.* metrics read (its id or name; "
+        "default the newest; none: only the judge scores imported with the run)",
+        "--judge",
+        "Judge",
+        metavar="NAME_OR_ID",
     ),
 )
 

@@ -37,6 +37,7 @@ MINIMAL_ARGV = {
     "evaluate": ["evaluate", "run.jsonl"],
     "compare": ["compare", "a", "b"],
     "gate": ["gate", "--baseline", "a", "--candidate", "b"],
+    "calibrate": ["calibrate", "a"],
 }
 #: the flags as users' scripts call them today: (flag, argparse type, choices, metavar)
 FLAGS = {
@@ -59,6 +60,8 @@ FLAGS = {
     "--keep-whitespace": (None, None, None),
     "--plain-similarity": (None, None, None),
     "--no-gold-scores-zero": (None, None, None),
+    # which LLM judge result set the judge.* metrics read (rageval_core.judging)
+    "--judge": (None, None, "NAME_OR_ID"),
 }
 #: the query parameters of shared links: never renamed
 URL_KEYS = {"k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance"}
@@ -308,7 +311,9 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:] == (None, False, False, False, "k", *[False] * 4)
+    assert keys.settings_key(Settings())[9:] == (
+        None, False, False, False, "k", *[False] * 4, None
+    )  # fmt: skip
     s = Settings(
         k=3,
         threshold=0.55,
