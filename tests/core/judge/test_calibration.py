@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats.contingency import crosstab
 
-from rageval_core.calibration import cohen_kappa, confusion_matrix, label_rates
+from rageval_core.calibration import SWEEP, cohen_kappa, confusion_matrix, label_rates
 from rageval_core.judging import JudgeConfig, run_judge
 from rageval_core.store import Store, judgements
 from tests.cli import rageval
@@ -101,10 +101,12 @@ def test_calibrate_a_judge_run_against_the_files_labels(server: FakeServer, db: 
     assert out["n"] == len(a) == out["n_human"]
     assert [p["human"] for p in out["pairs"]] == a and [p["judge"] for p in out["pairs"]] == b
     assert out["kappa"] == pytest.approx(kappa_from_pairs(a, b))
-    assert out["agreement"] == pytest.approx(sum(x == y for x, y in zip(a, b)) / len(a))
+    assert out["agreement"] == pytest.approx(
+        sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+    )
     assert out["judge"]["model"] == "fake"
     # the sweep compares full coverage with the judge's retrieval pass, at every threshold
-    assert [t["threshold"] for t in out["thresholds"]][0] == 0.5
+    assert [t["threshold"] for t in out["thresholds"]] == pytest.approx(list(SWEEP))
     assert all(t["n"] == len(a) for t in out["thresholds"])
     assert out["threshold_basis"].startswith("judge.pass_rate")
     text = rageval("calibrate", "judged", db=db).stdout
