@@ -12,12 +12,20 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 #: the usage every reply reports (cost tests multiply these by the prices)
 PROMPT_TOKENS = 100
 COMPLETION_TOKENS = 20
+
+
+def _prompt_name(messages: list[dict[str, str]]) -> str:
+    system = messages[0]["content"]
+    if "faithful" in system:
+        return "faithfulness"
+    return "retrieval_quality" if "retrieved contexts serve" in system else "answer_quality"
 
 
 def _question(messages: list[dict[str, str]]) -> str:
@@ -46,6 +54,8 @@ class FakeJudge:
         self.flip: Callable[[str, int], str] | None = None
         self.seen: dict[str, int] = {}
         self.fenced = False  # wrap the JSON in a ```json block, with chatter around it
+        #: (prompt name, question) -> reply text: recorded replies served as they are
+        self.recorded: dict[tuple[str, str], str] = {}
 
     def verdict(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         system = messages[0]["content"]
@@ -112,7 +122,10 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
                 status, headers = scripted if isinstance(scripted, tuple) else (scripted, {})
                 self._send(status, {"error": {"message": "scripted failure"}}, headers)
                 return
-            if verdict is None:
+            recorded = state.recorded.get((_prompt_name(messages), question))
+            if recorded is not None:
+                content = recorded
+            elif verdict is None:
                 content = "I think the answer looks fine overall."
             elif state.fenced:
                 content = "Here is my verdict:\n```json\n" + json.dumps(verdict) + "\n```\nThanks"
@@ -164,3 +177,31 @@ class FakeServer:
     def n_requests(self) -> int:
         with self.state.lock:
             return len(self.state.requests)
+
+
+#: a judge's replies to every prompt of tests/data/judge/judged_run.jsonl, as a real model might
+#: word them (fenced blocks, notes); for end-to-end display tests
+RECORDED = Path(__file__).parent / "data" / "judge" / "recorded_replies.jsonl"
+
+
+def recorded_replies() -> dict[tuple[str, str], str]:
+    """(prompt, question) -> the recorded reply text."""
+    out = {}
+    for line in RECORDED.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        out[(row["prompt"], row["question"])] = row["reply"]
+    return out
+
+
+def judge_from_recording(db: Path, run: str = "judged", model: str = "recorded-judge") -> Any:
+    """Judge a stored copy of judged_run.jsonl with the recorded replies (no network): the
+    store then holds a judge result set as `rageval judge` leaves it. Returns the summary."""
+    from rageval_core.judging import JudgeConfig, run_judge
+    from rageval_core.store import Store
+
+    with FakeServer() as server:
+        server.state.recorded = recorded_replies()
+        with Store(db) as store:
+            return run_judge(
+                store, run, JudgeConfig(base_url=server.base_url, model=model), api_key=""
+            )

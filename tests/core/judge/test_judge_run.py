@@ -301,3 +301,28 @@ def test_bad_arguments_exit_2(server: FakeServer, db: Path) -> None:
     assert done.returncode == 2 and "--price-in" in done.stderr
     assert server.n_requests == 0
     assert math.isfinite(0.0)
+
+
+def test_the_recorded_replies_fill_a_judge_set_for_display_tests(db: Path) -> None:
+    from tests.fakellm import judge_from_recording, recorded_replies
+
+    summary = judge_from_recording(db)
+    assert summary.judge_errors == 0 and summary.done == N_TASKS == len(recorded_replies())
+    report = evaluate_json(db)
+    rows = [
+        json.loads(r) for r in (RUN_FILE.parent / "recorded_replies.jsonl").read_text().splitlines()
+    ]
+    scores = [
+        json.loads(r["reply"][r["reply"].find("{") : r["reply"].rfind("}") + 1])
+        for r in rows
+        if r["prompt"] == "retrieval_quality"
+    ]
+    passed = [s["retrieval_quality_score"] >= 0.7 for s in scores]
+    assert report["metrics"]["judge.pass_rate"] == pytest.approx(sum(passed) / len(passed))
+    with Store(db) as store:
+        from rageval_core.judging.scores import judge_verdicts
+
+        q4 = judge_verdicts(store, "judged", 3)
+    faith = next(r for r in q4 if r.prompt == "faithfulness")
+    assert faith.verdict is not None and faith.verdict["faithfulness"] == "contradicted"
+    assert faith.verdict["evidence"] == [1] and "<b>not bold</b>" in faith.verdict["notes"]
