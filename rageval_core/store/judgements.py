@@ -18,6 +18,12 @@ from rageval_core.store.schema import first_row
 from rageval_core.store.store import RunRef, Store
 
 
+def _run_id(store: Store, ref: RunRef) -> int:
+    """The run's id; an int is taken as one (evaluate's own RunData may be of a run built in
+    memory, never stored: it simply has no judge rows)."""
+    return ref if isinstance(ref, int) else store.run(ref).run_id
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -191,7 +197,7 @@ def save_judge_set(
 
 def judge_sets(store: Store, ref: RunRef) -> list[JudgeSet]:
     """The run's judge result sets, oldest first."""
-    run_id = store.run(ref).run_id
+    run_id = _run_id(store, ref)
     with store._cursor() as cur:
         rows = cur.execute(
             f"SELECT {_SET_COLUMNS} FROM judge_sets WHERE run_id = ? ORDER BY judge_id", [run_id]
@@ -231,7 +237,7 @@ def judge_results(store: Store, judge: JudgeSet) -> list[JudgeResult]:
 
 def imported_judge(store: Store, ref: RunRef) -> list[tuple[int, dict[str, Any]]]:
     """(qidx, judge object) of every query whose run file carried judge scores."""
-    run_id = store.run(ref).run_id
+    run_id = _run_id(store, ref)
     with store._cursor() as cur:
         rows = cur.execute(
             "SELECT qidx, judge FROM queries WHERE run_id = ? AND judge IS NOT NULL ORDER BY qidx",
@@ -245,7 +251,7 @@ def imported_judge(store: Store, ref: RunRef) -> list[tuple[int, dict[str, Any]]
 
 def human_labels(store: Store, ref: RunRef) -> dict[int, dict[str, str]]:
     """qidx -> {name: label}: the run file's labels, with those given in the dashboard over them."""
-    run_id = store.run(ref).run_id
+    run_id = _run_id(store, ref)
     out: dict[int, dict[str, str]] = {}
     with store._cursor() as cur:
         imported = cur.execute(
