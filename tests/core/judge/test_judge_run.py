@@ -326,3 +326,52 @@ def test_the_recorded_replies_fill_a_judge_set_for_display_tests(db: Path) -> No
     faith = next(r for r in q4 if r.prompt == "faithfulness")
     assert faith.verdict is not None and faith.verdict["faithfulness"] == "contradicted"
     assert faith.verdict["evidence"] == [1] and "<b>not bold</b>" in faith.verdict["notes"]
+
+
+@pytest.mark.parametrize("how", ["cancel", "ctrl-c"])
+def test_cancel_or_ctrl_c_keeps_every_finished_result(
+    server: FakeServer, db: Path, how: str
+) -> None:
+    import threading
+
+    cancel = threading.Event()
+    stop_after = 4
+
+    def progress(done: int, total: int) -> None:
+        if done >= stop_after:
+            if how == "cancel":
+                cancel.set()
+            else:
+                raise KeyboardInterrupt  # what SIGINT raises in the main thread
+
+    config = JudgeConfig(base_url=server.base_url, model="fake-judge", concurrency=1)
+    with Store(db) as store:
+        summary = run_judge(store, "judged", config, progress=progress, cancel=cancel)
+        kept = judgements.judge_results(store, judgements.judge_set(store, "judged"))
+    assert summary.status == ("cancelled" if how == "cancel" else "interrupted")
+    assert stop_after <= summary.done < N_TASKS
+    assert len(kept) == summary.done and all(r.verdict is not None for r in kept)
+    assert server.n_requests == summary.requests
+
+
+def test_ragas_result_columns_are_judge_metrics(tmp_path: Path) -> None:
+    rows = [
+        {
+            "user_input": f"question {i}",
+            "retrieved_contexts": [f"context {i}"],
+            "reference_contexts": [f"context {i}"],
+            "response": f"answer {i}",
+            "faithfulness": score,
+            "context_recall": recall,
+        }
+        for i, (score, recall) in enumerate([(0.8, 1.0), (0.4, 0.5), (0.9, 0.0)])
+    ]
+    path = tmp_path / "ragas_result.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    done = rageval("evaluate", str(path), "--format", "ragas", "--json", "--per-query")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    for column in ("faithfulness", "context_recall"):
+        values = [r[column] for r in rows]
+        assert out["metrics"][f"judge.{column}"] == pytest.approx(sum(values) / len(values))
+        assert [q[f"judge.{column}"] for q in out["per_query"].values()] == values
