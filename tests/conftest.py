@@ -32,6 +32,7 @@ SLOW_FILES = frozenset(
         "test_crash.py",
         "test_native_fast_import.py",
         "test_partition.py",
+        "test_judge_sigint.py",
     }
 )
 TESTS = REPO / "tests"

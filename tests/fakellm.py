@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +55,7 @@ class FakeJudge:
         self.flip: Callable[[str, int], str] | None = None
         self.seen: dict[str, int] = {}
         self.fenced = False  # wrap the JSON in a ```json block, with chatter around it
+        self.delay_s = 0.0  # seconds before each reply (a slow model, for Ctrl-C tests)
         #: (prompt name, question) -> reply text: recorded replies served as they are
         self.recorded: dict[tuple[str, str], str] = {}
 
@@ -118,6 +120,8 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
                     or question in state.malformed_questions
                 )
                 verdict = None if scripted is not None or bad else state.verdict(messages)
+            if state.delay_s:
+                time.sleep(state.delay_s)
             if scripted is not None:
                 status, headers = scripted if isinstance(scripted, tuple) else (scripted, {})
                 self._send(status, {"error": {"message": "scripted failure"}}, headers)

@@ -424,6 +424,13 @@ def run_judge(
         interrupted = True
         stop.set()
         summary.status = "interrupted"
+    except Exception as e:
+        # DuckDB turns a Ctrl-C inside a statement (the cache write) into its own error
+        if type(e).__name__ != "InterruptException":
+            raise
+        interrupted = True
+        stop.set()
+        summary.status = "interrupted"
     finally:
         stop_now = stop.is_set() or interrupted
         pool.shutdown(wait=not stop_now, cancel_futures=True)

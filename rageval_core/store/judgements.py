@@ -235,6 +235,16 @@ def judge_results(store: Store, judge: JudgeSet) -> list[JudgeResult]:
     ]
 
 
+def cost_per_query(store: Store, judge: JudgeSet) -> dict[int, float]:
+    """qidx -> USD the set's replies for that query cost (every prompt and repeat)."""
+    with store._cursor() as cur:
+        rows = cur.execute(
+            "SELECT qidx, sum(cost_usd) FROM judge_results WHERE judge_id = ? GROUP BY qidx",
+            [judge.judge_id],
+        ).fetchall()
+    return {int(q): float(c) for q, c in rows}
+
+
 def imported_judge(store: Store, ref: RunRef) -> list[tuple[int, dict[str, Any]]]:
     """(qidx, judge object) of every query whose run file carried judge scores."""
     run_id = _run_id(store, ref)

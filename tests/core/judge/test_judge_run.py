@@ -181,6 +181,10 @@ def test_cost_is_tokens_times_prices(server: FakeServer, db: Path) -> None:
     with Store(db) as store:
         results = judgements.judge_results(store, judgements.judge_set(store, "judged"))
     assert sum(r.cost_usd for r in results) == pytest.approx(expected)
+    with Store(db) as store:
+        per_query = judgements.cost_per_query(store, judgements.judge_set(store, "judged"))
+    assert sorted(per_query) == list(range(N_QUERIES))
+    assert sum(per_query.values()) == pytest.approx(expected)
 
 
 def test_the_runs_prices_are_used_when_none_are_given(server: FakeServer, db: Path) -> None:
