@@ -103,6 +103,7 @@ class JudgeSummary:
     status: str  # complete, budget, interrupted, cancelled, dry-run
     tasks: int  # query x prompt x repeat judgments planned
     skipped_queries: int  # queries no prompt applies to (no query text, answer or contexts)
+    done: int = 0  # judgments finished (answered from the cache, judged, or judge errors)
     requests: int = 0  # chat completions sent (a retry after an invalid reply counts)
     retries: int = 0  # sent again after a 429, 5xx or timeout
     cache_hits: int = 0
@@ -114,12 +115,6 @@ class JudgeSummary:
     priced: bool = True  # prices known (given, or the run's)
     judge: JudgeSet | None = None
     errors: dict[str, int] = field(default_factory=dict)  # problem -> count
-
-    @property
-    def done(self) -> int:
-        return self.cache_hits + self._sent_done
-
-    _sent_done: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -334,6 +329,7 @@ def run_judge(
             pending.append(t)
             continue
         summary.cache_hits += 1
+        summary.done += 1
         results.append(
             JudgeResult(
                 t.qidx,
@@ -357,7 +353,7 @@ def run_judge(
         summary.completion_tokens += out.completion_tokens
         spent = cost(out.prompt_tokens, out.completion_tokens)
         summary.cost_usd += spent
-        summary._sent_done += 1
+        summary.done += 1
         if out.error is not None:
             note(out.error)
         elif out.content is not None:
