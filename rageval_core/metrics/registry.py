@@ -133,6 +133,7 @@ def describe(name: str) -> tuple[str, str]:
     spec = parse(name).spec
     return spec.kind, spec.description
 
+
 _SYNTAX = re.compile(
     r"^(?P<name>[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)(?:\((?P<params>[^()]*)\))?(?:@(?P<cutoff>[0-9]+))?$"
 )
