@@ -493,7 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qrels", metavar="FILE", help="qrels for a TREC run file")
     p.add_argument("--format", choices=FORMATS, help="force the run file's format")
     p.add_argument(
-        "--metrics", help='e.g. "P@5 nDCG@10 RR" (default: a set covering what the run has)'
+        "--metrics",
+        help='e.g. "P@5 nDCG@10 judge.faithfulness.supported" (default: a set covering what the '
+        "run has; each metric's kind and definition: docs/metrics.md)",
     )
     add_settings_arguments(p)
     p.add_argument("--by", metavar="TAG", help="break every summary down by this tag")

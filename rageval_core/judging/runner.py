@@ -14,7 +14,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -452,8 +452,3 @@ def run_judge(
             sorted(results, key=lambda r: (r.qidx, r.prompt, r.rep)),
         )
     return summary
-
-
-def prompt_versions(metrics: Sequence[str]) -> dict[str, str]:
-    """{prompt: version} of the named prompts."""
-    return {m: PROMPTS[m].version for m in metrics}

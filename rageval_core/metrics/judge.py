@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,6 @@ class JudgeScores:
     #: which judge result set the columns hold beside the imported scores (None: imported only)
     source: Mapping[str, Any] | None = None
     errors: int = 0  # judge errors of the set: counted, never scored
-    notes: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _value(name: str) -> Any:
