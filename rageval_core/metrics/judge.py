@@ -38,6 +38,14 @@ class JudgeScores:
 def _value(name: str) -> Any:
     def fn(data: JudgeScores, cutoff: int | None, params: Mapping[str, Any]) -> NDArray[np.float64]:
         column = data.columns.get(name)
+        if column is None and name.count(".") >= 2:
+            # a label nobody was given, on a name other labels were given on: a share of 0
+            # wherever the query was judged on that name (so runs compare on the same labels)
+            stem = name.rsplit(".", 1)[0] + "."
+            siblings = [c for n, c in data.columns.items() if n.startswith(stem)]
+            if siblings:
+                judged = np.any(~np.isnan(np.vstack(siblings)), axis=0)
+                column = np.where(judged, 0.0, np.nan)
         if column is None:
             known = ", ".join(sorted(data.columns)) or "none"
             raise UsageError(f"no judge score {name} in this run (judge scores: {known})")

@@ -95,3 +95,18 @@ def test_every_metric_has_a_kind_and_a_definition() -> None:
     assert registry.describe("HallucinationRate")[0] == "lexical answer"
     assert registry.describe("judge.faithfulness.supported")[0] == "judge"
     assert registry.describe("nDCG@10")[0] == "ranking"
+
+
+def test_a_label_one_run_never_got_is_a_share_of_zero(db: Path) -> None:
+    # the imported labels of judged_run.jsonl: supported and contradicted, never insufficient
+    done = rageval(
+        "evaluate", "judged", "--judge", "none", "--json", "--per-query",
+        "--metrics", "judge.faithfulness.insufficient,judge.faithfulness.supported", db=db,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    given = [json.loads(line).get("judge", {}) for line in RUN_FILE.read_text().splitlines()[1:]]
+    judged = ["faithfulness" in j for j in given]
+    assert out["metrics"]["judge.faithfulness.insufficient"] == 0.0
+    column = [q["judge.faithfulness.insufficient"] for q in out["per_query"].values()]
+    assert column == [0.0 if j else None for j in judged]
