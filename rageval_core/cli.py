@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rageval_core import cli_outputs
+from rageval_core import cli_judge, cli_outputs
 from rageval_core.cli_presets import print_explanation
 from rageval_core.cli_settings import (
     add_settings_arguments,
@@ -435,7 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS, help="force the run file's format")
     add_reader_arguments(p)
     p.add_argument(
-        "--metrics", help='e.g. "P@5 nDCG@10 RR" (default: a set covering what the run has)'
+        "--metrics",
+        help='e.g. "P@5 nDCG@10 judge.faithfulness.supported" (default: a set covering what the '
+        "run has; each metric's kind and definition: docs/metrics.md)",
     )
     add_settings_arguments(p)
     p.add_argument("--by", metavar="TAG", help="break every summary down by this tag")
@@ -510,6 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_gate)
 
     cli_outputs.add_parser(sub, common)  # fuse, report, export; compare --table
+    cli_judge.add_parser(sub, common)  # judge, calibrate
     p = sub.add_parser("dashboard", parents=[common], help="start the dashboard")
     p.add_argument("--port", type=int, default=8501, help="(default: 8501)")
     p.add_argument(

@@ -52,7 +52,13 @@ BATCH_SCHEMAS: dict[str, pa.Schema] = {
     "tags": pa.schema(
         [("qidx", pa.int32()), ("pos", pa.int32()), ("key", pa.string()), ("value", pa.string())]
     ),
+    "labels": pa.schema(
+        [("qidx", pa.int32()), ("pos", pa.int32()), ("name", pa.string()), ("label", pa.string())]
+    ),
 }
+#: tables a run without them hashes as if they did not exist (content hashes from before the
+#: table was added stay valid)
+OPTIONAL_TABLES = frozenset({"labels"})
 
 
 # Built once: json.dumps with any non-default option builds a new encoder per call, which

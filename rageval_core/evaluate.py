@@ -33,6 +33,7 @@ from rageval_core.metrics.arrays import (
 )
 from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.metrics.generation import GENERATION_METRICS, AnswerInputs, generation_scores
+from rageval_core.metrics.judge import JudgeScores
 from rageval_core.rundata import (
     LoadedRun,
     RunData,
@@ -94,6 +95,8 @@ class Settings:
     keep_whitespace: bool = DEFAULTS["keep_whitespace"]
     plain_similarity: bool = DEFAULTS["plain_similarity"]
     no_gold_scores_zero: bool = DEFAULTS["no_gold_scores_zero"]
+    #: the judge result set judge.* metrics read (id or name; None: the newest; "none": none)
+    judge: str | None = DEFAULTS["judge"]
 
     def check(self) -> None:
         k_min, _ = BY_NAME["k"].bounds()
@@ -159,11 +162,11 @@ class Settings:
             "score_threshold": self.score_threshold,
             "rel_level": self.rel_level,
             "complete": self.complete,
-            # the guard, judged_only, the preset and its rules only when set: reports without
-            # them read as before
+            # the guard, judged_only, the preset, its rules and the judge only when set:
+            # reports without them read as before
             **{
                 name: getattr(self, name)
-                for name in ("numbers_must_match", "judged_only", "preset", *RULES)
+                for name in ("numbers_must_match", "judged_only", "preset", "judge", *RULES)
                 if getattr(self, name) != DEFAULTS[name]
             },
         }
@@ -403,8 +406,29 @@ def resolve_relevance(data: RunData, s: Settings) -> Relevance | None:
     return "evidence" if data.run.has_evidence else None
 
 
-def default_metrics(data: RunData, k: int, relevance: Relevance | None) -> list[str]:
-    """The default set: ranking (in the relevance mode), evidence and answer metrics the run supports."""
+def judge_inputs(store: Store, data: RunData, s: Settings) -> JudgeScores:
+    """The run's judge.* columns: imported scores and the chosen judge result set (newest by
+    default, Settings.judge to pick one; rageval_core.judging.scores)."""
+    from rageval_core.judging.scores import judge_scores
+    from rageval_core.store import judgements
+
+    sets = tuple(j.judge_id for j in judgements.judge_sets(store, data.run.run_id))
+    return memo(  # type: ignore[no-any-return]
+        data,
+        ("judge", s.judge, sets),
+        lambda: judge_scores(store, data.run.run_id, data.n_queries, s.judge),
+    )
+
+
+def default_metrics(
+    data: RunData,
+    k: int,
+    relevance: Relevance | None,
+    store: Store | None = None,
+    settings: Settings | None = None,
+) -> list[str]:
+    """The default set: ranking (in the relevance mode), evidence and answer metrics the run
+    supports, and its judge scores (given the store)."""
     names: list[str] = []
     if relevance is not None:
         names += [m.format(k=k) for m in RANKING_DEFAULTS]
@@ -412,6 +436,8 @@ def default_metrics(data: RunData, k: int, relevance: Relevance | None) -> list[
         names += [m.format(k=k) for m in EVIDENCE_DEFAULTS]
     if data.run.has_answers:
         names += [spec.name for spec in registry.REGISTRY.values() if spec.family == "generation"]
+    if store is not None:
+        names += sorted(judge_inputs(store, data, settings or Settings()).columns)
     return names
 
 
@@ -493,7 +519,7 @@ def _evaluate(
 
         return evaluate_preset(store, data, metrics, s, by)
     relevance = resolve_relevance(data, s)
-    names = list(metrics) if metrics else default_metrics(data, s.k, relevance)
+    names = list(metrics) if metrics else default_metrics(data, s.k, relevance, store, s)
     measures = registry.parse_all(names)
     n = data.n_queries
     per_query: dict[str, Floats] = {}
@@ -526,6 +552,15 @@ def _evaluate(
     if "generation" in families:
         inputs["generation"] = answer_inputs(store, data)
         counts["scored_answers"] = int(inputs["generation"][1].size)
+    settings_json = s.to_json(relevance)
+    if "judge" in families:
+        scores = judge_inputs(store, data, s)
+        inputs["judge"] = (scores, np.arange(n, dtype=np.int64))
+        judged = [c for name, c in scores.columns.items() if registry.parse(name) in measures]
+        counts["judged"] = int(np.count_nonzero(np.any(~np.isnan(judged), axis=0))) if judged else 0
+        counts["judge_errors"] = scores.errors
+        if scores.source is not None:
+            settings_json["judge"] = dict(scores.source)
 
     weights: dict[str, Floats] = {}
     run_values: dict[str, float] = {}
@@ -550,7 +585,7 @@ def _evaluate(
     by_out = breakdown(data, per_query, weights, by) if by else None
     return Report(
         run=data.run.name,
-        settings=s.to_json(relevance),
+        settings=settings_json,
         relevance=relevance,
         metrics=run_values,
         query_ids=data.query_ids,

@@ -40,7 +40,10 @@ class Query:
     latency_ms: Mapping[str, float] = field(default_factory=dict)
     tokens: Mapping[str, int] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
-    judge: Mapping[str, float] = field(default_factory=dict)
+    #: judge scores that came with the run: a number, or a categorical label ("supported")
+    judge: Mapping[str, float | str] = field(default_factory=dict)
+    #: human labels (name -> label), what a judge is calibrated against
+    labels: Mapping[str, str] = field(default_factory=dict)
     #: 1-based line (or row/element) of the source file; not part of the content.
     line: int = field(default=0, compare=False)
 

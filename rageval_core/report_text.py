@@ -21,6 +21,18 @@ _MODES = {
 }
 
 
+def metric_kind(name: str) -> str:
+    """The kind shown beside a metric (ranking, evidence, lexical answer, semantic, judge); a
+    preset's own names are "preset"."""
+    from rageval_core.errors import UsageError
+    from rageval_core.metrics import registry
+
+    try:
+        return registry.parse(name).spec.kind
+    except UsageError:
+        return "preset"
+
+
 def format_report(report: Any, per_query: bool = False) -> str:
     """The human-readable report: settings, counts, metrics, ops, breakdown."""
     s = report.settings
@@ -30,11 +42,19 @@ def format_report(report: Any, per_query: bool = False) -> str:
         + f" k={s['k']} "
         f"threshold={s['threshold']} scorer={s['scorer']} norm={s['normalisation']}"
         + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else "")
-        + (f" preset={s['preset']}" if s.get("preset") else ""),
+        + (f" preset={s['preset']}" if s.get("preset") else "")
+        + (
+            f" judge={s['judge']['name']} (#{s['judge']['judge_id']}, {s['judge']['model']})"
+            if isinstance(s.get("judge"), dict)
+            else ""
+        ),
         "counts: " + ", ".join(f"{k}={v}" for k, v in report.counts.items()),
         *(f"warning: {w}" for w in getattr(report, "warnings", ())),
         "",
-        text_table(["metric", "value"], [[name, _num(v)] for name, v in report.metrics.items()]),
+        text_table(
+            ["metric", "kind", "value"],
+            [[name, metric_kind(name), _num(v)] for name, v in report.metrics.items()],
+        ),
     ]
     latency = report.ops.get("latency_ms") or {}
     if latency:

@@ -279,6 +279,18 @@ SETTINGS: tuple[Setting, ...] = (
         "Judged documents only",
         url_key="judged",
     ),
+    # --- which LLM judge result set the judge.* metrics read (rageval_core.judging); last, so
+    # the dashboard's cache keys keep their shape
+    Setting(
+        "judge",
+        str,
+        None,
+        "which LLM judge result set of the run the judge.* metrics read (its id or name; "
+        "default the newest; none: only the judge scores imported with the run)",
+        "--judge",
+        "Judge",
+        metavar="NAME_OR_ID",
+    ),
 )
 
 #: the settings that are rules of the preset metrics (not read by rageval's own metrics)
@@ -317,6 +329,8 @@ def _range(s: Setting) -> str:
         return ", ".join(f"`{c}`" for c in s.choices)
     if s.type is bool:
         return "off, on"
+    if s.type is str:
+        return f"`{s.metavar}`" if s.metavar else "text"
     if s.minimum is None and s.maximum is None:
         return "any finite number"
     if s.maximum is None:

@@ -18,6 +18,7 @@ FOLDER_MARKERS = {
     ("core", "matching"): "matching",
     ("core", "cli"): "cli",
     ("core", "compare"): "compare",
+    ("core", "judge"): "judge",
     ("bench",): "bench",
     ("dashboard",): "dashboard",
     ("e2e",): "e2e",
@@ -31,6 +32,7 @@ SLOW_FILES = frozenset(
         "test_crash.py",
         "test_native_fast_import.py",
         "test_partition.py",
+        "test_judge_sigint.py",
     }
 )
 TESTS = REPO / "tests"

@@ -479,7 +479,7 @@ def _choose_metrics(
         return preset_metric_names(get_preset(s.preset), metrics)
     if metrics is not None:  # an empty list compares no metric (latency and cost only)
         return [str(m) for m in registry.parse_all(metrics)]
-    per_run = [default_metrics(d, s.k, resolve_relevance(d, s)) for _, d in loaded]
+    per_run = [default_metrics(d, s.k, resolve_relevance(d, s), st, s) for st, d in loaded]
     return [m for m in per_run[0] if all(m in other for other in per_run[1:])]
 
 

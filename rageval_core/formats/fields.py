@@ -114,6 +114,16 @@ def parse_counts(value: Any, field: str, check: Check) -> dict[str, int]:
     return _parse_object(value, field, check, _count)
 
 
+def parse_judge(value: Any, field: str, check: Check) -> dict[str, float | str]:
+    """An object name -> finite number (a score) or non-empty string (a categorical label)."""
+    return _parse_object(value, field, check, _score_or_label)
+
+
+def parse_labels(value: Any, field: str, check: Check) -> dict[str, str]:
+    """An object name -> non-empty string: a person's label (native `labels`)."""
+    return _parse_object(value, field, check, _label)
+
+
 def parse_tags(value: Any, field: str, check: Check) -> dict[str, str]:
     """An object key -> string; numbers and booleans become their JSON spelling."""
     return _parse_object(value, field, check, _tag)
@@ -161,6 +171,25 @@ def _count(item: Any) -> int:
     if item > MAX_COUNT:  # the store keeps 64-bit counts
         raise _Refused(f"expected an integer from 0 to {MAX_COUNT}, got {item}")
     return item
+
+
+def _label(item: Any) -> str:
+    if isinstance(item, str) and item.strip():
+        return item.strip()
+    if isinstance(item, bool):  # a yes/no label
+        return json.dumps(item)
+    raise _Refused(f"expected a non-empty string, got {shown_value(item)}")
+
+
+def _score_or_label(item: Any) -> float | str:
+    if isinstance(item, str) and item.strip():
+        return item.strip()
+    number = finite_number(item)
+    if number is None:
+        raise _Refused(
+            f"expected a finite number or a non-empty label string, got {shown_value(item)}"
+        )
+    return number
 
 
 def _tag(item: Any) -> str:

@@ -36,6 +36,8 @@ from rageval_core.formats.fields import (
     optional_text,
     parse_counts,
     parse_evidence,
+    parse_judge,
+    parse_labels,
     parse_numbers,
     parse_relevance,
     parse_tags,
@@ -77,7 +79,7 @@ def query_to_json(q: Query) -> dict[str, Any]:
     for key in ("answer", "reference_answer"):
         if getattr(q, key) is not None:
             out[key] = getattr(q, key)
-    for key in ("latency_ms", "tokens", "tags", "judge"):
+    for key in ("latency_ms", "tokens", "tags", "judge", "labels"):
         if getattr(q, key):
             out[key] = dict(getattr(q, key))
     return out
@@ -120,6 +122,7 @@ QUERY_KEYS = frozenset(
         "tokens",
         "tags",
         "judge",
+        "labels",
     }
 )
 CHUNK_KEYS = frozenset({"doc_id", "text", "score", "metadata"})
@@ -419,7 +422,8 @@ def parse_query(obj: Any, check: Check, warned: set[str]) -> Query | None:
         latency_ms=parse_numbers(obj.get("latency_ms"), "latency_ms", check, non_negative=True),
         tokens=parse_counts(obj.get("tokens"), "tokens", check),
         tags=parse_tags(obj.get("tags"), "tags", check),
-        judge=parse_numbers(obj.get("judge"), "judge", check, non_negative=False),
+        judge=parse_judge(obj.get("judge"), "judge", check),
+        labels=parse_labels(obj.get("labels"), "labels", check),
         line=check.line,
     )
     return q if check.ok else None
@@ -563,6 +567,8 @@ def _column_batch(records: list[Any], first_qidx: int, seen: set[str]) -> Column
         query_id = obj.get("query_id")
         if type(query_id) is not str or not query_id or query_id in seen or "retrieved" not in obj:
             raise UseQueries
+        if "labels" in obj:  # rare: the line reader keeps them
+            raise UseQueries
         seen.add(query_id)
         retrieved = obj["retrieved"]
         if retrieved is not None and type(retrieved) is not list:
@@ -572,7 +578,7 @@ def _column_batch(records: list[Any], first_qidx: int, seen: set[str]) -> Column
         depths.append(len(retrieved) if retrieved else 0)
         # the per-query fields are few: the line reader's own validators, so equal by construction
         relevance = parse_relevance(obj.get("relevant_ids"), obj.get("relevance"), check)
-        judge = parse_numbers(obj.get("judge"), "judge", check, non_negative=False)
+        judge = parse_judge(obj.get("judge"), "judge", check)
         queries["qidx"].append(qidx)
         queries["query_id"].append(query_id)
         queries["query"].append(optional_text(obj.get("query"), "query", check))

@@ -220,6 +220,8 @@ def valid_shape(shape: Any) -> bool:
             return False
     if shape.get("judge", "NULL") != "NULL":
         return False  # kept as JSON text, like metadata
+    if shape.get("labels", "NULL") != "NULL":
+        return False  # rare: the line reader keeps them
     for key, allowed in _MAP_VALUES.items():
         value = shape.get(key, "NULL")
         # "JSON" is an empty object here (a value that is no object fails the rows' scan)

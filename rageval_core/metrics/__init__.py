@@ -10,7 +10,7 @@ family adds its module to the imports below). Typical use::
 from __future__ import annotations
 
 # each family module registers its measures when imported
-from rageval_core.metrics import evidence, generation, ranking  # noqa: F401
+from rageval_core.metrics import evidence, generation, judge, ranking  # noqa: F401
 from rageval_core.metrics.arrays import (
     QuerySelection,
     RankedLabels,

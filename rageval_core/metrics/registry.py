@@ -60,6 +60,12 @@ class MeasureSpec:
     #: False for measures where a lower value is better (BestRank, HallucinationRate)
     higher_is_better: bool = True
 
+    @property
+    def kind(self) -> str:
+        """What sort of measure it is, shown next to its name: ranking, evidence, lexical
+        answer, semantic or judge (the lexical answer metrics compare tokens, nothing judged)."""
+        return KINDS.get(self.family, self.family)
+
 
 @dataclass(frozen=True, slots=True)
 class Measure:
@@ -79,7 +85,8 @@ class Measure:
 
     @property
     def spec(self) -> MeasureSpec:
-        return REGISTRY[self.name]
+        spec = REGISTRY.get(self.name) or _DYNAMIC.get(self.name)
+        return spec if spec is not None else _dynamic_spec(self.name)
 
     def param_values(self) -> dict[str, Any]:
         """Every parameter of the spec, given values over defaults."""
@@ -92,6 +99,40 @@ class Measure:
 REGISTRY: dict[str, MeasureSpec] = {}
 #: alias -> canonical name
 ALIASES: dict[str, str] = {}
+#: family -> the kind a report shows beside a metric's name
+KINDS = {
+    "ranking": "ranking",
+    "evidence": "evidence",
+    "generation": "lexical answer",
+    "semantic": "semantic",
+    "judge": "judge",
+}
+#: name prefix -> spec factory, for open-ended names (judge.<score>: metrics/judge.py); their
+#: specs are made on first parse and kept apart from REGISTRY (they are not a fixed list)
+_PREFIXES: dict[str, Callable[[str], MeasureSpec]] = {}
+_DYNAMIC: dict[str, MeasureSpec] = {}
+
+
+def add_prefix(prefix: str, factory: Callable[[str], MeasureSpec]) -> None:
+    """Names starting with prefix parse to factory(name) (a family of open-ended names)."""
+    _PREFIXES[prefix] = factory
+
+
+def _dynamic_spec(name: str) -> MeasureSpec:
+    for prefix, factory in _PREFIXES.items():
+        if name.startswith(prefix):
+            spec = _DYNAMIC.get(name)
+            if spec is None:
+                spec = _DYNAMIC[name] = factory(name)
+            return spec
+    raise UsageError(_unknown(name, name))
+
+
+def describe(name: str) -> tuple[str, str]:
+    """(kind, one-line definition) of a metric name, for a tooltip or --help."""
+    spec = parse(name).spec
+    return spec.kind, spec.description
+
 
 _SYNTAX = re.compile(
     r"^(?P<name>[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)(?:\((?P<params>[^()]*)\))?(?:@(?P<cutoff>[0-9]+))?$"
@@ -146,6 +187,8 @@ def parse(text: str | Measure) -> Measure:
     if isinstance(text, Measure):
         return text
     raw = text.strip()
+    if any(raw.startswith(prefix) for prefix in _PREFIXES):
+        return Measure(_dynamic_spec(raw).name)
     match = _SYNTAX.match(raw)
     if match is None:
         raise UsageError(f"cannot read measure {text!r}: expected Name, Name@k or Name(p=v)@k")

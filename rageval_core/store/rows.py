@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, store_json
+from rageval_core.columns import BATCH_SCHEMAS, OPTIONAL_TABLES, ColumnBatch, store_json
 from rageval_core.model import Chunk, Query, RunInfo, info_to_json
 
 T = TypeVar("T")
@@ -53,6 +53,7 @@ class ContentHasher:
 
     def reset(self) -> None:
         """Forget every row added (the run facts stay)."""
+        self._seen: set[str] = set()
         self._streams = {
             (table, column.name, part): hashlib.sha256()
             for table, schema in BATCH_SCHEMAS.items()
@@ -64,6 +65,8 @@ class ContentHasher:
         """Hash the rows of one batch (batches must come in qidx order)."""
         for table, rows in batch.tables.items():
             schema = BATCH_SCHEMAS[table]
+            if rows.num_rows:
+                self._seen.add(table)
             if rows.schema != schema:
                 rows = rows.cast(schema)
             for field in schema:
@@ -97,6 +100,8 @@ class ContentHasher:
     def hexdigest(self) -> str:
         sha = hashlib.sha256(self._facts)
         for (table, column, part), stream in self._streams.items():
+            if table in OPTIONAL_TABLES and table not in self._seen:
+                continue
             sha.update(f"{table}.{column}.{part} {stream.hexdigest()}\n".encode())
         return sha.hexdigest()
 
@@ -238,6 +243,7 @@ class Batch:
             ("latency", q.latency_ms, "stage", "ms"),
             ("tokens", q.tokens, "kind", "n"),
             ("tags", q.tags, "key", "value"),
+            ("labels", q.labels, "name", "label"),
         ):
             if mapping:
                 tc = cols[table]
@@ -277,6 +283,7 @@ def build_queries(
         grouped["tokens"],
         grouped["tags"],
     )
+    labels: Mapping[int, list[tuple[Any, ...]]] = grouped.get("labels", {})
     out = []
     for qidx, query_id, query, in_run, has_qrels, answer, reference_answer, judge in query_rows:
         out.append(
@@ -297,6 +304,7 @@ def build_queries(
                 tokens={k: n for _, k, n in tokens.get(qidx, ())},
                 tags={k: v for _, k, v in tags.get(qidx, ())},
                 judge=_DECODE(judge) if judge is not None else {},
+                labels={k: v for _, k, v in labels.get(qidx, ())},
             )
         )
     return out

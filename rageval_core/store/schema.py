@@ -176,17 +176,92 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             )""",
         ),
     ),
+    (
+        6,
+        (
+            # Human labels a run file carries per query (the native `labels` object: name ->
+            # label), kept like tags; pos keeps the object's key order.
+            """CREATE TABLE labels (
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                pos INTEGER NOT NULL,
+                name VARCHAR NOT NULL,
+                label VARCHAR NOT NULL
+            )""",
+            # Labels a person gives in the dashboard (over the imported ones, name by name).
+            """CREATE TABLE human_labels (
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                name VARCHAR NOT NULL,
+                label VARCHAR NOT NULL,
+                labelled_at VARCHAR NOT NULL
+            )""",
+            # One LLM judge's pass over a run (rageval_core.judging): its endpoint's host (never
+            # the key or the full URL), model, prompt versions and ledger.
+            "CREATE SEQUENCE judge_id_seq START 1",
+            """CREATE TABLE judge_sets (
+                judge_id BIGINT NOT NULL,
+                run_id BIGINT NOT NULL,
+                name VARCHAR NOT NULL,
+                model VARCHAR NOT NULL,
+                base_host VARCHAR NOT NULL,
+                prompts VARCHAR NOT NULL,
+                repeats INTEGER NOT NULL,
+                created_at VARCHAR NOT NULL,
+                status VARCHAR NOT NULL,
+                requests BIGINT NOT NULL,
+                cache_hits BIGINT NOT NULL,
+                judge_errors BIGINT NOT NULL,
+                prompt_tokens BIGINT NOT NULL,
+                completion_tokens BIGINT NOT NULL,
+                cost_usd DOUBLE NOT NULL
+            )""",
+            # One judged (query, prompt, repeat): the validated verdict as JSON, or the error
+            # (a judge error is never a score). Tokens and cost are the reply's own.
+            """CREATE TABLE judge_results (
+                judge_id BIGINT NOT NULL,
+                run_id BIGINT NOT NULL,
+                qidx INTEGER NOT NULL,
+                prompt VARCHAR NOT NULL,
+                rep INTEGER NOT NULL,
+                verdict VARCHAR,
+                error VARCHAR,
+                prompt_tokens BIGINT NOT NULL,
+                completion_tokens BIGINT NOT NULL,
+                cost_usd DOUBLE NOT NULL,
+                cached BOOLEAN NOT NULL
+            )""",
+            # Valid judge replies by sha256 of the canonical request (model, messages,
+            # parameters; never the key). Store-wide: the same request from another run hits.
+            """CREATE TABLE judge_cache (
+                key VARCHAR PRIMARY KEY,
+                model VARCHAR NOT NULL,
+                content VARCHAR NOT NULL,
+                prompt_tokens BIGINT NOT NULL,
+                completion_tokens BIGINT NOT NULL,
+                cached_at VARCHAR NOT NULL
+            )""",
+        ),
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 #: Tables holding one run's per-query rows, in the order a Query is rebuilt from them.
-QUERY_TABLES = ("queries", "chunks", "evidence", "qrels", "latency", "tokens", "tags")
+QUERY_TABLES = ("queries", "chunks", "evidence", "qrels", "latency", "tokens", "tags", "labels")
 #: Tables derived from a run's rows (recomputable, deleted with the run), and the labels a
 #: person gave its pairs (not recomputable, but meaningless without the run).
-DERIVED_TABLES = ("scorings", "pair_scores", "pair_labels", "answer_scores")
-#: Every table the store owns (for counts and deletes).
-ALL_TABLES = ("schema_version", "runs", *QUERY_TABLES, *DERIVED_TABLES)
+DERIVED_TABLES = (
+    "scorings",
+    "pair_scores",
+    "pair_labels",
+    "answer_scores",
+    "human_labels",
+    "judge_sets",
+    "judge_results",
+)
+#: Every table the store owns (for counts and deletes); judge_cache belongs to no run.
+ALL_TABLES = ("schema_version", "runs", *QUERY_TABLES, *DERIVED_TABLES, "judge_cache")
 
 
 def first_row(rows: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:

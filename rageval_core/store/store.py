@@ -67,6 +67,8 @@ _CHILD_SELECTS = {
     "WHERE run_id = ? AND qidx >= ? AND qidx < ? ORDER BY qidx, pos",
     "tags": "SELECT qidx, key, value FROM tags "
     "WHERE run_id = ? AND qidx >= ? AND qidx < ? ORDER BY qidx, pos",
+    "labels": "SELECT qidx, name, label FROM labels "
+    "WHERE run_id = ? AND qidx >= ? AND qidx < ? ORDER BY qidx, pos",
 }
 _QUERY_SELECT = (
     "SELECT qidx, query_id, query, in_run, has_qrels, answer, reference_answer, judge FROM queries "

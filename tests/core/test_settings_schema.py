@@ -39,6 +39,7 @@ MINIMAL_ARGV = {
     "gate": ["gate", "--baseline", "a", "--candidate", "b"],
     "report": ["report", "a", "--out", "r.html"],
     "export": ["export", "a", "--to", "mlflow"],
+    "calibrate": ["calibrate", "a"],
 }
 #: flags a subcommand spells like a setting but which mean something else there (the issue's
 #: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off)
@@ -66,6 +67,8 @@ FLAGS = {
     "--plain-similarity": (None, None, None),
     "--no-gold-scores-zero": (None, None, None),
     "--judged-only": (None, None, None),
+    # which LLM judge result set the judge.* metrics read (rageval_core.judging)
+    "--judge": (None, None, "NAME_OR_ID"),
 }
 #: the query parameters of shared links: never renamed
 URL_KEYS = {
@@ -335,10 +338,10 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:-1] == (
+    assert keys.settings_key(Settings())[9:-2] == (
         False, None, False, False, False, "k", *[False] * 4
     )  # fmt: skip
-    assert keys.settings_key(Settings())[-1] is False  # judged_only, added last
+    assert keys.settings_key(Settings())[-2:] == (False, None)  # judged_only, judge: added last
     s = Settings(
         k=3,
         threshold=0.55,

@@ -118,7 +118,8 @@ CASES = [
     (
         "native_judge_text.jsonl",
         None,
-        'native_judge_text.jsonl:1: judge.faithfulness: expected a finite number, got "good"',
+        "native_judge_text.jsonl:1: judge.faithfulness: expected a finite number or a non-empty "
+        "label string, got an array",
     ),
     (
         "native_metadata_nan.jsonl",

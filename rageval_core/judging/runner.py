@@ -1,0 +1,454 @@
+"""run_judge: an LLM judge over every query of a stored run, kept as a result set beside it.
+
+Plan (one task per query x prompt x repeat) -> cached replies answered from the store -> the
+rest sent by a thread pool (bounded by concurrency, a budget checked before each request) ->
+every finished result kept in one transaction at the end, also after a budget stop, a cancel or
+Ctrl-C. A 401/403 stops everything and keeps nothing.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import math
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rageval_core.errors import UsageError
+from rageval_core.judging.client import (
+    ChatClient,
+    EndpointError,
+    JudgeAuthError,
+    Reply,
+    base_host,
+    check_base_url,
+)
+from rageval_core.judging.prompts import PROMPTS, RETRY_NOTE, BadReply, Item, Prompt, parse_reply
+from rageval_core.store import Store
+from rageval_core.store import judgements as jstore
+from rageval_core.store.judgements import CachedReply, JudgeResult, JudgeSet
+from rageval_core.store.store import RunRef
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+#: a dry run's guess of one reply's length, in tokens (the verdicts are short JSON objects)
+EST_COMPLETION_TOKENS = 120
+#: characters per token, for a dry run's estimate (the usual rule of thumb for English)
+CHARS_PER_TOKEN = 4.0
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Everything a judge run depends on besides the run; the key is read from api_key_env."""
+
+    base_url: str
+    model: str
+    api_key_env: str = DEFAULT_KEY_ENV
+    metrics: tuple[str, ...] = tuple(PROMPTS)
+    concurrency: int = 4
+    max_cost_usd: float | None = None
+    price_in_per_1k: float | None = None  # USD per 1,000 prompt tokens; None: the run's price
+    price_out_per_1k: float | None = None
+    repeats: int = 1
+    name: str | None = None  # the result set's name (default: the model)
+    temperature: float = 0.0
+    max_tokens: int = 512
+    contexts: int = 10  # the top chunks a prompt shows
+    timeout_s: float = 60.0
+    max_attempts: int = 6
+    backoff_s: float = 0.5
+
+    def check(self) -> None:
+        check_base_url(self.base_url)
+        unknown = [m for m in self.metrics if m not in PROMPTS]
+        if unknown or not self.metrics:
+            raise UsageError(
+                f"unknown judge metrics {', '.join(unknown) or '(none given)'}; "
+                f"known: {', '.join(PROMPTS)}"
+            )
+        if not self.model.strip():
+            raise UsageError("--model must not be empty")
+        for name in ("concurrency", "repeats", "contexts", "max_tokens", "max_attempts"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("max_cost_usd", "price_in_per_1k", "price_out_per_1k"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise UsageError(f"{name} must be a finite number >= 0, got {value}")
+        if not self.api_key_env.strip():
+            raise UsageError("--api-key-env must name an environment variable")
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One request to make: a query judged with one prompt, one repeat."""
+
+    qidx: int
+    prompt: str
+    rep: int
+    body: dict[str, Any]
+    key: str  # sha256 of the canonical request: the cache key
+    est_prompt_tokens: int
+
+
+@dataclass
+class JudgeSummary:
+    """What a judge run did: the ledger, and the result set it kept (None: nothing kept)."""
+
+    run: str
+    model: str
+    status: str  # complete, budget, interrupted, cancelled, dry-run
+    tasks: int  # query x prompt x repeat judgments planned
+    skipped_queries: int  # queries no prompt applies to (no query text, answer or contexts)
+    done: int = 0  # judgments finished (answered from the cache, judged, or judge errors)
+    requests: int = 0  # chat completions sent (a retry after an invalid reply counts)
+    retries: int = 0  # sent again after a 429, 5xx or timeout
+    cache_hits: int = 0
+    judge_errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    estimated_cost_usd: float | None = None
+    priced: bool = True  # prices known (given, or the run's)
+    judge: JudgeSet | None = None
+    errors: dict[str, int] = field(default_factory=dict)  # problem -> count
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "model": self.model,
+            "status": self.status,
+            "tasks": self.tasks,
+            "done": self.done,
+            "skipped_queries": self.skipped_queries,
+            "requests": self.requests,
+            "retries": self.retries,
+            "cache_hits": self.cache_hits,
+            "judge_errors": self.judge_errors,
+            "errors": self.errors,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd if self.priced else None,
+            "estimated_cost_usd": self.estimated_cost_usd,
+            "judge": None if self.judge is None else self.judge.to_json(),
+        }
+
+
+def request_key(body: dict[str, Any], rep: int) -> str:
+    """sha256 of the canonical request (sorted JSON of model, messages and parameters; the key
+    is in a header, never in the body). A repeat past the first is its own request."""
+    canonical = dict(body)
+    if rep:
+        canonical["rageval_repeat"] = rep
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def plan(store: Store, ref: RunRef, config: JudgeConfig) -> tuple[list[Task], int]:
+    """Every task of the run (query file order, then prompt, then repeat) and the number of
+    queries no prompt applies to."""
+    prompts = [PROMPTS[m] for m in config.metrics]
+    tasks: list[Task] = []
+    skipped = 0
+    for qidx, q in enumerate(store.iter_queries(ref)):
+        contexts = tuple(
+            c.text for c in (q.retrieved or ())[: config.contexts] if c.text is not None
+        )
+        item = Item(q.query or "", contexts, q.answer, q.reference_answer, tuple(q.evidence))
+        applicable = [p for p in prompts if q.query and p.applies(item)]
+        if not applicable:
+            skipped += 1
+        for p in applicable:
+            messages = p.messages(item)
+            body = {
+                "model": config.model,
+                "messages": messages,
+                "temperature": config.temperature,
+                "max_tokens": config.max_tokens,
+            }
+            chars = sum(len(m["content"]) for m in messages)
+            for rep in range(config.repeats):
+                tasks.append(Task(qidx, p.name, rep, body, request_key(body, rep), _tokens(chars)))
+    return tasks, skipped
+
+
+def _tokens(chars: int) -> int:
+    return max(1, math.ceil(chars / CHARS_PER_TOKEN))
+
+
+def _prices(store: Store, ref: RunRef, config: JudgeConfig) -> tuple[float, float, bool]:
+    """(USD per 1K prompt tokens, per 1K completion tokens, known): given, else the run's."""
+    run = store.run(ref)
+    p_in = config.price_in_per_1k if config.price_in_per_1k is not None else run.price_prompt_per_1k
+    p_out = (
+        config.price_out_per_1k
+        if config.price_out_per_1k is not None
+        else run.price_completion_per_1k
+    )
+    known = p_in is not None and p_out is not None
+    return float(p_in or 0.0), float(p_out or 0.0), known
+
+
+def estimate_judge(store: Store, ref: RunRef, config: JudgeConfig) -> JudgeSummary:
+    """A dry run: the requests a run would send (cached ones left out) and their estimated cost
+    (prompt tokens from text length, EST_COMPLETION_TOKENS per reply). Sends nothing."""
+    config.check()
+    tasks, skipped = plan(store, ref, config)
+    cached = jstore.cached_replies(store, [t.key for t in tasks])
+    p_in, p_out, known = _prices(store, ref, config)
+    todo = [t for t in tasks if t.key not in cached]
+    estimate = sum(
+        t.est_prompt_tokens * p_in / 1000 + EST_COMPLETION_TOKENS * p_out / 1000 for t in todo
+    )
+    return JudgeSummary(
+        run=store.run(ref).name,
+        model=config.model,
+        status="dry-run",
+        tasks=len(tasks),
+        skipped_queries=skipped,
+        requests=len(todo),
+        cache_hits=len(tasks) - len(todo),
+        prompt_tokens=sum(t.est_prompt_tokens for t in todo),
+        completion_tokens=EST_COMPLETION_TOKENS * len(todo),
+        estimated_cost_usd=estimate if known else None,
+        priced=known,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    verdict: dict[str, Any] | None
+    error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    requests: int
+    content: str | None  # the valid reply's text, for the cache
+
+
+def _judge_one(client: ChatClient, task: Task, prompt: Prompt, stop: threading.Event) -> _Outcome:
+    """Send one task; an invalid reply is asked again once; a reply still invalid is an error."""
+    tokens = [0, 0]
+    requests = 0
+
+    def send(body: dict[str, Any]) -> Reply:
+        nonlocal requests
+        requests += 1
+        reply = client.chat(body, stop)
+        tokens[0] += reply.prompt_tokens
+        tokens[1] += reply.completion_tokens
+        return reply
+
+    try:
+        reply = send(task.body)
+        try:
+            verdict = parse_reply(reply.content, prompt)
+            return _Outcome(verdict, None, tokens[0], tokens[1], requests, reply.content)
+        except BadReply as e:
+            retry = dict(task.body)
+            retry["messages"] = [
+                *task.body["messages"],
+                {"role": "assistant", "content": reply.content},
+                {"role": "user", "content": RETRY_NOTE.format(problem=e)},
+            ]
+            second = send(retry)
+            try:
+                verdict = parse_reply(second.content, prompt)
+                return _Outcome(verdict, None, tokens[0], tokens[1], requests, second.content)
+            except BadReply as e2:
+                return _Outcome(None, f"invalid reply: {e2}", tokens[0], tokens[1], requests, None)
+    except EndpointError as e:
+        return _Outcome(None, f"request failed: {e}", tokens[0], tokens[1], requests, None)
+
+
+Progress = Callable[[int, int], None]
+
+
+def run_judge(
+    store: Store,
+    ref: RunRef,
+    config: JudgeConfig,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    *,
+    api_key: str | None = None,
+    client: ChatClient | None = None,
+) -> JudgeSummary:
+    """Judge every query of the run and keep the results as a new result set beside it.
+
+    The key is read from the environment variable config.api_key_env (api_key: given directly,
+    for a caller that has it already; never stored). progress(done, total) after each task;
+    cancel: set it to stop (finished results are kept). Ctrl-C does the same. JudgeAuthError
+    (exit 2) on a 401/403, with nothing kept.
+    """
+    config.check()
+    run = store.run(ref)
+    tasks, skipped = plan(store, ref, config)
+    p_in, p_out, known = _prices(store, ref, config)
+    if config.max_cost_usd is not None and not known:
+        raise UsageError(
+            "--max-cost needs prices: give --price-in and --price-out (USD per 1K tokens), "
+            f"run {run.name} has none"
+        )
+    summary = JudgeSummary(run.name, config.model, "complete", len(tasks), skipped, priced=known)
+    key = api_key if api_key is not None else os.environ.get(config.api_key_env) or None
+    if client is None:
+        client = ChatClient(
+            config.base_url,
+            key,
+            config.api_key_env,
+            timeout_s=config.timeout_s,
+            max_attempts=config.max_attempts,
+            backoff_s=config.backoff_s,
+        )
+    del key
+    stop = cancel or threading.Event()
+    results: list[JudgeResult] = []
+
+    def cost(pt: int, ct: int) -> float:
+        return pt * p_in / 1000 + ct * p_out / 1000
+
+    def note(problem: str) -> None:
+        summary.judge_errors += 1
+        kind = problem.split(":")[0]
+        summary.errors[kind] = summary.errors.get(kind, 0) + 1
+
+    cached = jstore.cached_replies(store, [t.key for t in tasks])
+    pending: list[Task] = []
+    for t in tasks:
+        hit = cached.get(t.key)
+        verdict = None
+        if hit is not None:
+            try:
+                verdict = parse_reply(hit.content, PROMPTS[t.prompt])
+            except BadReply:
+                verdict = None
+        if verdict is None or hit is None:
+            pending.append(t)
+            continue
+        summary.cache_hits += 1
+        summary.done += 1
+        results.append(
+            JudgeResult(
+                t.qidx,
+                t.prompt,
+                t.rep,
+                verdict,
+                None,
+                hit.prompt_tokens,
+                hit.completion_tokens,
+                cost(hit.prompt_tokens, hit.completion_tokens),
+                True,
+            )
+        )
+    total = len(tasks)
+    if progress is not None:
+        progress(summary.cache_hits, total)
+
+    def finish(t: Task, out: _Outcome) -> None:
+        summary.requests += out.requests
+        summary.prompt_tokens += out.prompt_tokens
+        summary.completion_tokens += out.completion_tokens
+        spent = cost(out.prompt_tokens, out.completion_tokens)
+        summary.cost_usd += spent
+        summary.done += 1
+        if out.error is not None:
+            note(out.error)
+        elif out.content is not None:
+            jstore.keep_reply(
+                store,
+                t.key,
+                config.model,
+                CachedReply(out.content, out.prompt_tokens, out.completion_tokens),
+            )
+        results.append(
+            JudgeResult(
+                t.qidx,
+                t.prompt,
+                t.rep,
+                out.verdict,
+                out.error,
+                out.prompt_tokens,
+                out.completion_tokens,
+                spent,
+                False,
+            )
+        )
+        if progress is not None:
+            progress(summary.done, total)
+
+    def estimate(t: Task) -> float:
+        return cost(t.est_prompt_tokens, EST_COMPLETION_TOKENS)
+
+    pool = cf.ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="judge")
+    running: dict[cf.Future[_Outcome], Task] = {}
+    queue = iter(pending)
+    interrupted = False
+    try:
+        exhausted = False
+        while True:
+            # keep the pool busy; each new request must fit the budget with what is in flight
+            while not exhausted and not stop.is_set() and len(running) < config.concurrency:
+                nxt = next(queue, None)
+                if nxt is None:
+                    exhausted = True
+                    break
+                t = nxt
+                if config.max_cost_usd is not None:
+                    reserved = sum(estimate(r) for r in running.values())
+                    if summary.cost_usd + reserved + estimate(t) > config.max_cost_usd:
+                        summary.status = "budget"
+                        exhausted = True
+                        break
+                running[pool.submit(_judge_one, client, t, PROMPTS[t.prompt], stop)] = t
+            if not running:
+                break
+            done, _ = cf.wait(running, timeout=0.2, return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                t = running.pop(fut)
+                finish(t, fut.result())  # JudgeAuthError propagates from here
+            if stop.is_set() and summary.status == "complete":
+                summary.status = "cancelled"
+                exhausted = True
+    except JudgeAuthError:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    except KeyboardInterrupt:
+        interrupted = True
+        stop.set()
+        summary.status = "interrupted"
+    except Exception as e:
+        # DuckDB turns a Ctrl-C inside a statement (the cache write) into its own error
+        if type(e).__name__ != "InterruptException":
+            raise
+        interrupted = True
+        stop.set()
+        summary.status = "interrupted"
+    finally:
+        stop_now = stop.is_set() or interrupted
+        pool.shutdown(wait=not stop_now, cancel_futures=True)
+    summary.retries = client.retries
+    if results:
+        summary.judge = jstore.save_judge_set(
+            store,
+            ref,
+            {
+                "name": config.name or config.model,
+                "model": config.model,
+                "base_host": base_host(config.base_url),
+                "prompts": {m: PROMPTS[m].version for m in config.metrics},
+                "repeats": config.repeats,
+                "status": summary.status,
+                "requests": summary.requests,
+                "cache_hits": summary.cache_hits,
+                "judge_errors": summary.judge_errors,
+                "prompt_tokens": summary.prompt_tokens,
+                "completion_tokens": summary.completion_tokens,
+                "cost_usd": summary.cost_usd,
+            },
+            sorted(results, key=lambda r: (r.qidx, r.prompt, r.rep)),
+        )
+    return summary

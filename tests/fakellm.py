@@ -1,0 +1,211 @@
+"""A fake OpenAI-compatible chat endpoint on 127.0.0.1 for the judge tests (no network).
+
+It answers POST /v1/chat/completions like a judge would: it reads which prompt it was given from
+the system message and replies with that prompt's JSON. Tests script failures ahead of the
+replies (`fail` holds statuses to answer first, in order), turn on malformed replies, and read
+back every request it saw (body and headers).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+#: the usage every reply reports (cost tests multiply these by the prices)
+PROMPT_TOKENS = 100
+COMPLETION_TOKENS = 20
+
+
+def _prompt_name(messages: list[dict[str, str]]) -> str:
+    system = messages[0]["content"]
+    if "faithful" in system:
+        return "faithfulness"
+    return "retrieval_quality" if "retrieved contexts serve" in system else "answer_quality"
+
+
+def _question(messages: list[dict[str, str]]) -> str:
+    user = next(m["content"] for m in messages if m["role"] == "user")
+    return user.split("Question:\n", 1)[1].split("\n", 1)[0]
+
+
+class FakeJudge:
+    """The server's state: scripted failures, verdicts by question, the requests seen."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        #: statuses (or (status, {header: value})) answered before any normal reply
+        self.fail: deque[Any] = deque()
+        #: replies that are not the JSON asked for: "always", "once" (the retry is fine) or None
+        self.malformed: str | None = None
+        self.malformed_questions: set[str] = set()
+        #: question -> faithfulness label (default supported)
+        self.faithfulness: dict[str, str] = {}
+        #: question -> retrieval_quality_score (default 0.8)
+        self.retrieval: dict[str, float] = {}
+        #: a function of (question, number of requests so far for it) -> faithfulness label,
+        #: to make the judge disagree with itself across repeats
+        self.flip: Callable[[str, int], str] | None = None
+        self.seen: dict[str, int] = {}
+        self.fenced = False  # wrap the JSON in a ```json block, with chatter around it
+        self.delay_s = 0.0  # seconds before each reply (a slow model, for Ctrl-C tests)
+        #: (prompt name, question) -> reply text: recorded replies served as they are
+        self.recorded: dict[tuple[str, str], str] = {}
+
+    def verdict(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        system = messages[0]["content"]
+        question = _question(messages)
+        n = self.seen.get(question + system, 0)
+        self.seen[question + system] = n + 1
+        if "faithful" in system:
+            label = self.faithfulness.get(question, "supported")
+            if self.flip is not None:
+                label = self.flip(question, n)
+            return {"faithfulness": label, "evidence": [1], "notes": f"checked {question}"}
+        if "retrieved contexts serve" in system:
+            score = self.retrieval.get(question, 0.8)
+            return {
+                "retrieval_quality_score": score,
+                "completeness_score": 0.6,
+                "relevance_score": 0.9,
+                "notes": "fine",
+                "extra_key": "ignored",
+            }
+        return {
+            "correctness": 0.75,
+            "completeness": 0.5,
+            "conciseness": 1.0,
+            "citation_accuracy": 0.25,
+            "notes": "ok",
+        }
+
+
+def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # quiet test output
+            pass
+
+        def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            body = json.loads(self.rfile.read(length))
+            with state.lock:
+                state.requests.append(body)
+                state.headers.append(dict(self.headers.items()))
+                scripted = state.fail.popleft() if state.fail else None
+                if self.path != "/v1/chat/completions":
+                    scripted = 404
+                messages = body["messages"]
+                question = _question(messages)
+                retry = len(messages) > 2
+                bad = (
+                    state.malformed == "always"
+                    or (state.malformed == "once" and not retry)
+                    or question in state.malformed_questions
+                )
+                verdict = None if scripted is not None or bad else state.verdict(messages)
+            if state.delay_s:
+                time.sleep(state.delay_s)
+            if scripted is not None:
+                status, headers = scripted if isinstance(scripted, tuple) else (scripted, {})
+                self._send(status, {"error": {"message": "scripted failure"}}, headers)
+                return
+            recorded = state.recorded.get((_prompt_name(messages), question))
+            if recorded is not None:
+                content = recorded
+            elif verdict is None:
+                content = "I think the answer looks fine overall."
+            elif state.fenced:
+                content = "Here is my verdict:\n```json\n" + json.dumps(verdict) + "\n```\nThanks"
+            else:
+                content = json.dumps(verdict)
+            self._send(
+                200,
+                {
+                    "id": "fake",
+                    "object": "chat.completion",
+                    "model": body.get("model"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": content},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": PROMPT_TOKENS,
+                        "completion_tokens": COMPLETION_TOKENS,
+                        "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+                    },
+                },
+            )
+
+    return Handler
+
+
+class FakeServer:
+    """ThreadingHTTPServer on a free loopback port; `with FakeServer() as s: s.base_url`."""
+
+    def __init__(self) -> None:
+        self.state = FakeJudge()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    @property
+    def n_requests(self) -> int:
+        with self.state.lock:
+            return len(self.state.requests)
+
+
+#: a judge's replies to every prompt of tests/data/judge/judged_run.jsonl, as a real model might
+#: word them (fenced blocks, notes); for end-to-end display tests
+RECORDED = Path(__file__).parent / "data" / "judge" / "recorded_replies.jsonl"
+
+
+def recorded_replies() -> dict[tuple[str, str], str]:
+    """(prompt, question) -> the recorded reply text."""
+    out = {}
+    for line in RECORDED.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        out[(row["prompt"], row["question"])] = row["reply"]
+    return out
+
+
+def judge_from_recording(db: Path, run: str = "judged", model: str = "recorded-judge") -> Any:
+    """Judge a stored copy of judged_run.jsonl with the recorded replies (no network): the
+    store then holds a judge result set as `rageval judge` leaves it. Returns the summary."""
+    from rageval_core.judging import JudgeConfig, run_judge
+    from rageval_core.store import Store
+
+    with FakeServer() as server:
+        server.state.recorded = recorded_replies()
+        with Store(db) as store:
+            return run_judge(
+                store, run, JudgeConfig(base_url=server.base_url, model=model), api_key=""
+            )
