@@ -34,7 +34,8 @@ from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.metrics.generation import GENERATION_METRICS, AnswerInputs, generation_scores
 from rageval_core.rundata import LoadedRun, RunData, _floats, evidence_tensor, load_run_data, memo
 from rageval_core.runops import Deferred, group_ops, groups_of, ops_rows
-from rageval_core.settings import BY_NAME, DEFAULTS, RULES, SETTINGS
+from rageval_core.semantic import is_semantic, scorer_key
+from rageval_core.settings import BY_NAME, DEFAULTS, RULES, SETTINGS, default_for
 from rageval_core.store import Store, answers
 from rageval_core.store.store import RunRef
 
@@ -61,6 +62,8 @@ class Settings:
     k: int = DEFAULTS["k"]
     threshold: float = DEFAULTS["threshold"]
     scorer: str = DEFAULTS["scorer"]
+    #: the semantic scorers' embedder (part of their kept scores' key: scorer_key)
+    embedder: str = DEFAULTS["embedder"]
     norm: Normalisation = field(
         default_factory=lambda: Normalisation(
             **{s.name: s.default for s in SETTINGS if s.part_of == "norm"}
@@ -101,6 +104,7 @@ class Settings:
             raise UsageError(f"score threshold must be finite, got {self.score_threshold!r}")
         check_rel_level(self.rel_level)
         get_scorer(self.scorer)
+        get_scorer(self.scorer_key)  # an unknown embedder name fails here, before any work
         for name in ("preset", "precision_divisor"):
             value, choices = getattr(self, name), BY_NAME[name].choices
             if value is not None and value not in choices:
@@ -112,13 +116,21 @@ class Settings:
                 "rageval's own metrics do not read them"
             )
 
+    @property
+    def scorer_key(self) -> str:
+        """The key the pair scores are kept under: "semantic:wordllama" for a semantic scorer."""
+        return scorer_key(self.scorer, self.embedder)
+
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Settings:
-        """The Settings of a flat {setting name: value} (names of SETTINGS; missing: default)."""
+        """The Settings of a flat {setting name: value} (names of SETTINGS; missing: default,
+        the scorer's own for the threshold: settings.default_for)."""
         unknown = set(values) - set(BY_NAME)
         if unknown:
             raise UsageError(f"unknown settings: {', '.join(sorted(unknown))}")
         flat = {**DEFAULTS, **values}
+        if "threshold" not in values:
+            flat["threshold"] = default_for("threshold", flat["scorer"])
         top = {s.name: flat[s.name] for s in SETTINGS if s.part_of is None}
         norm = Normalisation(**{s.name: flat[s.name] for s in SETTINGS if s.part_of == "norm"})
         return cls(**top, norm=norm)
@@ -135,6 +147,8 @@ class Settings:
             "k": self.k,
             "threshold": self.threshold,
             "scorer": self.scorer,
+            # the embedder only for a semantic scorer: other reports read as before
+            **({"embedder": self.embedder} if is_semantic(self.scorer) else {}),
             "normalisation": self.norm.key,
             "strip_punct": self.norm.strip_punct,
             "strip_articles": self.norm.strip_articles,
@@ -253,7 +267,7 @@ def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
     """The evidence running maxima for (scorer, normalisation, cut), at the threshold s.threshold."""
 
     def make() -> Coverage:
-        tensor = evidence_tensor(store, data, s.scorer, s.norm)
+        tensor = evidence_tensor(store, data, s.scorer_key, s.norm)
         return prepare_coverage(
             tensor,
             data.n_spans,
@@ -262,7 +276,7 @@ def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
             score_cut=s.score_threshold,
         )
 
-    cov: Coverage = memo(data, ("coverage", s.scorer, s.norm.key, s.score_threshold), make)
+    cov: Coverage = memo(data, ("coverage", s.scorer_key, s.norm.key, s.score_threshold), make)
     return cov.with_threshold(s.threshold)
 
 
@@ -277,7 +291,7 @@ def evidence_labels(
     metrics/ranking.py caches on them.
     """
     cov = coverage(store, data, s)
-    source = (s.scorer, s.norm.key, s.score_threshold)
+    source = (s.scorer_key, s.norm.key, s.score_threshold)
     key = (*source, cov.threshold)
     kept = data._cache.get(("evidence_labels",))
     if kept is not None and kept[0] == key:

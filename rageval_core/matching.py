@@ -25,6 +25,7 @@ from rapidfuzz.distance import Levenshtein
 
 from rageval_core.errors import UsageError
 from rageval_core.matching_pool import PairPool, Windows, no_pairs
+from rageval_core.semantic import is_semantic, split_key
 from rageval_core.normalise import (
     BLOCK_CHARS,
     NORMALISATION_VERSION,
@@ -45,6 +46,7 @@ __all__ = [
     "get_scorer",
     "normalise",
     "normalise_many",
+    "open_pair_scorer",
     "score_one",
     "score_pairs",
     "to_original",
@@ -95,6 +97,8 @@ class _ScorerRegistry(dict[str, Scorer]):
     """name -> Scorer; an unknown name raises UsageError listing the known ones."""
 
     def __missing__(self, key: str) -> Scorer:
+        if is_semantic(key):  # a kept-scores key such as "semantic:wordllama"
+            return self[split_key(key)[0]]
         raise UsageError(f"unknown scorer {key!r}; known scorers: {', '.join(sorted(self))}")
 
 
@@ -137,8 +141,25 @@ SCORERS: Mapping[str, Scorer] = _ScorerRegistry(
             aligns=False,
             pair=_difflib,
         ),
+        "semantic": Scorer(
+            "semantic",
+            "best cosine of the span and the chunk's 1-3 sentence windows (--embedder)",
+            aligns=True,
+            pair=lambda evidence, chunk: _one_semantic("semantic", evidence, chunk),
+        ),
+        "hybrid": Scorer(
+            "hybrid",
+            "partial where the span is found almost verbatim (>= 0.9), semantic otherwise",
+            aligns=True,
+            pair=lambda evidence, chunk: _one_semantic("hybrid", evidence, chunk),
+        ),
     }
 )
+
+
+def _one_semantic(scorer: str, evidence: str, chunk: str) -> float:
+    """A semantic scorer's value for one pair, with the default embedder."""
+    return float(score_pairs([evidence], [chunk], [0], [0], scorer=scorer, workers=1).score[0])
 
 
 def get_scorer(name: str) -> Scorer:
@@ -280,6 +301,8 @@ class PairScorer:
         min_align_score: float = 0.0,
     ) -> None:
         self.spec = SCORERS[scorer]
+        if is_semantic(scorer):
+            raise UsageError(f"{scorer}: a semantic scorer is opened with open_pair_scorer")
         self.norm = norm
         self.workers = _resolve_workers(workers)
         if not (isinstance(min_align_score, (int, float)) and math.isfinite(min_align_score)):
@@ -468,8 +491,24 @@ def score_pairs(
     workers: processes/threads to use, 0 = os.cpu_count(). min_align_score: windows of the
     `partial` scorer are computed only for pairs scoring at least this (0.0 = every pair).
     """
-    with PairScorer(scorer, norm, workers, min_align_score) as pairs:
-        return pairs.submit(evidence, chunks, pair_ev, pair_ch)()
+    with open_pair_scorer(scorer, norm, workers, min_align_score) as pairs:
+        return pairs.submit(evidence, chunks, pair_ev, pair_ch)()  # type: ignore[no-any-return]
+
+
+def open_pair_scorer(
+    scorer: str = "partial",
+    norm: Normalisation = Normalisation(),
+    workers: int = 0,
+    min_align_score: float = 0.0,
+    cache: Any = None,
+) -> Any:
+    """A PairScorer, or for a semantic scorer key ("semantic", "hybrid:wordllama" ...) a
+    semantic.SemanticPairScorer (same interface) whose vectors go through cache."""
+    if is_semantic(scorer):
+        from rageval_core.semantic import SemanticPairScorer
+
+        return SemanticPairScorer(scorer, norm, workers, cache)
+    return PairScorer(scorer, norm, workers, min_align_score)
 
 
 def score_one(
