@@ -25,6 +25,10 @@ PUNCT, ARTICLES = URL_KEYS["strip_punct"], URL_KEYS["strip_articles"]
 RELEVANCE = URL_KEYS["relevance"]
 CUT = URL_KEYS["score_threshold"]
 CUT_ON = BY_NAME["score_threshold"].url_switch
+EMBEDDER = URL_KEYS["embedder"]
+#: session key: the scorer the sidebar last showed (a threshold left at that scorer's default
+#: follows a new scorer to its own default)
+SCORER_SEEN = "sidebar.scorer_seen"
 #: the query opened on the Queries page (?q=<query_id>)
 QUERY_PARAM = "q"
 

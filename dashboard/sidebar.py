@@ -15,13 +15,13 @@ from dashboard import keys, state
 from dashboard.keys import View
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Settings
-from rageval_core.settings import BY_NAME, Setting
+from rageval_core.settings import BY_NAME, DEFAULTS, Setting, default_for
 from rageval_core.store import RunRecord
 
 #: the settings at the sidebar's top, then those in its "Matching and cut-off" expander; a
 #: setting without a URL key (rel_level, complete) has no widget and keeps its default here
 TOP = ("k", "threshold", "relevance")
-MATCHING = ("scorer", "strip_punct", "strip_articles", "score_threshold")
+MATCHING = ("scorer", "embedder", "strip_punct", "strip_articles", "score_threshold")
 MATCHING_TITLE = "Matching and cut-off"
 #: choices shown as a row of radio buttons (few, and worth seeing at once) instead of a select box
 RADIO = ("relevance",)
@@ -48,8 +48,23 @@ def _decimals(step: float) -> int:
     return len(text.split(".")[1]) if "." in text else 0
 
 
-def setting_widget(s: Setting, run: RunRecord) -> Any:
-    """Draw the widget of s (in the current container) and return the value it shows.
+def follow_scorer() -> str:
+    """The scorer the sidebar shows; a threshold still at the last scorer's default moves to the
+    new one's (the semantic scorers' cosine is not on the fuzzy scores' scale)."""
+    ss = st.session_state
+    scorer = ss.get(keys.SCORER, DEFAULTS["scorer"])
+    seen = ss.get(keys.SCORER_SEEN)
+    if seen is not None and seen != scorer:
+        before, after = default_for("threshold", seen), default_for("threshold", scorer)
+        if ss.get(keys.THRESHOLD, before) == before:
+            ss[keys.THRESHOLD] = after
+    ss[keys.SCORER_SEEN] = scorer
+    return str(scorer)
+
+
+def setting_widget(s: Setting, run: RunRecord, default: Any = None) -> Any:
+    """Draw the widget of s (in the current container) and return the value it shows; default:
+    the widget's first value when not s.default (the threshold's follows the scorer).
 
     A setting with nothing to choose (no usable relevance mode; k on a run of one-chunk lists)
     shows no widget and keeps its default (k: 1).
@@ -81,8 +96,9 @@ def setting_widget(s: Setting, run: RunRecord) -> Any:
         if hi <= lo:  # a slider needs min < max: every list of this run holds at most one chunk
             st.caption(f"{s.name} = {lo:g} (every ranked list of this run holds at most one chunk)")
             return s.type(lo)
+    first = s.default if default is None else default
     value = st.slider(
-        s.label, s.type(lo), s.type(hi), min(s.default, s.type(hi)), s.type(s.step), **common
+        s.label, s.type(lo), s.type(hi), min(first, s.type(hi)), s.type(s.step), **common
     )
     return round(float(value), _decimals(s.step)) if s.type is float else s.type(value)
 
@@ -90,9 +106,10 @@ def setting_widget(s: Setting, run: RunRecord) -> Any:
 def settings_widgets(run: RunRecord) -> Settings:
     """The settings' widgets in the sidebar for run, and the Settings they show."""
     values: dict[str, Any] = {}
+    scorer = follow_scorer()
     with st.sidebar:
         for name in TOP:
-            values[name] = setting_widget(BY_NAME[name], run)
+            values[name] = setting_widget(BY_NAME[name], run, default_for(name, scorer))
         with st.expander(MATCHING_TITLE):
             for name in MATCHING:
                 values[name] = setting_widget(BY_NAME[name], run)

@@ -62,8 +62,6 @@ class Settings:
     k: int = DEFAULTS["k"]
     threshold: float = DEFAULTS["threshold"]
     scorer: str = DEFAULTS["scorer"]
-    #: the semantic scorers' embedder (part of their kept scores' key: scorer_key)
-    embedder: str = DEFAULTS["embedder"]
     norm: Normalisation = field(
         default_factory=lambda: Normalisation(
             **{s.name: s.default for s in SETTINGS if s.part_of == "norm"}
@@ -85,6 +83,8 @@ class Settings:
     keep_whitespace: bool = DEFAULTS["keep_whitespace"]
     plain_similarity: bool = DEFAULTS["plain_similarity"]
     no_gold_scores_zero: bool = DEFAULTS["no_gold_scores_zero"]
+    #: the semantic scorers' embedder (part of their kept scores' key: scorer_key)
+    embedder: str = DEFAULTS["embedder"]
 
     def check(self) -> None:
         k_min, _ = BY_NAME["k"].bounds()
@@ -416,6 +416,12 @@ def evaluate(
         from rageval_core.parity import with_preset
 
         base = with_preset(base, overrides["preset"])
+    if (
+        "scorer" in overrides
+        and "threshold" not in overrides
+        and base.threshold == default_for("threshold", base.scorer)
+    ):  # a threshold left at its default follows the scorer (a cosine is on another scale)
+        overrides = {**overrides, "threshold": default_for("threshold", overrides["scorer"])}
     s = dataclasses.replace(base, **overrides)
     s.check()
     if isinstance(source, LoadedRun):

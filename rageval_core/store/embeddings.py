@@ -25,10 +25,10 @@ class StoreVectors:
         if not hashes:
             return {}
         rageval_hashes = pa.table({"h": pa.array(list(hashes), type=pa.string())})  # noqa: F841
-        found = self.cur.execute(
+        found = self.cur.sql(
             "SELECT text_hash, vector FROM embeddings WHERE embedder = ? "
             "AND text_hash IN (SELECT h FROM rageval_hashes)",
-            [embedder],
+            params=[embedder],
         ).to_arrow_table()
         if found.num_rows == 0:
             return {}

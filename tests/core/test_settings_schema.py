@@ -59,9 +59,12 @@ FLAGS = {
     "--keep-whitespace": (None, None, None),
     "--plain-similarity": (None, None, None),
     "--no-gold-scores-zero": (None, None, None),
+    "--embedder": (None, None, "NAME"),
 }
 #: the query parameters of shared links: never renamed
-URL_KEYS = {"k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance"}
+URL_KEYS = {
+    "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "embedder"
+}  # fmt: skip
 
 
 def nested_value(s: Settings, name: str) -> Any:
@@ -308,7 +311,9 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:] == (None, False, False, False, "k", *[False] * 4)
+    assert keys.settings_key(Settings())[9:] == (
+        None, False, False, False, "k", *[False] * 4, "wordllama"
+    )  # fmt: skip
     s = Settings(
         k=3,
         threshold=0.55,
@@ -330,6 +335,7 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.RELEVANCE,
         keys.CUT,
         keys.CUT_ON,
+        keys.EMBEDDER,
     } == URL_KEYS
     assert keys.RUN == "run"
 
