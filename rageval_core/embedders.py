@@ -89,13 +89,15 @@ class WordLlamaEmbedder:
     def __post_init__(self) -> None:
         self._table, self._tokenizer = _wordllama_files()
         self.dim = int(self._table.shape[1])
+        # the same ids without character offsets (tokenizers >= 0.21), a fifth faster
+        self._encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
 
     def embed_raw(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         top = self._table.shape[0] - 1
         for lo in range(0, len(texts), BATCH_TEXTS):
             batch = list(texts[lo : lo + BATCH_TEXTS])
-            encoded = self._tokenizer.encode_batch(batch, add_special_tokens=False)
+            encoded = self._encode(batch, add_special_tokens=False)
             lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(batch))
             if not lengths.sum():
                 continue

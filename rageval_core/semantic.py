@@ -40,6 +40,8 @@ from rageval_core.errors import UsageError
 SEMANTIC_SCORERS = ("semantic", "hybrid")
 #: hybrid keeps the lexical score from this partial_ratio score up ("found almost verbatim")
 HYBRID_VERBATIM = 0.9
+#: (pair, window) cosines computed at a time: bounds the gathered vectors (~2 KB each)
+PAIR_WINDOWS = 32_768
 #: a window holds one to this many consecutive sentences
 WINDOW_SENTENCES = 3
 
@@ -199,6 +201,35 @@ def semantic_scores(
     ev_vec = unit_rows(embed_cached(embedder, list(evidence), cache))
     win_vec, bounds, w_start, w_end = _chunk_windows(embedder, list(chunks), cache)
     n_win = np.diff(bounds)[pair_ch]
+    # pairs in slices of about PAIR_WINDOWS (pair, window) products: bounded memory
+    ends_at = np.searchsorted(
+        np.cumsum(n_win), np.arange(PAIR_WINDOWS, int(n_win.sum()), PAIR_WINDOWS)
+    )
+    for lo, hi in zip([0, *ends_at.tolist()], [*ends_at.tolist(), n], strict=True):
+        if hi <= lo:
+            continue
+        part = slice(lo, hi)
+        score[part], start[part], end[part] = _best_windows(
+            ev_vec, win_vec, bounds, w_start, w_end, pair_ev[part], pair_ch[part]
+        )
+    return score, start, end
+
+
+def _best_windows(
+    ev_vec: Vectors,
+    win_vec: Vectors,
+    bounds: NDArray[np.int64],
+    w_start: NDArray[np.int64],
+    w_end: NDArray[np.int64],
+    pair_ev: NDArray[np.int64],
+    pair_ch: NDArray[np.int64],
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+    """semantic_scores' (score, start, end) of a slice of pairs, from the vectors."""
+    n = int(pair_ev.size)
+    score = np.zeros(n, dtype=np.float64)
+    start = np.full(n, -1, dtype=np.int64)
+    end = np.full(n, -1, dtype=np.int64)
+    n_win = np.diff(bounds)[pair_ch]
     has = np.flatnonzero(n_win > 0)
     if has.size == 0:
         return score, start, end
@@ -212,8 +243,7 @@ def semantic_scores(
     first = np.cumsum(reps) - reps
     best_val = np.maximum.reduceat(cos, first)
     # the first window reaching the best value (the shortest at the earliest place)
-    is_best = cos >= np.repeat(best_val, reps)
-    best_at = np.flatnonzero(is_best)
+    best_at = np.flatnonzero(cos >= np.repeat(best_val, reps))
     group = np.repeat(np.arange(has.size), reps)[best_at]
     first_best = best_at[np.concatenate([[True], group[1:] != group[:-1]])]
     score[has] = np.clip(best_val, 0.0, 1.0)
