@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
+import itertools
 import os
+from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -28,6 +31,8 @@ from rageval_core.errors import UsageError
 DEFAULT_EMBEDDER = "wordllama"
 #: the packaged wordllama model: its config name and the width of the vectors used
 WORDLLAMA_CONFIG, WORDLLAMA_DIM = "l2_supercat", 256
+#: distinct words whose token ids are kept between calls (then the cache starts again)
+WORD_CACHE = 1_000_000
 #: texts embedded at a time: their (texts x distinct tokens) count matrix stays a few MB
 BATCH_TEXTS = 512
 
@@ -89,27 +94,60 @@ class WordLlamaEmbedder:
     def __post_init__(self) -> None:
         self._table, self._tokenizer = _wordllama_files()
         self.dim = int(self._table.shape[1])
-        # the same ids without character offsets (tokenizers >= 0.21), a fifth faster
-        self._encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
+        # The tokenizer's normaliser only prepends "▁" and turns each space into "▁", and no
+        # merge of its BPE crosses a "▁": a text's ids are its space-separated words' ids, each
+        # word tokenized as "▁word" once (then kept), ~3x faster than whole texts.
+        self._word_tokenizer = _without_normaliser(self._tokenizer)
+        self._words: dict[str, list[int]] = {}
+
+    def _ids(self, texts: Sequence[str]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The token ids of every text, concatenated, and how many each text has."""
+        words_of = [t.split(" ") if t else [] for t in texts]
+        flat = list(itertools.chain.from_iterable(words_of))
+        distinct = list(dict.fromkeys(flat))
+        if len(self._words) > WORD_CACHE:
+            self._words.clear()
+        new = [w for w in distinct if w not in self._words]
+        encode = getattr(self._word_tokenizer, "encode_batch_fast", None)
+        encode = encode or self._word_tokenizer.encode_batch
+        for lo in range(0, len(new), 65_536):
+            part = new[lo : lo + 65_536]
+            encoded = encode(["\u2581" + w for w in part], add_special_tokens=False)
+            self._words.update(zip(part, (e.ids for e in encoded), strict=True))
+        tokens = [self._words[w] for w in distinct]
+        w_len = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        w_ids = np.fromiter(
+            itertools.chain.from_iterable(tokens), dtype=np.int64, count=int(w_len.sum())
+        )
+        at = {w: i for i, w in enumerate(distinct)}
+        occ = np.fromiter(map(at.__getitem__, flat), dtype=np.int64, count=len(flat))
+        occ_len = w_len[occ]
+        first = np.repeat((np.cumsum(w_len) - w_len)[occ], occ_len)
+        ids = w_ids[
+            first + np.arange(first.size) - np.repeat(np.cumsum(occ_len) - occ_len, occ_len)
+        ]
+        n_words = np.fromiter(map(len, words_of), dtype=np.int64, count=len(texts))
+        per_text = np.zeros(len(texts), dtype=np.int64)
+        np.add.at(per_text, np.repeat(np.arange(len(texts)), n_words), occ_len)
+        return ids, per_text
 
     def embed_raw(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        top = self._table.shape[0] - 1
+        ids, lengths = self._ids(texts)
+        np.clip(ids, 0, self._table.shape[0] - 1, out=ids)
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
         for lo in range(0, len(texts), BATCH_TEXTS):
-            batch = list(texts[lo : lo + BATCH_TEXTS])
-            encoded = self._encode(batch, add_special_tokens=False)
-            lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(batch))
-            if not lengths.sum():
+            hi = min(lo + BATCH_TEXTS, len(texts))
+            batch = ids[bounds[lo] : bounds[hi]]
+            if not batch.size:
                 continue
-            ids = np.concatenate([np.asarray(e.ids, dtype=np.int64) for e in encoded if e.ids])
-            np.clip(ids, 0, top, out=ids)
             # token counts per (text, distinct token) times the distinct tokens' rows: one BLAS
             # product, ~30x faster than gathering every token's row and summing per text
-            distinct, col = np.unique(ids, return_inverse=True)
-            row = np.repeat(np.arange(len(batch)), lengths)
-            counts = np.bincount(row * distinct.size + col, minlength=len(batch) * distinct.size)
-            out[lo : lo + len(batch)] = (
-                counts.reshape(len(batch), distinct.size).astype(np.float32) @ self._table[distinct]
+            distinct, col = np.unique(batch, return_inverse=True)
+            row = np.repeat(np.arange(hi - lo), lengths[lo:hi])
+            counts = np.bincount(row * distinct.size + col, minlength=(hi - lo) * distinct.size)
+            out[lo:hi] = (
+                counts.reshape(hi - lo, distinct.size).astype(np.float32) @ self._table[distinct]
             )
         return out
 
@@ -117,20 +155,32 @@ class WordLlamaEmbedder:
         return unit_rows(self.embed_raw(texts))
 
 
+def _without_normaliser(tokenizer: Any) -> Any:
+    """A copy of tokenizer without its normaliser (the caller writes the "▁"s itself)."""
+    from tokenizers import Tokenizer
+
+    copy = Tokenizer.from_str(tokenizer.to_str())
+    copy.normalizer = None
+    copy.no_padding()
+    copy.no_truncation()
+    return copy
+
+
 def _wordllama_files() -> tuple[Vectors, Any]:
     """The embedding table and tokenizer inside the installed wordllama package."""
+    # found, not imported: wordllama's __init__ takes a second and sets up the root logger
+    spec = importlib.util.find_spec("wordllama")
     try:
-        from importlib.resources import files
-
         from safetensors import safe_open
         from tokenizers import Tokenizer
-
-        package = files("wordllama")
-    except ImportError as e:
+    except ImportError:
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
         raise UsageError(
             "the semantic scorer's default embedder needs wordllama: "
             "pip install 'rageval[semantic]' (it ships its weights; nothing is downloaded)"
-        ) from e
+        )
+    package = Path(list(spec.submodule_search_locations)[0])
     weights = package / "weights" / f"{WORDLLAMA_CONFIG}_{WORDLLAMA_DIM}.safetensors"
     tokenizer = package / "tokenizers" / f"{WORDLLAMA_CONFIG}_tokenizer_config.json"
     if not (weights.is_file() and tokenizer.is_file()):

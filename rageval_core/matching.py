@@ -299,8 +299,12 @@ class PairScorer:
         norm: Normalisation = Normalisation(),
         workers: int = 0,
         min_align_score: float = 0.0,
+        fuzzy: bool = True,
     ) -> None:
+        """fuzzy=False: exact substrings only (1.0 and their window), every other pair 0 with
+        no window (the semantic scorer's lexical pass; min_align_score must be above 0)."""
         self.spec = SCORERS[scorer]
+        self.fuzzy = fuzzy
         if is_semantic(scorer):
             raise UsageError(f"{scorer}: a semantic scorer is opened with open_pair_scorer")
         self.norm = norm
@@ -451,6 +455,10 @@ class PairScorer:
         spec = self.spec
         if pe.size == 0:
             return no_pairs
+        if not self.fuzzy:
+            n = int(pe.size)
+            none = (np.zeros(n), np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+            return lambda: none
         if spec.cdist is None:
             return self._pool.map_pairs(spec.name, ev_norm, ch_norm, pe, pc)
         # rapidfuzz releases the GIL inside cpdist only: the C++ scorers run on every core.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,6 +35,9 @@ from rageval_core.embedders import (
     unit_rows,
 )
 from rageval_core.errors import UsageError
+
+if TYPE_CHECKING:
+    from rageval_core.normalise import Normalisation
 
 #: the scorers of this module (the others are lexical, rageval_core.matching)
 SEMANTIC_SCORERS = ("semantic", "hybrid")
@@ -263,7 +266,7 @@ class SemanticPairScorer:
     def __init__(
         self,
         key: str,
-        norm: object,
+        norm: Normalisation,
         workers: int = 0,
         cache: VectorCache | None = None,
     ) -> None:
@@ -272,7 +275,10 @@ class SemanticPairScorer:
         self.scorer, self.embedder_name = split_key(key)
         self.embedder = get_embedder(self.embedder_name)
         self.cache: VectorCache = cache if cache is not None else MemoryCache()
-        self._lexical = PairScorer("partial", norm, workers, min_align_score=HYBRID_VERBATIM)  # type: ignore[arg-type]
+        # semantic needs the substring rule only; hybrid partial's scores too
+        self._lexical = PairScorer(
+            "partial", norm, workers, HYBRID_VERBATIM, fuzzy=self.scorer == "hybrid"
+        )
 
     def __enter__(self) -> SemanticPairScorer:
         return self
