@@ -180,7 +180,7 @@ def _wordllama_files() -> tuple[Vectors, Any]:
             "the semantic scorer's default embedder needs wordllama: "
             "pip install 'rageval[semantic]' (it ships its weights; nothing is downloaded)"
         )
-    package = Path(list(spec.submodule_search_locations)[0])
+    package = Path(next(iter(spec.submodule_search_locations)))
     weights = package / "weights" / f"{WORDLLAMA_CONFIG}_{WORDLLAMA_DIM}.safetensors"
     tokenizer = package / "tokenizers" / f"{WORDLLAMA_CONFIG}_tokenizer_config.json"
     if not (weights.is_file() and tokenizer.is_file()):

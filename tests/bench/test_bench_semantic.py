@@ -31,7 +31,7 @@ def test_labelled_rates_are_the_scorers_own() -> None:
 
 def test_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
     result = bench_semantic.run(tmp_path, n_queries=60, n_embed=200)
-    assert [caption for caption, _ in result.tables][0].startswith("Labelled pairs")
+    assert result.tables[0][0].startswith("Labelled pairs")
     assert len(result.tables[0][1].rows) == len(SCORER_NAMES)
     assert result.data["semantic_over_default"] > 0
     assert result.data["embed"]["chars"] > 200 * 300  # texts of several hundred characters
