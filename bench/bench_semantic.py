@@ -86,7 +86,7 @@ import numpy as np
 from rageval_core.embedders import get_embedder
 n = int(sys.argv[1])
 rng = np.random.default_rng(0)
-words = sys.stdin.read().split()
+words = np.array(sys.stdin.read().split())
 texts = [" ".join(rng.choice(words, 80)) + f" {i}." for i in range(n)]
 chars = sum(map(len, texts))
 embedder = get_embedder("wordllama")
