@@ -4,9 +4,10 @@ A retrieved chunk covers a gold evidence span when, after normalisation, the spa
 substring of the chunk (score 1.0) or its similarity score reaches a threshold. This module
 only produces the scores (and where in the ORIGINAL chunk text the best window lies, for
 highlighting); thresholds and cut-offs are applied later by rageval_core.metrics.evidence on
-the cached scores. The process pool that scores large batches lives in matching_pool.py;
-normalisation (and the offset maps back to the original text) in normalise.py, whose public
-names are re-exported here.
+the cached scores. The scorers by meaning (semantic, hybrid) live in semantic.py behind the
+same interface (open_pair_scorer). The process pool that scores large batches lives in
+matching_pool.py; normalisation (and the offset maps back to the original text) in
+normalise.py, whose public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from rapidfuzz.distance import Levenshtein
 
 from rageval_core.errors import UsageError
 from rageval_core.matching_pool import PairPool, Windows, no_pairs
-from rageval_core.semantic import is_semantic, split_key
 from rageval_core.normalise import (
     BLOCK_CHARS,
     NORMALISATION_VERSION,
@@ -35,6 +35,7 @@ from rageval_core.normalise import (
     normalise_many,
     to_original,
 )
+from rageval_core.semantic import is_semantic, split_key
 
 __all__ = [
     "NORMALISATION_VERSION",
