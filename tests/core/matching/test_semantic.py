@@ -245,3 +245,66 @@ def test_drilldown_highlights_the_semantic_window() -> None:
     by_keyword = evaluate(data, ["EvidenceRecall@2"], store=store, k=2, scorer="hybrid")
     assert by_keyword.settings["threshold"] == SEMANTIC_THRESHOLD
     assert lexical.metrics["EvidenceRecall@2"] == 0.0 and "embedder" not in lexical.settings
+
+
+def test_threshold_tuning_works_on_semantic_scores() -> None:
+    """Borderline pairs, labels and the suggested threshold, as for fuzzy scores."""
+    from rageval_core import tuning
+    from rageval_core.formats import read_inputs
+
+    store = Store(":memory:")
+    log = ProblemLog()
+    store.import_run(read_inputs([REPO / "sample_runs" / "bm25.jsonl"], None, log)[0], log)
+    data = load_run_data(store, "bm25")
+    s = Settings.from_values({"scorer": "semantic", "relevance": "evidence"})
+    pairs = tuning.borderline_pairs(store, data, s, band=0.1, limit=200)
+    assert len(pairs) == 200
+    assert all(abs(p.score - SEMANTIC_THRESHOLD) <= 0.1 + 1e-6 for p in pairs)
+    assert all(p.window for p in pairs)  # the semantic window is shown, as a fuzzy one is
+    # a person who calls a pair a match exactly from a grid step above most of the pairs up
+    cut = float(np.ceil(np.quantile([p.score for p in pairs], 0.7) * 100) / 100)
+    for p in pairs:
+        match = bool(np.float32(p.score) >= np.float32(cut))
+        tuning.set_label(store, "bm25", *p.key, "semantic", s.norm, match)
+    labels = tuning.labels(store, "bm25", s.scorer_key, s.norm)
+    assert labels.n == len(pairs) and min(labels.n_match, labels.n_no_match) >= 5
+    assert tuning.labels(store, "bm25", "partial", s.norm).n == 0  # kept per scorer
+    got = tuning.suggest_threshold(labels.label, labels.score, current=s.threshold)
+    top_no = float(labels.score[~labels.label].max())
+    low_yes = float(labels.score[labels.label].min())
+    assert got.threshold is not None and got.f1 == 1.0
+    assert top_no < got.threshold <= low_yes + 1e-6
+
+
+def test_a_given_threshold_is_kept_with_a_semantic_scorer(tmp_path: Path) -> None:
+    from rageval_core.cli import build_parser, settings_from_args
+
+    parser = build_parser()
+    given = parser.parse_args(["evaluate", "RUN", "--scorer", "hybrid", "--threshold", "0.7"])
+    assert settings_from_args(given).threshold == 0.7
+    default = parser.parse_args(["evaluate", "RUN", "--scorer", "hybrid"])
+    assert settings_from_args(default).threshold == SEMANTIC_THRESHOLD
+    plain = parser.parse_args(["evaluate", "RUN"])
+    assert settings_from_args(plain).threshold == 0.7
+
+
+def test_without_wordllama_the_message_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "wordllama" else real(name, *a),
+    )
+    with pytest.raises(UsageError, match=r"pip install 'rageval\[semantic\]'"):
+        embedders.WordLlamaEmbedder()
+    # the answer metrics by meaning are then not scored, and nothing else fails
+    monkeypatch.setattr(embedders.get_embedder, "__wrapped__", None, raising=False)
+    from rageval_core.metrics import semantic_answers
+
+    monkeypatch.setattr(
+        semantic_answers, "get_embedder", lambda name: embedders.WordLlamaEmbedder()
+    )
+    out = semantic_answers.semantic_answer_scores(["a"], ["a"], ["q"], [["c"]])
+    assert all(np.isnan(v).all() for v in out.values())
