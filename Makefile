@@ -28,8 +28,8 @@ $(UV): requirements/uv.txt
 	touch $@
 
 # uv sync is a quick no-op when .venv already matches the lock, so it runs every time
-setup: | $(UV)  ## create .venv with rageval and its dashboard extra (what the app needs), from uv.lock
-	$(UV) sync --locked --inexact --extra dashboard --quiet
+setup: | $(UV)  ## create .venv with rageval, its dashboard and semantic extras (what the app needs), from uv.lock
+	$(UV) sync --locked --inexact --extra dashboard --extra semantic --quiet
 
 setup-test: | $(UV)  ## .venv exactly as uv.lock has it with the test and dev extras
 	$(UV) sync --locked --extra test --extra dev --quiet

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import (
+    bench_semantic,
     distributed,
     matching_speed,
     native_scale,
@@ -32,6 +33,7 @@ SCENARIOS = (
     "pair_scoring",
     "distributed",
     "dashboard_scale",
+    "semantic",
 )
 GROWTH_SVG = "benchmarks_growth.svg"
 
@@ -49,6 +51,7 @@ FULL: dict[str, dict[str, Any]] = {
     "pair_scoring": {"n_queries": 10_000},
     "distributed": {"n_queries": 5_000, "repeats": 3},
     "dashboard_scale": {"n_queries": 10_000},
+    "semantic": {"n_queries": 10_000, "n_embed": 100_000},
 }
 #: added by --scale (make bench passes it): the issue's large sizes, minutes each
 SCALE: dict[str, dict[str, Any]] = {
@@ -71,6 +74,7 @@ QUICK: dict[str, dict[str, Any]] = {
     "pair_scoring": {"n_queries": 300, "subset_queries": 100, "difflib_sample": 200},
     "distributed": {"n_queries": 300, "repeats": 1},
     "dashboard_scale": {"n_queries": 500, "moves": 2, "baseline": False},
+    "semantic": {"n_queries": 300, "n_embed": 2_000},
 }
 
 
@@ -123,6 +127,8 @@ def _run_one(
         return pair_scoring.run(workdir / "large", **sizes["pair_scoring"])
     if name == "dashboard_scale":  # a fresh `streamlit run` + chromium, and AppTest
         return dashboard_scale.run(workdir / "dashboard", **sizes["dashboard_scale"])
+    if name == "semantic":  # workdir / "large": bench/large_run.py's stores, shared
+        return bench_semantic.run(workdir, **sizes["semantic"])
     if name == "distributed":  # needs pyspark (the bench extra) and Java 17+
         return distributed.run(workdir / "distributed", **sizes["distributed"])
     raise ValueError(f"unknown scenario {name!r} (expected one of {', '.join(SCENARIOS)})")

@@ -229,6 +229,24 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
                 f"time ratio; values within {data['max_difference']:.0e} of evaluate()'s (scale-out.md)",
             )
         )
+    if "semantic" in by_key:
+        data = by_key["semantic"].data
+        embed = data["embed"]
+        n_embed = round(embed["seconds"] * embed["texts_per_s"])
+        rows.append(
+            (
+                f"embed {n_embed:,} chunks (wordllama, one core)",
+                fmt_seconds(embed["seconds"]),
+                f"target under 20 s: {'met' if embed['seconds'] < 20 else 'MISSED'}",
+            )
+        )
+        rows.append(
+            (
+                "evaluate --scorer semantic / the default scorer (first view)",
+                fmt_ratio(data["semantic_over_default"]),
+                f"target at most 3x: {'met' if data['semantic_over_default'] <= 3 else 'MISSED'}",
+            )
+        )
     return Table(("comparison", "result", "meaning"), tuple(rows), text_columns=(0, 2))
 
 

@@ -112,7 +112,7 @@ def label_pair(view: View, key: tuple[int, int, int], label: bool | None) -> Non
             qidx,
             rank,
             eidx,
-            view.settings.scorer,
+            view.settings.scorer_key,
             view.settings.norm,
             label,
         )

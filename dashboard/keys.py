@@ -33,6 +33,10 @@ PRESET_SETTINGS = tuple(
     s.name for s in SETTINGS if s.url_key is not None and s.name not in ("k", "preset", "relevance")
 )
 JUDGED_ONLY = URL_KEYS["judged_only"]
+EMBEDDER = URL_KEYS["embedder"]
+#: session key: the scorer the sidebar last showed (a threshold left at that scorer's default
+#: follows a new scorer to its own default)
+SCORER_SEEN = "sidebar.scorer_seen"
 #: the query opened on the Queries page (?q=<query_id>)
 QUERY_PARAM = "q"
 

@@ -17,7 +17,7 @@ from dashboard.keys import View
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Settings
 from rageval_core.presets import get_preset
-from rageval_core.settings import BY_NAME, Setting
+from rageval_core.settings import BY_NAME, DEFAULTS, Setting, default_for
 from rageval_core.store import RunRecord
 
 #: the settings at the sidebar's top, then those in its "Matching and cut-off" expander; a
@@ -25,6 +25,7 @@ from rageval_core.store import RunRecord
 TOP = ("k", "threshold", "relevance")
 MATCHING = (
     "scorer",
+    "embedder",
     "strip_punct",
     "strip_articles",
     "numbers_must_match",
@@ -65,8 +66,23 @@ def _decimals(step: float) -> int:
     return len(text.split(".")[1]) if "." in text else 0
 
 
-def setting_widget(s: Setting, run: RunRecord) -> Any:
-    """Draw the widget of s (in the current container) and return the value it shows.
+def follow_scorer() -> str:
+    """The scorer the sidebar shows; a threshold still at the last scorer's default moves to the
+    new one's (the semantic scorers' cosine is not on the fuzzy scores' scale)."""
+    ss = st.session_state
+    scorer = ss.get(keys.SCORER, DEFAULTS["scorer"])
+    seen = ss.get(keys.SCORER_SEEN)
+    if seen is not None and seen != scorer:
+        before, after = default_for("threshold", seen), default_for("threshold", scorer)
+        if ss.get(keys.THRESHOLD, before) == before:
+            ss[keys.THRESHOLD] = after
+    ss[keys.SCORER_SEEN] = scorer
+    return str(scorer)
+
+
+def setting_widget(s: Setting, run: RunRecord, default: Any = None) -> Any:
+    """Draw the widget of s (in the current container) and return the value it shows; default:
+    the widget's first value when not s.default (the threshold's follows the scorer).
 
     A setting with nothing to choose (no usable relevance mode; k on a run of one-chunk lists)
     shows no widget and keeps its default (k: 1).
@@ -117,7 +133,8 @@ def setting_widget(s: Setting, run: RunRecord) -> Any:
             st.caption(f"{s.name} = {lo:g} (every ranked list of this run holds at most one chunk)")
             return s.type(lo)
     if s.url_key not in ss:  # a value put in the session (a preset, "use it") is the value
-        common["value"] = min(s.default, s.type(hi))
+        first = s.default if default is None else default
+        common["value"] = min(first, s.type(hi))
     value = st.slider(s.label, s.type(lo), s.type(hi), step=s.type(s.step), **common)
     return round(float(value), _decimals(s.step)) if s.type is float else s.type(value)
 
@@ -130,6 +147,7 @@ def settings_widgets(run: RunRecord) -> Settings:
     moved since then overrides the preset, as a flag beside --preset does.
     """
     values: dict[str, Any] = {}
+    scorer = follow_scorer()
     with st.sidebar:
         preset = setting_widget(BY_NAME["preset"], run)
         if preset is not None:
@@ -138,7 +156,7 @@ def settings_widgets(run: RunRecord) -> Settings:
                 "(its cut-offs are fixed). Moving a setting below overrides the preset's value."
             )
         for name in TOP:
-            values[name] = setting_widget(BY_NAME[name], run)
+            values[name] = setting_widget(BY_NAME[name], run, default_for(name, scorer))
         with st.expander(MATCHING_TITLE):
             for name in MATCHING:
                 values[name] = setting_widget(BY_NAME[name], run)

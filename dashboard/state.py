@@ -355,7 +355,7 @@ def pair_labels(view: View) -> tuning.Labels:
         view.run.run_id,
         view.run.content_hash,
         _db(),
-        view.settings.scorer,
+        view.settings.scorer_key,
         view.settings.norm.key,
         signature(store().path),
     )

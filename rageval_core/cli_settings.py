@@ -52,7 +52,9 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     from rageval_core.presets import preset_values
     from rageval_core.settings import SETTINGS
 
-    values = {s.name: getattr(args, s.name) for s in SETTINGS}
+    # a default that follows the scorer (the threshold) is Settings' to choose unless given
+    follows = {s.name for s in SETTINGS if s.default_by_scorer} - set(given_values(args))
+    values = {s.name: getattr(args, s.name) for s in SETTINGS if s.name not in follows}
     if values.get("preset"):
         values = {**values, **preset_values(values["preset"], given_values(args))}
     return Settings.from_values(values)

@@ -44,7 +44,8 @@ from rageval_core.rundata import (
     numbers_guard,
 )
 from rageval_core.runops import Deferred, group_ops, groups_of, ops_rows
-from rageval_core.settings import BY_NAME, DEFAULTS, RULES, SETTINGS
+from rageval_core.semantic import is_semantic, scorer_key
+from rageval_core.settings import BY_NAME, DEFAULTS, RULES, SETTINGS, default_for
 from rageval_core.store import Store, answers
 from rageval_core.store.store import RunRef
 
@@ -97,6 +98,8 @@ class Settings:
     no_gold_scores_zero: bool = DEFAULTS["no_gold_scores_zero"]
     #: the judge result set judge.* metrics read (id or name; None: the newest; "none": none)
     judge: str | None = DEFAULTS["judge"]
+    #: the semantic scorers' embedder (part of their kept scores' key: scorer_key)
+    embedder: str = DEFAULTS["embedder"]
 
     def check(self) -> None:
         k_min, _ = BY_NAME["k"].bounds()
@@ -116,6 +119,7 @@ class Settings:
             raise UsageError(f"score threshold must be finite, got {self.score_threshold!r}")
         check_rel_level(self.rel_level)
         get_scorer(self.scorer)
+        get_scorer(self.scorer_key)  # an unknown embedder name fails here, before any work
         for name in ("preset", "precision_divisor"):
             value, choices = getattr(self, name), BY_NAME[name].choices
             if value is not None and value not in choices:
@@ -132,13 +136,21 @@ class Settings:
                 "rageval's own metrics do not read them"
             )
 
+    @property
+    def scorer_key(self) -> str:
+        """The key the pair scores are kept under: "semantic:wordllama" for a semantic scorer."""
+        return scorer_key(self.scorer, self.embedder)
+
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Settings:
-        """The Settings of a flat {setting name: value} (names of SETTINGS; missing: default)."""
+        """The Settings of a flat {setting name: value} (names of SETTINGS; missing: default,
+        the scorer's own for the threshold: settings.default_for)."""
         unknown = set(values) - set(BY_NAME)
         if unknown:
             raise UsageError(f"unknown settings: {', '.join(sorted(unknown))}")
         flat = {**DEFAULTS, **values}
+        if "threshold" not in values:
+            flat["threshold"] = default_for("threshold", flat["scorer"])
         top = {s.name: flat[s.name] for s in SETTINGS if s.part_of is None}
         norm = Normalisation(**{s.name: flat[s.name] for s in SETTINGS if s.part_of == "norm"})
         return cls(**top, norm=norm)
@@ -155,6 +167,8 @@ class Settings:
             "k": self.k,
             "threshold": self.threshold,
             "scorer": self.scorer,
+            # the embedder only for a semantic scorer: other reports read as before
+            **({"embedder": self.embedder} if is_semantic(self.scorer) else {}),
             "normalisation": self.norm.key,
             "strip_punct": self.norm.strip_punct,
             "strip_articles": self.norm.strip_articles,
@@ -187,7 +201,7 @@ class Report:
     by: dict[str, Any] | None = None
     #: per-query weights of the pooled metrics (EvidenceRecall: span counts), for with_breakdown
     weights: dict[str, Floats] = field(default_factory=dict, repr=False, compare=False)
-    #: what the numbers suggest checking (lenient_threshold_warning); in the JSON only when any
+    #: what the numbers suggest checking (rageval_core.checks); in the JSON only when any
     warnings: tuple[str, ...] = ()
 
     @property
@@ -286,7 +300,7 @@ def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
     """The evidence running maxima for (scorer, normalisation, cut), at the threshold s.threshold."""
 
     def make() -> Coverage:
-        tensor = evidence_tensor(store, data, s.scorer, s.norm)
+        tensor = evidence_tensor(store, data, s.scorer_key, s.norm)
         if s.numbers_must_match:  # a span whose number the chunk lacks is not covered by it
             tensor = np.where(numbers_guard(store, data), tensor, np.float32(0.0))
         return prepare_coverage(
@@ -297,7 +311,7 @@ def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
             score_cut=s.score_threshold,
         )
 
-    key = ("coverage", s.scorer, s.norm.key, s.score_threshold, s.numbers_must_match)
+    key = ("coverage", s.scorer_key, s.norm.key, s.score_threshold, s.numbers_must_match)
     cov: Coverage = memo(data, key, make)
     return cov.with_threshold(s.threshold)
 
@@ -313,7 +327,7 @@ def evidence_labels(
     metrics/ranking.py caches on them.
     """
     cov = coverage(store, data, s)
-    source = (s.scorer, s.norm.key, s.score_threshold, s.numbers_must_match)
+    source = (s.scorer_key, s.norm.key, s.score_threshold, s.numbers_must_match)
     key = (*source, cov.threshold)
     kept = data._cache.get(("evidence_labels",))
     if kept is not None and kept[0] == key:
@@ -461,6 +475,12 @@ def evaluate(
         from rageval_core.parity import with_preset
 
         base = with_preset(base, overrides["preset"])
+    if (
+        "scorer" in overrides
+        and "threshold" not in overrides
+        and base.threshold == default_for("threshold", base.scorer)
+    ):  # a threshold left at its default follows the scorer (a cosine is on another scale)
+        overrides = {**overrides, "threshold": default_for("threshold", overrides["scorer"])}
     s = dataclasses.replace(base, **overrides)
     s.check()
     if isinstance(source, LoadedRun):
@@ -583,6 +603,8 @@ def _evaluate(
     rows_ops = ops_rows(data)
     report_ops = Deferred(rows_ops.summary)
     by_out = breakdown(data, per_query, weights, by) if by else None
+    from rageval_core import checks  # it reads this module's coverage and labels
+
     return Report(
         run=data.run.name,
         settings=settings_json,
@@ -594,42 +616,7 @@ def _evaluate(
         ops=report_ops,
         by=by_out,
         weights=weights,
-        warnings=lenient_threshold_warning(store, data, s),
-    )
-
-
-#: EvidenceRecall@k this far above R@k (both over the queries that have qrels and gold spans)
-#: makes lenient_threshold_warning speak
-LENIENT_GAP = 0.25
-
-
-def lenient_threshold_warning(store: Store, data: RunData, s: Settings) -> tuple[str, ...]:
-    """A warning when EvidenceRecall@k is far above the id-based R@k on the same run (and the
-    same queries): spans "covered" by chunks that are not the relevant documents, the sign of a
-    fuzzy threshold that lets near-misses in. Only for a run whose qrels name retrieved chunks
-    (ids mode is meaningful) and that has gold spans; () otherwise."""
-    if not (data.run.has_qrels and data.run.has_evidence) or not bool((data.labels > 0).any()):
-        return ()
-    cov = coverage(store, data, s)
-    labels, rows = id_labels(data, dataclasses.replace(s, relevance="ids"))
-    both = np.intersect1d(cov.rows, rows)
-    if both.size == 0:
-        return ()
-    names = (f"EvidenceRecall@{s.k}", f"R@{s.k}")
-    measures = registry.parse_all(names)
-    evidence = registry.compute([measures[0]], cov)[names[0]]
-    ids = registry.compute([measures[1]], labels)[names[1]]
-    keep_e, keep_i = np.isin(cov.rows, both), np.isin(rows, both)
-    w = registry.weights_of(measures[0], cov)
-    e_value = registry.aggregate(measures[0], evidence[keep_e], None if w is None else w[keep_e])
-    i_value = registry.aggregate(measures[1], ids[keep_i], None)
-    if not e_value - i_value >= LENIENT_GAP:
-        return ()
-    return (
-        f"{names[0]} = {e_value:.3f} is far above the id-based {names[1]} = {i_value:.3f} on the "
-        f"same {both.size} queries: the fuzzy threshold {s.threshold:g} is likely too lenient "
-        "(chunks that are not the relevant documents count as covering the spans); label "
-        "borderline pairs on the Threshold page, or raise the threshold",
+        warnings=checks.lenient_threshold_warning(store, data, s),
     )
 
 

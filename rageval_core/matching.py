@@ -4,9 +4,10 @@ A retrieved chunk covers a gold evidence span when, after normalisation, the spa
 substring of the chunk (score 1.0) or its similarity score reaches a threshold. This module
 only produces the scores (and where in the ORIGINAL chunk text the best window lies, for
 highlighting); thresholds and cut-offs are applied later by rageval_core.metrics.evidence on
-the cached scores. The process pool that scores large batches lives in matching_pool.py;
-normalisation (and the offset maps back to the original text) in normalise.py, whose public
-names are re-exported here.
+the cached scores. The scorers by meaning (semantic, hybrid) live in semantic.py behind the
+same interface (open_pair_scorer). The process pool that scores large batches lives in
+matching_pool.py; normalisation (and the offset maps back to the original text) in
+normalise.py, whose public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rageval_core.normalise import (
     normalise_many,
     to_original,
 )
+from rageval_core.semantic import is_semantic, split_key
 
 __all__ = [
     "NORMALISATION_VERSION",
@@ -45,6 +47,7 @@ __all__ = [
     "get_scorer",
     "normalise",
     "normalise_many",
+    "open_pair_scorer",
     "score_one",
     "score_pairs",
     "to_original",
@@ -95,6 +98,8 @@ class _ScorerRegistry(dict[str, Scorer]):
     """name -> Scorer; an unknown name raises UsageError listing the known ones."""
 
     def __missing__(self, key: str) -> Scorer:
+        if is_semantic(key):  # a kept-scores key such as "semantic:wordllama"
+            return self[split_key(key)[0]]
         raise UsageError(f"unknown scorer {key!r}; known scorers: {', '.join(sorted(self))}")
 
 
@@ -137,8 +142,25 @@ SCORERS: Mapping[str, Scorer] = _ScorerRegistry(
             aligns=False,
             pair=_difflib,
         ),
+        "semantic": Scorer(
+            "semantic",
+            "best cosine of the span and the chunk's 1-3 sentence windows (--embedder)",
+            aligns=True,
+            pair=lambda evidence, chunk: _one_semantic("semantic", evidence, chunk),
+        ),
+        "hybrid": Scorer(
+            "hybrid",
+            "partial where the span is found almost verbatim (>= 0.9), semantic otherwise",
+            aligns=True,
+            pair=lambda evidence, chunk: _one_semantic("hybrid", evidence, chunk),
+        ),
     }
 )
+
+
+def _one_semantic(scorer: str, evidence: str, chunk: str) -> float:
+    """A semantic scorer's value for one pair, with the default embedder."""
+    return float(score_pairs([evidence], [chunk], [0], [0], scorer=scorer, workers=1).score[0])
 
 
 def get_scorer(name: str) -> Scorer:
@@ -278,8 +300,14 @@ class PairScorer:
         norm: Normalisation = Normalisation(),
         workers: int = 0,
         min_align_score: float = 0.0,
+        fuzzy: bool = True,
     ) -> None:
+        """fuzzy=False: exact substrings only (1.0 and their window), every other pair 0 with
+        no window (the semantic scorer's lexical pass; min_align_score must be above 0)."""
         self.spec = SCORERS[scorer]
+        self.fuzzy = fuzzy
+        if is_semantic(scorer):
+            raise UsageError(f"{scorer}: a semantic scorer is opened with open_pair_scorer")
         self.norm = norm
         self.workers = _resolve_workers(workers)
         if not (isinstance(min_align_score, (int, float)) and math.isfinite(min_align_score)):
@@ -428,6 +456,10 @@ class PairScorer:
         spec = self.spec
         if pe.size == 0:
             return no_pairs
+        if not self.fuzzy:
+            n = int(pe.size)
+            none = (np.zeros(n), np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+            return lambda: none
         if spec.cdist is None:
             return self._pool.map_pairs(spec.name, ev_norm, ch_norm, pe, pc)
         # rapidfuzz releases the GIL inside cpdist only: the C++ scorers run on every core.
@@ -468,8 +500,24 @@ def score_pairs(
     workers: processes/threads to use, 0 = os.cpu_count(). min_align_score: windows of the
     `partial` scorer are computed only for pairs scoring at least this (0.0 = every pair).
     """
-    with PairScorer(scorer, norm, workers, min_align_score) as pairs:
-        return pairs.submit(evidence, chunks, pair_ev, pair_ch)()
+    with open_pair_scorer(scorer, norm, workers, min_align_score) as pairs:
+        return pairs.submit(evidence, chunks, pair_ev, pair_ch)()  # type: ignore[no-any-return]
+
+
+def open_pair_scorer(
+    scorer: str = "partial",
+    norm: Normalisation = Normalisation(),
+    workers: int = 0,
+    min_align_score: float = 0.0,
+    cache: Any = None,
+) -> Any:
+    """A PairScorer, or for a semantic scorer key ("semantic", "hybrid:wordllama" ...) a
+    semantic.SemanticPairScorer (same interface) whose vectors go through cache."""
+    if is_semantic(scorer):
+        from rageval_core.semantic import SemanticPairScorer
+
+        return SemanticPairScorer(scorer, norm, workers, cache)
+    return PairScorer(scorer, norm, workers, min_align_score)
 
 
 def score_one(

@@ -608,7 +608,13 @@ def _coverage(part: _Partition, s: Settings, workers: int) -> Coverage:
     if pair_ch.size:
         texts = [t if t is not None else "" for t in part.chunk_text]  # only texts are paired
         scored = score_pairs(
-            part.span_text, texts, pair_sp, pair_ch, scorer=s.scorer, norm=s.norm, workers=workers
+            part.span_text,
+            texts,
+            pair_sp,
+            pair_ch,
+            scorer=s.scorer_key,
+            norm=s.norm,
+            workers=workers,
         )
         span_first = np.searchsorted(part.span_q, part.span_q, "left")  # spans come in row order
         eidx = pair_sp - span_first[pair_sp]

@@ -40,7 +40,9 @@ def format_report(report: Any, per_query: bool = False) -> str:
         f"run {report.run}: {report.n_queries} queries; relevance={s['relevance']}"
         + _MODES.get(s["relevance"], "")
         + f" k={s['k']} "
-        f"threshold={s['threshold']} scorer={s['scorer']} norm={s['normalisation']}"
+        f"threshold={s['threshold']} scorer={s['scorer']}"
+        + (f" embedder={s['embedder']}" if s.get("embedder") else "")
+        + f" norm={s['normalisation']}"
         + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else "")
         + (f" preset={s['preset']}" if s.get("preset") else "")
         + (

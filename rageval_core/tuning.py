@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from rageval_core.errors import UsageError
 from rageval_core.evaluate import Settings
 from rageval_core.matching import Normalisation, get_scorer
+from rageval_core.semantic import canonical_key
 from rageval_core.metrics.evidence import Coverage
 from rageval_core.rundata import RunData, evidence_tensor
 from rageval_core.store import Store, reads
@@ -168,7 +169,7 @@ def borderline_pairs(
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise UsageError(f"limit must be an integer >= 1, got {limit!r}")
     settings.check()
-    scores = evidence_tensor(store, data, settings.scorer, settings.norm)  # (n, depth, spans)
+    scores = evidence_tensor(store, data, settings.scorer_key, settings.norm)  # (n, depth, spans)
     depth = scores.shape[1] if scores.ndim == 3 else 0
     in_list = np.arange(depth)[None, :] < data.n_ret[:, None]
     cut = settings.score_threshold
@@ -192,7 +193,7 @@ def borderline_pairs(
         rows = reads.pair_texts(
             store,
             rid,
-            settings.scorer,
+            settings.scorer_key,
             settings.norm.key,
             q[chosen].tolist(),
             (r[chosen] + 1).tolist(),
@@ -256,6 +257,7 @@ def set_label(
     Replaces any earlier label of the pair (delete + insert in one transaction).
     """
     get_scorer(scorer)
+    scorer = canonical_key(scorer)
     key = _norm_key(norm)
     if label is not None and not isinstance(label, (bool, np.bool_)):
         raise UsageError(f"label must be True, False or None, got {label!r}")
@@ -307,7 +309,7 @@ def labels(store: Store, run: RunRef, scorer: str, norm: Normalisation | str) ->
     """Every label of the run for this scorer and normalisation, by query, rank and span."""
     key = _norm_key(norm)
     rid = store.run(run).run_id
-    res = pair_label_rows(store, rid, scorer, key)
+    res = pair_label_rows(store, rid, canonical_key(scorer), key)
     cols = list(zip(*res, strict=True)) if res else [()] * 9
     return Labels(
         qidx=np.asarray(cols[0], dtype=np.int64),

@@ -65,7 +65,7 @@ cols[3].metric(
 )
 st.plotly_chart(ft.span_histogram(best, t, DELTA), width="stretch", key="threshold.histogram")
 st.caption(
-    f"Top {settings.k}, scorer `{settings.scorer}`. The shaded band is ±{DELTA:.2f} around "
+    f"Top {settings.k}, scorer `{settings.scorer_key}`. The shaded band is ±{DELTA:.2f} around "
     "the threshold: a tall band means many spans hang on the exact value chosen."
 )
 
@@ -198,6 +198,6 @@ else:
     st.dataframe(table, hide_index=True, width="stretch", key="threshold.labels.table")
     csv_download("Download CSV", table, f"{file_stem}_labels.csv", "threshold.labels.csv")
 st.caption(
-    f"Labels are kept in the store per run, scorer and normalisation (here `{settings.scorer}`, "
+    f"Labels are kept in the store per run, scorer and normalisation (here `{settings.scorer_key}`, "
     f"`{settings.norm.key}`) and are deleted with the run."
 )

@@ -43,7 +43,7 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
         f"{', '.join(c.candidates)}",
         f"queries: {al.n_shared} shared; not shared: {'; '.join(not_shared) or 'none'}",
         f"settings: relevance={s['relevance']} k={s['k']} threshold={s['threshold']} "
-        f"scorer={s['scorer']}",
+        f"scorer={s['scorer']}" + (f" embedder={s['embedder']}" if s.get("embedder") else ""),
         f"tests: paired on queries scored in both runs; {o.n_permutations} sign-flip "
         f"permutations, {o.n_bootstrap} bootstrap resamples, seed {o.seed}; Holm over "
         f"{len(c.tests)} tests; * = p(Holm) < {o.alpha:g}",

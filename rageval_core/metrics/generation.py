@@ -1,4 +1,5 @@
-"""Answer metrics, scored when a run has answers: EM, token F1, ROUGE-L, relevance, support.
+"""Answer metrics, scored when a run has answers: EM, token F1, ROUGE-L, relevance, support,
+and by meaning (AnswerSimilarity, ContextRelevance: metrics/semantic_answers.py).
 
 Every metric works on SQuAD v1.1-normalised tokens (lowercase, ASCII punctuation removed, the
 articles a/an/the removed, whitespace collapsed; the official evaluate-v1.1.py's
@@ -24,6 +25,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core.metrics.registry import MeasureSpec, register
+from rageval_core.metrics.semantic_answers import (
+    answer_similarity,
+    best_context_relevance,
+    context_relevance,
+    semantic_answer_scores,
+)
 from rageval_core.model import Query
 
 NAN = math.nan
@@ -273,9 +280,12 @@ class GenerationMetric:
 
     name: str
     description: str
-    needs: str  # "reference", "query" or "chunks": the input besides the answer
+    #: the input besides the answer: "reference", "query", "chunks" or "query_chunks" (the
+    #: pair (query, chunks))
+    needs: str
     higher_is_better: bool
     score: Callable[..., float]
+    kind: str = "lexical"  # "semantic": embedding cosines (metrics/semantic_answers.py)
 
 
 #: Answer metrics by name, in display order; each is also registered in metrics.registry below.
@@ -312,6 +322,30 @@ GENERATION_METRICS: dict[str, GenerationMetric] = {
             "chunks",
             False,
             hallucination_rate,
+        ),
+        GenerationMetric(
+            "AnswerSimilarity",
+            "embedding cosine of answer and reference (offline embedder)",
+            "reference",
+            True,
+            answer_similarity,
+            kind="semantic",
+        ),
+        GenerationMetric(
+            "ContextRelevance",
+            "mean embedding cosine of the query and each retrieved chunk",
+            "query_chunks",
+            True,
+            context_relevance,
+            kind="semantic",
+        ),
+        GenerationMetric(
+            "BestContextRelevance",
+            "best embedding cosine of the query and a retrieved chunk",
+            "query_chunks",
+            True,
+            best_context_relevance,
+            kind="semantic",
         ),
     )
 }
@@ -356,6 +390,8 @@ def generation_scores(
         density = _share_found(pred, vocab)
         out["SupportDensity"][i] = density
         out["HallucinationRate"][i] = 1.0 - density
+    # the metrics by meaning embed every text of the block in one batch
+    out.update(semantic_answer_scores(answers, references, queries, chunk_texts_per_query))
     return out
 
 

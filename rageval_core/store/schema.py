@@ -243,6 +243,21 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             )""",
         ),
     ),
+    (
+        7,
+        (
+            # Text vectors of the semantic scorers, by (embedder, hash of the text): a rescoring
+            # (another normalisation, another run with the same texts) embeds nothing twice
+            # (rageval_core.store.embeddings). Not a run's data: shared by every run, kept
+            # when a run is deleted. vector: raw token sums for wordllama, unit rows otherwise.
+            """CREATE TABLE embeddings (
+                embedder VARCHAR NOT NULL,
+                text_hash VARCHAR NOT NULL,
+                vector FLOAT[] NOT NULL,
+                PRIMARY KEY (embedder, text_hash)
+            )""",
+        ),
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -17,8 +17,16 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from rageval_core.matching import Normalisation, PairScorer, PairScores, get_scorer
+from rageval_core.matching import (
+    Normalisation,
+    PairScorer,
+    PairScores,
+    get_scorer,
+    open_pair_scorer,
+)
+from rageval_core.semantic import canonical_key
 from rageval_core.store import journal
+from rageval_core.store.embeddings import StoreVectors
 from rageval_core.store.schema import first_row, rollback_quietly
 from rageval_core.store.store import IMPORT_MEMORY_LIMIT, RunRef, Store, _bytes
 
@@ -67,6 +75,7 @@ def ensure_scored(
     pool scores one, the next is read and the previous one's scores are inserted.
     """
     get_scorer(scorer)  # unknown names fail before any work
+    scorer = canonical_key(scorer)
     run = store.run(ref)
     with store._cursor() as cur:
         row = first_row(
@@ -82,7 +91,8 @@ def ensure_scored(
         entry = journal.begin(store, "scoring", f"run {run.name!r} ({scorer}, {norm.key})")
         cur.begin()
         try:
-            with _capped_cache(cur), PairScorer(scorer, norm, workers) as pairs:
+            pair_scorer = open_pair_scorer(scorer, norm, workers, cache=StoreVectors(cur))
+            with _capped_cache(cur), pair_scorer as pairs:
                 waiting: _Block | None = None
                 for lo in range(0, max(run.n_queries, 1), BLOCK_QUERIES):
                     block = _start_block(cur, pairs, run.run_id, lo, lo + BLOCK_QUERIES)
@@ -245,6 +255,7 @@ def load_pair_rows(
 ) -> PairRows:
     """The kept scores (scoring them first when they are not kept yet)."""
     run = store.run(ref)
+    scorer = canonical_key(scorer)
     ensure_scored(store, run.run_id, scorer, norm)
     with store._cursor() as cur:
         res = cur.execute(

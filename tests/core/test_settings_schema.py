@@ -69,11 +69,12 @@ FLAGS = {
     "--judged-only": (None, None, None),
     # which LLM judge result set the judge.* metrics read (rageval_core.judging)
     "--judge": (None, None, "NAME_OR_ID"),
+    "--embedder": (None, None, "NAME"),
 }
 #: the query parameters of shared links: never renamed
 URL_KEYS = {
     "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "numbers",
-    "preset", "judged",
+    "preset", "judged", "embedder",
 }  # fmt: skip
 
 
@@ -338,10 +339,11 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:-2] == (
+    assert keys.settings_key(Settings())[9:-3] == (
         False, None, False, False, False, "k", *[False] * 4
     )  # fmt: skip
-    assert keys.settings_key(Settings())[-2:] == (False, None)  # judged_only, judge: added last
+    # judged_only, judge and embedder: added last
+    assert keys.settings_key(Settings())[-3:] == (False, None, "wordllama")
     s = Settings(
         k=3,
         threshold=0.55,
@@ -366,6 +368,7 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.NUMBERS,
         keys.PRESET,
         keys.JUDGED_ONLY,
+        keys.EMBEDDER,
     } == URL_KEYS
     assert keys.RUN == "run"
 

@@ -161,7 +161,9 @@ def test_unknown_scorer_is_a_usage_error() -> None:
         SCORERS["fuzzy"]
     with pytest.raises(UsageError):
         score_pairs(["a"], ["a"], [0], [0], scorer="nope")
-    assert set(SCORERS) == {"partial", "ratio", "token_set", "levenshtein", "difflib"}
+    assert set(SCORERS) == {
+        "partial", "ratio", "token_set", "levenshtein", "difflib", "semantic", "hybrid"
+    }  # fmt: skip
     assert matching.get_scorer("ratio").name == "ratio"
 
 
