@@ -27,7 +27,7 @@ for warning in report.warnings:  # our own text about numbers, no user text in i
     st.warning(warning[0].upper() + warning[1:] + ".", icon="⚠️")
 if not metrics:
     st.info("Nothing to score: this run has no qrels, no gold evidence and no answers.")
-for family, items in tables.metric_groups(metrics).items():
+for family, items in tables.metric_groups(metrics, s.preset).items():
     st.subheader(
         tables.preset_title(s.preset)
         if family == "preset" and s.preset
@@ -44,11 +44,11 @@ for family, items in tables.metric_groups(metrics).items():
                 delta=band,
                 delta_color={"good": "green", "poor": "red"}.get(band or "", "off"),
                 delta_arrow="off",
-                help=tables.describe(name),
+                help=tables.describe(name, s.preset),
                 border=True,
             )
 with st.expander("Metrics table"):
-    frame = tables.metrics_frame(metrics)
+    frame = tables.metrics_frame(metrics, s.preset)
     st.dataframe(frame, hide_index=True, width="stretch")
     csv_download(
         "Download metrics (CSV)",

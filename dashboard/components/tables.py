@@ -45,9 +45,12 @@ FAMILY_TITLES = {
 }
 
 
-def family(name: str) -> str:
-    """The card group of a metric: the registry's family, or "preset" for a preset's names."""
-    return "preset" if name in PRESET_METRICS else registry.parse(name).spec.family
+def family(name: str, preset: str | None = None) -> str:
+    """The card group of a metric: "preset" for the view's preset's names (some are rageval's own
+    names too, e.g. EvidenceRecall@10), else the registry's family."""
+    if preset is not None and name in get_preset(preset).metrics:
+        return "preset"
+    return registry.parse(name).spec.family
 
 
 def preset_title(preset: str) -> str:
@@ -77,11 +80,14 @@ def format_value(name: str, value: float) -> str:
     return f"{value:.3f}"
 
 
-def metric_groups(metrics: Mapping[str, float]) -> dict[str, list[tuple[str, float]]]:
-    """Run values grouped by family (ranking, evidence, generation), report order kept."""
+def metric_groups(
+    metrics: Mapping[str, float], preset: str | None = None
+) -> dict[str, list[tuple[str, float]]]:
+    """Run values grouped by family (ranking, evidence, generation; a preset's metrics as one
+    group), report order kept."""
     groups: dict[str, list[tuple[str, float]]] = {}
     for name, value in metrics.items():
-        groups.setdefault(family(name), []).append((name, value))
+        groups.setdefault(family(name, preset), []).append((name, value))
     order = list(FAMILY_TITLES)
     return dict(sorted(groups.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
 
@@ -109,24 +115,25 @@ def file_stem(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "run"
 
 
-def describe(name: str) -> str:
-    """The one-line description of a measure (card help text): the registry's, or the preset's."""
-    if name in PRESET_METRICS:
+def describe(name: str, preset: str | None = None) -> str:
+    """The one-line description of a measure (card help text): the view's preset's, or the
+    registry's."""
+    if preset is not None and name in get_preset(preset).metrics:
         return METRIC_HELP[name]
     return registry.parse(name).spec.description
 
 
-def metrics_frame(metrics: Mapping[str, float]) -> pd.DataFrame:
+def metrics_frame(metrics: Mapping[str, float], preset: str | None = None) -> pd.DataFrame:
     """One row per metric: name, family, run value, band (empty when neutral), description."""
     rows = []
     for name, value in metrics.items():
         rows.append(
             {
                 "metric": name,
-                "family": family(name),
+                "family": family(name, preset),
                 "value": value,
                 "band": band(name, value) or "",
-                "description": describe(name),
+                "description": describe(name, preset),
             }
         )
     return pd.DataFrame(rows, columns=["metric", "family", "value", "band", "description"])

@@ -95,3 +95,24 @@ def test_a_link_to_an_unknown_run_says_so(make_app: Callable[..., AppTest]) -> N
     assert "<b>" not in notice  # the name is escaped for HTML and Markdown
     shown = at.sidebar.selectbox(key="run").value
     assert f"showing **{shown}** instead" in notice
+
+
+def test_rageval_s_own_metrics_that_share_a_preset_s_names_stay_in_their_groups(
+    make_app: Callable[..., AppTest],
+) -> None:
+    """EvidenceRecall@10 is rageval's name and TAT-RAG's: without a preset it is an evidence
+    metric with rageval's definition, not a preset card."""
+    at = make_app(run="bm25")
+    assert not at.exception, [e.value for e in at.exception]
+    headings = [h.value for h in at.subheader]
+    assert "Evidence coverage" in headings and not any("tat-rag" in h for h in headings)
+    assert "Preset" not in headings
+    from dashboard.components import tables
+    from rageval_core.presets import METRIC_HELP
+
+    groups = tables.metric_groups({"EvidenceRecall@10": 0.5, "P@10": 0.1})
+    assert list(groups) == ["ranking", "evidence"]
+    assert tables.describe("EvidenceRecall@10") != METRIC_HELP["EvidenceRecall@10"]
+    assert tables.describe("EvidenceRecall@10", "tat-rag") == METRIC_HELP["EvidenceRecall@10"]
+    under_preset = make_app(run="bm25", preset="tat-rag")
+    assert any(h.startswith("tat-rag: ") for h in (x.value for x in under_preset.subheader))
