@@ -90,7 +90,7 @@ def setting_widget(s: Setting, run: RunRecord, default: Any = None) -> Any:
     common: dict[str, Any] = {"key": s.url_key, "bind": "query-params", "help": widget_help(s)}
     ss = st.session_state
     if s.type is bool:
-        return st.checkbox(s.label, **common)  # unchecked unless the session says otherwise
+        return st.checkbox(s.label, value=s.default, **common)
     if s.choices:
         found: list[Any] = options(s, run)
         if not found:
@@ -108,22 +108,17 @@ def setting_widget(s: Setting, run: RunRecord, default: Any = None) -> Any:
                 **common,
             )
             return None if value == none else value
-        if s.url_key not in ss:  # a value put in the session (a preset) is the value
-            common["index"] = found.index(s.default) if s.default in found else 0
-        elif ss[s.url_key] not in found:
-            ss[s.url_key] = found[0]
+        index = found.index(s.default) if s.default in found else 0
         if s.name in RADIO:
-            return st.radio(s.label, found, horizontal=True, **common)
-        return st.selectbox(s.label, found, **common)
+            return st.radio(s.label, found, index=index, horizontal=True, **common)
+        return st.selectbox(s.label, found, index=index, **common)
     if s.default is None:  # an optional number: a switch, then its value
         on = st.checkbox(
             s.switch_label or s.label, key=s.url_switch, bind="query-params", help=widget_help(s)
         )
         if not on:
             return None
-        if s.url_key not in ss:  # a value put in the session (a preset) is the value
-            common["value"] = s.start
-        return s.type(st.number_input(s.label, step=s.step, **common))
+        return s.type(st.number_input(s.label, value=s.start, step=s.step, **common))
     lo, hi = s.bounds()
     if s.name in DEPTH_BOUNDED:
         hi = max(run.max_depth, 1)
@@ -132,10 +127,12 @@ def setting_widget(s: Setting, run: RunRecord, default: Any = None) -> Any:
         if hi <= lo:  # a slider needs min < max: every list of this run holds at most one chunk
             st.caption(f"{s.name} = {lo:g} (every ranked list of this run holds at most one chunk)")
             return s.type(lo)
-    if s.url_key not in ss:  # a value put in the session (a preset, "use it") is the value
-        first = s.default if default is None else default
-        common["value"] = min(first, s.type(hi))
-    value = st.slider(s.label, s.type(lo), s.type(hi), step=s.type(s.step), **common)
+    # the widget's default must stay the schema's: a bound widget leaves its default out of the
+    # URL, and a link without the key must open on the same value
+    first = s.default if default is None else default
+    value = st.slider(
+        s.label, s.type(lo), s.type(hi), min(first, s.type(hi)), s.type(s.step), **common
+    )
     return round(float(value), _decimals(s.step)) if s.type is float else s.type(value)
 
 
@@ -182,6 +179,8 @@ def preset_from_link() -> None:
             continue
         if s.url_key in given or (s.url_switch and s.url_switch in given):
             continue
+        # before the widget first exists: Streamlit logs that the widget has a default too,
+        # and shows the session's value (the widget's default stays the schema's, for the URL)
         actions.set_widget(s, value)
 
 
