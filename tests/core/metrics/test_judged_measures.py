@@ -64,7 +64,7 @@ def queries_of(run: Run, qrels: Qrels) -> list[Query]:
     return queries
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs(), st.sampled_from([1, 2]), st.booleans())
 def test_bpref_and_judged_only_equal_pytrec_eval(
     data: tuple[Run, Qrels], rel_level: int, only_judged: bool
@@ -93,7 +93,7 @@ def test_bpref_and_judged_only_equal_pytrec_eval(
             assert got == pytest.approx(theirs[qid][trec_name], abs=1e-12), (qid, ours)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs())
 def test_judged_at_k_equals_ir_measures(data: tuple[Run, Qrels]) -> None:
     run, qrels = data
