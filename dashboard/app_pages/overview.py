@@ -31,8 +31,10 @@ for family, items in tables.metric_groups(metrics).items():
     st.subheader(
         tables.preset_title(s.preset)
         if family == "preset" and s.preset
-        else tables.FAMILY_TITLES[family]
+        else tables.FAMILY_TITLES.get(family, family)
     )
+    if family == "judge":
+        st.caption(tables.judge_source_text(report))
     for start in range(0, len(items), CARDS_PER_ROW):
         for col, (name, value) in zip(
             st.columns(CARDS_PER_ROW), items[start : start + CARDS_PER_ROW], strict=False

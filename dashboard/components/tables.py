@@ -42,6 +42,8 @@ FAMILY_TITLES = {
     "ranking": "Ranking",
     "evidence": "Evidence coverage",
     "generation": "Answers",
+    "semantic": "Semantic answers",
+    "judge": "Judge",
 }
 
 
@@ -109,27 +111,40 @@ def file_stem(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "run"
 
 
-def describe(name: str) -> str:
-    """The one-line description of a measure (card help text): the registry's, or the preset's."""
+def kind(name: str) -> str:
+    """What sort of measure it is (ranking, evidence, lexical answer, semantic, judge; a
+    preset's own names: preset), shown beside its name everywhere."""
+    if name in PRESET_METRICS:
+        return "preset"
+    return registry.describe(name)[0]
+
+
+def definition(name: str) -> str:
+    """The one-line definition of a measure: the registry's, or the preset's."""
     if name in PRESET_METRICS:
         return METRIC_HELP[name]
-    return registry.parse(name).spec.description
+    return registry.describe(name)[1]
+
+
+def describe(name: str) -> str:
+    """A card's help text: the measure's kind, then its one-line definition."""
+    return f"{kind(name)}: {definition(name)}"
 
 
 def metrics_frame(metrics: Mapping[str, float]) -> pd.DataFrame:
-    """One row per metric: name, family, run value, band (empty when neutral), description."""
+    """One row per metric: name, kind, run value, band (empty when neutral), definition."""
     rows = []
     for name, value in metrics.items():
         rows.append(
             {
                 "metric": name,
-                "family": family(name),
+                "kind": kind(name),
                 "value": value,
                 "band": band(name, value) or "",
-                "description": describe(name),
+                "description": definition(name),
             }
         )
-    return pd.DataFrame(rows, columns=["metric", "family", "value", "band", "description"])
+    return pd.DataFrame(rows, columns=["metric", "kind", "value", "band", "description"])
 
 
 def counts_text(report: Report) -> str:
@@ -148,6 +163,28 @@ def counts_text(report: Report) -> str:
         parts.append(f"{c['scored_answers']:,} with an answer")
     mode = report.relevance or "none (no qrels, no evidence)"
     return " · ".join(parts) + f" · relevance mode: {mode}"
+
+
+def judge_source_text(report: Report) -> str:
+    """Where the report's judge.* values come from: the result set and its errors, or the
+    scores imported with the run (the set's name and model are user text: escaped)."""
+    from dashboard.components.text import escape_text
+
+    source = report.settings.get("judge")
+    errors = report.counts.get("judge_errors", 0)
+    judged = report.counts.get("judged")
+    parts = [] if judged is None else [f"{judged:,} queries judged"]
+    if isinstance(source, Mapping):
+        who = escape_text(f"{source.get('name')} ({source.get('model')})", one_line=True)
+        when = escape_text(str(source.get("created_at", ""))[:16], one_line=True)
+        parts.insert(0, f"judge result set #{source.get('judge_id')} {who}, {when}")
+        parts.append(f"{errors:,} judge errors (not scored)")
+    else:
+        parts.insert(0, "judge scores imported with the run")
+    return (
+        " · ".join(parts)
+        + " · judge.NAME: mean score over judged queries; judge.NAME.LABEL: share given that label"
+    )
 
 
 def breakdown_frame(report: Report, names: Sequence[str] | None = None) -> pd.DataFrame:
