@@ -50,32 +50,59 @@ busy = job is not None and job.running
 
 with st.form("judge.launch"):
     c1, c2 = st.columns(2)
-    base_url = c1.text_input("Base URL", placeholder="https://api.openai.com/v1")
-    model = c2.text_input("Model", placeholder="gpt-4o-mini")
+    base_url = c1.text_input(
+        "Base URL", placeholder="https://api.openai.com/v1", key="judge.base_url"
+    )
+    model = c2.text_input("Model", placeholder="gpt-4o-mini", key="judge.model")
     c1, c2, c3 = st.columns(3)
     key_env = c1.text_input(
         "API key environment variable",
         value=DEFAULT_KEY_ENV,
+        key="judge.key_env",
         help="The NAME of the variable holding the key in the server's environment (unset: "
         "no Authorization header, for a local server). Never the key itself.",
     )
-    name = c2.text_input("Result set name", placeholder="default: the model")
-    repeats = c3.number_input("Repeats", 1, 10, 1, help="judge every item N times")
-    metrics = st.multiselect("Prompts", list(PROMPTS), default=list(PROMPTS))
+    name = c2.text_input("Result set name", placeholder="default: the model", key="judge.name")
+    repeats = c3.number_input(
+        "Repeats", 1, 10, 1, help="judge every item N times", key="judge.repeats"
+    )
+    metrics = st.multiselect("Prompts", list(PROMPTS), default=list(PROMPTS), key="judge.metrics")
     c1, c2, c3, c4 = st.columns(4)
-    concurrency = c1.number_input("Concurrency", 1, 64, 4)
+    concurrency = c1.number_input("Concurrency", 1, 64, 4, key="judge.concurrency")
     max_cost = c2.number_input(
-        "Budget (USD, 0: none)", 0.0, None, 0.0, step=0.5, help="stop before passing it"
+        "Budget (USD, 0: none)",
+        0.0,
+        None,
+        0.0,
+        step=0.5,
+        help="stop before passing it",
+        key="judge.max_cost",
     )
     price_in = c3.number_input(
-        "Price in (USD / 1K tokens)", 0.0, None, None, format="%.5f", help="empty: the run's"
+        "Price in (USD / 1K tokens)",
+        0.0,
+        None,
+        None,
+        format="%.5f",
+        help="empty: the run's",
+        key="judge.price_in",
     )
     price_out = c4.number_input(
-        "Price out (USD / 1K tokens)", 0.0, None, None, format="%.5f", help="empty: the run's"
+        "Price out (USD / 1K tokens)",
+        0.0,
+        None,
+        None,
+        format="%.5f",
+        help="empty: the run's",
+        key="judge.price_out",
     )
     b1, b2 = st.columns(2)
-    estimate = b1.form_submit_button("Estimate (dry run)", disabled=busy, width="stretch")
-    launch = b2.form_submit_button("Run judge", type="primary", disabled=busy, width="stretch")
+    estimate = b1.form_submit_button(
+        "Estimate (dry run)", disabled=busy, width="stretch", key="judge.estimate_button"
+    )
+    launch = b2.form_submit_button(
+        "Run judge", type="primary", disabled=busy, width="stretch", key="judge.run_button"
+    )
 
 if estimate or launch:
     ss[keys.JUDGE_FORM] = {
