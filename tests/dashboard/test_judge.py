@@ -239,3 +239,29 @@ def test_calibration_page_matches_the_core_and_takes_a_label(
     assert again.agreement < c.agreement
     values = {m.label: m.value for m in at.metric}
     assert values["Observed agreement"] == f"{again.agreement:.3f}"
+
+
+def test_compare_shows_judge_rows_with_their_kind(
+    make_app: Callable[..., AppTest], fresh_db: Path, tmp_path: Path
+) -> None:
+    from rageval_core.compare import compare
+    from rageval_core.judging import run_judge
+
+    other = tmp_path / "judged2.jsonl"
+    text = JUDGED.read_text(encoding="utf-8").replace('"name": "judged"', '"name": "judged2"')
+    other.write_text(text.replace("The standard rate is 20% [1].", "It is 17.5%."), "utf-8")
+    assert rageval("import", str(other), db=fresh_db).returncode == 0
+    with FakeServer() as server, Store(fresh_db) as store:  # its own judge: the fake's verdicts
+        run_judge(store, "judged2", JudgeConfig(base_url=server.base_url, model="f"), api_key="")
+        c = compare([load_run_data(store, n) for n in ("judged", "judged2")], store=store)
+    expected = {t.metric: t.diff for t in c.tests if t.metric.startswith("judge.")}
+    assert "judge.faithfulness.supported" in expected
+    at = make_app("compare.py", db=fresh_db, run="judged")
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if {"kind", "delta"} <= set(d.value.columns))
+    rows = table[table["metric"].astype(str).str.startswith("judge.")]
+    assert set(rows["kind"]) == {"judge"}
+    shown = dict(zip(rows["metric"], rows["delta"], strict=True))
+    assert shown.keys() == expected.keys()
+    for name, diff in expected.items():
+        assert shown[name] == pytest.approx(diff), name
