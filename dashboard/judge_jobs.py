@@ -52,6 +52,13 @@ def start(store: Store, run_id: int, run_name: str, config: JudgeConfig) -> Judg
         try:
             summary = run_judge(store, run_id, config, progress=job.progress, cancel=job.cancel)
             job.summary = summary.to_json()
+            if (
+                job.cancel.is_set()
+                and summary.status == "complete"
+                and summary.done < summary.tasks
+            ):
+                # cancelled before the first request went out: the core's loop never started
+                job.summary["status"] = "cancelled"
         except JudgeAuthError as e:
             job.error = str(e)
         except RagevalError as e:

@@ -8,6 +8,7 @@ go to the fake OpenAI-compatible server on 127.0.0.1 (no network).
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,12 @@ def test_drilldown_shows_verdicts_escaped_and_outlines_cited_chunks(
     assert "contradicted" in faith
     # the notes' <b> is text, never markup (an LLM's output is user text)
     assert "<b>" not in html and "&#60;b&#62;not bold&#60;&#47;b&#62;" in html
+    table = next(d.value for d in at.dataframe if "query_id" in d.value.columns)
+    with Store(judged_db) as store:
+        data = load_run_data(store, "judged")
+        per_query = evaluate(data, store=store).per_query["judge.faithfulness.contradicted"]
+    row = list(table["query_id"]).index("q4")
+    assert table["judge.faithfulness.contradicted"].iloc[row] == per_query[3] == 1.0
     cards = [m.value for m in at.markdown if "rageval-chunk" in m.value]
     assert cards and cards[0].count('class="rageval-cited" data-context="1"') == 1
 
@@ -265,3 +272,38 @@ def test_compare_shows_judge_rows_with_their_kind(
     assert shown.keys() == expected.keys()
     for name, diff in expected.items():
         assert shown[name] == pytest.approx(diff), name
+
+
+def test_cancel_keeps_what_finished(make_app: Callable[..., AppTest], fresh_db: Path) -> None:
+    at = make_app("judge.py", db=fresh_db, run="judged")
+    with FakeServer() as server:
+        server.state.delay_s = 2.0  # a slow model: the cancel lands mid-run
+        at.text_input(key="judge.base_url").input(server.base_url)
+        at.text_input(key="judge.model").input("slow-judge")
+        at.number_input(key="judge.concurrency").set_value(1)
+        at.button(key="judge.run_button").click().run()
+        job = at.session_state["judge.job"]
+        assert job.running
+        for _ in range(600):  # the first reply (2 s), so the cancel lands mid-run
+            if job.snapshot()[0] >= 1 or not job.running:
+                break
+            time.sleep(0.1)
+        at.run()
+        at.button(key="judge.cancel").click().run()
+        assert job.cancel.is_set()
+        job.thread.join(60)
+        assert not job.thread.is_alive()
+    assert job.error is None and job.summary is not None
+    assert job.summary["status"] == "cancelled", str(job.summary)
+    assert 1 <= job.summary["done"] < job.summary["tasks"]
+    assert job.summary["done"] < job.summary["tasks"]
+    at.run()
+    from dashboard import state
+
+    leased = state.store()
+    with leased.hold():  # type: ignore[attr-defined]
+        kept = jstore.judge_set(leased, "judged")
+        results = jstore.judge_results(leased, kept)
+    # what finished before the cancel is kept as a set of its own
+    assert kept.name == "slow-judge" and kept.status == "cancelled"
+    assert len(results) == job.summary["done"]
