@@ -307,3 +307,32 @@ def test_cancel_keeps_what_finished(make_app: Callable[..., AppTest], fresh_db: 
     # what finished before the cancel is kept as a set of its own
     assert kept.name == "slow-judge" and kept.status == "cancelled"
     assert len(results) == job.summary["done"]
+
+
+def test_judge_page_lists_the_items_a_judge_disagrees_with_itself_on(
+    make_app: Callable[..., AppTest], fresh_db: Path
+) -> None:
+    from rageval_core.judging import repeatability, run_judge
+
+    flaky = "Who audits charities?"
+    with FakeServer() as server, Store(fresh_db) as store:
+        # the second look at one question changes its mind; every other answer is stable
+        server.state.flip = lambda q, n: "contradicted" if q == flaky and n == 1 else "supported"
+        config = JudgeConfig(
+            base_url=server.base_url, model="twice", metrics=("faithfulness",), repeats=2
+        )
+        run_judge(store, "judged", config, api_key="")
+        rep = repeatability(store, "judged")
+    assert [(d.qidx, d.key) for d in rep.disagreements] == [(1, "faithfulness")]
+    at = make_app("judge.py", db=fresh_db, run="judged")
+    assert not at.exception
+    sets = next(d.value for d in at.dataframe if "cache hits" in d.value.columns)
+    assert list(sets["name"])[:2] == ["twice", "recorded-judge"]  # newest first
+    assert list(sets["repeats"])[:1] == [2]
+    agreement = next(d.value for d in at.dataframe if next(iter(d.value.columns)) == "key")
+    assert dict(zip(agreement["key"], agreement["agreement"], strict=True)) == pytest.approx(
+        rep.agreement
+    )
+    dis = next(d.value for d in at.dataframe if "values" in d.value.columns)
+    assert list(dis["query_id"]) == ["q2"] and list(dis["key"]) == ["faithfulness"]
+    assert sorted(dis["values"].iloc[0].split(", ")) == ["contradicted", "supported"]
