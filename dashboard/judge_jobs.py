@@ -29,6 +29,7 @@ class JudgeJob:
     summary: dict[str, Any] | None = None  # JudgeSummary.to_json() once finished
     error: str | None = None  # our message, or the core's (never holds the key)
     thread: threading.Thread | None = None
+    shown: bool = False  # the page has been redrawn in full since the run ended
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property

@@ -215,7 +215,7 @@ def judge_widget(run: RunRecord) -> str | None:
         key=keys.JUDGE,
         bind="query-params",
         format_func=lambda c: {
-            NEWEST: f"newest ({labels[str(sets[-1].judge_id)]})",
+            NEWEST: "newest",
             NO_JUDGE: "none: imported judge scores only",
         }.get(c, labels.get(c, c)),
         help=BY_NAME["judge"].help,

@@ -127,11 +127,12 @@ if estimate or launch:
     if config is not None and launch:
         job = judge_jobs.start(state.store(), view.run.run_id, view.run.name, config)
         ss[keys.JUDGE_JOB] = job
+        ss.pop(keys.JUDGE_ESTIMATE, None)  # the cache it counted changes as the run goes
         busy = True
 
 found_estimate = ss.get(keys.JUDGE_ESTIMATE)
 if found_estimate is not None and found_estimate.get("run") == view.run.name:
-    st.info(jv.estimate_line(found_estimate), icon="🧮")
+    st.info(jv.estimate_line(found_estimate))
 
 
 @st.fragment(run_every=1.0 if busy else None)
@@ -147,13 +148,20 @@ def _progress() -> None:
             current.cancel.set()
             st.caption("Cancelling: nothing new is sent; finished results are kept.")
         return
+    if not current.shown:
+        # finished since the last look: the whole page again, so the new result set shows in
+        # the list below and in the sidebar (a fragment's rerun redraws only itself)
+        current.shown = True
+        st.rerun()
     if current.error is not None:
         st.error(escape_text(current.error, one_line=True))
     elif current.summary is not None:
         status = current.summary["status"]
-        st.success(
+        shown = st.success if status == "complete" else st.warning  # budget, cancelled
+        shown(
             f"Judge run {escape_text(status, one_line=True)} ({who}): "
             + jv.summary_line(current.summary)
+            + (" · what finished is kept" if status != "complete" else "")
         )
     if st.button("Dismiss", key="judge.dismiss"):
         ss.pop(keys.JUDGE_JOB, None)
