@@ -145,3 +145,14 @@ def set_widget(s: Any, value: Any) -> None:
         if value is None:
             return
     st.session_state[s.url_key] = value
+
+
+def give_label(view: View, qidx: int, name: str, label: str | None) -> None:
+    """on_click of the calibration page's "Save label": a person's label of one query (None:
+    take back the one given here). Read back through the store's files' signature."""
+    from rageval_core.store import judgements
+
+    try:
+        judgements.set_human_label(store(), view.run.run_id, qidx, name, label)
+    except StoreBusyError:
+        st.toast("The store is busy (an import is running): the label was not saved; try again.")

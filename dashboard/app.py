@@ -24,6 +24,8 @@ page = st.navigation(
         st.Page(PAGES / "threshold.py", title="Threshold tuning", icon=":material/tune:"),
         st.Page(PAGES / "compare.py", title="Compare", icon=":material/compare_arrows:"),
         st.Page(PAGES / "latency.py", title="Latency & cost", icon=":material/speed:"),
+        st.Page(PAGES / "judge.py", title="Judge", icon=":material/gavel:"),
+        st.Page(PAGES / "calibration.py", title="Judge calibration", icon=":material/balance:"),
         st.Page(PAGES / "runs.py", title="Runs", icon=":material/folder_open:"),
     ]
 )

@@ -37,6 +37,8 @@ EMBEDDER = URL_KEYS["embedder"]
 #: session key: the scorer the sidebar last showed (a threshold left at that scorer's default
 #: follows a new scorer to its own default)
 SCORER_SEEN = "sidebar.scorer_seen"
+#: the sidebar's judge result set (?judge=<id>, "newest" or "none"; shown when the run has any)
+JUDGE = "judge"
 #: the query opened on the Queries page (?q=<query_id>)
 QUERY_PARAM = "q"
 
@@ -112,3 +114,7 @@ COMPARE_TAG, COMPARE_TREND_METRICS, COMPARE_TREND_STAGE = (
     "compare.trend_stage",
 )
 COMPARE_MAX_CANDIDATES = 4
+
+JUDGE_FORM, JUDGE_JOB = "judge.form", "judge.job"
+JUDGE_ESTIMATE = "judge.estimate"
+CALIBRATION_LABEL, CALIBRATION_GIVE = "calibration.label", "calibration.give"

@@ -7,6 +7,7 @@ view is a link. This module only says where a widget sits and which kind it is.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import streamlit as st
@@ -189,6 +190,38 @@ def preset_values(name: str) -> dict[str, Any]:
     return {**get_preset(name).values, "preset": name}
 
 
+#: the judge select's options besides the result sets' ids
+NEWEST, NO_JUDGE = "newest", "none"
+
+
+def judge_widget(run: RunRecord) -> str | None:
+    """The judge result set the judge.* metrics read, when the run has any: None (the newest),
+    a set's id, or "none" (only the scores imported with the run)."""
+    sets = state.judge_sets(run)
+    if not sets:
+        return None
+    labels = {
+        str(j.judge_id): f"#{j.judge_id} {j.name} · {j.model} · {j.created_at[:16]}"
+        for j in reversed(sets)
+    }
+    found = [NEWEST, *labels, NO_JUDGE]
+    ss = st.session_state
+    if ss.get(keys.JUDGE) not in found:  # a link to a set of another run, or one deleted
+        ss[keys.JUDGE] = NEWEST
+    value = st.sidebar.selectbox(
+        "Judge",
+        found,
+        key=keys.JUDGE,
+        bind="query-params",
+        format_func=lambda c: {
+            NEWEST: "newest",
+            NO_JUDGE: "none: imported judge scores only",
+        }.get(c, labels.get(c, c)),
+        help=BY_NAME["judge"].help,
+    )
+    return None if value == NEWEST else value
+
+
 def show_store_path() -> None:
     """The store file, at the foot of the sidebar: which file the dashboard shows is no guess."""
     st.sidebar.caption("Store file")
@@ -225,6 +258,7 @@ def sidebar() -> View | None:
     run = by_name[name]
     preset_from_link()
     settings = settings_widgets(run)
+    settings = dataclasses.replace(settings, judge=judge_widget(run))
     show_store_path()
     return View(run=run, settings=settings)
 

@@ -30,6 +30,7 @@ from rageval_core.store import RunRecord, Store
 from rageval_core.store import LeasedStore
 from rageval_core.store import StoreBusyError
 from rageval_core.store import default_path
+from rageval_core.store import judgements as jstore
 
 #: borderline pairs fetched per setting (the Threshold page shows them a few at a time)
 TUNING_LIMIT = 200
@@ -146,11 +147,12 @@ def _report(
     settings_key: tuple[Any, ...],
     metrics: tuple[str, ...] | None,
     by: str | None,
+    judges: tuple[Any, ...] = (),
 ) -> Report:
     data = run_data(run_id, content_hash, db)
     if by is not None:  # the breakdown regroups the report's per-query values: no re-evaluation
         return with_breakdown(
-            data, _report(run_id, content_hash, db, settings_key, metrics, None), by
+            data, _report(run_id, content_hash, db, settings_key, metrics, None, judges), by
         )
     return evaluate(
         data,
@@ -164,7 +166,13 @@ def _report(
 def report(view: View, metrics: tuple[str, ...] | None = None, by: str | None = None) -> Report:
     """The core's report for the current view (cached per run, settings, metrics and tag)."""
     return _report(
-        view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings), metrics, by
+        view.run.run_id,
+        view.run.content_hash,
+        _db(),
+        settings_key(view.settings),
+        metrics,
+        by,
+        judge_signature(),
     )
 
 
@@ -201,6 +209,21 @@ def _db() -> str:
     return store_path()
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _judge_signature(db: str, files: tuple[Any, ...]) -> tuple[Any, ...]:
+    leased = store()
+    with leased.hold():  # type: ignore[attr-defined]
+        return jstore.judge_signature(leased)
+
+
+@calm
+def judge_signature() -> tuple[Any, ...]:
+    """(run_id, judge_id, status) of every judge result set: part of the key of every result
+    that holds judge.* values, so a judge run (here, or by `rageval judge` in another process)
+    shows at once. Read again only when the store's files have changed."""
+    return _judge_signature(_db(), signature(store().path))
+
+
 def clear_caches() -> None:
     """After an import, rename or delete: every derived result is recomputed (the Store stays)."""
     st.cache_data.clear()
@@ -216,6 +239,12 @@ def clear_caches() -> None:
         _query_detail,
         _borderline,
         _pair_labels,
+        _judge_signature,
+        _judge_sets,
+        _judge_verdicts,
+        _repeatability,
+        _calibration,
+        _human_labels,
     ):
         cached.clear()
 
@@ -255,10 +284,14 @@ def _query_texts(run_id: int, content_hash: str, db: str | None) -> Any:
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _query_table(
-    run_id: int, content_hash: str, db: str | None, settings_key: tuple[Any, ...]
+    run_id: int,
+    content_hash: str,
+    db: str | None,
+    settings_key: tuple[Any, ...],
+    judges: tuple[Any, ...] = (),
 ) -> drilldown.QueryTable:
     return drilldown.query_table(
-        _report(run_id, content_hash, db, settings_key, None, None),
+        _report(run_id, content_hash, db, settings_key, None, None, judges),
         run_data(run_id, content_hash, db),
         _query_texts(run_id, content_hash, db),
     )
@@ -278,7 +311,13 @@ def search_all(view: View, text: str) -> list[int]:
 @calm
 def query_table(view: View) -> drilldown.QueryTable:
     """The per-query table of the current view (cached per run and settings)."""
-    return _query_table(view.run.run_id, view.run.content_hash, _db(), settings_key(view.settings))
+    return _query_table(
+        view.run.run_id,
+        view.run.content_hash,
+        _db(),
+        settings_key(view.settings),
+        judge_signature(),
+    )
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
@@ -451,6 +490,7 @@ def _comparison(
     db: str | None,
     settings_key: tuple[Any, ...],
     tag: str | None,
+    judges: tuple[Any, ...] = (),
 ) -> Comparison:
     loaded = [run_data(run_id, content_hash, db) for run_id, content_hash, _ in runs]
     return compare(
@@ -467,7 +507,7 @@ def comparison(
     Raises the core's RagevalError (e.g. no shared query) for the page to show.
     """
     key = tuple((r.run_id, r.content_hash, r.name) for r in (baseline, *candidates))
-    return _comparison(key, _db(), settings_key(settings), tag)
+    return _comparison(key, _db(), settings_key(settings), tag, judge_signature())
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -476,6 +516,7 @@ def _trend_rows(
     db: str | None,
     settings_key: tuple[Any, ...],
     metrics: tuple[str, ...],
+    judges: tuple[Any, ...] = (),
 ) -> list[TrendRow]:
     return trends(store(), settings_from_key(settings_key), list(metrics))
 
@@ -484,4 +525,85 @@ def _trend_rows(
 def trend_rows(settings: Settings, metrics: Sequence[str]) -> list[TrendRow]:
     """Every stored run in created_at order with its metrics and p95 latency (cached)."""
     key = tuple((r.run_id, r.content_hash, r.name, r.created_at) for r in runs())
-    return _trend_rows(key, _db(), settings_key(settings), tuple(metrics))
+    return _trend_rows(key, _db(), settings_key(settings), tuple(metrics), judge_signature())
+
+
+# --- judge ---
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _judge_sets(run_id: int, db: str | None, judges: tuple[Any, ...]) -> list[jstore.JudgeSet]:
+    return jstore.judge_sets(store(), run_id)
+
+
+@calm
+def judge_sets(run: RunRecord) -> list[jstore.JudgeSet]:
+    """The run's judge result sets, oldest first (read again when a set is added)."""
+    return _judge_sets(run.run_id, _db(), judge_signature())
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def _judge_verdicts(
+    run_id: int, db: str | None, judges: tuple[Any, ...], which: str | None, qidx: int
+) -> list[jstore.JudgeResult]:
+    from rageval_core.judging.scores import judge_verdicts
+
+    return judge_verdicts(store(), run_id, qidx, which)
+
+
+@calm
+def judge_verdicts(view: View, qidx: int) -> list[jstore.JudgeResult]:
+    """One query's verdicts in the view's judge result set (label, cited contexts, notes)."""
+    return _judge_verdicts(view.run.run_id, _db(), judge_signature(), view.settings.judge, qidx)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _repeatability(run_id: int, db: str | None, judges: tuple[Any, ...], which: str | None) -> Any:
+    from rageval_core.judging.scores import repeatability
+
+    return repeatability(store(), run_id, which)
+
+
+@calm
+def repeatability(run: RunRecord, which: str | None) -> Any:
+    """How far a result set judged with repeats agrees with itself (scores.Repeatability)."""
+    return _repeatability(run.run_id, _db(), judge_signature(), which)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _human_labels(run_id: int, db: str | None, files: tuple[Any, ...]) -> dict[int, dict[str, str]]:
+    return jstore.human_labels(store(), run_id)
+
+
+@calm
+def human_labels(run: RunRecord) -> dict[int, dict[str, str]]:
+    """qidx -> {name: label} people gave (imported, or on the calibration page)."""
+    return _human_labels(run.run_id, _db(), signature(store().path))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _calibration(
+    run_id: int,
+    content_hash: str,
+    db: str | None,
+    settings_key: tuple[Any, ...],
+    label: str,
+    files: tuple[Any, ...],
+) -> Any:
+    from rageval_core.calibration import calibrate
+
+    return calibrate(store(), run_id, label=label, settings=settings_from_key(settings_key))
+
+
+@calm
+def calibration(view: View, label: str) -> Any:
+    """The judge against people on one label name (rageval_core.calibration.calibrate), keyed
+    by the store's files: a label given on the page or a new judge set recomputes it."""
+    return _calibration(
+        view.run.run_id,
+        view.run.content_hash,
+        _db(),
+        settings_key(view.settings),
+        label,
+        signature(store().path),
+    )

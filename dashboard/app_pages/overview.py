@@ -10,6 +10,8 @@ from dashboard.components.downloads import csv_download
 from rageval_core.curves import THRESHOLD_RANKING, curve_names
 
 CARDS_PER_ROW = 5  # room for the longest label, "FullCoverageRate@10"
+#: judge names are longer ("judge.faithfulness.contradicted"): fewer, wider cards
+JUDGE_CARDS_PER_ROW = 3
 
 view = sidebar.require_view()
 s = view.settings
@@ -31,11 +33,14 @@ for family, items in tables.metric_groups(metrics, s.preset).items():
     st.subheader(
         tables.preset_title(s.preset)
         if family == "preset" and s.preset
-        else tables.FAMILY_TITLES[family]
+        else tables.FAMILY_TITLES.get(family, family)
     )
-    for start in range(0, len(items), CARDS_PER_ROW):
+    if family == "judge":
+        st.caption(tables.judge_source_text(report))
+    per_row = JUDGE_CARDS_PER_ROW if family == "judge" else CARDS_PER_ROW
+    for start in range(0, len(items), per_row):
         for col, (name, value) in zip(
-            st.columns(CARDS_PER_ROW), items[start : start + CARDS_PER_ROW], strict=False
+            st.columns(per_row), items[start : start + per_row], strict=False
         ):
             band = tables.band(name, value)
             col.metric(

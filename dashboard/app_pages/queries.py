@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import keys, sidebar, state
 from dashboard.components import figures_queries as fq
+from dashboard.components import judge_view as jv
 from dashboard.components.downloads import csv_download, json_download
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.tables import file_stem
@@ -230,6 +231,16 @@ if detail.answer is not None or detail.reference_answer is not None:
             unsafe_allow_html=True,
         )
 
+verdicts = state.judge_verdicts(view, qidx)
+if verdicts:
+    repeats = max(r.rep for r in verdicts) + 1
+    st.markdown(
+        f"**Judge verdicts** ({len(verdicts)}; the chunks the judge cited are outlined below)"
+    )
+    st.markdown("".join(jv.verdict_block(r, repeats) for r in verdicts), unsafe_allow_html=True)
+numbers = jv.context_numbers(detail.chunks)
+judge_cited = jv.cited(verdicts)
+
 st.markdown("**Gold evidence spans**")
 if not data.run.has_evidence:
     st.info("This run has no gold evidence spans: coverage and highlights need them.")
@@ -286,7 +297,7 @@ else:
 
     def _card(c: dd.ChunkDetail) -> str:
         header = fq.chunk_header(c, detail.threshold)
-        return chunk_card(
+        card = chunk_card(
             header,
             c.text,
             c.match_start,
@@ -296,6 +307,8 @@ else:
             odd=c.odd_numbers,
             find=found_term,
         )
+        number = numbers.get(c.original_rank)
+        return jv.cited_card(card, number) if number in judge_cited else card
 
     top = [c for c in detail.chunks if c.in_top_k]
     rest = [c for c in detail.chunks if not c.in_top_k]

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from pandas.io.formats.style import Styler
 from plotly.subplots import make_subplots
 
+from dashboard.components.tables import kind
 from dashboard.components.text import escape_text
 from rageval_core.compare import Comparison, OpsChange, PairedTest, TrendRow
 
@@ -45,6 +46,7 @@ _LAYOUT: dict[str, Any] = {
 METRIC_COLUMNS = [
     "candidate",
     "metric",
+    "kind",
     "better",
     "n",
     "baseline mean",
@@ -181,6 +183,7 @@ def _test_row(t: PairedTest, alpha: float) -> dict[str, Any]:
     return {
         "candidate": t.candidate,
         "metric": t.metric,
+        "kind": kind(t.metric),
         "better": "higher" if t.higher_is_better else "lower",
         "n": t.n,
         "baseline mean": t.baseline_mean,

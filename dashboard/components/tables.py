@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from rageval_core.errors import Problem
+from rageval_core.errors import Problem, UsageError
 from rageval_core.evaluate import Report
 from rageval_core.metrics import registry
 from rageval_core.presets import METRIC_HELP, PRESET_METRICS, get_preset
@@ -42,6 +42,8 @@ FAMILY_TITLES = {
     "ranking": "Ranking",
     "evidence": "Evidence coverage",
     "generation": "Answers",
+    "semantic": "Semantic answers",
+    "judge": "Judge",
 }
 
 
@@ -115,28 +117,55 @@ def file_stem(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "run"
 
 
-def describe(name: str, preset: str | None = None) -> str:
-    """The one-line description of a measure (card help text): the view's preset's, or the
-    registry's."""
-    if preset is not None and name in get_preset(preset).metrics:
+def _of_preset(name: str, preset: str | None) -> bool:
+    """Whether name is the view's preset's own metric (some are rageval's names too, e.g.
+    EvidenceRecall@10: without a preset they are rageval's)."""
+    return preset is not None and name in get_preset(preset).metrics
+
+
+def kind(name: str, preset: str | None = None) -> str:
+    """What sort of measure it is (ranking, evidence, lexical answer, semantic, judge; a
+    preset's own names: preset), shown beside its name everywhere."""
+    if _of_preset(name, preset) or not _known(name):
+        return "preset"
+    return registry.describe(name)[0]
+
+
+def definition(name: str, preset: str | None = None) -> str:
+    """The one-line definition of a measure: the view's preset's, or the registry's."""
+    if _of_preset(name, preset) or not _known(name):
         return METRIC_HELP[name]
-    return registry.parse(name).spec.description
+    return registry.describe(name)[1]
+
+
+def _known(name: str) -> bool:
+    """Whether the registry knows the measure (a preset's own name, e.g. MAP, it does not)."""
+    try:
+        registry.parse(name)
+    except UsageError:
+        return False
+    return True
+
+
+def describe(name: str, preset: str | None = None) -> str:
+    """A card's help text: the measure's kind, then its one-line definition."""
+    return f"{kind(name, preset)}: {definition(name, preset)}"
 
 
 def metrics_frame(metrics: Mapping[str, float], preset: str | None = None) -> pd.DataFrame:
-    """One row per metric: name, family, run value, band (empty when neutral), description."""
+    """One row per metric: name, kind, run value, band (empty when neutral), definition."""
     rows = []
     for name, value in metrics.items():
         rows.append(
             {
                 "metric": name,
-                "family": family(name, preset),
+                "kind": kind(name, preset),
                 "value": value,
                 "band": band(name, value) or "",
-                "description": describe(name, preset),
+                "description": definition(name, preset),
             }
         )
-    return pd.DataFrame(rows, columns=["metric", "family", "value", "band", "description"])
+    return pd.DataFrame(rows, columns=["metric", "kind", "value", "band", "description"])
 
 
 def counts_text(report: Report) -> str:
@@ -155,6 +184,28 @@ def counts_text(report: Report) -> str:
         parts.append(f"{c['scored_answers']:,} with an answer")
     mode = report.relevance or "none (no qrels, no evidence)"
     return " · ".join(parts) + f" · relevance mode: {mode}"
+
+
+def judge_source_text(report: Report) -> str:
+    """Where the report's judge.* values come from: the result set and its errors, or the
+    scores imported with the run (the set's name and model are user text: escaped)."""
+    from dashboard.components.text import escape_text
+
+    source = report.settings.get("judge")
+    errors = report.counts.get("judge_errors", 0)
+    judged = report.counts.get("judged")
+    parts = [] if judged is None else [f"{judged:,} queries judged"]
+    if isinstance(source, Mapping):
+        who = escape_text(f"{source.get('name')} ({source.get('model')})", one_line=True)
+        when = escape_text(str(source.get("created_at", ""))[:16], one_line=True)
+        parts.insert(0, f"judge result set #{source.get('judge_id')} {who}, {when}")
+        parts.append(f"{errors:,} judge errors (not scored)")
+    else:
+        parts.insert(0, "judge scores imported with the run")
+    return (
+        " · ".join(parts)
+        + " · judge.NAME: mean score over judged queries; judge.NAME.LABEL: share given that label"
+    )
 
 
 def breakdown_frame(report: Report, names: Sequence[str] | None = None) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rageval_core.metrics.registry import MeasureSpec, register
+from rageval_core.metrics.registry import KINDS, MeasureSpec, register
 from rageval_core.metrics.semantic_answers import (
     answer_similarity,
     best_context_relevance,
@@ -466,5 +466,6 @@ for _metric in GENERATION_METRICS.values():
             input=AnswerInputs,
             aliases=("ROUGE_L", "RougeL") if _metric.name == "ROUGE-L" else (),
             higher_is_better=_metric.name != "HallucinationRate",
+            kind_of=KINDS["semantic"] if _metric.kind == "semantic" else None,
         )
     )

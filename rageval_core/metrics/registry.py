@@ -59,12 +59,15 @@ class MeasureSpec:
     weight: Callable[[Any], NDArray[Any]] | None = None
     #: False for measures where a lower value is better (BestRank, HallucinationRate)
     higher_is_better: bool = True
+    #: the kind, when not its family's (answer metrics by meaning share the answer family's
+    #: inputs but are semantic, not lexical)
+    kind_of: str | None = None
 
     @property
     def kind(self) -> str:
         """What sort of measure it is, shown next to its name: ranking, evidence, lexical
         answer, semantic or judge (the lexical answer metrics compare tokens, nothing judged)."""
-        return KINDS.get(self.family, self.family)
+        return self.kind_of or KINDS.get(self.family, self.family)
 
 
 @dataclass(frozen=True, slots=True)

@@ -295,3 +295,13 @@ def set_human_label(store: Store, ref: RunRef, qidx: int, name: str, label: str 
         except BaseException:
             cur.rollback()
             raise
+
+
+def judge_signature(store: Store) -> tuple[tuple[int, int, str], ...]:
+    """(run_id, judge_id, status) of every result set in the store: cheap, and it changes
+    whenever a set is added or deleted, so a cache keyed by it sees a new judge run."""
+    with store._cursor() as cur:
+        rows = cur.execute(
+            "SELECT run_id, judge_id, status FROM judge_sets ORDER BY judge_id"
+        ).fetchall()
+    return tuple((int(r), int(j), str(s)) for r, j, s in rows)

@@ -112,7 +112,9 @@ def test_rageval_s_own_metrics_that_share_a_preset_s_names_stay_in_their_groups(
 
     groups = tables.metric_groups({"EvidenceRecall@10": 0.5, "P@10": 0.1})
     assert list(groups) == ["ranking", "evidence"]
-    assert tables.describe("EvidenceRecall@10") != METRIC_HELP["EvidenceRecall@10"]
-    assert tables.describe("EvidenceRecall@10", "tat-rag") == METRIC_HELP["EvidenceRecall@10"]
+    assert tables.definition("EvidenceRecall@10") != METRIC_HELP["EvidenceRecall@10"]
+    assert tables.kind("EvidenceRecall@10") == "evidence"
+    assert tables.definition("EvidenceRecall@10", "tat-rag") == METRIC_HELP["EvidenceRecall@10"]
+    assert tables.kind("EvidenceRecall@10", "tat-rag") == "preset"
     under_preset = make_app(run="bm25", preset="tat-rag")
     assert any(h.startswith("tat-rag: ") for h in (x.value for x in under_preset.subheader))

@@ -95,6 +95,9 @@ def test_every_metric_has_a_kind_and_a_definition() -> None:
     assert registry.describe("HallucinationRate")[0] == "lexical answer"
     assert registry.describe("judge.faithfulness.supported")[0] == "judge"
     assert registry.describe("nDCG@10")[0] == "ranking"
+    # answer metrics by meaning share the answer family's inputs, not its kind
+    for name in ("AnswerSimilarity", "ContextRelevance", "BestContextRelevance"):
+        assert registry.describe(name)[0] == "semantic", name
 
 
 def test_a_label_one_run_never_got_is_a_share_of_zero(db: Path) -> None:
