@@ -75,6 +75,8 @@ QUERIES_FAILING, QUERIES_TAG, QUERIES_TAG_VALUES = (
 QUERIES_SEARCH, QUERIES_SORT, QUERIES_TABLE = "queries.search", "queries.sort", "queries.table"
 QUERIES_NO_GOLD = "queries.no_gold"
 QUERIES_SEARCH_ALL = "queries.search_all"
+#: the drilldown's "Answer and reference answer" expander, open or not (in the URL)
+QUERIES_ANSWER_OPEN = "queries.answer_open"
 #: the table selection last acted on (a new one opens its query) and the "q" last mirrored to the URL
 QUERIES_SEEN_ROWS, QUERIES_MIRRORED = "queries.seen_rows", "queries.mirrored"
 #: the table shows this many rows at a time (a page); filters and sorts act on every row, and
@@ -96,6 +98,8 @@ TUNING_BAND, TUNING_PAGE, TUNING_HIDE = (
 OVERVIEW_TAG = "overview.tag"
 
 RUNS_UPLOAD, RUNS_PATHS, RUNS_FLASH = "runs.upload", "runs.paths", "runs.flash"
+#: the Runs page's import tab (upload or path), in the URL
+RUNS_TAB = "runs.tab"
 RUNS_TARGET, RUNS_NEW_NAME, RUNS_CONFIRM = "runs.target", "runs.new_name", "runs.confirm_delete"
 
 COMPARE_BASELINE, COMPARE_CANDIDATES = "compare.baseline", "compare.candidates"
@@ -106,6 +110,8 @@ COMPARE_FOCUS, COMPARE_METRIC = "compare.focus", "compare.metric"
 #: the query opened side by side; the scatter's widget key and its selection last acted on
 COMPARE_QUERY, COMPARE_REGRESSED = "compare.query", "compare.regressed"
 COMPARE_SCATTER, COMPARE_SEEN_POINTS = "compare.scatter", "compare.seen_points"
+#: the side-by-side query last mirrored to the URL (?compare.query=<query_id>)
+COMPARE_QUERY_MIRRORED = "compare.query_mirrored"
 COMPARE_TAG, COMPARE_TREND_METRICS, COMPARE_TREND_STAGE = (
     "compare.tag",
     "compare.trend_metrics",

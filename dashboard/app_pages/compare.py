@@ -57,7 +57,11 @@ if (
     ss[keys.COMPARE_BASELINE] = view.run.name
 c1, c2 = st.columns([1, 3])
 baseline_name = c1.selectbox(
-    "Baseline", list(by_name), key=keys.COMPARE_BASELINE, help="defaults to the sidebar's run"
+    "Baseline",
+    list(by_name),
+    key=keys.COMPARE_BASELINE,
+    help="defaults to the sidebar's run",
+    bind="query-params",
 )
 baseline = by_name[baseline_name]
 others = [n for n in by_name if n != baseline_name]
@@ -79,6 +83,7 @@ candidate_names = c2.multiselect(
     "Candidates",
     others,
     key=keys.COMPARE_CANDIDATES,
+    bind="query-params",
     max_selections=keys.COMPARE_MAX_CANDIDATES,
     placeholder="pick up to four runs",
     format_func=lambda n: n if shared[n] else f"{n} (shares no query)",
@@ -243,8 +248,10 @@ def show_per_query(c: Comparison, stem: str) -> None:
     keep_choice(keys.COMPARE_FOCUS, list(c.candidates), c.candidates[0])
     keep_choice(keys.COMPARE_METRIC, c.metrics, fc.headline_metric(c) or c.metrics[0])
     p1, p2, _ = st.columns([1, 1, 2])
-    focus = p1.selectbox("Candidate", list(c.candidates), key=keys.COMPARE_FOCUS)
-    metric = p2.selectbox("Metric", c.metrics, key=keys.COMPARE_METRIC)
+    focus = p1.selectbox(
+        "Candidate", list(c.candidates), key=keys.COMPARE_FOCUS, bind="query-params"
+    )
+    metric = p2.selectbox("Metric", c.metrics, key=keys.COMPARE_METRIC, bind="query-params")
     focus_run = by_name[focus]
     base_report = state.report(run_view(baseline))
     cand_report = state.report(run_view(focus_run))
@@ -288,13 +295,19 @@ def show_per_query(c: Comparison, stem: str) -> None:
                 ss[keys.COMPARE_QUERY] = ss[keys.COMPARE_REGRESSED]
 
         st.selectbox("Open a regressed query", options, key=keys.COMPARE_REGRESSED, on_change=_pick)
+    link = st.query_params.get(keys.COMPARE_QUERY)
+    if link is not None and link != ss.get(keys.COMPARE_QUERY_MIRRORED):
+        ss[keys.COMPARE_QUERY] = link  # a link opens its query side by side
     selected = ss.get(keys.COMPARE_QUERY)
+    ss[keys.COMPARE_QUERY_MIRRORED] = selected
     if selected is None:
+        st.query_params.pop(keys.COMPARE_QUERY, None)
         st.info(
             "Click a point of the scatter or pick a regressed query to see that query's "
             "retrieved chunks in both runs side by side."
         )
         return
+    st.query_params[keys.COMPARE_QUERY] = str(selected)
     show_side_by_side(
         c, focus_run, metric, str(selected), base_report.per_query, cand_report.per_query
     )
@@ -386,6 +399,7 @@ def show_segments(c: Comparison, stem: str) -> None:
         "Tag",
         [NO_TAG, *tags],
         key=keys.COMPARE_TAG,
+        bind="query-params",
         help="the baseline's tag values; queries without the tag form (none)",
     )
     if tag == NO_TAG:
@@ -436,14 +450,18 @@ def show_trends(c: Comparison | None) -> None:
     if keys.COMPARE_TREND_METRICS not in ss:
         ss[keys.COMPARE_TREND_METRICS] = defaults
     ss[keys.COMPARE_TREND_METRICS] = [m for m in ss[keys.COMPARE_TREND_METRICS] if m in options]
-    metrics = st.multiselect("Metrics", options, key=keys.COMPARE_TREND_METRICS)
+    metrics = st.multiselect(
+        "Metrics", options, key=keys.COMPARE_TREND_METRICS, bind="query-params"
+    )
     with st.spinner("Evaluating every run ..."):
         rows = state.trend_rows(settings, metrics)
     stages = fc.trend_stages(rows)
     stage = None
     if stages:
         keep_choice(keys.COMPARE_TREND_STAGE, stages, "total" if "total" in stages else stages[0])
-        stage = st.selectbox("p95 latency of stage", stages, key=keys.COMPARE_TREND_STAGE)
+        stage = st.selectbox(
+            "p95 latency of stage", stages, key=keys.COMPARE_TREND_STAGE, bind="query-params"
+        )
     st.plotly_chart(fc.trends_figure(rows, metrics, stage), width="stretch", key="compare.trends")
     frame = fc.trends_frame(rows, metrics)
     st.caption(

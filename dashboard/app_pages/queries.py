@@ -46,12 +46,14 @@ c1, c2, c3, c4, c5 = st.columns([1.5, 1.2, 1.8, 2, 1.5], vertical_alignment="bot
 failing_only = c1.toggle(
     "Failing only",
     key=keys.QUERIES_FAILING,
+    bind="query-params",
     help=f"not every gold span covered in the top {k}, or (ids mode) nothing "
     f"relevant in the top {k}",
 )
 no_gold_only = c1.toggle(
     "No gold only",
     key=keys.QUERIES_NO_GOLD,
+    bind="query-params",
     help="queries with nothing to find (no relevant document judged, no gold span): "
     "unanswerable by design or not labelled; never failing, not in the worst-first order",
 )
@@ -59,6 +61,7 @@ tag = c2.selectbox(
     "Tag",
     [ANY_TAG, *tag_keys],
     key=keys.QUERIES_TAG,
+    bind="query-params",
     on_change=lambda: ss.pop(keys.QUERIES_TAG_VALUES, None),
 )
 values: list[str] = []
@@ -66,21 +69,26 @@ if tag != ANY_TAG:
     options = dd.tag_values(table, tag)
     ss[keys.QUERIES_TAG_VALUES] = [v for v in ss.get(keys.QUERIES_TAG_VALUES, []) if v in options]
     values = c3.multiselect(
-        "Values", options, key=keys.QUERIES_TAG_VALUES, placeholder="all values"
+        "Values",
+        options,
+        key=keys.QUERIES_TAG_VALUES,
+        placeholder="all values",
+        bind="query-params",
     )
 else:
     c3.multiselect("Values", [], disabled=True, placeholder="pick a tag first")
 search = c4.text_input(
     "Search",
     key=keys.QUERIES_SEARCH,
+    bind="query-params",
     placeholder="plain text, case-insensitive",
     help="in the query ids and texts; with 'all texts', also in the answers, the retrieved "
     "chunks and the gold evidence",
 )
-search_all = c4.toggle("all texts", key=keys.QUERIES_SEARCH_ALL)
+search_all = c4.toggle("all texts", key=keys.QUERIES_SEARCH_ALL, bind="query-params")
 #: the drilldown outlines the search term in every text it shows (a search of all texts)
 found_term = (search or "").strip() if search_all else ""
-sort_by = c5.selectbox("Sort by", sorts, key=keys.QUERIES_SORT)
+sort_by = c5.selectbox("Sort by", sorts, key=keys.QUERIES_SORT, bind="query-params")
 
 mask = dd.filter_rows(
     table,
@@ -223,7 +231,9 @@ m4.metric(
     "Total latency (ms)", "—" if math.isnan(table.total_ms[qidx]) else f"{table.total_ms[qidx]:.1f}"
 )
 if detail.answer is not None or detail.reference_answer is not None:
-    with st.expander("Answer and reference answer"):
+    with st.expander(
+        "Answer and reference answer", key=keys.QUERIES_ANSWER_OPEN, bind="query-params"
+    ):
         st.markdown(
             text_block("Answer", detail.answer, found_term)
             + text_block("Reference answer", detail.reference_answer, found_term),

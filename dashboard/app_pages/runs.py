@@ -92,7 +92,9 @@ if note is not None:
         st.dataframe(note.problems, hide_index=True, width="stretch")
 
 st.subheader("Import")
-upload_tab, path_tab = st.tabs(["Upload files", "From a path"])
+upload_tab, path_tab = st.tabs(
+    ["Upload files", "From a path"], key=keys.RUNS_TAB, bind="query-params"
+)
 with upload_tab:
     files = st.file_uploader(
         "Run files (a run may come with its qrels or gold file)",
