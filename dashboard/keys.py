@@ -75,6 +75,8 @@ QUERIES_FAILING, QUERIES_TAG, QUERIES_TAG_VALUES = (
 QUERIES_SEARCH, QUERIES_SORT, QUERIES_TABLE = "queries.search", "queries.sort", "queries.table"
 QUERIES_NO_GOLD = "queries.no_gold"
 QUERIES_SEARCH_ALL = "queries.search_all"
+#: the note box of a query (suffixed with run id and query id) and the last save's error
+QUERIES_NOTE, QUERIES_NOTE_ERROR = "queries.note", "queries.note_error"
 #: the drilldown's "Answer and reference answer" expander, open or not (in the URL)
 QUERIES_ANSWER_OPEN = "queries.answer_open"
 #: the table selection last acted on (a new one opens its query) and the "q" last mirrored to the URL
@@ -100,6 +102,10 @@ OVERVIEW_TAG = "overview.tag"
 RUNS_UPLOAD, RUNS_PATHS, RUNS_FLASH = "runs.upload", "runs.paths", "runs.flash"
 #: the Runs page's import tab (upload or path), in the URL
 RUNS_TAB = "runs.tab"
+#: the "Attach facts" form: the run, its date, prices and tags (key=value lines)
+RUNS_FACT_TARGET, RUNS_FACT_DATE = "runs.fact_target", "runs.fact_date"
+RUNS_FACT_PROMPT, RUNS_FACT_COMPLETION = "runs.fact_prompt", "runs.fact_completion"
+RUNS_FACT_TAGS = "runs.fact_tags"
 RUNS_TARGET, RUNS_NEW_NAME, RUNS_CONFIRM = "runs.target", "runs.new_name", "runs.confirm_delete"
 
 COMPARE_BASELINE, COMPARE_CANDIDATES = "compare.baseline", "compare.candidates"

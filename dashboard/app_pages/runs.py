@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import actions, imports, keys, state
+from dashboard import actions, annotations, imports, keys, state
 from dashboard.components import tables
 from dashboard.components.downloads import csv_download
 from rageval_core.errors import RagevalError
@@ -32,6 +32,13 @@ def show_outcome(outcome: ImportOutcome, upload_dir: Path | None) -> None:
     parts = [f"Imported {len(outcome.imported)} run(s)."] if outcome.imported else []
     if outcome.existing:
         parts.append(f"{len(outcome.existing)} run(s) were already stored with identical content.")
+    bare = [r.name for r in outcome.imported if r.format == "trec" and not r.has_qrels]
+    if bare:
+        # a TREC run is only ranked doc ids: without qrels no ranking metric can be computed
+        parts.append(
+            f"{len(bare)} TREC run(s) came without qrels, so they have no relevance and no "
+            "ranking metric: import the run again together with its qrels file."
+        )
     if outcome.failed:
         parts.append(
             f"{len(outcome.failed)} run(s) had errors and were not stored (see the problems)."
@@ -40,8 +47,9 @@ def show_outcome(outcome: ImportOutcome, upload_dir: Path | None) -> None:
     shown = tables.problems_frame(problems, hide_prefix=upload_dir)
     actions.flash(
         actions.Flash(
-            "warning" if outcome.failed else "success",
+            "warning" if outcome.failed or bare else "success",
             " ".join(parts),
+            detail="\n".join(bare) or None,
             run_ids=tuple(r.run_id for r in added),
             problems=shown,
         )
@@ -169,3 +177,32 @@ else:
             args=(target.run_id,),
             disabled=not st.session_state.get(keys.RUNS_CONFIRM),
         )
+
+    st.subheader("Attach facts")
+    st.caption(
+        "Add what the import did not bring: the run's date (ISO 8601, used by Trends), its "
+        "token prices (USD per 1K) and run tags (one `key=value` a line; `key=` removes a "
+        "tag). Fields left empty keep the stored value."
+    )
+    if st.session_state.get(keys.RUNS_FACT_TARGET) not in by_name:
+        st.session_state[keys.RUNS_FACT_TARGET] = runs[-1].name
+    fact_run = by_name[st.selectbox("Run", list(by_name), key=keys.RUNS_FACT_TARGET)]
+    f1, f2, f3 = st.columns(3)
+    f1.text_input(
+        "Date (created_at)",
+        key=keys.RUNS_FACT_DATE,
+        placeholder=fact_run.created_at or "2026-05-01",
+    )
+    f2.number_input(
+        "Prompt $/1K", min_value=0.0, value=None, format="%.5f", key=keys.RUNS_FACT_PROMPT
+    )
+    f3.number_input(
+        "Completion $/1K", min_value=0.0, value=None, format="%.5f", key=keys.RUNS_FACT_COMPLETION
+    )
+    st.text_area("Run tags", key=keys.RUNS_FACT_TAGS, placeholder="experiment=chunking", height=80)
+    st.button(
+        "Save facts",
+        key="runs.save_facts",
+        on_click=annotations.attach_facts,
+        args=(fact_run.run_id,),
+    )
