@@ -7,7 +7,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from dashboard import keys, sidebar, state
+from dashboard import annotations, keys, sidebar, state
 from dashboard.components import figures_queries as fq
 from dashboard.components.downloads import csv_download, json_download
 from dashboard.components.highlight import chunk_card, text_block
@@ -230,6 +230,27 @@ m3.metric(
 m4.metric(
     "Total latency (ms)", "—" if math.isnan(table.total_ms[qidx]) else f"{table.total_ms[qidx]:.1f}"
 )
+# --- a note on this query, kept with the run ---------------------------------------------------
+note_box = annotations.note_key(view.run.run_id, detail.query_id)
+if note_box not in ss:
+    ss[note_box] = annotations.notes(view.run).get(detail.query_id, "")
+with st.expander("Note" + (" (1)" if ss[note_box].strip() else ""), expanded=bool(ss[note_box])):
+    st.text_area(
+        "Note on this query (kept with the run)",
+        key=note_box,
+        height=80,
+        placeholder="e.g. the gold span is wrong; the answer is in the table of chunk 3",
+    )
+    st.button(
+        "Save note",
+        key="queries.save_note",
+        on_click=annotations.save_note,
+        args=(view.run.run_id, detail.query_id),
+    )
+    if ss.get(keys.QUERIES_NOTE_ERROR):
+        st.error("The note was not saved:")
+        st.code(ss[keys.QUERIES_NOTE_ERROR], language=None)
+
 if detail.answer is not None or detail.reference_answer is not None:
     with st.expander(
         "Answer and reference answer", key=keys.QUERIES_ANSWER_OPEN, bind="query-params"
