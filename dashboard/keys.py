@@ -123,4 +123,6 @@ COMPARE_TAG, COMPARE_TREND_METRICS, COMPARE_TREND_STAGE = (
     "compare.trend_metrics",
     "compare.trend_stage",
 )
+#: what one trend line follows: a run tag (experiment ...) or the run name's stem
+COMPARE_TREND_BY = "compare.trend_by"
 COMPARE_MAX_CANDIDATES = 4

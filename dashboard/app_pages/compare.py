@@ -15,7 +15,7 @@ from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.text import escape_text
 from dashboard.components.widgets import keep_choice
 from rageval_core import drilldown as dd
-from rageval_core.compare import Comparison, higher_is_better
+from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
 from rageval_core.errors import RagevalError
 from rageval_core.store import RunRecord
 
@@ -455,6 +455,18 @@ def show_trends(c: Comparison | None) -> None:
     )
     with st.spinner("Evaluating every run ..."):
         rows = state.trend_rows(settings, metrics)
+    groupings = group_keys(rows)
+    keep_choice(
+        keys.COMPARE_TREND_BY, groupings, "experiment" if "experiment" in groupings else BY_STEM
+    )
+    by = st.selectbox(
+        "One line per",
+        groupings,
+        key=keys.COMPARE_TREND_BY,
+        bind="query-params",
+        help="runs of one group (a run tag's value, e.g. experiment, or the run name without "
+        "its version tail: bm25-k3 -> bm25) form one line; unrelated runs are never joined",
+    )
     stages = fc.trend_stages(rows)
     stage = None
     if stages:
@@ -462,15 +474,28 @@ def show_trends(c: Comparison | None) -> None:
         stage = st.selectbox(
             "p95 latency of stage", stages, key=keys.COMPARE_TREND_STAGE, bind="query-params"
         )
-    st.plotly_chart(fc.trends_figure(rows, metrics, stage), width="stretch", key="compare.trends")
-    frame = fc.trends_frame(rows, metrics)
+    st.plotly_chart(
+        fc.trends_figure(rows, metrics, stage, by), width="stretch", key="compare.trends"
+    )
+    frame = fc.trends_frame(rows, metrics, by)
+    undated = sum(r.dated_from != "created_at" for r in rows)
     st.caption(
-        "Every stored run, ordered by its created_at (runs without one come last); "
-        "None: the run cannot be scored on that metric, or does not record that stage."
+        "Every stored run, dated by its created_at"
+        + (
+            f"; {undated} run(s) have none and are dated by their import time (hollow "
+            "markers, 'dated from' = imported_at; the Runs page can attach a date)"
+            if undated
+            else ""
+        )
+        + ". A dash: the run cannot be scored on that metric, or does not record that stage."
     )
     ms = st.column_config.NumberColumn(format="%.1f")
+    p95s = [c for c in frame.columns if str(c).startswith("p95 ")]
     st.dataframe(
-        frame,
+        # a missing value shows as a dash, never "None"
+        frame.style.format("{:.4f}", subset=list(metrics), na_rep="—").format(
+            "{:.1f}", subset=p95s, na_rep="—"
+        ),
         hide_index=True,
         width="stretch",
         key="compare.trends_table",
