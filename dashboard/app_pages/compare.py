@@ -13,6 +13,7 @@ from dashboard.components import figures_queries as fq
 from dashboard.components.downloads import csv_download, table_with_csv
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.text import escape_text
+from dashboard.components.view_export import view_downloads
 from dashboard.components.widgets import keep_choice
 from rageval_core import drilldown as dd
 from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
@@ -517,5 +518,7 @@ else:
         except RagevalError as e:
             st.error(escape_text(f"These runs cannot be compared: {e}", one_line=True))
     if comparison is not None:
+        done = comparison
+        view_downloads("compare", view, done.to_json, [baseline, *candidates])
         show_comparison(comparison)
 show_trends(comparison)
