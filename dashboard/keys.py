@@ -18,6 +18,8 @@ from rageval_core.store import RunRecord
 
 #: the sidebar's run (not a setting: the run every page shows)
 RUN = "run"
+#: the sidebar's stage of a traced run (a session key: the run in the URL names the stage)
+STAGE = "sidebar.stage"
 #: setting name -> its query parameter (only the settings the sidebar shows)
 URL_KEYS = {s.name: s.url_key for s in SETTINGS if s.url_key is not None}
 K, THRESHOLD, SCORER = URL_KEYS["k"], URL_KEYS["threshold"], URL_KEYS["scorer"]
