@@ -24,6 +24,7 @@ page = st.navigation(
         st.Page(PAGES / "threshold.py", title="Threshold tuning", icon=":material/tune:"),
         st.Page(PAGES / "compare.py", title="Compare", icon=":material/compare_arrows:"),
         st.Page(PAGES / "latency.py", title="Latency & cost", icon=":material/speed:"),
+        st.Page(PAGES / "sweeps.py", title="Sweeps", icon=":material/stacked_line_chart:"),
         st.Page(PAGES / "runs.py", title="Runs", icon=":material/folder_open:"),
     ]
 )

@@ -128,3 +128,8 @@ COMPARE_TAG, COMPARE_TREND_METRICS, COMPARE_TREND_STAGE = (
 #: what one trend line follows: a run tag (experiment ...) or the run name's stem
 COMPARE_TREND_BY = "compare.trend_by"
 COMPARE_MAX_CANDIDATES = 4
+
+SWEEP_Y, SWEEP_SETTINGS = "sweep.y", "sweep.settings"
+SWEEP_BUDGET_ON, SWEEP_BUDGET = "sweep.budget_on", "sweep.budget"
+#: the chart's widget key, and the run a click picked (opened with a button)
+SWEEP_CHART, SWEEP_PICKED = "sweep.chart", "sweep.picked"

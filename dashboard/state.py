@@ -22,6 +22,7 @@ from dashboard.busy import held_elsewhere, signature
 from dashboard.keys import View, settings_from_key, settings_key
 from rageval_core import curves, drilldown, opsview, tuning
 from rageval_core.compare import Comparison, TrendRow, compare, shared_query_counts, trends
+from rageval_core.compare.sweeps import SweepRow, sweep
 from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
 from rageval_core.metrics import registry
 from rageval_core.parity import Explanation, explain_preset
@@ -485,3 +486,20 @@ def trend_rows(settings: Settings, metrics: Sequence[str]) -> list[TrendRow]:
     """Every stored run in created_at order with its metrics and p95 latency (cached)."""
     key = tuple((r.run_id, r.content_hash, r.name, r.created_at) for r in runs())
     return _trend_rows(key, _db(), settings_key(settings), tuple(metrics))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _sweep_rows(
+    runs: tuple[tuple[int, str, str, str], ...],
+    db: str | None,
+    settings_key: tuple[Any, ...],
+    metrics: tuple[str, ...],
+) -> list[SweepRow]:
+    return sweep(store(), settings_from_key(settings_key), list(metrics))
+
+
+@calm
+def sweep_rows(settings: Settings, metrics: Sequence[str]) -> list[SweepRow]:
+    """Every run with retriever settings, its metrics, p95 latency and cost (cached)."""
+    key = tuple((r.run_id, r.content_hash, r.name, repr(r.settings)) for r in runs())
+    return _sweep_rows(key, _db(), settings_key(settings), tuple(metrics))
