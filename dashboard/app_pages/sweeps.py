@@ -121,7 +121,9 @@ if picked in {r.run for r in rows}:
 
 frame = fs.sweep_frame(rows, swept, metrics)
 st.dataframe(
-    frame.style.format("{:.4f}", subset=metrics, na_rep="—")
+    # a setting a run does not carry, or a value it has not, shows as a dash (never "None")
+    frame.style.format(fs.setting_text, subset=swept)
+    .format("{:.4f}", subset=metrics, na_rep="—")
     .format("{:.1f}", subset=[LATENCY], na_rep="—")
     .format("{:.6f}", subset=[COST], na_rep="—"),
     hide_index=True,

@@ -31,6 +31,13 @@ def sweep_frame(
     return pd.DataFrame(out, columns=["run", *settings, *metrics, LATENCY, COST])
 
 
+def setting_text(value: Any) -> str:
+    """A setting's value in the table: numbers as written (1.2, not 1.200000), a dash for none."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _label(value: Any) -> str:
     return "(none)" if value is None else escape_text(str(value), one_line=True)
 
