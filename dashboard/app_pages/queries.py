@@ -137,7 +137,12 @@ event = st.dataframe(
     height=360,
     column_config={
         **metric_cols,
-        dd.QUERY: st.column_config.TextColumn("query", width="large"),
+        dd.QUERY: st.column_config.TextColumn(
+            "query",
+            width="large",
+            help="a long text is cut here: hover a cell, or click the row to read it whole in "
+            "the drilldown below",
+        ),
         dd.LATENCY: st.column_config.NumberColumn("total ms", format="%.1f"),
         dd.FAILING: st.column_config.CheckboxColumn("failing"),
         dd.NO_GOLD: st.column_config.CheckboxColumn("no gold"),
