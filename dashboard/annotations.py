@@ -3,6 +3,8 @@ date, prices and tags (the Runs page). Callbacks and reads over rageval_core.ann
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from dashboard import actions, keys
@@ -64,3 +66,38 @@ def attach_facts(run_id: int) -> None:
     actions.flash(
         actions.Flash("success", "Facts saved.", detail=record.name, run_ids=(record.run_id,))
     )
+
+
+def name_clashes(imported: list[RunRecord], before: set[str]) -> list[tuple[str, str]]:
+    """[(stored name, the taken name)] of new runs the store renamed NAME-2, NAME-3 ... because
+    a run named NAME was already stored."""
+    out = []
+    for r in imported:
+        m = re.fullmatch(r"(.+)-\d+", r.name)
+        if m and m.group(1) in before:
+            out.append((r.name, m.group(1)))
+    return out
+
+
+def settle_clash(new: str, old: str, choice: str) -> None:
+    """on_click of the clash buttons: "overwrite" (the old run goes, the new one takes its
+    name), "cancel" (the new run goes) or "keep" (both stay, the new one under its new name)."""
+    ss = st.session_state
+    ss[keys.RUNS_CLASHES] = [c for c in ss.get(keys.RUNS_CLASHES, []) if c != (new, old)]
+    try:
+        if choice == "overwrite":
+            store().delete(old)
+            store().rename(new, old)
+            message = f"{old} was replaced by the new import."
+        elif choice == "cancel":
+            store().delete(new)
+            message = "The new import was removed; the stored run is unchanged."
+        else:
+            message = f"Both kept: the new import is {new}."
+    except RagevalError as e:
+        actions.flash(actions.Flash("error", "The name clash was not settled.", detail=str(e)))
+        return
+    clear_caches()
+    if ss.get(keys.RUN) in (new, old) and choice != "keep":
+        ss[keys.RUN] = old
+    actions.flash(actions.Flash("success", "Name clash settled.", detail=message))

@@ -104,6 +104,8 @@ OVERVIEW_TAG = "overview.tag"
 RUNS_UPLOAD, RUNS_PATHS, RUNS_FLASH = "runs.upload", "runs.paths", "runs.flash"
 #: the Runs page's import tab (upload or path), in the URL
 RUNS_TAB = "runs.tab"
+#: imports whose run name was taken: [(stored as, the name it clashed with)], to be decided
+RUNS_CLASHES = "runs.clashes"
 #: the "Attach facts" form: the run, its date, prices and tags (key=value lines)
 RUNS_FACT_TARGET, RUNS_FACT_DATE = "runs.fact_target", "runs.fact_date"
 RUNS_FACT_PROMPT, RUNS_FACT_COMPLETION = "runs.fact_prompt", "runs.fact_completion"

@@ -1,4 +1,5 @@
-"""Runs: the stored runs with their facts; import (upload or path), rename, delete."""
+"""Runs: the stored runs with their facts; import (upload or path; a taken name asks), rename,
+delete, and facts attached later (date, prices, run tags)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import streamlit as st
 from dashboard import actions, annotations, imports, keys, state
 from dashboard.components import tables
 from dashboard.components.downloads import csv_download
+from dashboard.components.text import escape_text
 from rageval_core.errors import RagevalError
 from rageval_core.importing import ImportOutcome
 
@@ -69,6 +71,7 @@ def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
         else:
             bar.progress(share, text=f"Scoring the evidence of {label}: {done:,} queries")
 
+    before = {r.name for r in state.runs()}
     try:
         outcome = actions.import_files(paths, progress, upload_dir=upload_dir)
     except RagevalError as e:
@@ -77,6 +80,8 @@ def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
         st.code(str(e), language=None)
         return
     bar.empty()
+    # a name already taken: the store kept the new run as NAME-2; the user decides below
+    st.session_state[keys.RUNS_CLASHES] = annotations.name_clashes(outcome.imported, before)
     show_outcome(outcome, upload_dir)
 
 
@@ -98,6 +103,28 @@ if note is not None:
     if note.problems is not None and len(note.problems):
         st.caption("Problems found while reading:")
         st.dataframe(note.problems, hide_index=True, width="stretch")
+
+for new, old in st.session_state.get(keys.RUNS_CLASHES, []):
+    st.warning(
+        escape_text(
+            f"A run named {old} was already stored, so the new import is stored as {new}. "
+            f"Overwrite {old} with it, keep both, or cancel the new import?",
+            one_line=True,
+        )
+    )
+    with st.container(horizontal=True):
+        for label, choice in (
+            (f"Overwrite {old}", "overwrite"),
+            ("Keep both", "keep"),
+            ("Cancel the import", "cancel"),
+        ):
+            st.button(
+                label,
+                key=f"runs.clash.{choice}.{new}",
+                on_click=annotations.settle_clash,
+                args=(new, old, choice),
+                type="primary" if choice == "overwrite" else "secondary",
+            )
 
 st.subheader("Import")
 upload_tab, path_tab = st.tabs(

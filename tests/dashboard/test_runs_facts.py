@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard import keys
 from rageval_core.annotate import run_tags
 from rageval_core.store import Store
-from tests.dashboard.test_runs import db, runs_page  # noqa: F401 (the fixture)
+from tests.dashboard.test_runs import db, names, runs_page, tiny_run  # noqa: F401 (the fixture)
 
 TREC_RUN = "q1 Q0 d1 1 2.0 bm25\nq1 Q0 d2 2 1.0 bm25\nq2 Q0 d3 1 3.0 bm25\n"
 
@@ -69,3 +71,37 @@ def test_a_bad_date_is_refused_with_its_field(
     assert any("created_at" in c.value for c in at.code)
     with Store(db) as store:
         assert store.runs()[0].created_at is None
+
+
+def _import_clash(make_app: Callable[..., AppTest], db: Path) -> AppTest:  # noqa: F811 (the fixture)
+    """Upload a different run named "first" (the store holds one): it is stored as first-2."""
+    at = runs_page(make_app, db)
+    at.file_uploader(key=keys.RUNS_UPLOAD).set_value(
+        ("first.jsonl", tiny_run("first", 5), "application/json")
+    )
+    at.run()
+    at.button(key="runs.import_upload").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert names(db) == ["first", "first-2"]
+    assert any("already stored" in html.unescape(w.value) for w in at.warning)
+    return at
+
+
+@pytest.mark.parametrize(
+    ("choice", "left", "queries"),
+    [("overwrite", ["first"], 5), ("keep", ["first", "first-2"], 3), ("cancel", ["first"], 3)],
+)
+def test_a_name_clash_asks(
+    make_app: Callable[..., AppTest],
+    db: Path,  # noqa: F811
+    choice: str,
+    left: list[str],
+    queries: int,
+) -> None:
+    at = _import_clash(make_app, db)
+    at.button(key=f"runs.clash.{choice}.first-2").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert names(db) == left
+    with Store(db) as store:
+        assert store.run("first").n_queries == queries  # overwrite: the new run took the name
+    assert not [b for b in at.button if b.key and b.key.startswith("runs.clash.")]
