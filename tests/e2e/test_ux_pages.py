@@ -32,6 +32,7 @@ def test_runs_page_offers_facts_and_compare_trends_have_groups(app_url: str, pag
     assert page.get_by_role("combobox", name="One line per").count() == 1
     assert page.get_by_role("button", name="Download this view (JSON)").count() == 1
     assert page.locator("[data-testid='stException']").count() == 0
+    screenshot(page, "compare_trends")
 
 
 def test_queries_note_box(app_url: str, page: Any) -> None:
