@@ -26,6 +26,7 @@ page = st.navigation(
         st.Page(PAGES / "latency.py", title="Latency & cost", icon=":material/speed:"),
         st.Page(PAGES / "judge.py", title="Judge", icon=":material/gavel:"),
         st.Page(PAGES / "calibration.py", title="Judge calibration", icon=":material/balance:"),
+        st.Page(PAGES / "sweeps.py", title="Sweeps", icon=":material/stacked_line_chart:"),
         st.Page(PAGES / "runs.py", title="Runs", icon=":material/folder_open:"),
     ]
 )

@@ -18,6 +18,8 @@ from rageval_core.store import RunRecord
 
 #: the sidebar's run (not a setting: the run every page shows)
 RUN = "run"
+#: the sidebar's stage of a traced run (a session key: the run in the URL names the stage)
+STAGE = "sidebar.stage"
 #: setting name -> its query parameter (only the settings the sidebar shows)
 URL_KEYS = {s.name: s.url_key for s in SETTINGS if s.url_key is not None}
 K, THRESHOLD, SCORER = URL_KEYS["k"], URL_KEYS["threshold"], URL_KEYS["scorer"]
@@ -77,6 +79,10 @@ QUERIES_FAILING, QUERIES_TAG, QUERIES_TAG_VALUES = (
 QUERIES_SEARCH, QUERIES_SORT, QUERIES_TABLE = "queries.search", "queries.sort", "queries.table"
 QUERIES_NO_GOLD = "queries.no_gold"
 QUERIES_SEARCH_ALL = "queries.search_all"
+#: the note box of a query (suffixed with run id and query id) and the last save's error
+QUERIES_NOTE, QUERIES_NOTE_ERROR = "queries.note", "queries.note_error"
+#: the drilldown's "Answer and reference answer" expander, open or not (in the URL)
+QUERIES_ANSWER_OPEN = "queries.answer_open"
 #: the table selection last acted on (a new one opens its query) and the "q" last mirrored to the URL
 QUERIES_SEEN_ROWS, QUERIES_MIRRORED = "queries.seen_rows", "queries.mirrored"
 #: the table shows this many rows at a time (a page); filters and sorts act on every row, and
@@ -98,6 +104,14 @@ TUNING_BAND, TUNING_PAGE, TUNING_HIDE = (
 OVERVIEW_TAG = "overview.tag"
 
 RUNS_UPLOAD, RUNS_PATHS, RUNS_FLASH = "runs.upload", "runs.paths", "runs.flash"
+#: the Runs page's import tab (upload or path), in the URL
+RUNS_TAB = "runs.tab"
+#: imports whose run name was taken: [(stored as, the name it clashed with)], to be decided
+RUNS_CLASHES = "runs.clashes"
+#: the "Attach facts" form: the run, its date, prices and tags (key=value lines)
+RUNS_FACT_TARGET, RUNS_FACT_DATE = "runs.fact_target", "runs.fact_date"
+RUNS_FACT_PROMPT, RUNS_FACT_COMPLETION = "runs.fact_prompt", "runs.fact_completion"
+RUNS_FACT_TAGS = "runs.fact_tags"
 RUNS_TARGET, RUNS_NEW_NAME, RUNS_CONFIRM = "runs.target", "runs.new_name", "runs.confirm_delete"
 
 COMPARE_BASELINE, COMPARE_CANDIDATES = "compare.baseline", "compare.candidates"
@@ -108,13 +122,21 @@ COMPARE_FOCUS, COMPARE_METRIC = "compare.focus", "compare.metric"
 #: the query opened side by side; the scatter's widget key and its selection last acted on
 COMPARE_QUERY, COMPARE_REGRESSED = "compare.query", "compare.regressed"
 COMPARE_SCATTER, COMPARE_SEEN_POINTS = "compare.scatter", "compare.seen_points"
+#: the side-by-side query last mirrored to the URL (?compare.query=<query_id>)
+COMPARE_QUERY_MIRRORED = "compare.query_mirrored"
 COMPARE_TAG, COMPARE_TREND_METRICS, COMPARE_TREND_STAGE = (
     "compare.tag",
     "compare.trend_metrics",
     "compare.trend_stage",
 )
+#: what one trend line follows: a run tag (experiment ...) or the run name's stem
+COMPARE_TREND_BY = "compare.trend_by"
 COMPARE_MAX_CANDIDATES = 4
 
 JUDGE_FORM, JUDGE_JOB = "judge.form", "judge.job"
 JUDGE_ESTIMATE = "judge.estimate"
 CALIBRATION_LABEL, CALIBRATION_GIVE = "calibration.label", "calibration.give"
+SWEEP_Y, SWEEP_SETTINGS = "sweep.y", "sweep.settings"
+SWEEP_BUDGET_ON, SWEEP_BUDGET = "sweep.budget_on", "sweep.budget"
+#: the chart's widget key, and the run a click picked (opened with a button)
+SWEEP_CHART, SWEEP_PICKED = "sweep.chart", "sweep.picked"

@@ -256,11 +256,48 @@ def sidebar() -> View | None:
         st.session_state[keys.RUN] = all_runs[0].name
     name = st.sidebar.selectbox("Run", list(by_name), key=keys.RUN, bind="query-params")
     run = by_name[name]
+    stage_picker(run, all_runs)
     preset_from_link()
     settings = settings_widgets(run)
     settings = dataclasses.replace(settings, judge=judge_widget(run))
     show_store_path()
     return View(run=run, settings=settings)
+
+
+def stage_siblings(run: RunRecord, all_runs: list[RunRecord]) -> dict[str, str]:
+    """{stage: run name} of the runs one trace export became (an OpenInference file imports as
+    NAME and NAME@reranker, whose settings carry stage and trace_group); {} for other runs."""
+    group = run.settings.get("trace_group")
+    if not group:
+        return {}
+    found = {
+        str(r.settings.get("stage") or r.name): r.name
+        for r in all_runs
+        if r.settings.get("trace_group") == group
+    }
+    return found if len(found) > 1 else {}
+
+
+def _to_stage(siblings: dict[str, str]) -> None:
+    st.session_state[keys.RUN] = siblings[st.session_state[keys.STAGE]]
+
+
+def stage_picker(run: RunRecord, all_runs: list[RunRecord]) -> None:
+    """A "Stage" select under the run when it is one stage of a trace: picking another stage
+    opens that stage's run (the run, and so the stage, is in the URL as ?run=)."""
+    siblings = stage_siblings(run, all_runs)
+    if not siblings:
+        return
+    st.session_state[keys.STAGE] = next(s for s, n in siblings.items() if n == run.name)
+    st.sidebar.selectbox(
+        "Stage",
+        list(siblings),
+        key=keys.STAGE,
+        on_change=_to_stage,
+        args=(siblings,),
+        help="the runs one trace export became, one per stage (retriever, reranker ...): "
+        "the same queries, each stage's ranked list",
+    )
 
 
 def view() -> View | None:

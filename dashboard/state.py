@@ -22,6 +22,7 @@ from dashboard.busy import held_elsewhere, signature
 from dashboard.keys import View, settings_from_key, settings_key
 from rageval_core import curves, drilldown, opsview, tuning
 from rageval_core.compare import Comparison, TrendRow, compare, shared_query_counts, trends
+from rageval_core.compare.sweeps import SweepRow, sweep
 from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
 from rageval_core.metrics import registry
 from rageval_core.parity import Explanation, explain_preset
@@ -607,3 +608,24 @@ def calibration(view: View, label: str) -> Any:
         label,
         signature(store().path),
     )
+
+
+# --- sweeps ---
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _sweep_rows(
+    runs: tuple[tuple[int, str, str, str], ...],
+    db: str | None,
+    settings_key: tuple[Any, ...],
+    metrics: tuple[str, ...],
+    judges: tuple[Any, ...],
+) -> list[SweepRow]:
+    return sweep(store(), settings_from_key(settings_key), list(metrics))
+
+
+@calm
+def sweep_rows(settings: Settings, metrics: Sequence[str]) -> list[SweepRow]:
+    """Every run with retriever settings, its metrics, p95 latency and cost (cached)."""
+    key = tuple((r.run_id, r.content_hash, r.name, repr(r.settings)) for r in runs())
+    return _sweep_rows(key, _db(), settings_key(settings), tuple(metrics), judge_signature())

@@ -13,9 +13,10 @@ from dashboard.components import figures_queries as fq
 from dashboard.components.downloads import csv_download, table_with_csv
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.text import escape_text
+from dashboard.components.view_export import view_downloads
 from dashboard.components.widgets import keep_choice
 from rageval_core import drilldown as dd
-from rageval_core.compare import Comparison, higher_is_better
+from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
 from rageval_core.errors import RagevalError
 from rageval_core.store import RunRecord
 
@@ -57,7 +58,11 @@ if (
     ss[keys.COMPARE_BASELINE] = view.run.name
 c1, c2 = st.columns([1, 3])
 baseline_name = c1.selectbox(
-    "Baseline", list(by_name), key=keys.COMPARE_BASELINE, help="defaults to the sidebar's run"
+    "Baseline",
+    list(by_name),
+    key=keys.COMPARE_BASELINE,
+    help="defaults to the sidebar's run",
+    bind="query-params",
 )
 baseline = by_name[baseline_name]
 others = [n for n in by_name if n != baseline_name]
@@ -79,6 +84,7 @@ candidate_names = c2.multiselect(
     "Candidates",
     others,
     key=keys.COMPARE_CANDIDATES,
+    bind="query-params",
     max_selections=keys.COMPARE_MAX_CANDIDATES,
     placeholder="pick up to four runs",
     format_func=lambda n: n if shared[n] else f"{n} (shares no query)",
@@ -243,8 +249,10 @@ def show_per_query(c: Comparison, stem: str) -> None:
     keep_choice(keys.COMPARE_FOCUS, list(c.candidates), c.candidates[0])
     keep_choice(keys.COMPARE_METRIC, c.metrics, fc.headline_metric(c) or c.metrics[0])
     p1, p2, _ = st.columns([1, 1, 2])
-    focus = p1.selectbox("Candidate", list(c.candidates), key=keys.COMPARE_FOCUS)
-    metric = p2.selectbox("Metric", c.metrics, key=keys.COMPARE_METRIC)
+    focus = p1.selectbox(
+        "Candidate", list(c.candidates), key=keys.COMPARE_FOCUS, bind="query-params"
+    )
+    metric = p2.selectbox("Metric", c.metrics, key=keys.COMPARE_METRIC, bind="query-params")
     focus_run = by_name[focus]
     base_report = state.report(run_view(baseline))
     cand_report = state.report(run_view(focus_run))
@@ -288,13 +296,19 @@ def show_per_query(c: Comparison, stem: str) -> None:
                 ss[keys.COMPARE_QUERY] = ss[keys.COMPARE_REGRESSED]
 
         st.selectbox("Open a regressed query", options, key=keys.COMPARE_REGRESSED, on_change=_pick)
+    link = st.query_params.get(keys.COMPARE_QUERY)
+    if link is not None and link != ss.get(keys.COMPARE_QUERY_MIRRORED):
+        ss[keys.COMPARE_QUERY] = link  # a link opens its query side by side
     selected = ss.get(keys.COMPARE_QUERY)
+    ss[keys.COMPARE_QUERY_MIRRORED] = selected
     if selected is None:
+        st.query_params.pop(keys.COMPARE_QUERY, None)
         st.info(
             "Click a point of the scatter or pick a regressed query to see that query's "
             "retrieved chunks in both runs side by side."
         )
         return
+    st.query_params[keys.COMPARE_QUERY] = str(selected)
     show_side_by_side(
         c, focus_run, metric, str(selected), base_report.per_query, cand_report.per_query
     )
@@ -386,6 +400,7 @@ def show_segments(c: Comparison, stem: str) -> None:
         "Tag",
         [NO_TAG, *tags],
         key=keys.COMPARE_TAG,
+        bind="query-params",
         help="the baseline's tag values; queries without the tag form (none)",
     )
     if tag == NO_TAG:
@@ -436,23 +451,52 @@ def show_trends(c: Comparison | None) -> None:
     if keys.COMPARE_TREND_METRICS not in ss:
         ss[keys.COMPARE_TREND_METRICS] = defaults
     ss[keys.COMPARE_TREND_METRICS] = [m for m in ss[keys.COMPARE_TREND_METRICS] if m in options]
-    metrics = st.multiselect("Metrics", options, key=keys.COMPARE_TREND_METRICS)
+    metrics = st.multiselect(
+        "Metrics", options, key=keys.COMPARE_TREND_METRICS, bind="query-params"
+    )
     with st.spinner("Evaluating every run ..."):
         rows = state.trend_rows(settings, metrics)
+    groupings = group_keys(rows)
+    keep_choice(
+        keys.COMPARE_TREND_BY, groupings, "experiment" if "experiment" in groupings else BY_STEM
+    )
+    by = st.selectbox(
+        "One line per",
+        groupings,
+        key=keys.COMPARE_TREND_BY,
+        bind="query-params",
+        help="runs of one group (a run tag's value, e.g. experiment, or the run name without "
+        "its version tail: bm25-k3 -> bm25) form one line; unrelated runs are never joined",
+    )
     stages = fc.trend_stages(rows)
     stage = None
     if stages:
         keep_choice(keys.COMPARE_TREND_STAGE, stages, "total" if "total" in stages else stages[0])
-        stage = st.selectbox("p95 latency of stage", stages, key=keys.COMPARE_TREND_STAGE)
-    st.plotly_chart(fc.trends_figure(rows, metrics, stage), width="stretch", key="compare.trends")
-    frame = fc.trends_frame(rows, metrics)
+        stage = st.selectbox(
+            "p95 latency of stage", stages, key=keys.COMPARE_TREND_STAGE, bind="query-params"
+        )
+    st.plotly_chart(
+        fc.trends_figure(rows, metrics, stage, by), width="stretch", key="compare.trends"
+    )
+    frame = fc.trends_frame(rows, metrics, by)
+    undated = sum(r.dated_from != "created_at" for r in rows)
     st.caption(
-        "Every stored run, ordered by its created_at (runs without one come last); "
-        "None: the run cannot be scored on that metric, or does not record that stage."
+        "Every stored run, dated by its created_at"
+        + (
+            f"; {undated} run(s) have none and are dated by their import time (hollow "
+            "markers, 'dated from' = imported_at; the Runs page can attach a date)"
+            if undated
+            else ""
+        )
+        + ". A dash: the run cannot be scored on that metric, or does not record that stage."
     )
     ms = st.column_config.NumberColumn(format="%.1f")
+    p95s = [c for c in frame.columns if str(c).startswith("p95 ")]
     st.dataframe(
-        frame,
+        # a missing value shows as a dash, never "None"
+        frame.style.format("{:.4f}", subset=list(metrics), na_rep="—").format(
+            "{:.1f}", subset=p95s, na_rep="—"
+        ),
         hide_index=True,
         width="stretch",
         key="compare.trends_table",
@@ -474,5 +518,7 @@ else:
         except RagevalError as e:
             st.error(escape_text(f"These runs cannot be compared: {e}", one_line=True))
     if comparison is not None:
+        done = comparison
+        view_downloads("compare", view, done.to_json, [baseline, *candidates])
         show_comparison(comparison)
 show_trends(comparison)

@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import keys, sidebar, state
 from dashboard.components import figures, tables, why
 from dashboard.components.downloads import csv_download
+from dashboard.components.view_export import bands_notice, view_downloads
 from rageval_core.curves import THRESHOLD_RANKING, curve_names
 
 CARDS_PER_ROW = 5  # room for the longest label, "FullCoverageRate@10"
@@ -25,6 +26,8 @@ if s.preset is None and report.relevance is not None and s.k != 1 and f"Hit@{s.k
     metrics = tables.insert_after(metrics, f"Hit@{s.k}", "Hit@1", hit1)
 
 st.caption(tables.counts_text(report))
+view_downloads("overview", view, lambda: {"report": report.to_json(), "cards": metrics})
+bands_notice()
 for warning in report.warnings:  # our own text about numbers, no user text in it
     st.warning(warning[0].upper() + warning[1:] + ".", icon="⚠️")
 if not metrics:
@@ -117,7 +120,7 @@ if not tag_keys:
 else:
     if st.session_state.get(keys.OVERVIEW_TAG) not in tag_keys:
         st.session_state[keys.OVERVIEW_TAG] = tag_keys[0]
-    tag = st.selectbox("Tag", tag_keys, key=keys.OVERVIEW_TAG)
+    tag = st.selectbox("Tag", tag_keys, key=keys.OVERVIEW_TAG, bind="query-params")
     by_report = state.report(view, by=tag)
     table = tables.breakdown_frame(by_report)
     main = tables.main_metrics(list(by_report.metrics))

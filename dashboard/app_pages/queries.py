@@ -7,7 +7,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from dashboard import keys, sidebar, state
+from dashboard import annotations, keys, sidebar, state
 from dashboard.components import figures_queries as fq
 from dashboard.components import judge_view as jv
 from dashboard.components.downloads import csv_download, json_download
@@ -47,12 +47,14 @@ c1, c2, c3, c4, c5 = st.columns([1.5, 1.2, 1.8, 2, 1.5], vertical_alignment="bot
 failing_only = c1.toggle(
     "Failing only",
     key=keys.QUERIES_FAILING,
+    bind="query-params",
     help=f"not every gold span covered in the top {k}, or (ids mode) nothing "
     f"relevant in the top {k}",
 )
 no_gold_only = c1.toggle(
     "No gold only",
     key=keys.QUERIES_NO_GOLD,
+    bind="query-params",
     help="queries with nothing to find (no relevant document judged, no gold span): "
     "unanswerable by design or not labelled; never failing, not in the worst-first order",
 )
@@ -60,6 +62,7 @@ tag = c2.selectbox(
     "Tag",
     [ANY_TAG, *tag_keys],
     key=keys.QUERIES_TAG,
+    bind="query-params",
     on_change=lambda: ss.pop(keys.QUERIES_TAG_VALUES, None),
 )
 values: list[str] = []
@@ -67,21 +70,26 @@ if tag != ANY_TAG:
     options = dd.tag_values(table, tag)
     ss[keys.QUERIES_TAG_VALUES] = [v for v in ss.get(keys.QUERIES_TAG_VALUES, []) if v in options]
     values = c3.multiselect(
-        "Values", options, key=keys.QUERIES_TAG_VALUES, placeholder="all values"
+        "Values",
+        options,
+        key=keys.QUERIES_TAG_VALUES,
+        placeholder="all values",
+        bind="query-params",
     )
 else:
     c3.multiselect("Values", [], disabled=True, placeholder="pick a tag first")
 search = c4.text_input(
     "Search",
     key=keys.QUERIES_SEARCH,
+    bind="query-params",
     placeholder="plain text, case-insensitive",
     help="in the query ids and texts; with 'all texts', also in the answers, the retrieved "
     "chunks and the gold evidence",
 )
-search_all = c4.toggle("all texts", key=keys.QUERIES_SEARCH_ALL)
+search_all = c4.toggle("all texts", key=keys.QUERIES_SEARCH_ALL, bind="query-params")
 #: the drilldown outlines the search term in every text it shows (a search of all texts)
 found_term = (search or "").strip() if search_all else ""
-sort_by = c5.selectbox("Sort by", sorts, key=keys.QUERIES_SORT)
+sort_by = c5.selectbox("Sort by", sorts, key=keys.QUERIES_SORT, bind="query-params")
 
 mask = dd.filter_rows(
     table,
@@ -130,7 +138,12 @@ event = st.dataframe(
     height=360,
     column_config={
         **metric_cols,
-        dd.QUERY: st.column_config.TextColumn("query", width="large"),
+        dd.QUERY: st.column_config.TextColumn(
+            "query",
+            width="large",
+            help="a long text is cut here: hover a cell, or click the row to read it whole in "
+            "the drilldown below",
+        ),
         dd.LATENCY: st.column_config.NumberColumn("total ms", format="%.1f"),
         dd.FAILING: st.column_config.CheckboxColumn("failing"),
         dd.NO_GOLD: st.column_config.CheckboxColumn("no gold"),
@@ -223,8 +236,31 @@ m3.metric(
 m4.metric(
     "Total latency (ms)", "—" if math.isnan(table.total_ms[qidx]) else f"{table.total_ms[qidx]:.1f}"
 )
+# --- a note on this query, kept with the run ---------------------------------------------------
+note_box = annotations.note_key(view.run.run_id, detail.query_id)
+if note_box not in ss:
+    ss[note_box] = annotations.notes(view.run).get(detail.query_id, "")
+with st.expander("Note" + (" (1)" if ss[note_box].strip() else ""), expanded=bool(ss[note_box])):
+    st.text_area(
+        "Note on this query (kept with the run)",
+        key=note_box,
+        height=80,
+        placeholder="e.g. the gold span is wrong; the answer is in the table of chunk 3",
+    )
+    st.button(
+        "Save note",
+        key="queries.save_note",
+        on_click=annotations.save_note,
+        args=(view.run.run_id, detail.query_id),
+    )
+    if ss.get(keys.QUERIES_NOTE_ERROR):
+        st.error("The note was not saved:")
+        st.code(ss[keys.QUERIES_NOTE_ERROR], language=None)
+
 if detail.answer is not None or detail.reference_answer is not None:
-    with st.expander("Answer and reference answer"):
+    with st.expander(
+        "Answer and reference answer", key=keys.QUERIES_ANSWER_OPEN, bind="query-params"
+    ):
         st.markdown(
             text_block("Answer", detail.answer, found_term)
             + text_block("Reference answer", detail.reference_answer, found_term),

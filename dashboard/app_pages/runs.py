@@ -1,4 +1,5 @@
-"""Runs: the stored runs with their facts; import (upload or path), rename, delete."""
+"""Runs: the stored runs with their facts; import (upload or path; a taken name asks), rename,
+delete, and facts attached later (date, prices, run tags)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import actions, imports, keys, state
+from dashboard import actions, annotations, imports, keys, state
 from dashboard.components import tables
 from dashboard.components.downloads import csv_download
+from dashboard.components.text import escape_text
 from rageval_core.errors import RagevalError
 from rageval_core.importing import ImportOutcome
 
@@ -32,6 +34,13 @@ def show_outcome(outcome: ImportOutcome, upload_dir: Path | None) -> None:
     parts = [f"Imported {len(outcome.imported)} run(s)."] if outcome.imported else []
     if outcome.existing:
         parts.append(f"{len(outcome.existing)} run(s) were already stored with identical content.")
+    bare = [r.name for r in outcome.imported if r.format == "trec" and not r.has_qrels]
+    if bare:
+        # a TREC run is only ranked doc ids: without qrels no ranking metric can be computed
+        parts.append(
+            f"{len(bare)} TREC run(s) came without qrels, so they have no relevance and no "
+            "ranking metric: import the run again together with its qrels file."
+        )
     if outcome.failed:
         parts.append(
             f"{len(outcome.failed)} run(s) had errors and were not stored (see the problems)."
@@ -40,8 +49,9 @@ def show_outcome(outcome: ImportOutcome, upload_dir: Path | None) -> None:
     shown = tables.problems_frame(problems, hide_prefix=upload_dir)
     actions.flash(
         actions.Flash(
-            "warning" if outcome.failed else "success",
+            "warning" if outcome.failed or bare else "success",
             " ".join(parts),
+            detail="\n".join(bare) or None,
             run_ids=tuple(r.run_id for r in added),
             problems=shown,
         )
@@ -61,6 +71,7 @@ def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
         else:
             bar.progress(share, text=f"Scoring the evidence of {label}: {done:,} queries")
 
+    before = {r.name for r in state.runs()}
     try:
         outcome = actions.import_files(paths, progress, upload_dir=upload_dir)
     except RagevalError as e:
@@ -69,6 +80,8 @@ def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
         st.code(str(e), language=None)
         return
     bar.empty()
+    # a name already taken: the store kept the new run as NAME-2; the user decides below
+    st.session_state[keys.RUNS_CLASHES] = annotations.name_clashes(outcome.imported, before)
     show_outcome(outcome, upload_dir)
 
 
@@ -91,8 +104,32 @@ if note is not None:
         st.caption("Problems found while reading:")
         st.dataframe(note.problems, hide_index=True, width="stretch")
 
+for new, old in st.session_state.get(keys.RUNS_CLASHES, []):
+    st.warning(
+        escape_text(
+            f"A run named {old} was already stored, so the new import is stored as {new}. "
+            f"Overwrite {old} with it, keep both, or cancel the new import?",
+            one_line=True,
+        )
+    )
+    with st.container(horizontal=True):
+        for label, choice in (
+            (f"Overwrite {old}", "overwrite"),
+            ("Keep both", "keep"),
+            ("Cancel the import", "cancel"),
+        ):
+            st.button(
+                label,
+                key=f"runs.clash.{choice}.{new}",
+                on_click=annotations.settle_clash,
+                args=(new, old, choice),
+                type="primary" if choice == "overwrite" else "secondary",
+            )
+
 st.subheader("Import")
-upload_tab, path_tab = st.tabs(["Upload files", "From a path"])
+upload_tab, path_tab = st.tabs(
+    ["Upload files", "From a path"], key=keys.RUNS_TAB, bind="query-params"
+)
 with upload_tab:
     files = st.file_uploader(
         "Run files (a run may come with its qrels or gold file)",
@@ -167,3 +204,32 @@ else:
             args=(target.run_id,),
             disabled=not st.session_state.get(keys.RUNS_CONFIRM),
         )
+
+    st.subheader("Attach facts")
+    st.caption(
+        "Add what the import did not bring: the run's date (ISO 8601, used by Trends), its "
+        "token prices (USD per 1K) and run tags (one `key=value` a line; `key=` removes a "
+        "tag). Fields left empty keep the stored value."
+    )
+    if st.session_state.get(keys.RUNS_FACT_TARGET) not in by_name:
+        st.session_state[keys.RUNS_FACT_TARGET] = runs[-1].name
+    fact_run = by_name[st.selectbox("Run", list(by_name), key=keys.RUNS_FACT_TARGET)]
+    f1, f2, f3 = st.columns(3)
+    f1.text_input(
+        "Date (created_at)",
+        key=keys.RUNS_FACT_DATE,
+        placeholder=fact_run.created_at or "2026-05-01",
+    )
+    f2.number_input(
+        "Prompt $/1K", min_value=0.0, value=None, format="%.5f", key=keys.RUNS_FACT_PROMPT
+    )
+    f3.number_input(
+        "Completion $/1K", min_value=0.0, value=None, format="%.5f", key=keys.RUNS_FACT_COMPLETION
+    )
+    st.text_area("Run tags", key=keys.RUNS_FACT_TAGS, placeholder="experiment=chunking", height=80)
+    st.button(
+        "Save facts",
+        key="runs.save_facts",
+        on_click=annotations.attach_facts,
+        args=(fact_run.run_id,),
+    )

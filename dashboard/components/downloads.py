@@ -109,3 +109,19 @@ def json_download(label: str, value: Any, file_name: str, key: str) -> None:
         icon=ICON,
         on_click="ignore",
     )
+
+
+def report_download(
+    label: str, build: Callable[[], str], file_name: str, key: str, help: str
+) -> None:
+    """A download button for the HTML page build() returns, built on click."""
+    st.download_button(
+        label,
+        lambda: build().encode("utf-8"),
+        file_name=file_name,
+        mime="text/html",
+        key=key,
+        icon=ICON,
+        on_click="ignore",
+        help=help,
+    )

@@ -83,6 +83,7 @@ def marker(
         line["dash"] = dash
     shape = {
         "type": "line",
+        "layer": "below",  # the curves stay on top of the marker lines, never hidden by them
         "xref": "x",
         "yref": "paper",
         "x0": x,

@@ -22,7 +22,7 @@ from plotly.subplots import make_subplots
 
 from dashboard.components.tables import kind
 from dashboard.components.text import escape_text
-from rageval_core.compare import Comparison, OpsChange, PairedTest, TrendRow
+from rageval_core.compare import BY_STEM, Comparison, OpsChange, PairedTest, TrendRow, trend_group
 
 #: a change whose Holm-adjusted permutation p is below alpha, in the metric's good direction
 IMPROVED, REGRESSED = "▲ improved", "▼ regressed"
@@ -522,62 +522,91 @@ def trend_stages(rows: Sequence[TrendRow]) -> list[str]:
     return list(dict.fromkeys(s for r in rows for s in r.latency_p95_ms))
 
 
-def trends_frame(rows: Sequence[TrendRow], metrics: Sequence[str]) -> pd.DataFrame:
-    """One row per run in time order: created_at, queries, the metrics, p95 latency per stage."""
+def trends_frame(
+    rows: Sequence[TrendRow], metrics: Sequence[str], by: str = BY_STEM
+) -> pd.DataFrame:
+    """One row per run in time order: its line (group), date and where the date comes from,
+    queries, the metrics, p95 latency per stage (NaN where a run has no value)."""
     stages = trend_stages(rows)
     out = []
     for r in rows:
-        item: dict[str, Any] = {"run": r.run, "created_at": r.created_at, "queries": r.n_queries}
+        item: dict[str, Any] = {
+            "group": trend_group(r, by),
+            "run": r.run,
+            "date": r.when[:19].replace("T", " "),
+            "dated from": r.dated_from,
+            "queries": r.n_queries,
+        }
         item.update({m: r.metrics.get(m, math.nan) for m in metrics})
-        item.update({f"p95 {s} ms": r.latency_p95_ms.get(s) for s in stages})
+        item.update({f"p95 {s} ms": _number(r.latency_p95_ms.get(s)) for s in stages})
         out.append(item)
-    return pd.DataFrame(
-        out, columns=["run", "created_at", "queries", *metrics, *(f"p95 {s} ms" for s in stages)]
-    )
+    columns = ["group", "run", "date", "dated from", "queries", *metrics]
+    return pd.DataFrame(out, columns=[*columns, *(f"p95 {s} ms" for s in stages)])
 
 
-def trends_figure(rows: Sequence[TrendRow], metrics: Sequence[str], stage: str | None) -> go.Figure:
-    """Metrics (left axis) and p95 latency of stage (right axis, dashed) over runs in time order."""
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def trends_figure(
+    rows: Sequence[TrendRow], metrics: Sequence[str], stage: str | None, by: str = BY_STEM
+) -> go.Figure:
+    """Metrics (left axis) and p95 latency of stage (right axis, dashed) over the runs' dates,
+    one line per group (a run tag's value or the name's stem) and metric: unrelated runs are
+    never joined into one line. A run without created_at sits at its import time (hollow)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    x = list(range(len(rows)))
-    ticks = [
-        f"{escape_text(r.run)}<br>{escape_text((r.created_at or 'no date')[:10])}" for r in rows
-    ]
-    for m in metrics:
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[r.metrics.get(m, math.nan) for r in rows],
-                mode="lines+markers",
-                name=escape_text(m),
-                customdata=[escape_text(r.run) for r in rows],
-                hovertemplate=f"%{{customdata}}<br>{escape_text(m)}: %{{y:.4f}}<extra></extra>",
-            ),
-            secondary_y=False,
-        )
+    groups = list(dict.fromkeys(trend_group(r, by) for r in rows))
+    several = len(groups) > 1
+    for g in groups:
+        mine = [r for r in rows if trend_group(r, by) == g]
+        x = [r.when for r in mine]
+        runs = [escape_text(r.run) for r in mine]
+        symbols = ["circle" if r.dated_from == "created_at" else "circle-open" for r in mine]
+        prefix = f"{escape_text(g)}: " if several else ""
+        for m in metrics:
+            y = [r.metrics.get(m, math.nan) for r in mine]
+            if all(math.isnan(v) for v in y):
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    mode="lines+markers",
+                    name=prefix + escape_text(m),
+                    marker={"symbol": symbols, "size": 9},
+                    customdata=runs,
+                    hovertemplate=f"%{{customdata}}<br>{escape_text(m)}: %{{y:.4f}}<extra></extra>",
+                    connectgaps=True,
+                ),
+                secondary_y=False,
+            )
+        if stage is not None:
+            p95 = [_number(r.latency_p95_ms.get(stage)) for r in mine]
+            if all(math.isnan(v) for v in p95):
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=p95,
+                    mode="lines+markers",
+                    name=f"{prefix}p95 latency, {escape_text(stage)} (ms)",
+                    line={"dash": "dash"},
+                    marker={"symbol": "diamond"},
+                    customdata=runs,
+                    hovertemplate="%{customdata}<br>p95 %{y:.1f} ms<extra></extra>",
+                    connectgaps=True,
+                ),
+                secondary_y=True,
+            )
     if stage is not None:
-        p95 = [r.latency_p95_ms.get(stage) for r in rows]
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[math.nan if v is None else v for v in p95],
-                mode="lines+markers",
-                name=f"p95 latency, {escape_text(stage)} (ms)",
-                line={"dash": "dash", "color": "#555"},
-                marker={"symbol": "diamond"},
-                customdata=[escape_text(r.run) for r in rows],
-                hovertemplate="%{customdata}<br>p95 %{y:.1f} ms<extra></extra>",
-            ),
-            secondary_y=True,
-        )
         fig.update_yaxes(title_text="p95 latency (ms)", secondary_y=True, rangemode="tozero")
         fig.update_yaxes(tickmode="auto", showgrid=False, secondary_y=True)
     fig.update_yaxes(title_text="metric value", secondary_y=False)
-    fig.update_xaxes(tickvals=x, ticktext=ticks, range=[-0.3, len(rows) - 0.7])
+    fig.update_xaxes(title_text="run date (created_at; hollow: import time)")
     fig.update_layout(
         height=440,
-        title="Trends over all runs (ordered by created_at)",
-        **{**_LAYOUT, "legend": {"orientation": "h", "y": -0.2}},
+        title="Trends over all runs" + (f", one line per {escape_text(by)}" if several else ""),
+        **{**_LAYOUT, "legend": {"orientation": "h", "y": -0.25}},
     )
     return fig
 

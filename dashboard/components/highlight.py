@@ -69,6 +69,16 @@ def _inner(
     return "".join(pieces)
 
 
+def word_window(text: str, start: int, end: int) -> tuple[int, int]:
+    """[start, end) widened to whole words: a window the matcher began or ended inside a word
+    ("venue grew" from "revenue grew") is marked from that word's first to its last letter."""
+    while 0 < start < len(text) and text[start - 1].isalnum() and text[start].isalnum():
+        start -= 1
+    while 0 < end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+        end += 1
+    return start, end
+
+
 def highlight(
     text: str,
     start: int,
@@ -81,7 +91,8 @@ def highlight(
     """text as escaped HTML with [start, end) wrapped in <mark class="rageval-hit">.
 
     start/end are character offsets into text (the kept best-window offsets); -1 (or any
-    window that does not fit the text) means no highlight: the whole text, escaped. weak: the
+    window that does not fit the text) means no highlight: the whole text, escaped. A window
+    that starts or ends inside a word is widened to whole words (word_window). weak: the
     window's score is below the threshold, so it is marked paler (class "rageval-hit weak").
     odd: (start, end) of the figures inside the window that differ from the span's, each
     wrapped in <mark class="rageval-odd"> within the window's mark. find: a search term, each
@@ -90,6 +101,7 @@ def highlight(
     found = found_ranges(text, find)
     if not (0 <= start < end <= len(text)):
         return _inner(text, 0, len(text), (), found)
+    start, end = word_window(text, start, end)
     odd = [(a, b) for a, b in odd if start <= a < b <= end]
     cls, style = (f"{HIT_CLASS} weak", WEAK_STYLE) if weak else (HIT_CLASS, MARK_STYLE)
     middle = _inner(text, start, end, odd, found)

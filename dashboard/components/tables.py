@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from dashboard.components.bands import read_bands
 from rageval_core.errors import Problem, UsageError
 from rageval_core.evaluate import Report
 from rageval_core.metrics import registry
@@ -17,7 +18,8 @@ from rageval_core.presets import METRIC_HELP, PRESET_METRICS, get_preset
 
 Band = Literal["good", "poor"]
 
-#: Quality bands of the Overview's metric cards: measure -> (poor below, good above).
+#: Quality bands of the Overview's metric cards: measure -> (poor below, good above); the
+#: defaults, which a bands file overrides per measure (dashboard/components/bands.py).
 #: A bare name ("R") covers every cut-off of that measure; a name with a cut-off ("Hit@1")
 #: only that one. Values between the two bounds, and measures not listed, are neutral.
 #: Rules of thumb for the retrieval step of a RAG system, not standards: recall-like
@@ -62,7 +64,8 @@ def preset_title(preset: str) -> str:
 
 def band(name: str, value: float) -> Band | None:
     """'good' above the measure's upper bound, 'poor' below its lower one, else None."""
-    bounds = BANDS.get(name) or BANDS.get(name.split("@", 1)[0])
+    bands, _ = read_bands(BANDS)  # a few bytes of TOML: read each time, so an edit shows at once
+    bounds = bands.get(name) or bands.get(name.split("@", 1)[0])
     if bounds is None or value is None or math.isnan(value):
         return None
     poor, good = bounds

@@ -27,7 +27,13 @@ def page_picker(n_rows: int, per_page: int, key: str, what: str) -> tuple[slice,
     page_no = 1
     if n_pages > 1:
         page_no = int(
-            st.number_input(f"Page (of {n_pages:,}, {per_page:,} {what})", 1, n_pages, key=key)
+            st.number_input(
+                f"Page (of {n_pages:,}, {per_page:,} {what})",
+                1,
+                n_pages,
+                key=key,
+                bind="query-params",
+            )
         )
     first = (page_no - 1) * per_page
     return slice(first, first + per_page), n_pages

@@ -25,9 +25,17 @@ from rageval_core.compare.statistics import (
     StatOptions,
 )
 from rageval_core.compare.text import format_comparison, format_gate
-from rageval_core.compare.trends import TrendRow, trends
+from rageval_core.compare.trends import (
+    BY_STEM,
+    TrendRow,
+    group_keys,
+    name_stem,
+    trend_group,
+    trends,
+)
 
 __all__ = [
+    "BY_STEM",
     "DEFAULT_ALPHA",
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_PERMUTATIONS",
@@ -44,9 +52,12 @@ __all__ = [
     "format_comparison",
     "format_gate",
     "gate",
+    "group_keys",
     "higher_is_better",
     "metrics_of",
+    "name_stem",
     "parse_rules",
     "shared_query_counts",
+    "trend_group",
     "trends",
 ]

@@ -1,9 +1,11 @@
-"""Trends: every stored run in time order, with its metrics and p95 latency per stage."""
+"""Trends: every stored run in time order, with its metrics and p95 latency per stage, and what
+groups runs into one line (a run tag such as `experiment`, or the run name's stem)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,9 +30,62 @@ class TrendRow:
     n_queries: int
     metrics: dict[str, float]  # NaN: the run does not support the metric
     latency_p95_ms: dict[str, float | None]
+    #: the run's own tags and its scalar run settings (retriever, top_k ...), as text
+    tags: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def dated_from(self) -> str:
+        """ "created_at", or "imported_at" when the run has no readable created_at."""
+        return "created_at" if _when(self.created_at) is not None else "imported_at"
+
+    @property
+    def when(self) -> str:
+        """The run's date as ISO 8601: its created_at, else its import time (dated_from says)."""
+        return str(self.created_at if self.dated_from == "created_at" else self.imported_at)
+
+    @property
+    def stem(self) -> str:
+        return name_stem(self.run)
 
     def to_json(self) -> dict[str, Any]:
         return ops.to_json_value(dataclasses.asdict(self))  # type: ignore[no-any-return]
+
+
+#: a name's last part that holds a digit ("-k3", "_v2", "@2026-05-01"): a version, not a kind
+_VERSION_TAIL = re.compile(r"[-_.@][^-_.@]*\d[^-_.@]*$")
+#: group trends by the run name's stem (the default), not by a tag
+BY_STEM = "name stem"
+
+
+def name_stem(name: str) -> str:
+    """The run name without its version-like tails: "bm25-k3" -> "bm25", "exp_v2_2" -> "exp"."""
+    stem = name
+    while True:
+        cut = _VERSION_TAIL.sub("", stem)
+        if cut == stem or not cut:
+            return stem
+        stem = cut
+
+
+def trend_group(row: TrendRow, by: str = BY_STEM) -> str:
+    """The line row belongs to: its value of the tag by, or its name's stem (by = BY_STEM)."""
+    if by == BY_STEM:
+        return row.stem
+    return row.tags.get(by, f"(no {by})")
+
+
+def group_keys(rows: Sequence[TrendRow]) -> list[str]:
+    """What trends can be grouped by: the name's stem, then every tag a run carries."""
+    return [BY_STEM, *sorted({k for r in rows for k in r.tags})]
+
+
+def _run_tags(settings: dict[str, Any]) -> dict[str, str]:
+    """The run's tags ({"tags": {...}} in its settings) over its scalar settings, as text."""
+    out = {str(k): str(v) for k, v in settings.items() if isinstance(v, str | int | float)}
+    own = settings.get("tags")
+    if isinstance(own, dict):
+        out.update({str(k): str(v) for k, v in own.items()})
+    return out
 
 
 def _when(text: str | None) -> datetime | None:
@@ -73,6 +128,7 @@ def trends(
                 n_queries=record.n_queries,
                 metrics=values,
                 latency_p95_ms={stage: st.get("p95") for stage, st in latency.items()},
+                tags=_run_tags(record.settings or {}),
             )
         )
     return rows

@@ -258,6 +258,20 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             )""",
         ),
     ),
+    (
+        8,
+        (
+            # A person's note on one query of a run (rageval_core.store.runfacts): written in
+            # the drilldown, deleted with the run, one note per (run, query).
+            """CREATE TABLE query_notes (
+                run_id BIGINT NOT NULL,
+                query_id VARCHAR NOT NULL,
+                note VARCHAR NOT NULL,
+                noted_at VARCHAR NOT NULL,
+                PRIMARY KEY (run_id, query_id)
+            )""",
+        ),
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -274,6 +288,7 @@ DERIVED_TABLES = (
     "human_labels",
     "judge_sets",
     "judge_results",
+    "query_notes",
 )
 #: Every table the store owns (for counts and deletes); judge_cache belongs to no run.
 ALL_TABLES = ("schema_version", "runs", *QUERY_TABLES, *DERIVED_TABLES, "judge_cache")

@@ -236,8 +236,10 @@ def test_segment_latency_cost_and_trend_tables(
     cost = frame_with(at, "cost")
     assert set(cost["cost"]) == {"per_query", "total"} and len(cost) == 4
 
-    trend = frame_with(at, "created_at")
+    trend = frame_with(at, "dated from")
     assert trend["run"].tolist() == ["bm25", "tfidf_char", "hybrid_rerank"]  # by created_at
+    assert set(trend["dated from"]) == {"created_at"}  # every sample run carries its date
+    assert trend["group"].tolist() == ["bm25", "tfidf_char", "hybrid_rerank"]  # no shared stem
     assert at.multiselect(key="compare.trend_metrics").value == [
         "nDCG@10",
         "R@10",

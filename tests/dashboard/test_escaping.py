@@ -20,7 +20,7 @@ import pytest
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components.highlight import chunk_card, highlight, text_block
+from dashboard.components.highlight import chunk_card, highlight, text_block, word_window
 from dashboard.components.text import LINE_BREAK, ZERO_WIDTH_SPACE, escape_text
 from tests.cli import rageval
 
@@ -160,9 +160,11 @@ def test_highlight_cards_and_blocks_use_the_rule() -> None:
         rendered = render(markup)
         assert "<img" not in rendered and "<a " not in rendered and "\r" not in markup
         assert tags(markup) <= {"br", "mark", "/mark", "div", "/div", "span", "/span", "i", "/i"}
-    # the marked window still holds exactly the chunk's characters [2, 10)
+    # the marked window still holds exactly the chunk's characters [2, 10), widened to whole
+    # words (highlight.word_window)
+    start, end = word_window(evil, 2, 10)
     marked = re.search(r"<mark[^>]*>(.*?)</mark>", highlight(evil, 2, 10))
-    assert marked and visible(marked.group(1)) == LINE_BREAK.sub("\n", evil[2:10])
+    assert marked and visible(marked.group(1)) == LINE_BREAK.sub("\n", evil[start:end])
 
 
 def test_ordinary_text_still_reads_the_same() -> None:

@@ -227,9 +227,11 @@ def test_highlight_escapes_every_piece() -> None:
 def test_highlight_window_boundaries_and_no_window() -> None:
     text = "abcdef"
     assert MARK.findall(highlight(text, 0, 6)) == ["abcdef"]
-    assert MARK.findall(highlight(text, 2, 4)) == ["cd"]
-    out = highlight(text, 5, 6)
-    assert out.startswith("abcde<mark") and MARK.findall(out) == ["f"]
+    # a window inside a word marks the whole word (word_window)
+    assert MARK.findall(highlight(text, 2, 4)) == ["abcdef"]
+    out = highlight("abc def", 4, 7)
+    assert out.startswith("abc <mark") and MARK.findall(out) == ["def"]
+    assert MARK.findall(highlight("ab cd ef", 3, 5)) == ["cd"]
     for start, end in ((-1, -1), (3, 3), (4, 2), (0, 7), (-1, 3)):
         assert highlight(text, start, end) == "abcdef"
     assert highlight("<b>", -1, -1) == "&#60;b&#62;"
