@@ -602,17 +602,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", help=argparse.SUPPRESS)
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.child == "core":
-        print("RESULT " + json.dumps(core_split(args.db, args.run)), flush=True)
-        return 0
-    if args.child == "apptest":
-        print("RESULT " + json.dumps(apptest_measure(args.run, args.moves)), flush=True)
-        return 0
-    if args.child == "browser":
-        print(
-            "RESULT " + json.dumps(measure_browser(Path(args.db), args.run, args.moves)), flush=True
-        )
-        return 0
+    if args.child is not None:
+        if args.child == "core":
+            measured: Any = core_split(args.db, args.run)
+        elif args.child == "apptest":
+            measured = apptest_measure(args.run, args.moves)
+        else:
+            measured = measure_browser(Path(args.db), args.run, args.moves)
+        print("RESULT " + json.dumps(measured), flush=True)
+        sys.stderr.flush()
+        # the measurement is out: no interpreter teardown, where a daemon thread still inside
+        # DuckDB or Arrow can abort the process ("FATAL: exception not rethrown", seen under load)
+        os._exit(0)
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="rageval-dash-") as tmp:
