@@ -24,11 +24,11 @@ from rageval_core import ops
 from rageval_core.compare.statistics import (
     Floats,
     StatOptions,
-    bootstrap_ci,
+    bootstrap_cis,
     effect_size,
     holm,
     paired_t_test,
-    permutation_test,
+    permutation_tests,
 )
 from rageval_core.compare.ops import OpsChange, ops_changes, stage_columns
 from rageval_core.errors import UsageError
@@ -207,15 +207,31 @@ def paired_test(
     options: StatOptions,
 ) -> PairedTest:
     """Compare one metric's aligned per-query values (NaN = not scored: that pair is left out)."""
-    higher = higher_is_better(metric)
+    return paired_tests([(metric, candidate, base, cand, w_base, w_cand)], options)[0]
+
+
+#: one paired test's input: metric, candidate, aligned baseline and candidate values, weights
+TestInput = tuple[str, str, Floats, Floats, Floats | None, Floats | None]
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """One test's pairs: values and weights where both runs score, and the tested contributions."""
+
+    b: Floats
+    c: Floats
+    wb: Floats
+    wc: Floats
+    d: Floats
+    weighted: bool
+
+
+def _pairs(base: Floats, cand: Floats, w_base: Floats | None, w_cand: Floats | None) -> _Pairs:
     paired = ~np.isnan(base) & ~np.isnan(cand)
     b, c = base[paired], cand[paired]
     wb = np.ones(b.size) if w_base is None else w_base[paired]
     wc = np.ones(c.size) if w_cand is None else w_cand[paired]
     n = int(b.size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_b = float(np.dot(b, wb) / wb.sum()) if n else math.nan
-        mean_c = float(np.dot(c, wc) / wc.sum()) if n else math.nan
     weighted = w_base is not None or w_cand is not None
     if weighted and n:
         # Per-query contributions whose plain mean is the weighted difference of means, so the
@@ -224,37 +240,86 @@ def paired_test(
             d = n * (wc * c / wc.sum() - wb * b / wb.sum())
     else:
         d = c - b
-    raw = (c - b) * (1.0 if higher else -1.0)
-    tt = paired_t_test(d)
-    lo, hi = bootstrap_ci(
-        b,
-        c,
-        wb if weighted else None,
-        wc if weighted else None,
-        n_resamples=options.n_bootstrap,
-        seed=options.seed,
-        level=options.level,
-    )
-    return PairedTest(
-        metric=metric,
-        candidate=candidate,
-        n=n,
-        baseline_mean=mean_b,
-        candidate_mean=mean_c,
-        diff=mean_c - mean_b,
-        ci_low=lo,
-        ci_high=hi,
-        t=tt.t,
-        df=tt.df,
-        p_t=tt.p,
-        p_perm=permutation_test(d, options.n_permutations, options.seed),
-        effect_size=effect_size(d),
-        wins=int(np.count_nonzero(raw > _TIE)),
-        ties=int(np.count_nonzero(np.abs(raw) <= _TIE)),
-        losses=int(np.count_nonzero(raw < -_TIE)),
-        higher_is_better=higher,
-        note=NOTE_SMALL if n < 2 else "",
-    )
+    return _Pairs(b, c, wb, wc, d, weighted)
+
+
+def _resampling(pairs: Sequence[_Pairs], options: StatOptions) -> tuple[Floats, Floats, Floats]:
+    """(CI low, CI high, randomisation p) of every test, the tests with the same number of
+    pairs sharing one draw of resamples and sign flips (the same draws a test alone would get
+    from the seed, so batching changes no number)."""
+    m = len(pairs)
+    lo, hi, p = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
+    by_n: dict[int, list[int]] = {}
+    for i, x in enumerate(pairs):
+        by_n.setdefault(int(x.b.size), []).append(i)
+    for n, group in by_n.items():
+        if n < 2:
+            continue
+        p[group] = permutation_tests(
+            np.stack([pairs[i].d for i in group], axis=1), options.n_permutations, options.seed
+        )
+        for weighted in (False, True):
+            part = [i for i in group if pairs[i].weighted == weighted]
+            if not part:
+                continue
+
+            def cols(attr: str, part: list[int] = part) -> Floats:
+                return np.stack([getattr(pairs[i], attr) for i in part], axis=1)
+
+            lo[part], hi[part] = bootstrap_cis(
+                cols("b"),
+                cols("c"),
+                cols("wb") if weighted else None,
+                cols("wc") if weighted else None,
+                n_resamples=options.n_bootstrap,
+                seed=options.seed,
+                level=options.level,
+            )
+    return lo, hi, p
+
+
+def paired_tests(
+    inputs: Sequence[TestInput], options: StatOptions, resample: bool = True
+) -> list[PairedTest]:
+    """paired_test of every input, the bootstrap and randomisation tests batched over all of
+    them; resample=False leaves the CI and the randomisation p NaN (the cheap part only)."""
+    pairs = [_pairs(base, cand, wb, wc) for _, _, base, cand, wb, wc in inputs]
+    if resample:
+        lo, hi, p = _resampling(pairs, options)
+    else:
+        lo = hi = p = np.full(len(pairs), np.nan)
+    out = []
+    for i, ((metric, candidate, *_), x) in enumerate(zip(inputs, pairs, strict=True)):
+        higher = higher_is_better(metric)
+        n = int(x.b.size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_b = float(np.dot(x.b, x.wb) / x.wb.sum()) if n else math.nan
+            mean_c = float(np.dot(x.c, x.wc) / x.wc.sum()) if n else math.nan
+        raw = (x.c - x.b) * (1.0 if higher else -1.0)
+        tt = paired_t_test(x.d)
+        out.append(
+            PairedTest(
+                metric=metric,
+                candidate=candidate,
+                n=n,
+                baseline_mean=mean_b,
+                candidate_mean=mean_c,
+                diff=mean_c - mean_b,
+                ci_low=float(lo[i]),
+                ci_high=float(hi[i]),
+                t=tt.t,
+                df=tt.df,
+                p_t=tt.p,
+                p_perm=float(p[i]),
+                effect_size=effect_size(x.d),
+                wins=int(np.count_nonzero(raw > _TIE)),
+                ties=int(np.count_nonzero(np.abs(raw) <= _TIE)),
+                losses=int(np.count_nonzero(raw < -_TIE)),
+                higher_is_better=higher,
+                note=NOTE_SMALL if n < 2 else "",
+            )
+        )
+    return out
 
 
 def _with_holm(tests: list[PairedTest]) -> list[PairedTest]:
@@ -435,6 +500,8 @@ def compare(
     by: Sequence[str] = (),
     options: StatOptions | None = None,
     n_worst: int = DEFAULT_WORST,
+    resample: bool = True,
+    with_ops: bool = True,
     **overrides: Any,
 ) -> Comparison:
     """Compare runs[1:] with the baseline runs[0] (2 to 5 runs: LoadedRun, RunData, names or
@@ -443,6 +510,10 @@ def compare(
     metrics None: the default metrics every run supports (as evaluate() chooses them); an
     empty list: none (latency and cost only).
     settings fields may also be given as keywords: compare(runs, k=5).
+    resample=False skips the bootstrap intervals and randomisation tests (left NaN): the
+    means, deltas, t-tests and wins come back at a fraction of the cost, for a first look.
+    with_ops=False leaves latency and cost out (compare_ops computes them: they do not depend
+    on the settings, so a caller that caches them need not redo them when k moves).
     """
     base = settings or Settings()
     if overrides.get("preset") is not None:  # its values, then the other keywords over them
@@ -459,7 +530,23 @@ def compare(
     if n_worst < 0:
         raise UsageError(f"the number of worst queries must be >= 0, got {n_worst}")
     with open_runs(runs, store) as loaded:
-        return _compare(loaded, metrics, s, list(by), opts, n_worst)
+        return _compare(loaded, metrics, s, list(by), opts, n_worst, resample, with_ops)
+
+
+def compare_ops(
+    runs: Sequence[Source],
+    *,
+    store: Store | None = None,
+    options: StatOptions | None = None,
+    resample: bool = True,
+) -> tuple[list[OpsChange], list[OpsChange], str]:
+    """The latency and cost part of compare(runs): (latency changes, cost changes, cost note)."""
+    opts = options or StatOptions()
+    opts.check()
+    with open_runs(runs, store) as loaded:
+        labels = _labels([d.run.name for _, d in loaded])
+        alignment = align(labels, [d.query_ids for _, d in loaded])
+        return ops_changes(loaded, labels, alignment.rows, opts, resample)
 
 
 def _labels(names: Sequence[str]) -> list[str]:
@@ -515,6 +602,8 @@ def _compare(
     by: list[str],
     opts: StatOptions,
     n_worst: int,
+    resample: bool = True,
+    with_ops: bool = True,
 ) -> Comparison:
     labels = _labels([d.run.name for _, d in loaded])
     alignment = align(labels, [d.query_ids for _, d in loaded])
@@ -560,25 +649,22 @@ def _compare(
     }
 
     def family_tests(mask: NDArray[np.bool_] | None) -> list[PairedTest]:
-        tests = []
-        for i in range(1, len(labels)):
-            for m in names:
+        def cut(x: Floats | None) -> Floats | None:
+            return x if x is None or mask is None else x[mask]
 
-                def cut(x: Floats | None) -> Floats | None:
-                    return x if x is None or mask is None else x[mask]
-
-                tests.append(
-                    paired_test(
-                        m,
-                        labels[i],
-                        cut(cols[0][m]),  # type: ignore[arg-type]
-                        cut(cols[i][m]),  # type: ignore[arg-type]
-                        cut(weights[0][m]),
-                        cut(weights[i][m]),
-                        opts,
-                    )
-                )
-        return _with_holm(tests)
+        inputs: list[TestInput] = [
+            (
+                m,
+                labels[i],
+                cut(cols[0][m]),  # type: ignore[misc]
+                cut(cols[i][m]),  # type: ignore[misc]
+                cut(weights[0][m]),
+                cut(weights[i][m]),
+            )
+            for i in range(1, len(labels))
+            for m in names
+        ]
+        return _with_holm(paired_tests(inputs, opts, resample))
 
     tests = family_tests(None)
     worst = {
@@ -587,7 +673,9 @@ def _compare(
         }
         for i in range(1, len(labels))
     }
-    latency, cost, cost_note = ops_changes(loaded, labels, alignment.rows, opts)
+    latency, cost, cost_note = (
+        ops_changes(loaded, labels, alignment.rows, opts, resample) if with_ops else ([], [], "")
+    )
     segments: dict[str, dict[str, dict[str, Any]]] = {}
     base = loaded[0][1]
     for tag in by:
