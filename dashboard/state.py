@@ -21,7 +21,8 @@ from dashboard.busy import BUSY_DEEP_S, BUSY_GATE_S, BUSY_GAVE_UP, BUSY_STEP_S, 
 from dashboard.busy import held_elsewhere, signature
 from dashboard.keys import View, settings_from_key, settings_key
 from rageval_core import curves, drilldown, opsview, tuning
-from rageval_core.compare import Comparison, TrendRow, compare, shared_query_counts, trends
+from rageval_core.compare import Comparison, TrendRow, compare, compare_ops
+from rageval_core.compare import shared_query_counts, trends
 from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
 from rageval_core.metrics import registry
 from rageval_core.parity import Explanation, explain_preset
@@ -205,6 +206,7 @@ def clear_caches() -> None:
     """After an import, rename or delete: every derived result is recomputed (the Store stays)."""
     st.cache_data.clear()
     _listed().clear()
+    _compared().clear()
     for cached in (
         run_data,
         _report,
@@ -451,23 +453,67 @@ def _comparison(
     db: str | None,
     settings_key: tuple[Any, ...],
     tag: str | None,
+    resample: bool = True,
 ) -> Comparison:
     loaded = [run_data(run_id, content_hash, db) for run_id, content_hash, _ in runs]
-    return compare(
-        loaded, store=store(), settings=settings_from_key(settings_key), by=(tag,) if tag else ()
+    c = compare(
+        loaded,
+        store=store(),
+        settings=settings_from_key(settings_key),
+        by=(tag,) if tag else (),
+        resample=resample,
+        with_ops=False,
     )
+    latency, cost, note = _comparison_ops(runs, db, resample)
+    _compared().add((runs, db, settings_key, tag, resample))
+    return dataclasses.replace(c, latency=latency, cost=cost, cost_note=note)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _comparison_ops(
+    runs: tuple[tuple[int, str, str], ...], db: str | None, resample: bool
+) -> tuple[list[Any], list[Any], str]:
+    # latency and cost do not depend on k, the threshold or the scorer: kept across their moves
+    loaded = [run_data(run_id, content_hash, db) for run_id, content_hash, _ in runs]
+    return compare_ops(loaded, store=store(), resample=resample)
+
+
+@st.cache_resource(show_spinner=False)
+def _compared() -> set[tuple[Any, ...]]:
+    # the keys of the comparisons computed so far (a hint only: an evicted one is recomputed)
+    return set()
+
+
+def _comparison_key(
+    baseline: RunRecord, candidates: Sequence[RunRecord]
+) -> tuple[tuple[int, str, str], ...]:
+    return tuple((r.run_id, r.content_hash, r.name) for r in (baseline, *candidates))
 
 
 @calm
 def comparison(
-    baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings, tag: str | None = None
+    baseline: RunRecord,
+    candidates: Sequence[RunRecord],
+    settings: Settings,
+    tag: str | None = None,
+    resample: bool = True,
 ) -> Comparison:
     """The core's comparison of candidates with baseline (cached per runs, settings and tag).
 
-    Raises the core's RagevalError (e.g. no shared query) for the page to show.
+    resample=False: without the bootstrap intervals and randomisation tests, a fraction of the
+    cost, for the page to show the deltas while those are computed. Raises the core's
+    RagevalError (e.g. no shared query) for the page to show.
     """
-    key = tuple((r.run_id, r.content_hash, r.name) for r in (baseline, *candidates))
-    return _comparison(key, _db(), settings_key(settings), tag)
+    key = _comparison_key(baseline, candidates)
+    return _comparison(key, _db(), settings_key(settings), tag, resample)
+
+
+def comparison_ready(
+    baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings
+) -> bool:
+    """Whether the full comparison at these settings was computed before (then it is cached)."""
+    key = (_comparison_key(baseline, candidates), _db(), settings_key(settings), None, True)
+    return key in _compared()
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
