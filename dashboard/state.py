@@ -531,3 +531,19 @@ def trend_rows(settings: Settings, metrics: Sequence[str]) -> list[TrendRow]:
     """Every stored run in created_at order with its metrics and p95 latency (cached)."""
     key = tuple((r.run_id, r.content_hash, r.name, r.created_at) for r in runs())
     return _trend_rows(key, _db(), settings_key(settings), tuple(metrics))
+
+
+# --- rescoring in the background ---
+
+
+@st.cache_resource(show_spinner=False)
+def scoring_jobs() -> dict[tuple[Any, ...], Any]:
+    """(store, run, scorer, norm) -> its rescoring.Job, shared by every session of the server:
+    a scoring started on one page goes on while the user moves to another."""
+    return {}
+
+
+@st.cache_resource(show_spinner=False)
+def scored_keys() -> set[tuple[Any, ...]]:
+    """The (store, run, scorer, norm) keys known to have their pair scores kept."""
+    return set()
