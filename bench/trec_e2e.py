@@ -236,22 +236,35 @@ def process_command(tool: str, files: TrecFiles) -> list[str]:
     return [sys.executable, "-c", PYTREC_SCRIPT, str(files.run), str(files.qrels), names]
 
 
-def _process_main(tool: str, files: TrecFiles, calls: int) -> dict[str, Any]:
-    """Run the command calls times; seconds of each (process start to exit), its peak RSS."""
-    seconds, means = [], {}
+def in_process(tool: str, files: TrecFiles, calls: int) -> dict[str, Any]:
+    """Run tool's command calls times from a small Python (bench.process_peak): seconds of
+    each (process start to exit) and the command's own peak RSS (the largest over the calls)."""
+    seconds, peaks, means = [], [], {}
     for _ in range(calls):
-        started = time.perf_counter()
-        done = subprocess.run(process_command(tool, files), capture_output=True, text=True)
-        seconds.append(time.perf_counter() - started)
-        if done.returncode != 0:
-            raise RuntimeError(f"{tool} failed: {done.stderr[-2000:]}")
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.process_peak", *process_command(tool, files)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        got = json.loads(done.stdout)
+        if got["returncode"] != 0:
+            raise RuntimeError(f"{tool} failed: {got['stderr']}")
+        seconds.append(got["seconds"])
+        peaks.append(got["peak_mb"])
         if tool == "cli":
-            means = {m: float(v) for m, v in json.loads(done.stdout)["metrics"].items()}
+            means = {m: float(v) for m, v in json.loads(got["stdout"])["metrics"].items()}
         else:
-            got = dict(line.split() for line in done.stdout.splitlines())
-            means = {m: float(got[PYTREC[m]]) for m in METRICS}
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"tool": tool, "seconds": seconds, "peak_mb": peak, "start_mb": 0.0, "means": means}
+            lines = dict(line.split() for line in got["stdout"].splitlines())
+            means = {m: float(lines[PYTREC[m]]) for m in METRICS}
+    return {
+        "tool": tool,
+        "seconds": seconds,
+        "peak_mb": max(peaks),
+        "start_mb": 0.0,
+        "means": means,
+    }
 
 
 PROCESSES = {
@@ -343,9 +356,6 @@ def in_child(tool: str, files: TrecFiles, calls: int) -> dict[str, Any]:
 def _child_main(argv: list[str]) -> int:
     tool, run_file, qrels_file, calls = argv[0], Path(argv[1]), Path(argv[2]), int(argv[3])
     files = TrecFiles(run_file, qrels_file, 0, 0, 0, frozenset())
-    if tool in PROCESSES:  # this Python only starts the process and reads its peak
-        print(json.dumps(_process_main(tool, files, calls)))
-        return 0
     # rageval is imported with this module; the others' packages here, so the baseline below
     # holds every import and the peak above it is the tool's own work
     if tool == "pytrec_eval":
@@ -569,7 +579,7 @@ def run(
         )
     processes: dict[str, dict[str, Any]] = {}
     if memory:
-        processes = {key: in_child(key, files, 3) for key in PROCESSES}
+        processes = {key: in_process(key, files, 3) for key in PROCESSES}
         base_s = float(np.median(processes["pytrec_eval_script"]["seconds"]))
         base_mb = processes["pytrec_eval_script"]["peak_mb"]
         rows_proc = tuple(
@@ -605,7 +615,8 @@ def run(
         big = write_trec_files(workdir / "scale", scale_queries, depth, seed)
         # the Query-object route would take minutes here: the fast routes stand for rageval
         scale_keys = [k for k in keys if k != "queries"]
-        scale = {key: in_child(key, big, 2) for key in (*scale_keys, *PROCESSES)}
+        scale = {key: in_child(key, big, 2) for key in scale_keys}
+        scale.update({key: in_process(key, big, 2) for key in PROCESSES})
         scale_keys += list(PROCESSES)
         pyt_s = scale["pytrec_eval"]["seconds"][-1]
         rows_scale = []
