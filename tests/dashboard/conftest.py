@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -53,3 +54,15 @@ def url_param(at: AppTest, key: str) -> str | None:
         assert len(value) == 1, f"{key} holds {value}"
         return str(value[0])
     return value
+
+
+def wait_for_scores(at: AppTest, timeout_s: float = 120) -> None:
+    """Rerun the app until no page shows the rescoring progress bar (new pair scores are
+    computed in a background thread, dashboard/rescoring.py), failing after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while at.progress:
+        assert time.monotonic() < deadline, "the pair scores were not in after the timeout"
+        time.sleep(0.2)
+        at.run()
+    failed = [e.value for e in at.error if "Scoring failed" in str(e.value)]
+    assert not failed, failed
