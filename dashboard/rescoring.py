@@ -60,11 +60,11 @@ def _key(view: View) -> tuple[Any, ...]:
     return (state.store_path(), view.run.run_id, view.run.content_hash, s.scorer_key, s.norm.key)
 
 
-def _run(job: Job, view: View) -> None:
+def _run(job: Job, view: View, store: Any) -> None:
     s = view.settings
     try:
         ensure_scored(
-            state.store(),
+            store,
             view.run.run_id,
             s.scorer_key,
             s.norm,
@@ -108,7 +108,8 @@ def start(view: View) -> Job:
             total=view.run.n_queries,
         )
         jobs[key] = job
-        threading.Thread(target=_run, args=(job, view), daemon=True).start()
+        # the store is looked up here: the thread has no Streamlit context for the cache
+        threading.Thread(target=_run, args=(job, view, state.store()), daemon=True).start()
     return job
 
 
