@@ -30,10 +30,13 @@ def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def make_app(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., AppTest]]:
     """make_app(page=None, db=None, **query_params) -> an AppTest that has run once.
 
-    page: a file under dashboard/app_pages (e.g. "queries.py"); query params preset the sidebar.
+    page: a file under dashboard/app_pages (e.g. "queries.py"); query params preset the sidebar;
+    wait=False returns while new pair scores are still being computed (the progress bar shows).
     """
 
-    def make(page: str | None = None, db: Path | None = None, **params: str) -> AppTest:
+    def make(
+        page: str | None = None, db: Path | None = None, wait: bool = True, **params: str
+    ) -> AppTest:
         monkeypatch.setenv("RAGEVAL_DB", str(db or app_db))
         at = AppTest.from_file(str(APP), default_timeout=120)
         for key, value in params.items():
@@ -42,6 +45,8 @@ def make_app(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
         if page is not None:
             at.switch_page(f"app_pages/{page}")
             at.run()
+        if wait:  # settings that need new pair scores show a progress bar first
+            wait_for_scores(at)
         return at
 
     yield make

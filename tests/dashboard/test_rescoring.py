@@ -41,7 +41,7 @@ def _until(at: AppTest, done: Callable[[AppTest], bool], timeout_s: float = 60) 
 def test_unscored_settings_show_progress_then_the_page(
     make_app: Callable[..., AppTest], unscored_db: Path
 ) -> None:
-    at = make_app("overview.py", db=unscored_db)
+    at = make_app("overview.py", db=unscored_db, wait=False)
     assert not at.exception, [e.value for e in at.exception]
     bars = at.progress
     assert bars and "queries" in _texts(at) and "Scoring bm25" in _texts(at)
@@ -55,7 +55,7 @@ def test_cancel_keeps_nothing_and_says_so(
     make_app: Callable[..., AppTest], unscored_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(scores, "BLOCK_QUERIES", 2)  # many blocks: Cancel lands between two
-    at = make_app("overview.py", db=unscored_db)
+    at = make_app("overview.py", db=unscored_db, wait=False)
     at.button(key="rescoring.cancel").click().run()
     _until(at, lambda a: "cancelled" in _texts(a))
     assert not at.progress and at.button(key="rescoring.again") is not None
