@@ -61,6 +61,11 @@ class PairRows:
     end: NDArray[np.int32]
 
 
+#: one scoring at a time in a process: two at once (the dashboard's background thread and a
+#: page scoring another run) would both insert the same embedding rows and clash on their key
+_SCORING_LOCK = threading.RLock()
+
+
 class ScoringCancelled(RagevalError):
     """ensure_scored stopped by its cancel event: nothing of that scoring is kept."""
 
@@ -101,7 +106,7 @@ def ensure_scored(
     get_scorer(scorer)  # unknown names fail before any work
     scorer = canonical_key(scorer)
     run = store.run(ref)
-    with store._cursor() as cur:
+    with _SCORING_LOCK, store._cursor() as cur:
         row = first_row(
             cur.execute(
                 "SELECT n_pairs, seconds FROM scorings WHERE run_id = ? AND scorer = ? AND norm = ?",
