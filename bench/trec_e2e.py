@@ -53,6 +53,7 @@ PYTREC = {
     "AP": "map",
     "nDCG@10": "ndcg_cut_10",
 }
+IR_MEASURES = {"P@10": "P@10", "R@100": "R@100", "RR": "RR", "AP": "AP", "nDCG@10": "nDCG@10"}
 RANX = {
     "P@10": "precision@10",
     "R@100": "recall@100",
@@ -192,6 +193,86 @@ def ranx_run(files: TrecFiles) -> tuple[Any, dict[str, float]]:
     return (run, means), sw.stages
 
 
+def ir_measures_run(files: TrecFiles) -> tuple[Any, dict[str, float]]:
+    """ir_measures' read_trec_run/read_trec_qrels, then iter_calc (per query) and the means."""
+    import ir_measures
+
+    sw = Stopwatch()
+    qrels = list(ir_measures.read_trec_qrels(str(files.qrels)))
+    run = list(ir_measures.read_trec_run(str(files.run)))
+    sw.lap("parse")
+    measures = [ir_measures.parse_measure(m) for m in IR_MEASURES.values()]
+    per_query: PerQuery = {m: {} for m in METRICS}
+    names = {str(x): m for m, x in zip(METRICS, measures, strict=True)}
+    for row in ir_measures.iter_calc(measures, qrels, run):
+        per_query[names[str(row.measure)]][row.query_id] = float(row.value)
+    means = {m: float(np.mean(list(per_query[m].values()))) for m in METRICS}
+    sw.lap("evaluate")
+    return (per_query, means), sw.stages
+
+
+# --- as processes: the CLI against a plain pytrec_eval script, each a fresh Python ----------
+
+PYTREC_SCRIPT = """
+import sys, pytrec_eval
+with open(sys.argv[1]) as fh:
+    run = pytrec_eval.parse_run(fh)
+with open(sys.argv[2]) as fh:
+    qrels = pytrec_eval.parse_qrel(fh)
+names = sys.argv[3].split(",")
+per_query = pytrec_eval.RelevanceEvaluator(qrels, set(names)).evaluate(run)
+for m in names:
+    print(m, pytrec_eval.compute_aggregated_measure(m, [v[m] for v in per_query.values()]))
+"""
+
+
+def process_command(tool: str, files: TrecFiles) -> list[str]:
+    """The command line of tool ("cli" or "pytrec_eval_script") on the files."""
+    if tool == "cli":
+        exe = str(Path(sys.executable).with_name("rageval"))
+        return [exe, "evaluate", str(files.run), "--qrels", str(files.qrels), "--format",
+                "trec", "--metrics", " ".join(METRICS), "--json"]  # fmt: skip
+    names = ",".join(PYTREC.values())
+    return [sys.executable, "-c", PYTREC_SCRIPT, str(files.run), str(files.qrels), names]
+
+
+def in_process(tool: str, files: TrecFiles, calls: int) -> dict[str, Any]:
+    """Run tool's command calls times from a small Python (bench.process_peak): seconds of
+    each (process start to exit) and the command's own peak RSS (the largest over the calls)."""
+    seconds, peaks, means = [], [], {}
+    for _ in range(calls):
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.process_peak", *process_command(tool, files)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        got = json.loads(done.stdout)
+        if got["returncode"] != 0:
+            raise RuntimeError(f"{tool} failed: {got['stderr']}")
+        seconds.append(got["seconds"])
+        peaks.append(got["peak_mb"])
+        if tool == "cli":
+            means = {m: float(v) for m, v in json.loads(got["stdout"])["metrics"].items()}
+        else:
+            lines = dict(line.split() for line in got["stdout"].splitlines())
+            means = {m: float(lines[PYTREC[m]]) for m in METRICS}
+    return {
+        "tool": tool,
+        "seconds": seconds,
+        "peak_mb": max(peaks),
+        "start_mb": 0.0,
+        "means": means,
+    }
+
+
+PROCESSES = {
+    "cli": "rageval evaluate RUN --qrels QRELS --json (the CLI, a process)",
+    "pytrec_eval_script": "pytrec_eval in a script (parse + evaluate, a process)",
+}
+
+
 # --- values in one shape, and their agreement -----------------------------------------------
 
 
@@ -225,6 +306,7 @@ TOOLS: dict[str, Callable[[TrecFiles], tuple[Any, dict[str, float]]]] = {
     "store": rageval_store,
     "queries": rageval_queries,
     "pytrec_eval": pytrec_eval_run,
+    "ir_measures": ir_measures_run,
     "ranx": ranx_run,
 }
 CONVERT: dict[str, Callable[[Any], tuple[PerQuery, dict[str, float]]]] = {
@@ -232,6 +314,7 @@ CONVERT: dict[str, Callable[[Any], tuple[PerQuery, dict[str, float]]]] = {
     "store": values_direct,
     "queries": values_direct,
     "pytrec_eval": values_pytrec,
+    "ir_measures": lambda raw: raw,
     "ranx": values_ranx,
 }
 LABELS = {
@@ -239,6 +322,7 @@ LABELS = {
     "store": "rageval store (import -> load_run_data -> evaluate)",
     "queries": "rageval Query objects (trec.read -> ranked_labels_from_queries -> compute)",
     "pytrec_eval": "pytrec_eval (parse_run/parse_qrel -> evaluate)",
+    "ir_measures": "ir_measures (read_trec_run/read_trec_qrels -> iter_calc)",
     "ranx": "ranx, warm (from_file -> evaluate)",
 }
 
@@ -278,6 +362,8 @@ def _child_main(argv: list[str]) -> int:
         import pytrec_eval  # noqa: F401
     elif tool == "ranx":
         import ranx  # noqa: F401
+    elif tool == "ir_measures":
+        import ir_measures  # noqa: F401
     start_mb = rss_mb()
     seconds, means = [], {}
     for _ in range(calls):
@@ -491,12 +577,47 @@ def run(
                 ),
             )
         )
+    processes: dict[str, dict[str, Any]] = {}
+    if memory:
+        processes = {key: in_process(key, files, 3) for key in PROCESSES}
+        base_s = float(np.median(processes["pytrec_eval_script"]["seconds"]))
+        base_mb = processes["pytrec_eval_script"]["peak_mb"]
+        rows_proc = tuple(
+            (
+                label,
+                fmt_seconds(float(np.median(processes[key]["seconds"]))),
+                f"{processes[key]['peak_mb']:,.0f} MB",
+                fmt_ratio(float(np.median(processes[key]["seconds"])) / base_s),
+                fmt_ratio(processes[key]["peak_mb"] / base_mb),
+                f"{max(abs(processes[key]['means'][m] - values[pyt][1][m]) for m in METRICS):.1e}",
+            )
+            for key, label in PROCESSES.items()
+        )
+        tables.append(
+            (
+                f"As processes at {n_queries:,} queries (start to exit, median of 3; peak RSS of "
+                "the process):",
+                Table(
+                    (
+                        "command",
+                        "wall time",
+                        "peak RSS",
+                        "time / pytrec_eval script",
+                        "memory / pytrec_eval script",
+                        "max |mean diff| vs pytrec_eval",
+                    ),
+                    rows_proc,
+                ),
+            )
+        )
     scale: dict[str, Any] = {}
     if scale_queries:
         big = write_trec_files(workdir / "scale", scale_queries, depth, seed)
         # the Query-object route would take minutes here: the fast routes stand for rageval
         scale_keys = [k for k in keys if k != "queries"]
         scale = {key: in_child(key, big, 2) for key in scale_keys}
+        scale.update({key: in_process(key, big, 2) for key in PROCESSES})
+        scale_keys += list(PROCESSES)
         pyt_s = scale["pytrec_eval"]["seconds"][-1]
         rows_scale = []
         for key in scale_keys:
@@ -504,7 +625,7 @@ def run(
             agree = max(abs(got["means"][m] - scale["pytrec_eval"]["means"][m]) for m in METRICS)
             rows_scale.append(
                 (
-                    LABELS[key],
+                    LABELS.get(key) or PROCESSES[key],
                     fmt_seconds(got["seconds"][-1]),
                     fmt_seconds(got["seconds"][0]),
                     f"{got['peak_mb']:,.0f} MB",
@@ -591,6 +712,14 @@ def run(
             f"{peaks[lowest]['peak_mb']:,.0f} MB ({above(lowest):,.0f}). Every child starts with the "
             "same imports (the bench module imports rageval), so the columns compare like with like."
         )
+    if processes:
+        cli, script = processes["cli"], processes["pytrec_eval_script"]
+        notes.append(
+            f"As processes at {n_queries:,} queries: `rageval evaluate` takes "
+            f"{fmt_ratio(float(np.median(cli['seconds'])) / float(np.median(script['seconds'])))} "
+            f"of a pytrec_eval script's time and {fmt_ratio(cli['peak_mb'] / script['peak_mb'])} "
+            "of its peak memory (Python start and imports included on both sides)."
+        )
     if scale:
         pyt_s = scale["pytrec_eval"]["seconds"][-1]
         rivals = {k: v for k, v in scale.items() if k in ("pytrec_eval", "ranx")}
@@ -629,6 +758,7 @@ def run(
             "agreement": agreement,
             "first_call_s": first_call,
             "peak_mb": {key: v["peak_mb"] for key, v in peaks.items()},
+            "processes": processes,
             "scale": {"n_queries": scale_queries, "tools": scale} if scale else None,
             "ratios": {
                 "direct_vs_pytrec_eval": timings[direct].median / timings[pyt].median,

@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import actions, keys, state
+from dashboard import actions, keys, rescoring, state
 from dashboard.components.text import escape_text
 from dashboard.keys import View
 from rageval_core.errors import RagevalError
@@ -314,4 +314,5 @@ def require_view() -> View:
             "(`make run` imports the sample runs)."
         )
         st.stop()
+    rescoring.gate(current)  # new pair scores needed: a progress bar, not a greyed page
     return current

@@ -21,7 +21,8 @@ from dashboard.busy import BUSY_DEEP_S, BUSY_GATE_S, BUSY_GAVE_UP, BUSY_STEP_S, 
 from dashboard.busy import held_elsewhere, signature
 from dashboard.keys import View, settings_from_key, settings_key
 from rageval_core import curves, drilldown, opsview, tuning
-from rageval_core.compare import Comparison, TrendRow, compare, shared_query_counts, trends
+from rageval_core.compare import Comparison, TrendRow, compare, compare_ops
+from rageval_core.compare import shared_query_counts, trends
 from rageval_core.compare.sweeps import SweepRow, sweep
 from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
 from rageval_core.metrics import registry
@@ -229,6 +230,7 @@ def clear_caches() -> None:
     """After an import, rename or delete: every derived result is recomputed (the Store stays)."""
     st.cache_data.clear()
     _listed().clear()
+    _compared().clear()
     for cached in (
         run_data,
         _report,
@@ -492,23 +494,74 @@ def _comparison(
     settings_key: tuple[Any, ...],
     tag: str | None,
     judges: tuple[Any, ...] = (),
+    resample: bool = True,
 ) -> Comparison:
     loaded = [run_data(run_id, content_hash, db) for run_id, content_hash, _ in runs]
-    return compare(
-        loaded, store=store(), settings=settings_from_key(settings_key), by=(tag,) if tag else ()
+    c = compare(
+        loaded,
+        store=store(),
+        settings=settings_from_key(settings_key),
+        by=(tag,) if tag else (),
+        resample=resample,
+        with_ops=False,
     )
+    latency, cost, note = _comparison_ops(runs, db, resample)
+    _compared().add((runs, db, settings_key, tag, judges, resample))
+    return dataclasses.replace(c, latency=latency, cost=cost, cost_note=note)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _comparison_ops(
+    runs: tuple[tuple[int, str, str], ...], db: str | None, resample: bool
+) -> tuple[list[Any], list[Any], str]:
+    # latency and cost do not depend on k, the threshold or the scorer: kept across their moves
+    loaded = [run_data(run_id, content_hash, db) for run_id, content_hash, _ in runs]
+    return compare_ops(loaded, store=store(), resample=resample)
+
+
+@st.cache_resource(show_spinner=False)
+def _compared() -> set[tuple[Any, ...]]:
+    # the keys of the comparisons computed so far (a hint only: an evicted one is recomputed)
+    return set()
+
+
+def _comparison_key(
+    baseline: RunRecord, candidates: Sequence[RunRecord]
+) -> tuple[tuple[int, str, str], ...]:
+    return tuple((r.run_id, r.content_hash, r.name) for r in (baseline, *candidates))
 
 
 @calm
 def comparison(
-    baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings, tag: str | None = None
+    baseline: RunRecord,
+    candidates: Sequence[RunRecord],
+    settings: Settings,
+    tag: str | None = None,
+    resample: bool = True,
 ) -> Comparison:
     """The core's comparison of candidates with baseline (cached per runs, settings and tag).
 
-    Raises the core's RagevalError (e.g. no shared query) for the page to show.
+    resample=False: without the bootstrap intervals and randomisation tests, a fraction of the
+    cost, for the page to show the deltas while those are computed. Raises the core's
+    RagevalError (e.g. no shared query) for the page to show.
     """
-    key = tuple((r.run_id, r.content_hash, r.name) for r in (baseline, *candidates))
-    return _comparison(key, _db(), settings_key(settings), tag, judge_signature())
+    key = _comparison_key(baseline, candidates)
+    return _comparison(key, _db(), settings_key(settings), tag, judge_signature(), resample)
+
+
+def comparison_ready(
+    baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings
+) -> bool:
+    """Whether the full comparison at these settings was computed before (then it is cached)."""
+    key = (
+        _comparison_key(baseline, candidates),
+        _db(),
+        settings_key(settings),
+        None,
+        judge_signature(),
+        True,
+    )
+    return key in _compared()
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -629,3 +682,19 @@ def sweep_rows(settings: Settings, metrics: Sequence[str]) -> list[SweepRow]:
     """Every run with retriever settings, its metrics, p95 latency and cost (cached)."""
     key = tuple((r.run_id, r.content_hash, r.name, repr(r.settings)) for r in runs())
     return _sweep_rows(key, _db(), settings_key(settings), tuple(metrics), judge_signature())
+
+
+# --- rescoring in the background ---
+
+
+@st.cache_resource(show_spinner=False)
+def scoring_jobs() -> dict[tuple[Any, ...], Any]:
+    """(store, run, scorer, norm) -> its rescoring.Job, shared by every session of the server:
+    a scoring started on one page goes on while the user moves to another."""
+    return {}
+
+
+@st.cache_resource(show_spinner=False)
+def scored_keys() -> set[tuple[Any, ...]]:
+    """The (store, run, scorer, norm) keys known to have their pair scores kept."""
+    return set()

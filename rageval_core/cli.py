@@ -249,8 +249,6 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import contextlib
 
-    from rageval_core import api
-
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
     path = Path(args.run)
     if not path.is_file() and (args.qrels or args.format or args.companions):
@@ -265,6 +263,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         direct = trec_report([path, Path(args.qrels)], args.format, metrics, settings, args.by)
         if direct is not None:
             return _print_report(direct, args)
+    from rageval_core import api  # after the direct route, which needs none of it
+
     with contextlib.ExitStack() as stack:
         if path.is_file():
             files = [path, *map(Path, args.companions)] + ([Path(args.qrels)] if args.qrels else [])

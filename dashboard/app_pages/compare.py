@@ -245,6 +245,24 @@ def show_comparison(c: Comparison) -> None:
         csv_download("Download CSV", cost, f"{stem}_cost.csv", "compare.cost.csv")
 
 
+def show_preview(c: Comparison) -> None:
+    """The metrics table without intervals and randomisation p-values (no widgets: it is
+    replaced by the full comparison in the same run)."""
+    st.header("Metrics", divider="gray")
+    if not c.metrics:
+        return
+    st.caption(
+        "Deltas and t-tests; the bootstrap intervals and randomisation p-values "
+        f"({c.options.n_permutations:,} sign flips) are being computed ..."
+    )
+    st.dataframe(
+        fc.metrics_display(fc.metrics_frame(c), c.options.level),
+        hide_index=True,
+        width="stretch",
+        height=min(38 + 35 * len(c.metrics) * len(c.candidates), 600),
+    )
+
+
 def show_per_query(c: Comparison, stem: str) -> None:
     keep_choice(keys.COMPARE_FOCUS, list(c.candidates), c.candidates[0])
     keep_choice(keys.COMPARE_METRIC, c.metrics, fc.headline_metric(c) or c.metrics[0])
@@ -512,11 +530,18 @@ comparison: Comparison | None = None
 if not candidates:
     st.info("Pick at least one candidate run to compare with the baseline.")
 else:
-    with st.spinner("Comparing: paired tests over every metric ..."):
-        try:
+    # deltas first: the means, deltas and t-tests take a fraction of the resampling's time, so
+    # they are shown while the intervals and randomisation tests are computed, then replaced
+    preview = st.empty()
+    try:
+        if not state.comparison_ready(baseline, candidates, settings):
+            with preview.container():
+                show_preview(state.comparison(baseline, candidates, settings, resample=False))
+        with st.spinner("Paired tests: bootstrap intervals and randomisation p-values ..."):
             comparison = state.comparison(baseline, candidates, settings)
-        except RagevalError as e:
-            st.error(escape_text(f"These runs cannot be compared: {e}", one_line=True))
+    except RagevalError as e:
+        st.error(escape_text(f"These runs cannot be compared: {e}", one_line=True))
+    preview.empty()
     if comparison is not None:
         done = comparison
         view_downloads("compare", view, done.to_json, [baseline, *candidates])

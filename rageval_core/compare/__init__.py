@@ -12,6 +12,7 @@ from rageval_core.compare.comparison import (
     Comparison,
     PairedTest,
     compare,
+    compare_ops,
     higher_is_better,
     shared_query_counts,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "StatOptions",
     "TrendRow",
     "compare",
+    "compare_ops",
     "format_comparison",
     "format_gate",
     "gate",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,19 +20,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core import ops
-from rageval_core.compare.statistics import (
-    Floats,
-    StatOptions,
-    bootstrap_ci,
-    effect_size,
-    holm,
-    paired_t_test,
-    permutation_test,
+from rageval_core.compare.paired import (
+    NOTE_SMALL,
+    PairedTest,
+    TestInput,
+    _with_holm,
+    higher_is_better,
+    paired_test,
+    paired_tests,
 )
+from rageval_core.compare.statistics import Floats, StatOptions
 from rageval_core.compare.ops import OpsChange, ops_changes, stage_columns
 from rageval_core.errors import UsageError
 from rageval_core.parity import preset_aggregate, preset_metric_names, with_preset
-from rageval_core.presets import LOWER_IS_BETTER, PRESET_METRICS, get_preset
+from rageval_core.presets import get_preset
 from rageval_core.evaluate import (
     Report,
     Settings,
@@ -59,15 +59,8 @@ MAX_IDS_SHOWN = 20
 #: latency statistics a comparison reports and a gate rule may name
 #: |per-query difference| at or below this is a tie
 _TIE = 1e-12
-#: why a test with fewer than two pairs has no p-value
-NOTE_SMALL = "n < 2"
 
-
-def higher_is_better(metric: str) -> bool:
-    """The registry's direction of a metric (BestRank and HallucinationRate: lower is better)."""
-    if metric in PRESET_METRICS:  # a preset's own names (rageval_core.presets)
-        return metric not in LOWER_IS_BETTER
-    return registry.parse(metric).spec.higher_is_better
+__all__ = ["NOTE_SMALL", "PairedTest", "higher_is_better", "paired_test"]  # from paired.py
 
 
 # --- alignment -------------------------------------------------------------------------------
@@ -135,136 +128,6 @@ def shared_query_counts(store: Store, run_id: int) -> dict[int, int]:
     """{run_id: how many of its query ids the run run_id also holds}, for every stored run (0:
     nothing to pair with it)."""
     return reads.shared_query_counts(store, run_id)
-
-
-# --- one paired comparison -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PairedTest:
-    """One metric, one candidate against the baseline, on the queries both score."""
-
-    metric: str
-    candidate: str
-    n: int  # pairs: shared queries scored (non-NaN) in both runs
-    baseline_mean: float  # over the pairs (weighted for a pooled metric)
-    candidate_mean: float
-    diff: float  # candidate_mean - baseline_mean
-    ci_low: float
-    ci_high: float
-    t: float
-    df: int
-    p_t: float
-    p_perm: float
-    effect_size: float  # Cohen's d_z of the per-query contributions
-    wins: int  # queries where the candidate is better (in the metric's direction)
-    ties: int
-    losses: int
-    higher_is_better: bool
-    p_t_holm: float = math.nan
-    p_perm_holm: float = math.nan
-    note: str = ""
-
-    @property
-    def improvement(self) -> float:
-        """diff in the metric's good direction: > 0 means the candidate is better."""
-        return self.diff if self.higher_is_better else -self.diff
-
-    def significant(self, alpha: float) -> bool:
-        return bool(self.p_perm_holm < alpha)
-
-    def to_json(self, alpha: float) -> dict[str, Any]:
-        return ops.to_json_value(
-            {  # type: ignore[no-any-return]
-                "n": self.n,
-                "baseline_mean": self.baseline_mean,
-                "candidate_mean": self.candidate_mean,
-                "diff": self.diff,
-                "ci": [self.ci_low, self.ci_high],
-                "t": self.t,
-                "df": self.df,
-                "p_t": self.p_t,
-                "p_perm": self.p_perm,
-                "p_t_holm": self.p_t_holm,
-                "p_perm_holm": self.p_perm_holm,
-                "significant": self.significant(alpha),
-                "effect_size": self.effect_size,
-                "wins": self.wins,
-                "ties": self.ties,
-                "losses": self.losses,
-                "note": self.note,
-            }
-        )
-
-
-def paired_test(
-    metric: str,
-    candidate: str,
-    base: Floats,
-    cand: Floats,
-    w_base: Floats | None,
-    w_cand: Floats | None,
-    options: StatOptions,
-) -> PairedTest:
-    """Compare one metric's aligned per-query values (NaN = not scored: that pair is left out)."""
-    higher = higher_is_better(metric)
-    paired = ~np.isnan(base) & ~np.isnan(cand)
-    b, c = base[paired], cand[paired]
-    wb = np.ones(b.size) if w_base is None else w_base[paired]
-    wc = np.ones(c.size) if w_cand is None else w_cand[paired]
-    n = int(b.size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_b = float(np.dot(b, wb) / wb.sum()) if n else math.nan
-        mean_c = float(np.dot(c, wc) / wc.sum()) if n else math.nan
-    weighted = w_base is not None or w_cand is not None
-    if weighted and n:
-        # Per-query contributions whose plain mean is the weighted difference of means, so the
-        # tests of a pooled metric test the pooled difference.
-        with np.errstate(invalid="ignore", divide="ignore"):
-            d = n * (wc * c / wc.sum() - wb * b / wb.sum())
-    else:
-        d = c - b
-    raw = (c - b) * (1.0 if higher else -1.0)
-    tt = paired_t_test(d)
-    lo, hi = bootstrap_ci(
-        b,
-        c,
-        wb if weighted else None,
-        wc if weighted else None,
-        n_resamples=options.n_bootstrap,
-        seed=options.seed,
-        level=options.level,
-    )
-    return PairedTest(
-        metric=metric,
-        candidate=candidate,
-        n=n,
-        baseline_mean=mean_b,
-        candidate_mean=mean_c,
-        diff=mean_c - mean_b,
-        ci_low=lo,
-        ci_high=hi,
-        t=tt.t,
-        df=tt.df,
-        p_t=tt.p,
-        p_perm=permutation_test(d, options.n_permutations, options.seed),
-        effect_size=effect_size(d),
-        wins=int(np.count_nonzero(raw > _TIE)),
-        ties=int(np.count_nonzero(np.abs(raw) <= _TIE)),
-        losses=int(np.count_nonzero(raw < -_TIE)),
-        higher_is_better=higher,
-        note=NOTE_SMALL if n < 2 else "",
-    )
-
-
-def _with_holm(tests: list[PairedTest]) -> list[PairedTest]:
-    """The tests with Holm-adjusted p-values over this family of tests."""
-    p_t = holm([t.p_t for t in tests])
-    p_perm = holm([t.p_perm for t in tests])
-    return [
-        dataclasses.replace(t, p_t_holm=float(a), p_perm_holm=float(b))
-        for t, a, b in zip(tests, p_t, p_perm, strict=True)
-    ]
 
 
 # --- the comparison --------------------------------------------------------------------------
@@ -435,6 +298,8 @@ def compare(
     by: Sequence[str] = (),
     options: StatOptions | None = None,
     n_worst: int = DEFAULT_WORST,
+    resample: bool = True,
+    with_ops: bool = True,
     **overrides: Any,
 ) -> Comparison:
     """Compare runs[1:] with the baseline runs[0] (2 to 5 runs: LoadedRun, RunData, names or
@@ -443,6 +308,10 @@ def compare(
     metrics None: the default metrics every run supports (as evaluate() chooses them); an
     empty list: none (latency and cost only).
     settings fields may also be given as keywords: compare(runs, k=5).
+    resample=False skips the bootstrap intervals and randomisation tests (left NaN): the
+    means, deltas, t-tests and wins come back at a fraction of the cost, for a first look.
+    with_ops=False leaves latency and cost out (compare_ops computes them: they do not depend
+    on the settings, so a caller that caches them need not redo them when k moves).
     """
     base = settings or Settings()
     if overrides.get("preset") is not None:  # its values, then the other keywords over them
@@ -459,7 +328,23 @@ def compare(
     if n_worst < 0:
         raise UsageError(f"the number of worst queries must be >= 0, got {n_worst}")
     with open_runs(runs, store) as loaded:
-        return _compare(loaded, metrics, s, list(by), opts, n_worst)
+        return _compare(loaded, metrics, s, list(by), opts, n_worst, resample, with_ops)
+
+
+def compare_ops(
+    runs: Sequence[Source],
+    *,
+    store: Store | None = None,
+    options: StatOptions | None = None,
+    resample: bool = True,
+) -> tuple[list[OpsChange], list[OpsChange], str]:
+    """The latency and cost part of compare(runs): (latency changes, cost changes, cost note)."""
+    opts = options or StatOptions()
+    opts.check()
+    with open_runs(runs, store) as loaded:
+        labels = _labels([d.run.name for _, d in loaded])
+        alignment = align(labels, [d.query_ids for _, d in loaded])
+        return ops_changes(loaded, labels, alignment.rows, opts, resample)
 
 
 def _labels(names: Sequence[str]) -> list[str]:
@@ -515,6 +400,8 @@ def _compare(
     by: list[str],
     opts: StatOptions,
     n_worst: int,
+    resample: bool = True,
+    with_ops: bool = True,
 ) -> Comparison:
     labels = _labels([d.run.name for _, d in loaded])
     alignment = align(labels, [d.query_ids for _, d in loaded])
@@ -560,25 +447,22 @@ def _compare(
     }
 
     def family_tests(mask: NDArray[np.bool_] | None) -> list[PairedTest]:
-        tests = []
-        for i in range(1, len(labels)):
-            for m in names:
+        def cut(x: Floats | None) -> Floats | None:
+            return x if x is None or mask is None else x[mask]
 
-                def cut(x: Floats | None) -> Floats | None:
-                    return x if x is None or mask is None else x[mask]
-
-                tests.append(
-                    paired_test(
-                        m,
-                        labels[i],
-                        cut(cols[0][m]),  # type: ignore[arg-type]
-                        cut(cols[i][m]),  # type: ignore[arg-type]
-                        cut(weights[0][m]),
-                        cut(weights[i][m]),
-                        opts,
-                    )
-                )
-        return _with_holm(tests)
+        inputs: list[TestInput] = [
+            (
+                m,
+                labels[i],
+                cut(cols[0][m]),  # type: ignore[misc]
+                cut(cols[i][m]),  # type: ignore[misc]
+                cut(weights[0][m]),
+                cut(weights[i][m]),
+            )
+            for i in range(1, len(labels))
+            for m in names
+        ]
+        return _with_holm(paired_tests(inputs, opts, resample))
 
     tests = family_tests(None)
     worst = {
@@ -587,7 +471,9 @@ def _compare(
         }
         for i in range(1, len(labels))
     }
-    latency, cost, cost_note = ops_changes(loaded, labels, alignment.rows, opts)
+    latency, cost, cost_note = (
+        ops_changes(loaded, labels, alignment.rows, opts, resample) if with_ops else ([], [], "")
+    )
     segments: dict[str, dict[str, dict[str, Any]]] = {}
     base = loaded[0][1]
     for tag in by:

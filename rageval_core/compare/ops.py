@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core import ops
-from rageval_core.compare.statistics import StatOptions, percentile_interval, resampled
+from rageval_core.compare.statistics import StatOptions, percentile_interval, resampled_rows
 from rageval_core.rundata import RunData
 from rageval_core.runops import query_costs
 from rageval_core.store import Store
@@ -69,6 +69,7 @@ def _ops_changes(
     cand: Floats,
     statistic: Callable[[Floats], Floats],
     options: StatOptions,
+    resample: bool = True,
 ) -> list[OpsChange]:
     paired = np.isfinite(base) & np.isfinite(cand)
     b, c = base[paired], cand[paired]
@@ -77,8 +78,8 @@ def _ops_changes(
         return []
     values_b = statistic(b[None, :])[0]
     values_c = statistic(c[None, :])[0]
-    if n >= 2:
-        samples = resampled(
+    if n >= 2 and resample:
+        samples = resampled_rows(
             n, options.n_bootstrap, options.seed, lambda idx: statistic(c[idx]) - statistic(b[idx])
         )
         lo, hi = percentile_interval(samples, options.level)
@@ -119,8 +120,10 @@ def ops_changes(
     labels: list[str],
     aligned_rows: Sequence[NDArray[np.intp]],
     opts: StatOptions,
+    resample: bool = True,
 ) -> tuple[list[OpsChange], list[OpsChange], str]:
-    """Latency changes per stage and statistic, and cost per query / total, per candidate."""
+    """Latency changes per stage and statistic, and cost per query / total, per candidate
+    (resample=False: without their bootstrap intervals)."""
     stages = [stage_columns(d) for _, d in loaded]
     latency: list[OpsChange] = []
     cost: list[OpsChange] = []
@@ -147,6 +150,7 @@ def ops_changes(
                     stages[i][stage][rows],
                     _latency_stats,
                     opts,
+                    resample,
                 )
         if not note:
             cost += _ops_changes(
@@ -157,5 +161,6 @@ def ops_changes(
                 costs[i].cost_usd[rows],
                 _cost_stats,
                 opts,
+                resample,
             )
     return latency, cost, note

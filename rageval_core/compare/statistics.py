@@ -157,51 +157,94 @@ def permutation_test(
     NaN when n < 2.
     """
     d = np.asarray(d, dtype=np.float64)
-    n = int(d.size)
-    if n < 2 or not np.isfinite(d).all():
-        return math.nan
-    observed = abs(float(d.sum()))
+    return float(permutation_tests(d[:, None], n_permutations, seed, exact)[0])
+
+
+def permutation_tests(
+    d: Floats,
+    n_permutations: int = DEFAULT_PERMUTATIONS,
+    seed: int = DEFAULT_SEED,
+    exact: bool | None = None,
+) -> Floats:
+    """permutation_test of every column of d (n, m), all on the same sign flips.
+
+    One draw of the flips serves every column, so m tests cost one random matrix and one
+    gather of m-wide rows, and each column's p equals permutation_test(d[:, j]) with that seed.
+    A column with a non-finite value gets NaN.
+    """
+    d = np.asarray(d, dtype=np.float64)
+    n, m = d.shape
+    out = np.full(m, np.nan)
+    ok = np.isfinite(d).all(axis=0)
+    if n < 2 or not ok.any():
+        return out
+    x = d[:, ok]
+    observed = np.abs(x.sum(axis=0))
     # sums of the same values in another order differ by rounding: ties must stay ties
-    tol = 1e-10 * float(np.abs(d).sum())
+    tol = 1e-10 * np.abs(x).sum(axis=0)
     if exact is None:
         exact = n <= 30 and 2**n <= n_permutations
     if exact:
         if n > 24:
             raise ValueError(f"exact enumeration of 2^{n} sign flips is too large")
-        hits = 0
+        hits = np.zeros(x.shape[1], dtype=np.int64)
         total = 2**n
         start = 0
         for size in _row_blocks(total, n):
             codes = np.arange(start, start + size, dtype=np.int64)
             signs = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)) & 1)
-            hits += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
+            hits += np.count_nonzero(np.abs(signs @ x) >= observed - tol, axis=0)
             start += size
-        return hits / total
+        out[ok] = hits / total
+        return out
     if n_permutations < 1:
         raise UsageError(f"the number of permutations must be >= 1, got {n_permutations}")
     # One random byte flips 8 queries at once: a table per byte position holds the sum of d
     # over every subset of its 8 queries, so a permutation costs n/8 lookups, not n products.
-    # Flipping the subset F turns sum(d) into sum(d) - 2 sum_F(d).
+    # Flipping the subset F turns sum(d) into sum(d) - 2 sum_F(d). The table's rows hold every
+    # column, so one lookup serves all of them.
     n_bytes = -(-n // 8)
-    padded = np.zeros(n_bytes * 8)
-    padded[:n] = d
-    bit_of = (np.arange(256)[:, None] >> np.arange(8)) & 1  # (256, 8): bit k of each byte value
-    table = (padded.reshape(n_bytes, 8) @ bit_of.T.astype(np.float64)).ravel()  # (n_bytes*256,)
-    offsets = np.arange(n_bytes, dtype=np.intp) * 256
-    total = float(d.sum())
+    padded = np.zeros((n_bytes * 8, x.shape[1]))
+    padded[:n] = x
+    bit_of = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)  # (256, 8)
+    table = np.einsum("vk,bkm->bvm", bit_of, padded.reshape(n_bytes, 8, -1))  # (bytes, 256, m)
+    total = x.sum(axis=0)
     rng = np.random.default_rng(seed)
-    hits = 0
+    hits = np.zeros(x.shape[1], dtype=np.int64)
     for size in _row_blocks(n_permutations, n_bytes):
-        flips = rng.integers(0, 256, size=(size, n_bytes), dtype=np.uint8)
-        flipped = table[flips + offsets].sum(axis=1)
-        hits += int(np.count_nonzero(np.abs(total - 2.0 * flipped) >= observed - tol))
-    return (hits + 1) / (n_permutations + 1)
+        flips = rng.integers(0, 256, size=(size, n_bytes), dtype=np.uint8).T.copy()
+        # byte position by byte position: each lookup reads a (256, m) table that stays in
+        # cache, about 10x faster than one gather over all positions at once
+        flipped = np.zeros((size, x.shape[1]))
+        for pos in range(n_bytes):
+            flipped += table[pos][flips[pos]]
+        hits += np.count_nonzero(np.abs(total - 2.0 * flipped) >= observed - tol, axis=0)
+    out[ok] = (hits + 1) / (n_permutations + 1)
+    return out
 
 
-def resampled(
+def resampled(n: int, n_resamples: int, seed: int, statistic: Callable[[Floats], Floats]) -> Floats:
+    """statistic(counts) for n_resamples bootstrap resamples of n items, stacked.
+
+    counts (rows, n) says how often each item is drawn in each resample (float64, so a mean
+    is one matrix product for any number of columns). The draws are numpy's Generator(seed)
+    integers in row blocks, the same for every caller with the same n and seed.
+    """
+    rng = np.random.default_rng(seed)
+    parts = []
+    for size in _row_blocks(n_resamples, n):
+        idx = rng.integers(0, n, size=(size, n))
+        flat = (idx + (np.arange(size) * n)[:, None]).ravel()
+        counts = np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.float64)
+        parts.append(statistic(counts))
+    return np.concatenate(parts, axis=0)
+
+
+def resampled_rows(
     n: int, n_resamples: int, seed: int, statistic: Callable[[NDArray[np.intp]], Floats]
 ) -> Floats:
-    """statistic(idx) for n_resamples bootstrap index rows (drawn in blocks), stacked."""
+    """statistic(idx) for n_resamples bootstrap index rows (drawn in blocks), stacked: for a
+    statistic that needs each resample's values (a percentile), not only their counts."""
     rng = np.random.default_rng(seed)
     parts = [statistic(rng.integers(0, n, size=(size, n))) for size in _row_blocks(n_resamples, n)]
     return np.concatenate(parts, axis=0)
@@ -223,11 +266,6 @@ def _quiet_nan() -> Iterator[None]:
         yield
 
 
-def _weighted_means(values: Floats, weights: Floats, idx: NDArray[np.intp]) -> Floats:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (values * weights)[idx].sum(axis=1) / weights[idx].sum(axis=1)  # type: ignore[no-any-return]
-
-
 def bootstrap_ci(
     baseline: Floats,
     candidate: Floats,
@@ -243,25 +281,59 @@ def bootstrap_ci(
     Queries are resampled with replacement as pairs; each resample's difference is recomputed
     (a ratio of sums when weighted). NaN when there are fewer than 2 pairs.
     """
+    b = np.asarray(baseline, dtype=np.float64)[:, None]
+    c = np.asarray(candidate, dtype=np.float64)[:, None]
+    wb = None if weights_baseline is None else np.asarray(weights_baseline, dtype=np.float64)
+    wc = None if weights_candidate is None else np.asarray(weights_candidate, dtype=np.float64)
+    lo, hi = bootstrap_cis(
+        b,
+        c,
+        None if wb is None and wc is None else np.ones_like(b) if wb is None else wb[:, None],
+        None if wb is None and wc is None else np.ones_like(c) if wc is None else wc[:, None],
+        n_resamples=n_resamples,
+        seed=seed,
+        level=level,
+    )
+    return float(lo[0]), float(hi[0])
+
+
+def bootstrap_cis(
+    baseline: Floats,
+    candidate: Floats,
+    weights_baseline: Floats | None = None,
+    weights_candidate: Floats | None = None,
+    *,
+    n_resamples: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+    level: float = 0.95,
+) -> tuple[Floats, Floats]:
+    """bootstrap_ci of every column of (n, m) arrays, all on the same resamples.
+
+    Each resample's means are one matrix product of its counts with the columns, so m
+    intervals cost one draw and one product per block. Weights: both given or neither.
+    """
     b = np.asarray(baseline, dtype=np.float64)
     c = np.asarray(candidate, dtype=np.float64)
-    n = int(b.size)
+    n, m = b.shape
     if n < 2:
-        return math.nan, math.nan
+        return np.full(m, np.nan), np.full(m, np.nan)
     if n_resamples < 1:
         raise UsageError(f"the number of bootstrap resamples must be >= 1, got {n_resamples}")
-    wb = np.ones(n) if weights_baseline is None else np.asarray(weights_baseline, dtype=np.float64)
-    wc = (
-        np.ones(n) if weights_candidate is None else np.asarray(weights_candidate, dtype=np.float64)
-    )
+    if weights_baseline is None or weights_candidate is None:
+        d = c - b
 
-    def diff(idx: NDArray[np.intp]) -> Floats:
-        if weights_baseline is None and weights_candidate is None:
-            return (c - b)[idx].mean(axis=1)[:, None]  # type: ignore[no-any-return]
-        return (_weighted_means(c, wc, idx) - _weighted_means(b, wb, idx))[:, None]
+        def diff(counts: Floats) -> Floats:
+            return counts @ d / n  # type: ignore[no-any-return]
+    else:
+        wb, wc = weights_baseline, weights_candidate
+        stacked = np.concatenate([wc * c, wc, wb * b, wb], axis=1)
 
-    lo, hi = percentile_interval(resampled(n, n_resamples, seed, diff), level)
-    return float(lo[0]), float(hi[0])
+        def diff(counts: Floats) -> Floats:
+            s = counts @ stacked
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return s[:, :m] / s[:, m : 2 * m] - s[:, 2 * m : 3 * m] / s[:, 3 * m :]  # type: ignore[no-any-return]
+
+    return percentile_interval(resampled(n, n_resamples, seed, diff), level)
 
 
 def holm(p_values: Sequence[float] | Floats) -> Floats:

@@ -6,6 +6,7 @@ nothing here is called again when those move.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -24,6 +25,7 @@ from rageval_core.matching import (
     get_scorer,
     open_pair_scorer,
 )
+from rageval_core.errors import RagevalError
 from rageval_core.semantic import canonical_key
 from rageval_core.store import journal
 from rageval_core.store.embeddings import StoreVectors
@@ -59,6 +61,30 @@ class PairRows:
     end: NDArray[np.int32]
 
 
+#: one scoring at a time in a process: two at once (the dashboard's background thread and a
+#: page scoring another run) would both insert the same embedding rows and clash on their key
+_SCORING_LOCK = threading.RLock()
+
+
+class ScoringCancelled(RagevalError):
+    """ensure_scored stopped by its cancel event: nothing of that scoring is kept."""
+
+
+def is_scored(store: Store, ref: RunRef, scorer: str, norm: Normalisation) -> bool:
+    """Whether the run's pair scores for (scorer, normalisation) are kept in the store."""
+    run = store.run(ref)
+    with store._cursor() as cur:
+        return (
+            first_row(
+                cur.execute(
+                    "SELECT 1 FROM scorings WHERE run_id = ? AND scorer = ? AND norm = ?",
+                    [run.run_id, canonical_key(scorer), norm.key],
+                ).fetchall()
+            )
+            is not None
+        )
+
+
 def ensure_scored(
     store: Store,
     ref: RunRef,
@@ -66,6 +92,7 @@ def ensure_scored(
     norm: Normalisation = Normalisation(),
     workers: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> Scoring:
     """Score every (gold span, retrieved chunk) pair of the run unless already kept.
 
@@ -73,11 +100,13 @@ def ensure_scored(
     inside the same transaction) says at the next open that it was interrupted.
     progress(done, total) is called per block of queries. Blocks are pipelined: while the
     pool scores one, the next is read and the previous one's scores are inserted.
+    cancel: checked between blocks; once set, the scoring stops with ScoringCancelled and its
+    transaction is rolled back (scorings of other settings are untouched).
     """
     get_scorer(scorer)  # unknown names fail before any work
     scorer = canonical_key(scorer)
     run = store.run(ref)
-    with store._cursor() as cur:
+    with _SCORING_LOCK, store._cursor() as cur:
         row = first_row(
             cur.execute(
                 "SELECT n_pairs, seconds FROM scorings WHERE run_id = ? AND scorer = ? AND norm = ?",
@@ -95,6 +124,8 @@ def ensure_scored(
             with _capped_cache(cur), pair_scorer as pairs:
                 waiting: _Block | None = None
                 for lo in range(0, max(run.n_queries, 1), BLOCK_QUERIES):
+                    if cancel is not None and cancel.is_set():
+                        raise ScoringCancelled(f"scoring of run {run.name!r} cancelled")
                     block = _start_block(cur, pairs, run.run_id, lo, lo + BLOCK_QUERIES)
                     if waiting is not None:
                         n_pairs += _store_block(cur, waiting, run.run_id, scorer, norm)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -29,10 +30,13 @@ def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def make_app(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., AppTest]]:
     """make_app(page=None, db=None, **query_params) -> an AppTest that has run once.
 
-    page: a file under dashboard/app_pages (e.g. "queries.py"); query params preset the sidebar.
+    page: a file under dashboard/app_pages (e.g. "queries.py"); query params preset the sidebar;
+    wait=False returns while new pair scores are still being computed (the progress bar shows).
     """
 
-    def make(page: str | None = None, db: Path | None = None, **params: str) -> AppTest:
+    def make(
+        page: str | None = None, db: Path | None = None, wait: bool = True, **params: str
+    ) -> AppTest:
         monkeypatch.setenv("RAGEVAL_DB", str(db or app_db))
         at = AppTest.from_file(str(APP), default_timeout=120)
         for key, value in params.items():
@@ -41,6 +45,8 @@ def make_app(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
         if page is not None:
             at.switch_page(f"app_pages/{page}")
             at.run()
+        if wait:  # settings that need new pair scores show a progress bar first
+            wait_for_scores(at)
         return at
 
     yield make
@@ -53,3 +59,15 @@ def url_param(at: AppTest, key: str) -> str | None:
         assert len(value) == 1, f"{key} holds {value}"
         return str(value[0])
     return value
+
+
+def wait_for_scores(at: AppTest, timeout_s: float = 120) -> None:
+    """Rerun the app until no page shows the rescoring progress bar (new pair scores are
+    computed in a background thread, dashboard/rescoring.py), failing after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while at.progress:
+        assert time.monotonic() < deadline, "the pair scores were not in after the timeout"
+        time.sleep(0.2)
+        at.run()
+    failed = [e.value for e in at.error if "Scoring failed" in str(e.value)]
+    assert not failed, failed

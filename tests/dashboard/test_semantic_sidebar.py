@@ -8,6 +8,7 @@ from collections.abc import Callable
 from streamlit.testing.v1 import AppTest
 
 from rageval_core.settings import SEMANTIC_THRESHOLD
+from tests.dashboard.conftest import wait_for_scores
 
 
 def test_threshold_follows_the_scorer_until_moved(make_app: Callable[..., AppTest]) -> None:
@@ -29,6 +30,8 @@ def test_threshold_follows_the_scorer_until_moved(make_app: Callable[..., AppTes
 def test_threshold_page_draws_semantic_scores(make_app: Callable[..., AppTest]) -> None:
     at = make_app("threshold.py", run="bm25", scorer="semantic", threshold=str(SEMANTIC_THRESHOLD))
     assert not at.exception, [e.value for e in at.exception]
+    # new pair scores are computed in the background under a progress bar (dashboard/rescoring)
+    wait_for_scores(at)
     text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "semantic:wordllama" in text
     assert at.get("plotly_chart"), "the score histogram is drawn"
