@@ -16,6 +16,7 @@ from bench.__main__ import main
 DIRECT = "rageval direct (trec.read_arrays -> compute)"
 STORE = "rageval store (import -> load_run_data -> evaluate)"
 QUERIES = "rageval Query objects (trec.read -> ranked_labels_from_queries -> compute)"
+IRM = "ir_measures (read_trec_run/read_trec_qrels -> iter_calc)"
 PYTREC = "pytrec_eval (parse_run/parse_qrel -> evaluate)"
 RANX = "ranx, warm (from_file -> evaluate)"
 #: `python -m bench --quick` as the tests run it: the smallest sizes that still exercise every part
@@ -85,13 +86,21 @@ def test_trec_scenario_values_equal_pytrec_eval(tmp_path: Path) -> None:
     )
     data = result.data
     assert {"timings", "means", "per_query", "agreement", "ratios", "n_tied_queries"} <= set(data)
-    assert set(data["timings"]) == {DIRECT, STORE, QUERIES, PYTREC}
+    assert set(data["timings"]) == {DIRECT, STORE, QUERIES, PYTREC, IRM}
     # peak memory of each tool, in a child process, and the larger size's run (children too)
-    assert set(data["peak_mb"]) == {"direct", "store", "queries", "pytrec_eval"}
+    assert set(data["peak_mb"]) == {"direct", "store", "queries", "pytrec_eval", "ir_measures"}
     assert all(mb > 10 for mb in data["peak_mb"].values())
     scale = data["scale"]["tools"]
-    assert set(scale) == {"direct", "store", "pytrec_eval"}
-    for got in scale.values():
+    # the CLI and a pytrec_eval script are also timed as processes
+    assert set(scale) == {
+        "direct",
+        "store",
+        "pytrec_eval",
+        "ir_measures",
+        "cli",
+        "pytrec_eval_script",
+    }
+    for got in (scale[t] for t in ("direct", "store", "pytrec_eval", "ir_measures")):
         assert len(got["seconds"]) == 2
         for metric in trec_e2e.METRICS:
             assert got["means"][metric] == pytest.approx(
@@ -102,7 +111,7 @@ def test_trec_scenario_values_equal_pytrec_eval(tmp_path: Path) -> None:
     assert data["n_tied_queries"] > 0  # trec_eval's tie order is exercised
 
     expected = reference_values(tmp_path)
-    for label in (DIRECT, STORE, QUERIES):
+    for label in (DIRECT, STORE, QUERIES, IRM):
         got = data["per_query"][label]
         for metric, values in expected.items():
             assert set(got[metric]) == set(values)
