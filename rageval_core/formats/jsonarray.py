@@ -293,6 +293,25 @@ def id_text(value: Any) -> str | None:
     return None
 
 
+def string_list(
+    value: Any, key: str, ids: bool, error: Callable[[str, str], None]
+) -> list[str] | None:
+    """value as a list of strings (ids: of non-empty strings or integers, as id_text reads
+    them); the first problem goes to error(field, problem) and gives None."""
+    if not isinstance(value, list):
+        error(key, f"expected an array, got {describe(value)}")
+        return None
+    out = []
+    for i, item in enumerate(value):
+        text = id_text(item) if ids else item if isinstance(item, str) else None
+        if text is None:
+            want = "a non-empty string or an integer" if ids else "a string"
+            error(f"{key}[{i}]", f"expected {want}, got {describe(item)}")
+            return None
+        out.append(text)
+    return out
+
+
 def tag_text(value: Any) -> str | None:
     """A tag value: strings as they are, numbers and booleans in their JSON spelling, else None."""
     if isinstance(value, str):

@@ -38,6 +38,7 @@ from rageval_core.formats.jsonarray import (
     iter_lines,
     loads,
     read_text,
+    string_list,
     subfield,
     UnsoundJSON,
 )
@@ -296,18 +297,7 @@ class _RowParser:
                 self._error(subfield(key, parsed[0]), parsed[1])
                 return None
             value = parsed
-        if not isinstance(value, list):
-            self._error(key, f"expected an array, got {describe(value)}")
-            return None
-        out = []
-        for i, item in enumerate(value):
-            text = id_text(item) if ids else item if isinstance(item, str) else None
-            if text is None:
-                want = "a non-empty string or an integer" if ids else "a string"
-                self._error(f"{key}[{i}]", f"expected {want}, got {describe(item)}")
-                return None
-            out.append(text)
-        return out
+        return string_list(value, key, ids, self._error)
 
     def _text(self, record: Mapping[str, Any], key: str) -> str | None:
         value = record.get(key)

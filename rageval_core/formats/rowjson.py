@@ -9,7 +9,7 @@ from typing import Any
 
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import display_path, merge_info, read_sidecar
-from rageval_core.formats.jsonarray import describe, id_text, iter_records, read_text
+from rageval_core.formats.jsonarray import describe, id_text, iter_records, read_text, string_list
 from rageval_core.model import ParsedRun, Query, RunInfo
 
 
@@ -50,19 +50,7 @@ class Fields:
         key = self.key(*names)
         if key is None:
             return None
-        value = self.record[key]
-        if not isinstance(value, list):
-            self.error(key, f"expected an array, got {describe(value)}")
-            return None
-        out = []
-        for i, item in enumerate(value):
-            text = id_text(item) if ids else item if isinstance(item, str) else None
-            if text is None:
-                want = "a non-empty string or an integer" if ids else "a string"
-                self.error(f"{key}[{i}]", f"expected {want}, got {describe(item)}")
-                return None
-            out.append(text)
-        return out
+        return string_list(self.record[key], key, ids, self.error)
 
     def query_id(self, number: int, *names: str) -> str:
         """The record's id (the first of names it has), else q<number> (1-based position)."""
