@@ -17,7 +17,7 @@ from dashboard.components.text import escape_text
 from dashboard.keys import View
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Settings
-from rageval_core.presets import get_preset
+from rageval_core.presets import preset_values
 from rageval_core.settings import BY_NAME, DEFAULTS, Setting, default_for
 from rageval_core.store import RunRecord
 
@@ -183,11 +183,6 @@ def preset_from_link() -> None:
         # before the widget first exists: Streamlit logs that the widget has a default too,
         # and shows the session's value (the widget's default stays the schema's, for the URL)
         actions.set_widget(s, value)
-
-
-def preset_values(name: str) -> dict[str, Any]:
-    """{setting: value} a preset sets (rageval_core.presets), the preset named too."""
-    return {**get_preset(name).values, "preset": name}
 
 
 #: the judge select's options besides the result sets' ids
