@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
+from collections.abc import Mapping
 
-from rageval_core.evaluate import Settings, coverage, id_labels
+import numpy as np
+from numpy.typing import NDArray
+
+from rageval_core.evaluate import Floats, Settings, coverage, id_labels
 from rageval_core.metrics import registry
 from rageval_core.rundata import RunData
 from rageval_core.store import Store
@@ -17,31 +20,63 @@ from rageval_core.store import Store
 LENIENT_GAP = 0.25
 
 
-def lenient_threshold_warning(store: Store, data: RunData, s: Settings) -> tuple[str, ...]:
+def lenient_threshold_warning(
+    store: Store,
+    data: RunData,
+    s: Settings,
+    known: Mapping[str, Floats] | None = None,
+    known_weights: Mapping[str, Floats] | None = None,
+) -> tuple[str, ...]:
     """A warning when EvidenceRecall@k is far above the id-based R@k on the same run (and the
     same queries): spans "covered" by chunks that are not the relevant documents, the sign of a
     fuzzy threshold that lets near-misses in. Only for a run whose qrels name retrieved chunks
-    (ids mode is meaningful) and that has gold spans; () otherwise."""
+    (ids mode is meaningful) and that has gold spans; () otherwise.
+
+    known / known_weights: an ids-mode report's per-query columns and weights (NaN where a
+    query is not scored); the two measures are read from them when there, computed otherwise.
+    """
     if not (data.run.has_qrels and data.run.has_evidence) or not bool((data.labels > 0).any()):
-        return ()
-    cov = coverage(store, data, s)
-    labels, rows = id_labels(data, dataclasses.replace(s, relevance="ids"))
-    both = np.intersect1d(cov.rows, rows)
-    if both.size == 0:
         return ()
     names = (f"EvidenceRecall@{s.k}", f"R@{s.k}")
     measures = registry.parse_all(names)
-    evidence = registry.compute([measures[0]], cov)[names[0]]
-    ids = registry.compute([measures[1]], labels)[names[1]]
-    keep_e, keep_i = np.isin(cov.rows, both), np.isin(rows, both)
-    w = registry.weights_of(measures[0], cov)
-    e_value = registry.aggregate(measures[0], evidence[keep_e], None if w is None else w[keep_e])
-    i_value = registry.aggregate(measures[1], ids[keep_i], None)
+    evidence, e_weights = _column(names[0], known, known_weights)
+    if evidence is None:
+        cov = coverage(store, data, s)
+        evidence = _scatter(data, registry.compute([measures[0]], cov)[names[0]], cov.rows)
+        w = registry.weights_of(measures[0], cov)
+        e_weights = None if w is None else _scatter(data, w, cov.rows)
+    ids, _ = _column(names[1], known, known_weights)
+    if ids is None:
+        labels, rows = id_labels(data, dataclasses.replace(s, relevance="ids"))
+        ids = _scatter(data, registry.compute([measures[1]], labels)[names[1]], rows)
+    both = ~np.isnan(evidence) & ~np.isnan(ids)
+    if not both.any():
+        return ()
+    e_value = registry.aggregate(
+        measures[0], evidence[both], None if e_weights is None else e_weights[both]
+    )
+    i_value = registry.aggregate(measures[1], ids[both], None)
     if not e_value - i_value >= LENIENT_GAP:
         return ()
+    n_both = int(np.count_nonzero(both))
     return (
         f"{names[0]} = {e_value:.3f} is far above the id-based {names[1]} = {i_value:.3f} on the "
-        f"same {both.size} queries: the fuzzy threshold {s.threshold:g} is likely too lenient "
+        f"same {n_both} queries: the fuzzy threshold {s.threshold:g} is likely too lenient "
         "(chunks that are not the relevant documents count as covering the spans); label "
         "borderline pairs on the Threshold page, or raise the threshold",
     )
+
+
+def _column(
+    name: str, known: Mapping[str, Floats] | None, weights: Mapping[str, Floats] | None
+) -> tuple[Floats | None, Floats | None]:
+    if known is None or name not in known:
+        return None, None
+    return known[name], None if weights is None else weights.get(name)
+
+
+def _scatter(data: RunData, values: NDArray[np.float64], rows: NDArray[np.int64]) -> Floats:
+    """values of the rows, NaN for every other query of the run."""
+    full = np.full(data.n_queries, np.nan)
+    full[rows] = values
+    return full

@@ -616,7 +616,14 @@ def _evaluate(
         ops=report_ops,
         by=by_out,
         weights=weights,
-        warnings=checks.lenient_threshold_warning(store, data, s),
+        # an ids-mode report's own R@k and EvidenceRecall@k columns serve the check as they are
+        warnings=checks.lenient_threshold_warning(
+            store,
+            data,
+            s,
+            per_query if relevance == "ids" else None,
+            weights if relevance == "ids" else None,
+        ),
     )
 
 

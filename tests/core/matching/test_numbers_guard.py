@@ -174,6 +174,9 @@ def test_lenient_threshold_warning() -> None:
     assert re.search(r"EvidenceRecall@1 = 1\.000 .* R@1 = 0\.000 on the same 4 queries", warning)
     assert report.to_json()["warnings"] == [warning]
     assert f"warning: {warning}" in format_report(report)
+    # a report without the two measures computes them for the check: the same warning
+    assert evaluate(data, ["P@1"], store=store, k=1).warnings == report.warnings
+    assert evaluate(data, store=store, k=1, relevance="evidence").warnings == report.warnings
     # the guard refuses the near-duplicate: no gap, no warning, and no key in the JSON
     guarded = evaluate(data, store=store, k=1, numbers_must_match=True)
     assert guarded.warnings == () and "warnings" not in guarded.to_json()
