@@ -11,6 +11,7 @@ import streamlit as st
 from dashboard import actions, keys, sidebar, state
 from dashboard.components import judge_view as jv
 from dashboard.components.text import escape_text
+from dashboard.components.text_tables import text_table
 from rageval_core.errors import RagevalError
 from rageval_core.judging.prompts import FAITHFULNESS_LABELS
 
@@ -78,7 +79,7 @@ if c is not None:
             },
         )
         with st.expander(f"The {c.n} paired queries"):
-            st.dataframe(jv.pairs_frame(c), hide_index=True, width="stretch")
+            text_table(jv.pairs_frame(c), "calibration.pairs", "calibration_pairs.csv")
 
     st.subheader("The coverage threshold against the judge")
     if not c.thresholds:

@@ -7,7 +7,9 @@ import streamlit as st
 
 from dashboard import judge_jobs, keys, sidebar, state
 from dashboard.components import judge_view as jv
+from dashboard.components.tables import file_stem
 from dashboard.components.text import escape_text
+from dashboard.components.text_tables import text_table
 from rageval_core.errors import RagevalError
 from rageval_core.judging import DEFAULT_KEY_ENV, PROMPTS, JudgeConfig, estimate_judge
 
@@ -175,10 +177,10 @@ sets = state.judge_sets(view.run)
 if not sets:
     st.info("This run has no judge result sets yet.")
     st.stop()
-st.dataframe(
+text_table(
     jv.sets_frame(sets),
-    hide_index=True,
-    width="stretch",
+    "judge.sets",
+    f"{file_stem(view.run.name)}_judge_sets.csv",
     column_config={"cost (USD)": st.column_config.NumberColumn(format="%.4f")},
 )
 
@@ -195,4 +197,4 @@ rep = state.repeatability(view.run, which)
 st.dataframe(jv.repeat_frame(rep), hide_index=True)
 dis = jv.disagreements_frame(rep, state.data(view).query_ids)
 st.markdown(f"**Items the judge disagrees with itself on** ({len(dis)})")
-st.dataframe(dis, hide_index=True, width="stretch")
+text_table(dis, "judge.disagreements", f"{file_stem(view.run.name)}_judge_disagreements.csv")

@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import keys, sidebar, state
 from dashboard.components import figures, tables, why
 from dashboard.components.downloads import csv_download
+from dashboard.components.text_tables import text_table
 from dashboard.components.view_export import bands_notice, view_downloads
 from rageval_core.curves import THRESHOLD_RANKING, curve_names
 
@@ -57,12 +58,11 @@ for family, items in tables.metric_groups(metrics, s.preset).items():
             )
 with st.expander("Metrics table"):
     frame = tables.metrics_frame(metrics, s.preset)
-    st.dataframe(frame, hide_index=True, width="stretch")
-    csv_download(
-        "Download metrics (CSV)",
+    text_table(
         frame,
+        "overview.metrics",
         f"{tables.file_stem(view.run.name)}_metrics.csv",
-        "overview.metrics.csv",
+        download_label="Download metrics (CSV)",
     )
 
 if s.preset is not None:  # the curves are of rageval's own metrics: the why panel instead
@@ -126,10 +126,9 @@ else:
     main = tables.main_metrics(list(by_report.metrics))
     if main:
         st.plotly_chart(figures.breakdown_bars(table, tag, main), key="overview.breakdown")
-    st.dataframe(table, hide_index=True, width="stretch")
-    csv_download(
-        "Download breakdown (CSV)",
+    text_table(
         table,
+        "overview.breakdown",
         f"{tables.file_stem(view.run.name)}_by_{tables.file_stem(tag)}.csv",
-        "overview.breakdown.csv",
+        download_label="Download breakdown (CSV)",
     )

@@ -14,6 +14,7 @@ from dashboard.components.downloads import csv_download, json_download
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.tables import file_stem
 from dashboard.components.text import escape_text
+from dashboard.components.text_tables import text_column, text_table
 from dashboard.components.widgets import page_picker
 from rageval_core import drilldown as dd
 from rageval_core.errors import RagevalError
@@ -138,11 +139,8 @@ event = st.dataframe(
     height=360,
     column_config={
         **metric_cols,
-        dd.QUERY: st.column_config.TextColumn(
-            "query",
-            width="large",
-            help="a long text is cut here: hover a cell, or click the row to read it whole in "
-            "the drilldown below",
+        dd.QUERY: text_column(
+            "query", help="a long text is cut here: click the row to read it whole below"
         ),
         dd.LATENCY: st.column_config.NumberColumn("total ms", format="%.1f"),
         dd.FAILING: st.column_config.CheckboxColumn("failing"),
@@ -283,14 +281,11 @@ if not data.run.has_evidence:
 elif not detail.spans:
     st.info("This query has no gold evidence spans.")
 else:
-    st.dataframe(
+    text_table(
         fq.spans_frame(detail),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "best_score@k": st.column_config.NumberColumn(format="%.3f"),
-            "evidence": st.column_config.TextColumn(width="large"),
-        },
+        "queries.spans",
+        f"{file_stem(view.run.name)}_{file_stem(detail.query_id)}_spans.csv",
+        column_config={"best_score@k": st.column_config.NumberColumn(format="%.3f")},
     )
     if detail.chunks:
         st.markdown(

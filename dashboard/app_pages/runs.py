@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import actions, annotations, imports, keys, state
 from dashboard.components import tables
-from dashboard.components.downloads import csv_download
+from dashboard.components.text_tables import text_table
 from dashboard.components.text import escape_text
 from rageval_core.errors import RagevalError
 from rageval_core.importing import ImportOutcome
@@ -28,8 +28,9 @@ def show_outcome(outcome: ImportOutcome, upload_dir: Path | None) -> None:
     if not added:
         st.error("The files have problems: nothing was stored.")
         frame = tables.problems_frame(problems, hide_prefix=upload_dir)
-        st.dataframe(frame, hide_index=True, width="stretch")
-        csv_download("Download problems (CSV)", frame, "import_problems.csv", "runs.problems.csv")
+        text_table(
+            frame, "runs.problems", "import_problems.csv", download_label="Download problems (CSV)"
+        )
         return
     parts = [f"Imported {len(outcome.imported)} run(s)."] if outcome.imported else []
     if outcome.existing:
@@ -97,12 +98,10 @@ if note is not None:
         st.code(note.detail, language=None)
     shown = [r for r in state.runs() if r.run_id in note.run_ids]
     if shown:
-        st.dataframe(
-            tables.runs_frame(shown), hide_index=True, width="stretch", column_config=PRICES
-        )
+        text_table(tables.runs_frame(shown), "runs.imported", None, column_config=PRICES)
     if note.problems is not None and len(note.problems):
         st.caption("Problems found while reading:")
-        st.dataframe(note.problems, hide_index=True, width="stretch")
+        text_table(note.problems, "runs.import_problems", "import_problems.csv")
 
 for new, old in st.session_state.get(keys.RUNS_CLASHES, []):
     st.warning(
@@ -182,8 +181,13 @@ if not runs:
 else:
     st.caption(f"{len(runs)} run(s) in the store")
     frame = tables.runs_frame(runs)
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=PRICES)
-    csv_download("Download the run list (CSV)", frame, "runs.csv", "runs.list.csv")
+    text_table(
+        frame,
+        "runs.list",
+        "runs.csv",
+        column_config=PRICES,
+        download_label="Download the run list (CSV)",
+    )
 
     st.subheader("Rename or delete")
     by_name = {r.name: r for r in runs}

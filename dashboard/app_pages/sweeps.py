@@ -9,8 +9,8 @@ import streamlit as st
 
 from dashboard import keys, sidebar, state
 from dashboard.components import figures_sweeps as fs
-from dashboard.components.downloads import csv_download
 from dashboard.components.text import escape_text
+from dashboard.components.text_tables import text_table
 from dashboard.components.widgets import keep_choice
 from rageval_core.compare.sweeps import COST, LATENCY, best_under, swept_settings
 
@@ -120,14 +120,13 @@ if picked in {r.run for r in rows}:
             st.page_link("app_pages/overview.py", label=f"{picked} on the Overview", icon="➡️")
 
 frame = fs.sweep_frame(rows, swept, metrics)
-st.dataframe(
+text_table(
+    frame,
+    "sweep",
+    "sweep.csv",
     # a setting a run does not carry, or a value it has not, shows as a dash (never "None")
-    frame.style.format(fs.setting_text, subset=swept)
+    display=frame.style.format(fs.setting_text, subset=swept)
     .format("{:.4f}", subset=metrics, na_rep="—")
     .format("{:.1f}", subset=[LATENCY], na_rep="—")
     .format("{:.6f}", subset=[COST], na_rep="—"),
-    hide_index=True,
-    width="stretch",
-    key="sweep.table",
 )
-csv_download("Download CSV", frame, "sweep.csv", "sweep.csv")

@@ -6,8 +6,8 @@ import streamlit as st
 
 from dashboard import actions, keys, sidebar, state
 from dashboard.components import figures_tuning as ft
-from dashboard.components.downloads import csv_download
 from dashboard.components.text import escape_text
+from dashboard.components.text_tables import text_table
 from rageval_core import tuning
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import coverage
@@ -142,10 +142,7 @@ else:
 if pairs:
     with st.expander(f"All {len(pairs)} borderline pairs as a table"):
         table = ft.borderline_frame(pairs, lookup)
-        st.dataframe(table, hide_index=True, width="stretch", key="threshold.pairs.table")
-        csv_download(
-            "Download CSV", table, f"{file_stem}_borderline_pairs.csv", "threshold.pairs.csv"
-        )
+        text_table(table, "threshold.pairs", f"{file_stem}_borderline_pairs.csv")
 
 # --- agreement with the labels ---
 st.header("Agreement with your labels", divider="gray")
@@ -195,8 +192,7 @@ else:
             "matches."
         )
     table = ft.labels_frame(labels)
-    st.dataframe(table, hide_index=True, width="stretch", key="threshold.labels.table")
-    csv_download("Download CSV", table, f"{file_stem}_labels.csv", "threshold.labels.csv")
+    text_table(table, "threshold.labels", f"{file_stem}_labels.csv")
 st.caption(
     f"Labels are kept in the store per run, scorer and normalisation (here `{settings.scorer_key}`, "
     f"`{settings.norm.key}`) and are deleted with the run."
