@@ -34,11 +34,12 @@ def view_url() -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, params, ""))
 
 
-def view_document(page: str, view: View, numbers: Any) -> dict[str, Any]:
-    """The JSON of "Download this view": which page, its link, run, settings and numbers."""
+def view_document(page: str, view: View, numbers: Any, url: str | None = None) -> dict[str, Any]:
+    """The JSON of "Download this view": which page, its link (url, else the view's own), run,
+    settings and numbers."""
     return {
         "page": page,
-        "url": view_url(),
+        "url": view_url() if url is None else url,
         "run": view.run.name,
         "settings": view.settings.values(),
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -53,10 +54,13 @@ def view_downloads(
     sidebar's run when None) at the view's settings."""
     chosen = list(runs) if runs else [view.run]
     stem = "_".join(file_stem(r.name) for r in chosen)
+    # the link now: the file is built on click, outside the page's run, where neither the
+    # address nor the query parameters are known
+    url = view_url()
     with st.container(horizontal=True):
         json_download(
             "Download this view (JSON)",
-            lambda: view_document(page, view, numbers()),
+            lambda: view_document(page, view, numbers(), url),
             f"{stem}_{page}_view.json",
             f"{page}.view_json",
         )
