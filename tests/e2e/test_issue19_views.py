@@ -78,8 +78,8 @@ def test_a_picked_row_shows_its_long_text_whole(app_url: str, page: Any) -> None
     block = page.locator(".rageval-fulltext")
     expect(block).to_have_count(1)
     # the span as the file has it (a line break is a <br>, no text of its own)
-    assert row["evidence"][0].replace("\n", "") in block.inner_text().replace("\n", "")
-    assert block.inner_text().startswith("evidence")
+    assert row["evidence"][0].replace("\n", "") in block.text_content()
+    assert block.text_content().startswith("evidence")
     screenshot(page, "fulltext_spans")
 
 
@@ -111,7 +111,7 @@ def test_no_gold_filter_sort_and_download_survive_a_reload(app_url: str, page: A
     assert all(r["no_gold"] == "True" for r in rows)
     grid = main.locator("[data-testid='stDataFrame']").first
     expect(grid).to_contain_text(want[0])
-    assert "None" not in grid.inner_text()  # unscored cells show a dash
+    assert "None" not in grid.text_content()  # unscored cells show a dash
     page.reload()
     wait_idle(page)
     assert page.locator("label", has_text="No gold only").locator("input").is_checked()
