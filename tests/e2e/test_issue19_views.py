@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from dashboard import keys
-from tests.e2e.conftest import REPO
+from tests.e2e.conftest import K, REPO, THRESHOLD, Facts
 from tests.e2e.harness import query_params, screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
@@ -255,3 +255,50 @@ def test_clicking_a_sweep_point_opens_its_run(app_url: str, page: Any) -> None:
     assert sidebar_run.input_value() == picked
     assert query_params(page)["run"] == picked
     screenshot(page, "sweeps_opened")
+
+
+@pytest.mark.parametrize(
+    ("settings", "kind"),
+    [
+        (["retriever", "rerank_top_n"], "heatmap"),
+        (["retriever", "rerank_top_n", "k1"], "parcoords"),
+    ],
+)
+def test_two_sweep_settings_make_a_heat_map_and_more_parallel_coordinates(
+    app_url: str, page: Any, settings: list[str], kind: str
+) -> None:
+    query = urlencode([("run", RUN), *((keys.SWEEP_SETTINGS, s) for s in settings)])
+    page.goto(f"{app_url}/sweeps?{query}")
+    wait_idle(page)
+    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for()
+    kinds = page.evaluate(
+        "() => [...document.querySelectorAll('.js-plotly-plot')]"
+        ".map(g => (g.data || []).map(t => t.type))"
+    )
+    assert kinds == [[kind]], kinds
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+# --- 5. per-metric bands; the curves drawn over their marker lines -----------------------------
+
+
+def test_cards_carry_the_metric_band_and_curves_sit_above_markers(
+    app_url: str, page: Any, facts: Facts
+) -> None:
+    page.goto(f"{app_url}/?run={RUN}")
+    wait_idle(page)
+    # the band for recall: above 0.8 good, below 0.5 poor, between them nothing
+    value = facts.evidence_recall[THRESHOLD]
+    want = "good" if value > 0.8 else "poor" if value < 0.5 else None
+    card = page.locator("[data-testid='stMetric']", has_text=f"EvidenceRecall@{K}").first
+    expect(card).to_contain_text(f"{value:.3f}")
+    delta = card.locator("[data-testid='stMetricDelta']")
+    if want is None:
+        expect(delta).to_have_count(0)
+    else:
+        expect(delta).to_have_text(want)
+    # the k and threshold marker lines are drawn below the curves, never over them
+    chart = page.locator("[data-testid='stPlotlyChart']").first
+    chart.locator(".main-svg").first.wait_for()
+    assert chart.locator(".layer-above .shapelayer path").count() == 0
+    assert chart.locator(".shapelayer path").count() >= 1
