@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
 from dashboard.components.figures import figure, marker
+from dashboard.components.highlight import word_window
 from dashboard.components.text import escape_text
 from rageval_core.tuning import Agreement, BorderlinePair, Labels
 
@@ -247,10 +248,15 @@ def evidence_html(pair: BorderlinePair) -> str:
 
 
 def window_html(pair: BorderlinePair) -> str:
-    """The chunk's matched window, <mark>ed, with its context (each piece escaped first)."""
-    before = ("…" if pair.clipped_before else "") + escape_text(pair.before)
-    after = escape_text(pair.after) + ("…" if pair.clipped_after else "")
-    mark = f'<mark style="{_MARK}">{escape_text(pair.window)}</mark>' if pair.window else ""
+    """The chunk's matched window, <mark>ed from a word's start to a word's end (as the
+    drilldown marks it), with its context (each piece escaped first)."""
+    text = pair.before + pair.window + pair.after
+    lo, hi = len(pair.before), len(pair.before) + len(pair.window)
+    if pair.window:
+        lo, hi = word_window(text, lo, hi)
+    before = ("…" if pair.clipped_before else "") + escape_text(text[:lo])
+    after = escape_text(text[hi:]) + ("…" if pair.clipped_after else "")
+    mark = f'<mark style="{_MARK}">{escape_text(text[lo:hi])}</mark>' if pair.window else ""
     caption = "matched window in the chunk" if pair.window else "chunk (no window located)"
     return (
         f'<div style="font-size:0.8rem;opacity:0.7">{caption}</div>'

@@ -302,3 +302,26 @@ def test_cards_carry_the_metric_band_and_curves_sit_above_markers(
     chart.locator(".main-svg").first.wait_for()
     assert chart.locator(".layer-above .shapelayer path").count() == 0
     assert chart.locator(".shapelayer path").count() >= 1
+
+
+def test_a_borderline_pair_reads_whole_under_its_table(app_url: str, page: Any) -> None:
+    page.goto(f"{app_url}/threshold?run={RUN}")
+    wait_idle(page)
+    page.get_by_text("borderline pairs as a table").click()
+    wait_idle(page)
+    grid = page.locator("[data-testid='stExpander'] [data-testid='stDataFrame']").first
+    grid.wait_for()
+    qid = grid.locator("tr[aria-rowindex='2'] td").first.text_content()
+    click_row(grid, 0)
+    wait_idle(page)
+    parts = page.locator(".rageval-fulltext > div")
+    expect(parts).to_have_count(2)
+    labels = [parts.nth(i).locator("span").first.text_content() for i in range(2)]
+    values = [parts.nth(i).locator("span").nth(1).text_content() for i in range(2)]
+    assert labels == ["evidence", "window"]
+    row = next(r for r in sample_rows() if r["query_id"] == qid)
+    flat = [e.replace("\n", "") for e in row["evidence"]]
+    assert values[0] in flat  # the gold span whole, as the file has it
+    chunks = [(c.get("text") or "").replace("\n", "") for c in row["retrieved"]]
+    assert values[1] and any(values[1] in c for c in chunks)  # a window of its chunk
+    screenshot(page, "threshold_pair_whole")
