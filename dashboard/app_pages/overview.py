@@ -128,7 +128,7 @@ else:
         st.plotly_chart(figures.breakdown_bars(table, tag, main), key="overview.breakdown")
     text_table(
         table,
-        "overview.breakdown",
+        "overview.by_tag",
         f"{tables.file_stem(view.run.name)}_by_{tables.file_stem(tag)}.csv",
         download_label="Download breakdown (CSV)",
     )

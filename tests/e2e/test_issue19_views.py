@@ -302,6 +302,7 @@ def test_cards_carry_the_metric_band_and_curves_sit_above_markers(
     chart.locator(".main-svg").first.wait_for()
     assert chart.locator(".layer-above .shapelayer path").count() == 0
     assert chart.locator(".shapelayer path").count() >= 1
+    assert page.locator("[data-testid='stException']").count() == 0
 
 
 def test_a_borderline_pair_reads_whole_under_its_table(app_url: str, page: Any) -> None:
