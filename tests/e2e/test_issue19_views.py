@@ -83,6 +83,20 @@ def test_a_picked_row_shows_its_long_text_whole(app_url: str, page: Any) -> None
     screenshot(page, "fulltext_spans")
 
 
+def test_a_queries_row_opens_its_whole_text_below(app_url: str, page: Any) -> None:
+    page.goto(f"{app_url}/queries?run={RUN}")
+    wait_idle(page)
+    grid = page.locator("[data-testid='stMain'] [data-testid='stDataFrame']").first
+    grid.wait_for()
+    qid = grid.locator("tr[aria-rowindex='2'] td").first.text_content()
+    click_row(grid, 0)
+    wait_idle(page)
+    assert query_params(page)["q"] == qid
+    text = next(r["query"] for r in sample_rows() if r["query_id"] == qid)
+    block = page.get_by_text(f"Query {qid}", exact=True).locator("xpath=..")
+    expect(block).to_have_text(f"Query {qid}{text}")
+
+
 # --- 3. unanswerable queries; 2. the Queries view in the URL; 6. the CSV holds the rows shown ---
 
 
@@ -326,3 +340,18 @@ def test_a_borderline_pair_reads_whole_under_its_table(app_url: str, page: Any) 
     chunks = [(c.get("text") or "").replace("\n", "") for c in row["retrieved"]]
     assert values[1] and any(values[1] in c for c in chunks)  # a window of its chunk
     screenshot(page, "threshold_pair_whole")
+
+
+def test_a_hostile_text_read_whole_stays_text(hostile_url: str, page: Any) -> None:
+    """The full text under a table is run text: markup in it is shown, never run."""
+    from tests.e2e.test_security import EVIDENCE, INJECTED
+
+    page.goto(f"{hostile_url}/queries?q=xss-1")
+    wait_idle(page)
+    click_row(grid_after(page, "Gold evidence spans"), 0)
+    wait_idle(page)
+    value = page.locator(".rageval-fulltext > div").first.locator("span").nth(1)
+    expect(value).to_have_text(EVIDENCE)
+    found = page.evaluate(INJECTED)
+    assert found == {"xss": "undefined", "js_links": 0, "handlers": 0, "scripts": 0, "imgs_x": 0}
+    assert page.locator("[data-testid='stException']").count() == 0
