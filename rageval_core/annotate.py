@@ -1,17 +1,36 @@
 """What a person adds to a stored run later: a date, prices, run tags (checked here, stored by
-rageval_core.store.runfacts), and notes on its queries. The dashboard's Runs page and drilldown
-call these; nothing here re-imports or re-scores a run."""
+rageval_core.store.runfacts), qrels, and notes on its queries. The dashboard's Runs page and
+drilldown and `rageval attach` call these; nothing here re-scores a run."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
-from rageval_core.errors import UsageError
+from rageval_core.errors import ProblemLog, UsageError
+from rageval_core.model import ParsedRun, Query
 from rageval_core.store import RunRecord, RunRef, Store
-from rageval_core.store.runfacts import RUN_TAGS, query_notes, set_query_note, update_run_facts
+from rageval_core.store.runfacts import (
+    RUN_TAGS,
+    query_notes,
+    set_query_note,
+    stored_labels,
+    take_over,
+    update_run_facts,
+)
 
-__all__ = ["RUN_TAGS", "attach_facts", "query_notes", "run_tags", "set_query_note"]
+__all__ = [
+    "RUN_TAGS",
+    "attach_facts",
+    "attach_qrels",
+    "check_facts",
+    "query_notes",
+    "run_tags",
+    "set_query_note",
+]
 
 
 def run_tags(record: RunRecord) -> dict[str, str]:
@@ -28,10 +47,22 @@ def attach_facts(
     prices: tuple[float | None, float | None] | None = None,
     tags: dict[str, str] | None = None,
 ) -> RunRecord:
-    """Check and store a run's date (ISO 8601), prices (USD per 1K tokens, >= 0) and tags.
+    """Check and store a run's date (ISO 8601), prices (USD per 1K, >= 0) and tags.
 
     UsageError names the fact and its problem; nothing is stored then.
     """
+    created_at = check_facts(created_at=created_at, prices=prices, tags=tags)
+    return update_run_facts(store, ref, created_at=created_at, prices=prices, tags=tags)
+
+
+def check_facts(
+    *,
+    created_at: str | None = None,
+    prices: tuple[float | None, float | None] | None = None,
+    tags: dict[str, str] | None = None,
+) -> str | None:
+    """UsageError naming the first fact that is not one (a date that is not ISO 8601, a price
+    that is negative or not finite, a tag without a name); the date stripped when it is fine."""
     if created_at is not None:
         created_at = created_at.strip()
         try:
@@ -49,4 +80,50 @@ def attach_facts(
         for key in tags:
             if not key.strip():
                 raise UsageError("tags: a tag needs a name")
-    return update_run_facts(store, ref, created_at=created_at, prices=prices, tags=tags)
+    return created_at
+
+
+def attach_qrels(store: Store, ref: RunRef, path: Path, shown: str | None = None) -> RunRecord:
+    """Give a stored run the relevance labels of a qrels file (TREC, BEIR's TSV or ranx's JSON),
+    in place of any it had: the run then holds what importing it together with that file holds.
+
+    Every stored query keeps its place and its chunks, evidence and answers; its relevance
+    becomes the file's labels for it (none when the file does not judge it), and queries the file
+    judges that the run does not hold are added as judged-but-absent (trec_eval's -c counts
+    them). The run is stored again under its own name with its scores, labels, judge results and
+    notes moved over, so nothing is re-scored and a cache keyed on the old run id never serves
+    it. A malformed file raises InputError (`file:line: field: problem`) and changes nothing.
+    """
+    from rageval_core.formats.scored import read_qrels
+
+    log = ProblemLog()
+    judged = read_qrels(path, log)
+    log.raise_if_errors()
+    assert judged is not None
+    record = store.run(ref)
+    labels = judged.labels
+    if stored_labels(store, record.run_id) == labels:
+        return record  # the labels it has (its content hash may predate facts attached since)
+    held: set[str] = set()
+
+    def queries() -> Iterator[Query]:
+        for q in store.iter_queries(record.run_id):
+            held.add(q.query_id)
+            yield dataclasses.replace(q, relevance=labels.get(q.query_id))
+        for qid, rels in labels.items():
+            if qid not in held:
+                yield Query(query_id=qid, retrieved=None, relevance=rels)
+
+    parsed = ParsedRun(
+        info=record.info,
+        queries=queries(),
+        format=record.format,
+        sources=(*record.sources, shown or judged.file),
+        expected_queries=record.n_queries,
+    )
+    result = store.import_run(parsed, log)
+    if not result.created:
+        raise UsageError(
+            f"{record.name} with these qrels is the run already stored as {result.run.name!r}"
+        )
+    return take_over(store, record.run_id, result.run.run_id)

@@ -7,7 +7,13 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from rageval_core.store.schema import first_row, rollback_quietly
+from rageval_core.errors import UsageError
+from rageval_core.store.schema import (
+    DERIVED_TABLES,
+    QUERY_TABLES,
+    first_row,
+    rollback_quietly,
+)
 from rageval_core.store.store import RunRecord, RunRef, Store
 
 #: the key of the run settings that holds the run's own tags ({"experiment": "chunking"})
@@ -87,3 +93,46 @@ def query_notes(store: Store, ref: RunRef) -> dict[str, str]:
             "SELECT query_id, note FROM query_notes WHERE run_id = ? ORDER BY query_id", [run_id]
         ).fetchall()
     return {str(q): str(n) for q, n in rows}
+
+
+def take_over(store: Store, old: int, new: int) -> RunRecord:
+    """Make run new stand in for run old, in one transaction: old's derived rows (scores, labels,
+    judge results, notes: all keyed by qidx or query_id, which new keeps) move to new, old's own
+    rows go, and new takes old's name. For a run stored again with only its relevance changed
+    (annotate.attach_qrels)."""
+    with store._cursor() as cur:
+        cur.begin()
+        try:
+            row = first_row(cur.execute("SELECT name FROM runs WHERE run_id = ?", [old]).fetchall())
+            if row is None:
+                raise UsageError(f"no run with id {old}")
+            for table in DERIVED_TABLES:
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [new])
+                cur.execute(f"UPDATE {table} SET run_id = ? WHERE run_id = ?", [new, old])
+            for table in (*QUERY_TABLES, "runs"):
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [old])
+            cur.execute("UPDATE runs SET name = ? WHERE run_id = ?", [row[0], new])
+            cur.commit()
+        except BaseException:
+            rollback_quietly(cur)
+            raise
+        return store._record(cur, new)
+
+
+def stored_labels(store: Store, ref: RunRef) -> dict[str, dict[str, int]]:
+    """{query_id: {doc_id: label}} of every query of the run that has qrels ({} when judged with
+    nothing), in stored order."""
+    with store._cursor() as cur:
+        run_id = store._resolve(cur, ref)
+        judged = cur.execute(
+            "SELECT query_id FROM queries WHERE run_id = ? AND has_qrels ORDER BY qidx", [run_id]
+        ).fetchall()
+        out: dict[str, dict[str, int]] = {str(q): {} for (q,) in judged}
+        rows = cur.execute(
+            "SELECT q.query_id, r.doc_id, r.rel FROM qrels r JOIN queries q "
+            "ON q.run_id = r.run_id AND q.qidx = r.qidx WHERE r.run_id = ? ORDER BY r.qidx, r.pos",
+            [run_id],
+        ).fetchall()
+    for qid, doc, rel in rows:
+        out[str(qid)][str(doc)] = int(rel)
+    return out
