@@ -95,13 +95,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
     settings = settings_from_args(args)
     fmt = "json" if args.format == "native" else None
-    session = spark.start(args.master)
+    running = spark.active()  # a caller's session (a test's, a notebook's): used, not stopped
+    if running is not None and args.master and args.master != running.sparkContext.master:
+        raise UsageError(
+            f"--master {args.master}: this process already runs Spark on "
+            f"{running.sparkContext.master}"
+        )
+    session = running or spark.start(args.master)
     try:
         out = spark.evaluate(
             session, args.run, metrics, settings, fmt=fmt, per_query=args.per_query
         )
     finally:
-        spark.stop(session)
+        if running is None:
+            spark.stop(session)
     if args.json:
         from rageval_core.terminal import json_text
 

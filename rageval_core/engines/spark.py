@@ -93,6 +93,15 @@ def start(master: str | None = None, app_name: str = "rageval") -> Any:
     return spark
 
 
+def active() -> Any:
+    """The session this thread already runs (a test's, a notebook's), or None: used as it is."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    return SparkSession.getActiveSession()
+
+
 def stop(spark: Any) -> None:
     """Stop the session and wait for the JVM this process started to exit (when it started one)."""
     from pyspark import SparkContext
@@ -342,13 +351,9 @@ def evaluate(
         measures, s = partition.plan(names, settings, relevance=relevance)
         names = [str(m) for m in measures]
         families = {m.spec.family for m in measures}
-        rows = df.where(_queries(df)).select(*INPUT_COLUMNS)
+        rows = query_rows(df)
         options = {"source": src.path if src.fmt == "parquet" else "partition"}
-        job = functools.partial(
-            partition.evaluate_batches, metrics=names, settings=s, per_query=False, **options
-        )
-        parts = rows.mapInArrow(job, partition.PARTIAL_SPARK_SCHEMA).toArrow()
-        values = partition.combine([parts])
+        values = run_values(rows, names, s, **options)
         out: dict[str, Any] = {
             "run": summary.run,
             "n_queries": summary.rows,
@@ -362,7 +367,12 @@ def evaluate(
             "metrics": {name: values.get(name, math.nan) for name in names},
         }
         if per_query:
-            out["per_query"] = _per_query(rows, names, s, options)
+            table = per_query_values(rows, names, s, **options)
+            columns = {name: table[name].to_pylist() for name in names}
+            out["per_query"] = {
+                qid: {name: columns[name][i] for name in names}
+                for i, qid in enumerate(table["query_id"].to_pylist())
+            }
     except RagevalError:
         raise
     except Exception as e:
@@ -383,26 +393,33 @@ def _queries(df: Any) -> Any:
     return df["rageval_run"].isNull()
 
 
-def _per_query(
-    rows: Any, names: list[str], s: Settings, options: dict[str, Any]
-) -> dict[str, dict[str, float]]:
-    """Every query's values (a second job: per_query=True), keyed by query id."""
+def query_rows(df: Any) -> Any:
+    """read()'s DataFrame as partition.INPUT_SCHEMA rows: the queries, their input columns."""
+    return df.where(_queries(df)).select(*INPUT_COLUMNS)
+
+
+def run_values(rows: Any, names: Sequence[str], s: Settings, **options: Any) -> dict[str, float]:
+    """{metric: run value}: evaluate_batches in every partition (mapInArrow), then combine()."""
+    job = functools.partial(
+        partition.evaluate_batches, metrics=list(names), settings=s, per_query=False, **options
+    )
+    parts = rows.mapInArrow(job, partition.PARTIAL_SPARK_SCHEMA).toArrow()
+    return partition.combine([parts])
+
+
+def per_query_values(rows: Any, names: Sequence[str], s: Settings, **options: Any) -> Any:
+    """Every query's values as one Arrow table (evaluate_partition's columns; a second job)."""
     from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
     # mapInArrow matches columns by position: declare them in evaluate_partition's order
-    schema = partition.per_query_schema(names, s)
+    schema = partition.per_query_schema(list(names), s)
     fields = [
         StructField(f.name, StringType() if f.name == "query_id" else DoubleType()) for f in schema
     ]
     job = functools.partial(
-        partition.evaluate_batches, metrics=names, settings=s, per_query=True, **options
+        partition.evaluate_batches, metrics=list(names), settings=s, per_query=True, **options
     )
-    table = rows.mapInArrow(job, StructType(fields)).toArrow()
-    columns = {name: table[name].to_pylist() for name in names}
-    return {
-        qid: {name: columns[name][i] for name in names}
-        for i, qid in enumerate(table["query_id"].to_pylist())
-    }
+    return rows.mapInArrow(job, StructType(fields)).toArrow()
 
 
 # --- bad input -------------------------------------------------------------------------------
@@ -432,10 +449,12 @@ def _translated(e: BaseException, src: Source, df: Any = None) -> RagevalError:
 def diagnose(df: Any, src: Source) -> InputError | UsageError:
     """The input's problems as `file:line: field: problem`, from the native reader's checks run
     over every line of every file in the partitions (only when Spark has reported a bad row)."""
-    spark = df.sparkSession
-    files = sorted(df.inputFiles())
     from pyspark.sql import functions as F
 
+    from rageval_core.formats.fields import quoted
+
+    spark = df.sparkSession
+    files = sorted(df.inputFiles())
     dup_rows = (
         df.where(_queries(df) & F.col("query_id").isNotNull())
         .groupBy("query_id")
@@ -458,7 +477,7 @@ def diagnose(df: Any, src: Source) -> InputError | UsageError:
                 if first == f"{shown}:{line}":
                     continue
                 where = first.removeprefix(f"{shown}:")
-                problem = f"duplicate {json.dumps(problem)} (first on line {where})"
+                problem = f"duplicate {quoted(problem)} (first on line {where})"
             if len(problems) < MAX_PROBLEMS:
                 problems.append(Problem(shown, line, field, problem))
             else:
