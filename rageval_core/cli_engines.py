@@ -38,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=ENGINES,
         default="local",
         help="where to evaluate: in this process (default), or on Apache Spark for runs too large "
-        "for one machine (RUN: a native JSONL or Parquet file, folder or glob; ranking and "
+        "for one machine (RUN and any FILE after it: native JSONL or Parquet files, folders or "
+        "globs, read as one run; ranking and "
         "evidence metrics only; pip install 'rageval[spark]'; docs/scale-out.md)",
     )
     p.add_argument(
@@ -54,7 +55,6 @@ def refusal(args: argparse.Namespace) -> str | None:
     from rageval_core.settings import BY_NAME
 
     flags = (
-        ("companions", "companion files"),
         ("qrels", "--qrels (a TREC run's qrels)"),
         ("by", "--by"),
         ("explain_preset", "--explain-preset"),
@@ -104,7 +104,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     session = running or spark.start(args.master)
     try:
         out = spark.evaluate(
-            session, args.run, metrics, settings, fmt=fmt, per_query=args.per_query
+            session,
+            [args.run, *args.companions],  # several files (a glob the shell expanded): one run
+            metrics,
+            settings,
+            fmt=fmt,
+            per_query=args.per_query,
         )
     finally:
         if running is None:
@@ -149,6 +154,6 @@ def format_spark_report(out: dict[str, Any], per_query: bool) -> str:
     text = format_report(report, per_query=per_query)
     skipped = "; ".join(engine["not_computed"])
     note = f"engine: spark {engine['spark_version']} (master {engine['master']}); not computed: {skipped}"
-    if engine.get("answers_not_evaluated"):
-        note += f" ({engine['answers_not_evaluated']} queries have answers)"
+    if engine.get("queries_with_answers"):
+        note += f" ({engine['queries_with_answers']} queries have answers)"
     return f"{text}\n\n{note}"

@@ -128,41 +128,49 @@ def stop(spark: Any) -> None:
 
 @dataclass(frozen=True)
 class Source:
-    """FILE_OR_GLOB as Spark reads it: a file, a folder or a glob; local or a Hadoop URL."""
+    """FILE_OR_GLOB as Spark reads it: files, folders or globs (one run); local or Hadoop URLs."""
 
-    path: str
+    paths: tuple[str, ...]
     fmt: str  # "json" (native JSONL) or "parquet"
 
     @property
-    def local(self) -> bool:
-        return "://" not in self.path
+    def path(self) -> str:
+        """The input as messages name it."""
+        more = len(self.paths) - 1
+        return self.paths[0] + (f" (and {more} more)" if more else "")
 
 
-def source(path: str, fmt: str | None = None) -> Source:
+def source(paths: str | Sequence[str], fmt: str | None = None) -> Source:
     """The input and its format (Parquet by its .parquet names, else native JSONL); a local path
     that names no file is a UsageError here, before Spark starts."""
-    local = "://" not in path
+    given = [paths] if isinstance(paths, str) else list(paths)
     names: list[str] = []
-    if local:
-        if _GLOB.search(path):
-            names = sorted(glob.glob(path))
-            if not names:
-                raise UsageError(f"{path}: no file matches")
-        elif Path(path).is_dir():
-            names = sorted(str(p) for p in Path(path).iterdir() if p.is_file())
-            names = [n for n in names if not Path(n).name.startswith((".", "_"))]  # _SUCCESS
-            if not names:
-                raise UsageError(f"{path}: the folder holds no file")
-        elif Path(path).is_file():
-            names = [path]
-        else:
-            raise UsageError(f"{path}: no such file or folder")
+    for path in given:
+        names += _local_files(path) if "://" not in path else [path.rstrip("/")]
     if fmt is None:
-        parquet = [n.endswith(".parquet") for n in names] or [path.rstrip("/").endswith(".parquet")]
+        parquet = [n.endswith(".parquet") for n in names]
         if any(parquet) and not all(parquet):
-            raise UsageError(f"{path}: mixes Parquet and other files: name one format's files")
+            raise UsageError(f"{given[0]}: mixes Parquet and other files: name one format's files")
         fmt = "parquet" if all(parquet) else "json"
-    return Source(str(Path(path).absolute()) if local else path, fmt)
+    return Source(tuple(p if "://" in p else str(Path(p).absolute()) for p in given), fmt)
+
+
+def _local_files(path: str) -> list[str]:
+    """The files a local file, folder or glob names; UsageError when none."""
+    if _GLOB.search(path):
+        names = sorted(glob.glob(path))
+        if not names:
+            raise UsageError(f"{path}: no file matches")
+        return names
+    if Path(path).is_dir():
+        names = sorted(str(p) for p in Path(path).iterdir() if p.is_file())
+        names = [n for n in names if not Path(n).name.startswith((".", "_"))]  # _SUCCESS
+        if not names:
+            raise UsageError(f"{path}: the folder holds no file")
+        return names
+    if Path(path).is_file():
+        return [path]
+    raise UsageError(f"{path}: no such file or folder")
 
 
 def read(spark: Any, src: Source) -> Any:
@@ -171,7 +179,7 @@ def read(spark: Any, src: Source) -> Any:
 
     try:
         if src.fmt == "parquet":
-            df = spark.read.parquet(src.path)
+            df = spark.read.parquet(*src.paths)
             missing = [c for c in ("query_id", "retrieved") if c not in df.columns]
             if missing:
                 raise UsageError(
@@ -187,7 +195,7 @@ def read(spark: Any, src: Source) -> Any:
                 spark.read.schema(READ_SCHEMA)
                 .option("mode", "PERMISSIVE")
                 .option("columnNameOfCorruptRecord", CORRUPT)
-                .json(src.path)
+                .json(list(src.paths))
             )
         return df.withColumn(FILE, F.input_file_name())
     except RagevalError:
@@ -314,7 +322,7 @@ def _run_name(header: Any, src: Source) -> str:
             info = None
         if isinstance(info, dict) and isinstance(info.get("name"), str) and info["name"]:
             return str(info["name"])
-    stem = Path(src.path.rstrip("/")).name
+    stem = Path(src.paths[0].rstrip("/")).name
     return _GLOB.split(stem)[0].removesuffix(".parquet").removesuffix(".jsonl") or "run"
 
 
@@ -323,7 +331,7 @@ def _run_name(header: Any, src: Source) -> str:
 
 def evaluate(
     spark: Any,
-    path: str,
+    path: str | Sequence[str],
     metrics: Sequence[str] | None,
     settings: Settings,
     *,
@@ -383,7 +391,8 @@ def evaluate(
         "master": spark.sparkContext.master,
         "spark_version": spark.version,
         "not_computed": list(NOT_COMPUTED),
-        **({"answers_not_evaluated": summary.has_answers} if summary.has_answers else {}),
+        # the run's answers were read past, not evaluated: how many queries have one
+        **({"queries_with_answers": summary.has_answers} if summary.has_answers else {}),
     }
     return to_json_value(out)  # type: ignore[no-any-return]
 
@@ -429,7 +438,9 @@ def _translated(e: BaseException, src: Source, df: Any = None) -> RagevalError:
     """A Spark or worker error as rageval's: a missing path, or the input's problems."""
     text = str(e)
     if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
-        return UsageError(f"{src.path}: no such file or folder")
+        named = re.search(r"Path does not exist: (\S+?)\.?(?:\s|$)", text)
+        missing = named.group(1) if named and len(src.paths) > 1 else src.path
+        return UsageError(f"{missing}: no such file or folder")
     if "rageval_core.errors.InputError" in text:
         if src.fmt == "json" and df is not None:  # rageval's own reader says where, line by line
             return diagnose(df, src)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -124,6 +125,53 @@ def test_a_glob_of_two_files_is_one_run_with_the_local_numbers(
     local = evaluate_json(str(source), *settings)
     assert spark["settings"]["relevance"] == "evidence"
     assert_same_numbers(spark, local)
+    # the glob expanded by a shell: the files one by one are the same run
+    files = sorted(str(p) for p in (tmp_path / "parts").iterdir())
+    assert evaluate_json(*files, "--engine", "spark", *settings) == spark
+
+
+@pytest.mark.slow
+def test_spark_submit_runs_the_command_with_its_own_session(session: Any, tmp_path: Path) -> None:
+    """docs/scale-out.md's spark-submit command, in local mode: spark-submit starts the JVM and
+    the driver, `--engine spark` uses that session (master local[1], from spark-submit)."""
+    bin_dir = Path(sys.executable).parent
+    script = subprocess.run(
+        [sys.executable, "-m", "rageval_core.engines.submit", "--path"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    run = str(SAMPLES / "bm25.jsonl")
+    metrics = ["--metrics", "nDCG@10 EvidenceRecall@10 RR"]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    out = subprocess.run(
+        [
+            str(bin_dir / "spark-submit"),
+            "--master",
+            "local[1]",
+            "--conf",
+            "spark.driver.host=127.0.0.1",
+            "--conf",
+            "spark.driver.bindAddress=127.0.0.1",
+            script,
+            "evaluate",
+            run,
+            "--engine",
+            "spark",
+            "--json",
+            *metrics,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    spark = json.loads(out.stdout)
+    assert spark["engine"]["master"] == "local[1]"
+    assert_same_numbers(spark, evaluate_json(run, *metrics))
 
 
 @pytest.mark.slow
