@@ -226,6 +226,28 @@ def test_bad_lines_are_reported_as_the_native_reader_reports_them(
 
 
 @pytest.mark.slow
+def test_a_row_only_the_partition_rejects_is_reported_by_line(
+    session: Any, tmp_path: Path
+) -> None:
+    """Spark reads these lines fine; the partition's checks fail the job, and the report still
+    names the file's lines, as the local reader does."""
+    lines = [
+        '{"query_id": "q1", "retrieved": [{"doc_id": "d1", "text": "a"}], "evidence": ["a"]}',
+        '{"query_id": "q2", "retrieved": [{"doc_id": "d1"}, {"doc_id": ""}], "evidence": ["a"]}',
+        '{"query_id": "q3", "retrieved": [], "evidence": ["a", ""]}',
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spark = rageval("evaluate", str(path), "--engine", "spark", cwd=tmp_path)
+    local = rageval("evaluate", str(path), cwd=tmp_path)
+    assert spark.returncode == local.returncode == 2
+    problems = [line for line in spark.stderr.splitlines() if line.startswith("rows.jsonl:")]
+    expected = [line for line in local.stderr.splitlines() if line.startswith("rows.jsonl:")]
+    assert [p.split(":")[1] for p in expected] == ["2", "3"], local.stderr
+    assert problems == expected
+
+
+@pytest.mark.slow
 def test_a_missing_input_is_one_line_and_exit_2(session: Any, tmp_path: Path) -> None:
     for path in (tmp_path / "nothere.jsonl", tmp_path / "none-*.jsonl"):
         out = rageval("evaluate", str(path), "--engine", "spark")
