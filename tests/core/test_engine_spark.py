@@ -226,9 +226,7 @@ def test_bad_lines_are_reported_as_the_native_reader_reports_them(
 
 
 @pytest.mark.slow
-def test_a_row_only_the_partition_rejects_is_reported_by_line(
-    session: Any, tmp_path: Path
-) -> None:
+def test_a_row_only_the_partition_rejects_is_reported_by_line(session: Any, tmp_path: Path) -> None:
     """Spark reads these lines fine; the partition's checks fail the job, and the report still
     names the file's lines, as the local reader does."""
     lines = [
