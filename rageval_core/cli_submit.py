@@ -1,6 +1,6 @@
 """The script `spark-submit` runs: the `rageval` command inside the driver spark-submit starts.
 
-    spark-submit --master spark://host:7077 "$(python -m rageval_core.engines.submit --path)" \
+    spark-submit --master spark://host:7077 "$(python -m rageval_core.cli_submit --path)" \
         evaluate 's3a://bucket/run/*.jsonl' --engine spark --json
 
 `--engine spark` then uses the session spark-submit set up (its --master and --conf apply).
@@ -14,8 +14,8 @@ import sys
 
 
 def main() -> None:
-    # run as a script, this file's folder would come first on sys.path; nothing should be
-    # imported from there by its bare name
+    # run as a script, this file's folder (rageval_core/) comes first on sys.path, where its
+    # numbers.py would stand in for the standard library's numbers module: take it off first
     here = os.path.dirname(os.path.abspath(__file__))
     if sys.path and os.path.abspath(sys.path[0] or ".") == here:
         sys.path.pop(0)
