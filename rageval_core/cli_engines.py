@@ -95,6 +95,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
     settings = settings_from_args(args)
     fmt = "json" if args.format == "native" else None
+    # several files (a glob the shell expanded) are one run; a local path that names no file
+    # is said here, before Spark's JVM starts (seconds)
+    src = spark.source([args.run, *args.companions], fmt)
     running = spark.active()  # a caller's session (a test's, a notebook's): used, not stopped
     if running is not None and args.master and args.master != running.sparkContext.master:
         raise UsageError(
@@ -103,14 +106,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
     session = running or spark.start(args.master)
     try:
-        out = spark.evaluate(
-            session,
-            [args.run, *args.companions],  # several files (a glob the shell expanded): one run
-            metrics,
-            settings,
-            fmt=fmt,
-            per_query=args.per_query,
-        )
+        out = spark.evaluate(session, src, metrics, settings, per_query=args.per_query)
     finally:
         if running is None:
             spark.stop(session)

@@ -310,6 +310,8 @@ def summarise(df: Any, src: Source) -> Summary:
     )
     if summary.bad or int(row["with_ids"] or 0) != summary.unique_ids:
         raise diagnose(df, src)
+    if not summary.rows:  # as the native reader says it
+        raise InputError([Problem(_shown(sorted(df.inputFiles())[0]), 0, "file", "no queries")])
     return summary
 
 
@@ -331,7 +333,7 @@ def _run_name(header: Any, src: Source) -> str:
 
 def evaluate(
     spark: Any,
-    path: str | Sequence[str],
+    path: str | Sequence[str] | Source,
     metrics: Sequence[str] | None,
     settings: Settings,
     *,
@@ -342,7 +344,7 @@ def evaluate(
     here (ops is null; the "engine" key says what was left out)."""
     from rageval_core.ops import to_json_value
 
-    src = source(path, fmt)
+    src = path if isinstance(path, Source) else source(path, fmt)
     df = read(spark, src)
     try:
         summary = summarise(df, src)

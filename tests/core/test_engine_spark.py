@@ -246,6 +246,19 @@ def test_a_row_only_the_partition_rejects_is_reported_by_line(session: Any, tmp_
 
 
 @pytest.mark.slow
+def test_a_run_without_queries_is_refused_as_the_native_reader_refuses_it(
+    session: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text('{"rageval_run": {"name": "empty"}}\n', encoding="utf-8")
+    spark = rageval("evaluate", str(path), "--engine", "spark", cwd=tmp_path)
+    local = rageval("evaluate", str(path), cwd=tmp_path)
+    assert spark.returncode == local.returncode == 2
+    assert "empty.jsonl:0: file: no queries" in local.stderr
+    assert spark.stderr == local.stderr
+
+
+@pytest.mark.slow
 def test_a_missing_input_is_one_line_and_exit_2(session: Any, tmp_path: Path) -> None:
     for path in (tmp_path / "nothere.jsonl", tmp_path / "none-*.jsonl"):
         out = rageval("evaluate", str(path), "--engine", "spark")
