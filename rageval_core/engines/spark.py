@@ -520,6 +520,14 @@ def check_lines(
         line = index + 1
         if line == 1:
             text = text.removeprefix("\ufeff")
+            if text.lstrip().startswith("["):  # the native format's other form
+                yield (
+                    line,
+                    "file",
+                    "a JSON array: --engine spark reads one query per line (JSON Lines); "
+                    "`rageval export RUN --to jsonl` writes a stored run that way",
+                )
+                return
         if not text.strip():
             continue
         try:

@@ -259,6 +259,20 @@ def test_a_run_without_queries_is_refused_as_the_native_reader_refuses_it(
 
 
 @pytest.mark.slow
+def test_the_json_array_form_is_refused_with_what_to_do(session: Any, tmp_path: Path) -> None:
+    """The native format's JSON-array form is valid locally; Spark reads lines, so it is refused
+    (rather than reported as broken lines)."""
+    path = tmp_path / "array.json"
+    queries = [{"query_id": "q1", "retrieved": [{"doc_id": "d1", "text": "a"}]}]
+    path.write_text("[\n" + json.dumps(queries[0]) + "\n]\n", encoding="utf-8")
+    assert rageval("evaluate", str(path), "--json", cwd=tmp_path).returncode == 0
+    out = rageval("evaluate", str(path), "--engine", "spark", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[0].startswith("array.json:1: file: a JSON array:")
+    assert "rageval export RUN --to jsonl" in out.stderr
+
+
+@pytest.mark.slow
 def test_a_missing_input_is_one_line_and_exit_2(session: Any, tmp_path: Path) -> None:
     for path in (tmp_path / "nothere.jsonl", tmp_path / "none-*.jsonl"):
         out = rageval("evaluate", str(path), "--engine", "spark")
