@@ -17,7 +17,7 @@ XDIST ?= 2
 PYTEST := $(PY) -m pytest -n $(XDIST)
 
 .PHONY: help run test test-fast test-latest test-lowest fuzz bench bench-quick lint lock shell import \
-	setup setup-test setup-bench browser layers clean
+	setup setup-test setup-bench browser java layers clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -31,11 +31,11 @@ $(UV): requirements/uv.txt
 setup: | $(UV)  ## create .venv with rageval, its dashboard and semantic extras (what the app needs), from uv.lock
 	$(UV) sync --locked --inexact --extra dashboard --extra semantic --quiet
 
-setup-test: | $(UV)  ## .venv exactly as uv.lock has it with the test and dev extras
-	$(UV) sync --locked --extra test --extra dev --quiet
+setup-test: java | $(UV)  ## .venv exactly as uv.lock has it with the test, dev and spark extras (and Java for Spark)
+	$(UV) sync --locked --extra test --extra dev --extra spark --quiet
 
-setup-bench: | $(UV)
-	$(UV) sync --locked --extra test --extra dev --extra bench --quiet
+setup-bench: java | $(UV)
+	$(UV) sync --locked --extra test --extra dev --extra spark --extra bench --quiet
 
 import: setup  ## import sample_runs/ into the store (idempotent)
 	$(RAGEVAL) import sample_runs/*.jsonl
@@ -50,21 +50,24 @@ shell: setup  ## a shell with .venv active, so `rageval` is on PATH (or: source 
 browser:  ## install Debian's chromium for the browser tests when it is missing
 	@bash scripts/ensure-chromium.sh
 
+java:  ## install Debian's Java 17 runtime for the Spark engine's tests when `java` is missing
+	@bash scripts/ensure-java.sh
+
 test: setup-test browser lint  ## set up (from the lock, with test extras and chromium), lint (ruff, format, mypy, layers), run every test
 	$(PYTEST)
 
 test-fast: setup-test  ## the core tests without the slow ones, for the inner loop (under a minute)
 	$(PYTEST) tests/core -m "not slow"
 
-test-latest: browser | $(UV)  ## every test on the newest releases the floors allow (.venv-latest, no lock)
+test-latest: browser java | $(UV)  ## every test on the newest releases the floors allow (.venv-latest, no lock)
 	rm -rf .venv-latest && $(UV) venv --quiet .venv-latest
-	$(UV) pip install --quiet --python .venv-latest/bin/python -e '.[test,dev]'
+	$(UV) pip install --quiet --python .venv-latest/bin/python -e '.[test,dev,spark]'
 	@.venv-latest/bin/python -c "import duckdb, streamlit, pandas, pyarrow, numpy; print('latest:', *(f'{m.__name__} {m.__version__}' for m in (duckdb, streamlit, pandas, pyarrow, numpy)))"
 	.venv-latest/bin/python -m pytest -n $(XDIST)
 
-test-lowest: browser | $(UV)  ## every test on the lowest versions pyproject.toml declares (checks the floors)
+test-lowest: browser java | $(UV)  ## every test on the lowest versions pyproject.toml declares (checks the floors)
 	rm -rf .venv-lowest && $(UV) venv --quiet .venv-lowest
-	$(UV) pip install --quiet --python .venv-lowest/bin/python --resolution lowest-direct -e '.[test,dev]'
+	$(UV) pip install --quiet --python .venv-lowest/bin/python --resolution lowest-direct -e '.[test,dev,spark]'
 	@.venv-lowest/bin/python -c "import duckdb, streamlit, pandas, pyarrow, numpy; print('lowest:', *(f'{m.__name__} {m.__version__}' for m in (duckdb, streamlit, pandas, pyarrow, numpy)))"
 	.venv-lowest/bin/python -m pytest -n $(XDIST)
 

@@ -4,24 +4,22 @@ The same generated native run (bench.native_scale.write_native_run) is evaluated
 the JSONL file each time:
 - one machine: `open_file_in_scratch_store` (parse, in-memory store) -> `evaluate()` (pair
   scoring on both cores, then the metrics);
-- Spark, master local[N]: Spark's own JSON reader splits the file into N partitions by byte
-  range (whole lines, so whole queries) and reads them with partition.SPARK_SCHEMA;
+- Spark, master local[N], through the engine `rageval evaluate --engine spark` uses
+  (rageval_core/engines/spark.py): Spark's own JSON reader splits the file into N partitions by
+  byte range (whole lines, so whole queries) and reads them with partition.SPARK_SCHEMA;
   `mapInArrow` hands each partition's Arrow batches to rageval_core.partition.evaluate_batches
   (score_pairs + the metric registry, one in-memory DuckDB per batch); the few partial sums come
   back with `toArrow()` and partition.combine() reduces them.
 The run values must be equal (1e-12) and the per-query values too (a second, untimed job), or
-the scenario fails. pyspark is imported only in run(): the bench extra installs it
-(`pip install -e '.[bench]'`); nothing is downloaded at run time (no spark.jars.packages, no
-UI, the driver bound to 127.0.0.1).
+the scenario fails. pyspark is imported only by the engine's functions: the bench extra installs
+it (through the spark extra); nothing is downloaded at run time (no spark.jars.packages, no UI,
+the driver bound to 127.0.0.1).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import os
-import shutil
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -33,81 +31,18 @@ import pyarrow as pa
 from bench.common import ScenarioResult, Table, fmt_ratio, fmt_runs, fmt_seconds, measure
 from bench.native_scale import write_native_run
 from rageval_core import partition
-from rageval_core.evaluate import evaluate, open_file_in_scratch_store
+from rageval_core.engines import spark as engine
+from rageval_core.evaluate import Settings, evaluate, open_file_in_scratch_store
 from rageval_core.rundata import load_run_data
 
-#: Spark's JSON reader reads a native run into partition.INPUT_SCHEMA with this schema
-SPARK_SCHEMA = (
-    "query_id STRING, retrieved ARRAY<STRUCT<doc_id: STRING, text: STRING, score: DOUBLE>>, "
-    "relevance MAP<STRING, BIGINT>, relevant_ids ARRAY<STRING>, evidence ARRAY<STRING>"
-)
-PARTIAL_SPARK_SCHEMA = "metric STRING, n BIGINT, total DOUBLE, weight DOUBLE, weighted DOUBLE"
 TOLERANCE = 1e-12
 
 
-def start_spark(workers: int) -> Any:
-    """A local Spark session with `workers` task slots that reaches nothing outside this machine."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as e:
-        raise RuntimeError(
-            "the distributed scenario needs pyspark: pip install -e '.[bench]'"
-        ) from e
-    if shutil.which("java") is None:
-        raise RuntimeError(
-            "the distributed scenario needs Java 17 or later on the PATH (Spark's JVM)"
-        )
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers run this interpreter (rageval_core)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-    spark = (
-        SparkSession.builder.master(f"local[{workers}]")
-        .appName("rageval-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", str(workers))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-def stop_spark(spark: Any) -> None:
-    """Stop the session and wait for its JVM to exit (the JVM exits when its stdin closes)."""
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    spark.stop()
-    if gateway is None:
-        return
-    proc = getattr(gateway, "proc", None)
-    gateway.shutdown()
-    if proc is not None:
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=60)
-        except Exception:  # a JVM that does not stop on its own is ended, not left behind
-            proc.kill()
-            proc.wait(timeout=30)
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-
-
-def read_run(spark: Any, path: Path, partitions: int) -> Any:
-    """The native file as a DataFrame of INPUT_SCHEMA rows, in `partitions` byte-range splits.
-
-    FAILFAST: a line that does not fit the schema fails the job (Spark's reader is not
-    rageval's: it does not report file:line: field: problem). The header record has no
-    query_id and is dropped.
-    """
-    from pyspark.sql import functions as F
-
+def read_run(session: Any, path: Path, partitions: int) -> Any:
+    """The native file as a DataFrame of INPUT_SCHEMA rows, in `partitions` byte-range splits."""
     size = path.stat().st_size
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(math.ceil(size / partitions)))
-    df = spark.read.schema(SPARK_SCHEMA).option("mode", "FAILFAST").json(str(path))
-    return df.where(F.col("query_id").isNotNull())
+    session.conf.set("spark.sql.files.maxPartitionBytes", str(math.ceil(size / partitions)))
+    return engine.query_rows(engine.read(session, engine.source(str(path))))
 
 
 def run(
@@ -137,21 +72,21 @@ def run(
     single_t, report = measure(single, repeats=repeats)
 
     started = time.perf_counter()
-    spark = start_spark(workers)
+    spark = engine.start(f"local[{workers}]", app_name="rageval-bench")
+    spark.conf.set("spark.sql.shuffle.partitions", str(workers))
     startup_s = time.perf_counter() - started
     try:
         df = read_run(spark, path, workers)
         n_partitions = df.rdd.getNumPartitions()
-        job = functools.partial(partition.evaluate_batches, metrics=metrics, **settings)
+        s = Settings(relevance="ids", k=k)
 
         def distributed() -> dict[str, float]:
-            parts = df.mapInArrow(job, PARTIAL_SPARK_SCHEMA).toArrow()
-            return partition.combine([parts])
+            return engine.run_values(df, metrics, s)
 
         spark_t, means = measure(distributed, repeats=repeats)
-        per_query = per_query_values(spark, df, metrics, settings)
+        per_query = engine.per_query_values(df, metrics, s)
     finally:
-        stop_spark(spark)
+        engine.stop(spark)
         path.unlink(missing_ok=True)
 
     worst = check_equal(means, report.metrics, per_query, report)
@@ -199,8 +134,9 @@ def run(
             f"relevant ids each; seed {seed}), metrics {', '.join(metrics)} (relevance ids, "
             f"scorer partial, threshold 0.7). One machine: import into an in-memory store, "
             f"then evaluate(). Spark {_spark_version()} in local mode with {workers} task "
-            f"slots: JSON reader -> mapInArrow(rageval_core.partition.evaluate_batches) -> "
-            f"toArrow() -> partition.combine(). Each from the file, {repeats} timed runs "
+            f"slots (rageval_core.engines.spark, as `rageval evaluate --engine spark`): JSON reader "
+            f"-> mapInArrow(rageval_core.partition.evaluate_batches) -> toArrow() -> "
+            f"partition.combine(). Each from the file, {repeats} timed runs "
             f"after a warm-up."
         ),
         tables=(("", table),),
@@ -217,19 +153,6 @@ def run(
             "spark_startup_s": startup_s,
         },
     )
-
-
-def per_query_values(spark: Any, df: Any, metrics: list[str], settings: dict[str, Any]) -> pa.Table:
-    """Every query's values from a Spark job (per_query=True), for the equality check."""
-    from pyspark.sql.types import DoubleType, StringType, StructField, StructType
-
-    # mapInArrow matches columns by position: declare them in evaluate_partition's order
-    schema = partition.per_query_schema(metrics, **settings)
-    fields = [
-        StructField(f.name, StringType() if f.name == "query_id" else DoubleType()) for f in schema
-    ]
-    job = functools.partial(partition.evaluate_batches, metrics=metrics, per_query=True, **settings)
-    return df.mapInArrow(job, StructType(fields)).toArrow()
 
 
 def check_equal(

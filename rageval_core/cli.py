@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rageval_core import cli_attach, cli_judge, cli_outputs
+from rageval_core import cli_attach, cli_engines, cli_judge, cli_outputs
 from rageval_core.cli_presets import print_explanation
 from rageval_core.cli_settings import (
     add_settings_arguments,
@@ -249,6 +249,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import contextlib
 
+    if args.engine != "local" or args.master:  # Spark (rageval_core.cli_engines)
+        return cli_engines.cmd_evaluate(args)
+
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
     path = Path(args.run)
     if not path.is_file() and (args.qrels or args.format or args.companions):
@@ -448,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("tat-rag", "eggai"),
         help="the preset's metrics under rageval's defaults, then one rule switched at a time",
     )
+    cli_engines.add_arguments(p)  # --engine, --master
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser(

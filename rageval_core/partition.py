@@ -66,6 +66,11 @@ INPUT_SCHEMA = pa.schema(
         pa.field("evidence", pa.list_(pa.string())),
     ]
 )
+#: INPUT_SCHEMA as a Spark DDL string: Spark's JSON reader reads a native run into it
+SPARK_SCHEMA = (
+    "query_id STRING, retrieved ARRAY<STRUCT<doc_id: STRING, text: STRING, score: DOUBLE>>, "
+    "relevance MAP<STRING, BIGINT>, relevant_ids ARRAY<STRING>, evidence ARRAY<STRING>"
+)
 #: the partial sums of one partition: one row per metric
 PARTIAL_SCHEMA = pa.schema(
     [
@@ -80,6 +85,8 @@ PARTIAL_SCHEMA = pa.schema(
         ),  # sum of value x weight (total when unweighted)
     ]
 )
+#: PARTIAL_SCHEMA as a Spark DDL string (mapInArrow's output)
+PARTIAL_SPARK_SCHEMA = "metric STRING, n BIGINT, total DOUBLE, weight DOUBLE, weighted DOUBLE"
 #: per-query tables name the weight column of a weighted measure (EvidenceRecall) this way
 WEIGHT_PREFIX = "weight:"
 
