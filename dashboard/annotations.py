@@ -1,13 +1,15 @@
 """What a person adds to stored runs from the app: notes on a query (the drilldown) and a run's
-date, prices and tags (the Runs page). Callbacks and reads over rageval_core.annotate."""
+date, prices, tags and qrels (the Runs page). Callbacks and reads over rageval_core.annotate."""
 
 from __future__ import annotations
 
 import re
+import tempfile
+from pathlib import Path
 
 import streamlit as st
 
-from dashboard import actions, keys
+from dashboard import actions, imports, keys
 from dashboard.state import clear_caches, store
 from rageval_core import annotate
 from rageval_core.errors import RagevalError
@@ -65,6 +67,32 @@ def attach_facts(run_id: int) -> None:
     clear_caches()
     actions.flash(
         actions.Flash("success", "Facts saved.", detail=record.name, run_ids=(record.run_id,))
+    )
+
+
+def attach_qrels(run_id: int) -> None:
+    """on_click of Attach qrels on the Runs page: the uploaded qrels file becomes the run's
+    relevance (annotate.attach_qrels); problems name the file as the user knows it."""
+    upload = st.session_state.get(keys.RUNS_FACT_QRELS)
+    if upload is None:
+        actions.flash(actions.Flash("warning", "Choose a qrels file first."))
+        return
+    with tempfile.TemporaryDirectory(prefix="rageval-qrels-") as tmp:
+        try:
+            (path,) = imports.save_uploads([upload], Path(tmp).resolve())
+            record = annotate.attach_qrels(store(), run_id, path, shown=upload.name)
+        except RagevalError as e:
+            detail = str(e).replace(str(Path(tmp).resolve() / upload.name), upload.name)
+            actions.flash(actions.Flash("error", "The qrels were not attached.", detail=detail))
+            return
+    clear_caches()
+    actions.flash(
+        actions.Flash(
+            "success",
+            "Qrels attached.",
+            detail=f"{record.name} now has the relevance labels of {upload.name}",
+            run_ids=(record.run_id,),
+        )
     )
 
 

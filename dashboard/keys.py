@@ -112,6 +112,7 @@ RUNS_CLASHES = "runs.clashes"
 RUNS_FACT_TARGET, RUNS_FACT_DATE = "runs.fact_target", "runs.fact_date"
 RUNS_FACT_PROMPT, RUNS_FACT_COMPLETION = "runs.fact_prompt", "runs.fact_completion"
 RUNS_FACT_TAGS = "runs.fact_tags"
+RUNS_FACT_QRELS = "runs.fact_qrels"
 RUNS_TARGET, RUNS_NEW_NAME, RUNS_CONFIRM = "runs.target", "runs.new_name", "runs.confirm_delete"
 
 COMPARE_BASELINE, COMPARE_CANDIDATES = "compare.baseline", "compare.candidates"

@@ -40,7 +40,7 @@ def show_outcome(outcome: ImportOutcome, upload_dir: Path | None) -> None:
         # a TREC run is only ranked doc ids: without qrels no ranking metric can be computed
         parts.append(
             f"{len(bare)} TREC run(s) came without qrels, so they have no relevance and no "
-            "ranking metric: import the run again together with its qrels file."
+            "ranking metric: attach its qrels file under Attach facts below."
         )
     if outcome.failed:
         parts.append(
@@ -213,7 +213,9 @@ else:
     st.caption(
         "Add what the import did not bring: the run's date (ISO 8601, used by Trends), its "
         "token prices (USD per 1K) and run tags (one `key=value` a line; `key=` removes a "
-        "tag). Fields left empty keep the stored value."
+        "tag). Fields left empty keep the stored value. Qrels replace the run's relevance "
+        "labels, as if they had been imported with it; its scores, judge results and notes "
+        "are kept."
     )
     if st.session_state.get(keys.RUNS_FACT_TARGET) not in by_name:
         st.session_state[keys.RUNS_FACT_TARGET] = runs[-1].name
@@ -236,4 +238,15 @@ else:
         key="runs.save_facts",
         on_click=annotations.attach_facts,
         args=(fact_run.run_id,),
+    )
+    st.file_uploader(
+        "Qrels (TREC, BEIR's qrels TSV or ranx JSON): replace the run's relevance labels",
+        key=keys.RUNS_FACT_QRELS,
+    )
+    st.button(
+        "Attach qrels",
+        key="runs.attach_qrels",
+        on_click=annotations.attach_qrels,
+        args=(fact_run.run_id,),
+        disabled=st.session_state.get(keys.RUNS_FACT_QRELS) is None,
     )

@@ -1,4 +1,5 @@
-"""Runs page: a TREC run without qrels is flagged; a run's date, prices and tags attached later."""
+"""Runs page: a TREC run without qrels is flagged; a run's qrels, date, prices and tags attached
+later."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def trec_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return path
 
 
-def test_a_trec_run_without_qrels_is_flagged(
+def test_a_trec_run_without_qrels_is_flagged_and_its_qrels_attached_later(
     make_app: Callable[..., AppTest],
     db: Path,  # noqa: F811
     trec_file: Path,
@@ -40,6 +41,35 @@ def test_a_trec_run_without_qrels_is_flagged(
     assert len(stored) == 1 and not stored[0].has_qrels
     warned = [w.value for w in at.warning if "without qrels" in w.value]
     assert warned, [w.value for w in at.warning] + [s.value for s in at.success]
+    assert "attach its qrels" in warned[0]
+
+    # the qrels attached later, from the Runs page
+    at.selectbox(key=keys.RUNS_FACT_TARGET).set_value("bm25").run()
+    assert at.button(key="runs.attach_qrels").disabled  # nothing chosen yet
+
+    # a malformed file: its own name and line, and nothing changes
+    at.file_uploader(key=keys.RUNS_FACT_QRELS).set_value(
+        ("labels.qrels", b"q1 0 d1 1\nq2 0 d3 high\n", "text/plain")
+    )
+    at.run()
+    at.button(key="runs.attach_qrels").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("not attached" in e.value for e in at.error)
+    assert any("labels.qrels:2: rel:" in c.value for c in at.code), [c.value for c in at.code]
+    with Store(db) as store:
+        assert not store.run("bm25").has_qrels
+
+    at.file_uploader(key=keys.RUNS_FACT_QRELS).set_value(
+        ("labels.qrels", b"q1 0 d1 1\nq2 0 d3 2\n", "text/plain")
+    )
+    at.run()
+    at.button(key="runs.attach_qrels").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Qrels attached" in s.value for s in at.success)
+    with Store(db) as store:
+        run = store.run("bm25")
+        assert run.has_qrels and "labels.qrels" in run.sources
+        assert [q.relevance for q in store.iter_queries(run.run_id)] == [{"d1": 1}, {"d3": 2}]
 
 
 def test_facts_are_attached_to_a_stored_run(
