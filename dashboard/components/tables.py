@@ -11,6 +11,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from dashboard.components.bands import read_bands
+from rageval_core.annotate import run_tags
 from rageval_core.errors import Problem, UsageError
 from rageval_core.evaluate import Report
 from rageval_core.metrics import registry
@@ -254,6 +255,7 @@ def runs_frame(runs: Sequence[Any]) -> pd.DataFrame:
                 "latency": r.has_latency,
                 "tokens": r.has_tokens,
                 "answers": r.has_answers,
+                "run tags": ", ".join(f"{k}={v}" for k, v in run_tags(r).items()),
                 "tags": ", ".join(r.tag_keys),
                 "sources": ", ".join(r.sources),
                 "settings": ", ".join(f"{k}={v}" for k, v in settings.items()),

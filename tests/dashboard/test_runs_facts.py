@@ -135,3 +135,19 @@ def test_a_name_clash_asks(
     with Store(db) as store:
         assert store.run("first").n_queries == queries  # overwrite: the new run took the name
     assert not [b for b in at.button if b.key and b.key.startswith("runs.clash.")]
+
+
+def test_run_tags_show_in_the_run_list(
+    make_app: Callable[..., AppTest],
+    db: Path,  # noqa: F811
+) -> None:
+    def run_tags_shown(at: AppTest) -> str:
+        frame = next(d.value for d in at.dataframe if "run tags" in d.value.columns)
+        fact_run = at.selectbox(key=keys.RUNS_FACT_TARGET).value
+        return str(frame[frame["name"] == fact_run].iloc[0]["run tags"])
+
+    at = runs_page(make_app, db)
+    assert run_tags_shown(at) == ""
+    at.text_area(key=keys.RUNS_FACT_TAGS).input("experiment=chunking\nowner=ana")
+    at.button(key="runs.save_facts").click().run()
+    assert run_tags_shown(at) == "experiment=chunking, owner=ana"
