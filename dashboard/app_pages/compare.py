@@ -88,8 +88,8 @@ candidate_names = c2.multiselect(
     max_selections=keys.COMPARE_MAX_CANDIDATES,
     placeholder="pick up to four runs",
     format_func=lambda n: n if shared[n] else f"{n} (shares no query)",
-    help="each is compared with the baseline on the queries all the chosen runs share; "
-    "the newest runs that share queries with the baseline come first",
+    help="each is compared with the baseline on the queries the two of them share (its own "
+    "pair); the newest runs that share queries with the baseline come first",
 )
 cannot = [n for n in candidate_names if not shared[n]]
 if cannot:
@@ -119,24 +119,15 @@ def run_view(record: RunRecord) -> keys.View:
 
 def show_comparison(c: Comparison) -> None:
     s = c.settings
-    al = c.alignment
     stem = "compare_run" + "_".join(str(r.run_id) for r in (baseline, *candidates))
     st.markdown(fc.summary_html(c), unsafe_allow_html=True)
     st.caption(
         f"Settings from the sidebar: k = {s['k']}, relevance = {s['relevance'] or 'none'}, "
-        f"fuzzy threshold = {s['threshold']}, scorer = {s['scorer']}. Paired on the "
-        f"{al.n_shared} queries every run holds; significant = randomisation-test p < "
-        f"{c.options.alpha:g} after Holm's correction over all {len(c.tests)} "
-        "(candidate, metric) tests."
+        f"fuzzy threshold = {s['threshold']}, scorer = {s['scorer']}. Significant = "
+        f"randomisation-test p < {c.options.alpha:g} after Holm's correction over all "
+        f"{len(c.tests)} (candidate, metric) tests."
     )
-    not_shared = [f"{run}: {al.n_only_in[run]}" for run in al.runs if al.n_only_in[run]]
-    if not_shared:
-        st.warning(
-            escape_text(
-                f"Queries not held by every run are left out ({'; '.join(not_shared)}).",
-                one_line=True,
-            )
-        )
+    show_pairs(c)
 
     # --- metrics ---
     st.header("Metrics", divider="gray")
@@ -243,6 +234,15 @@ def show_comparison(c: Comparison) -> None:
         )
         st.dataframe(fc.style_ops(cost, 6), hide_index=True, width="stretch", key="compare.cost")
         csv_download("Download CSV", cost, f"{stem}_cost.csv", "compare.cost.csv")
+
+
+def show_pairs(c: Comparison) -> None:
+    """How many queries each pair holds and leaves out (a warning when some are left out)."""
+    text = escape_text(fc.pairs_caption(c), one_line=True)
+    if any(p.n_baseline_only or p.n_candidate_only for p in c.alignment.pairs):
+        st.warning(text)
+    else:
+        st.caption(text)
 
 
 def show_preview(c: Comparison) -> None:

@@ -170,6 +170,29 @@ def _p(p: float) -> str:
     return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
 
 
+# --- the pairs -----------------------------------------------------------------------------------
+
+
+def pairs_caption(c: Comparison) -> str:
+    """The pairs in one sentence (plain text: the page escapes it)."""
+    parts = []
+    for p in c.alignment.pairs:
+        alone = [
+            f"{n:,} of {who}'s left out"
+            for who, n in ((c.baseline, p.n_baseline_only), (p.candidate, p.n_candidate_only))
+            if n
+        ]
+        parts.append(
+            f"{p.candidate}: {p.n_shared:,} quer{'y' if p.n_shared == 1 else 'ies'}"
+            + (f" ({', '.join(alone)})" if alone else "")
+        )
+    return (
+        f"Each candidate is paired with {c.baseline} on the queries the two of them hold: "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 # --- the metrics table ---------------------------------------------------------------------------
 
 
@@ -288,15 +311,15 @@ def paired_frame(
     """The shared queries both runs score on metric: query_id, baseline, candidate, delta.
 
     *_values are the runs' per-query arrays (Report.per_query[metric], in each run's own query
-    order); the comparison's alignment says which row of each run holds each shared query.
+    order); the candidate's pair says which row of each run holds each query both hold.
     """
-    i = 1 + c.candidates.index(candidate)
-    base = np.asarray(baseline_values, dtype=np.float64)[c.alignment.rows[0]]
-    cand = np.asarray(candidate_values, dtype=np.float64)[c.alignment.rows[i]]
+    pair = c.alignment.pair(candidate)
+    base = np.asarray(baseline_values, dtype=np.float64)[pair.base_rows]
+    cand = np.asarray(candidate_values, dtype=np.float64)[pair.cand_rows]
     keep = ~np.isnan(base) & ~np.isnan(cand)
     return pd.DataFrame(
         {
-            "query_id": c.alignment.shared_ids[keep].astype(str),
+            "query_id": pair.shared_ids[keep].astype(str),
             "baseline": base[keep],
             "candidate": cand[keep],
             "delta": cand[keep] - base[keep],

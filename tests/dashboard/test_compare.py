@@ -348,3 +348,42 @@ def test_defaults_are_the_runs_that_share_queries_with_the_baseline(
         for c in at.caption
     )
     assert any("rageval-summary" in m for m in markdown(at))  # the comparison is shown
+
+
+def _subset_run(folder: Path, source: Path, name: str, n: int) -> Path:
+    """source's first n queries as a run of its own called name (ids unchanged: they pair)."""
+    import json
+
+    lines = source.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["rageval_run"]["name"] = name
+    path = folder / f"{name}.jsonl"
+    path.write_text("\n".join([json.dumps(head), *lines[1 : 1 + n]]) + "\n")
+    return path
+
+
+def test_each_candidate_is_paired_on_its_own_queries(
+    make_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
+    """Candidates holding 3, 10 and 1 of the baseline's queries: each row of the table is that
+    candidate compared with the baseline alone, and the page says what each pair holds."""
+    small = _subset_run(tmp_path, SAMPLES[1], "three", 3)
+    ten = _subset_run(tmp_path, SAMPLES[2], "ten", 10)
+    one = _subset_run(tmp_path, SAMPLES[1], "one", 1)
+    db = one_store(tmp_path, SAMPLES[0], small, ten, one)
+    at = make_app(PAGE, db=db, run="bm25")
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.error) == 0
+    assert sorted(at.multiselect(key="compare.candidates").value) == ["one", "ten", "three"]
+    table = frame_with(at, "95% CI")
+    with Store(db) as store:
+        for name, n in (("three", 3), ("ten", 10), ("one", 1)):
+            ref = compare(["bm25", name], ["RR"], store=store, settings=DEFAULT)
+            (row,) = table[(table["candidate"] == name) & (table["metric"] == "RR")].itertuples()
+            t = ref.test(name, "RR")
+            assert row.n == t.n == n
+            assert row.delta == pytest.approx(t.diff, rel=1e-12)
+    (notice,) = [html.unescape(w.value) for w in at.warning if "paired with bm25" in w.value]
+    assert "three: 3 queries (357 of bm25's left out)" in notice
+    assert "ten: 10 queries (350 of bm25's left out)" in notice
+    assert "one: 1 query (359 of bm25's left out)" in notice
