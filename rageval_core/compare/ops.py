@@ -83,55 +83,129 @@ class _Target:
     c: Floats
 
 
-def _counted_stats(
-    target: _Target, x: Floats, order: NDArray[np.intp], counts: NDArray[np.int32]
-) -> Floats:
-    """The target's statistics of every resample (rows of counts: how often each paired query is
-    drawn), as _latency_stats / _cost_stats of the resampled values, without gathering them."""
-    n = x.size
-    total = counts @ x
-    if target.names != LATENCY_STATS:
-        return np.stack([total / n, total], axis=1)
-    xs = x[order]
-    # a resample's sorted values are xs repeated by counts: the value of rank r is the first
-    # sorted query whose running count exceeds r (one searchsorted over all rows, offset apart)
-    cum = np.cumsum(counts[:, order], axis=1, dtype=np.int64)
-    rows = counts.shape[0]
-    flat = (cum + (np.arange(rows, dtype=np.int64) * (n + 1))[:, None]).ravel()
+class _Ranks:
+    """Order statistics of bootstrap resamples of one array x, read from a histogram.
 
-    def at_rank(r: NDArray[np.int64]) -> Floats:
-        pos = np.searchsorted(flat, r + np.arange(rows, dtype=np.int64) * (n + 1), side="right")
-        return xs[pos - np.arange(rows) * n]  # type: ignore[no-any-return]
+    A resample's value of rank k (0-based, in sorted order) is x's sorted value of rank j, the
+    first j for which more than k draws have a rank <= j. Only the ranks near the k a percentile
+    needs matter: each rank within a margin of them is a bin of its own and each run of ranks
+    between them one bin, so a resample costs one histogram of a few thousand bins, not a sort.
+    The margin (6 sqrt(n) ranks, where the count of draws up to a rank varies by at most
+    sqrt(n) / 2 per standard deviation) is left only by far-off resamples, which are sorted.
+    """
 
-    out = [total / n]
+    #: the margin around each needed rank, in units of sqrt(n)
+    MARGIN = 6.0
+
+    def __init__(self, x: Floats, ks: Sequence[int]) -> None:
+        n = x.size
+        self.x = x
+        order = np.argsort(x, kind="stable")
+        self.sorted = x[order]
+        margin = int(self.MARGIN * math.sqrt(n)) + 2
+        near = np.zeros(n, dtype=bool)
+        for k in ks:
+            near[max(0, k - margin) : min(n, k + margin + 2)] = True
+        starts = near.copy()  # a bin starts at every near rank and after one
+        starts[0] = True
+        starts[1:] |= near[:-1]
+        bin_of_rank = np.cumsum(starts) - 1
+        self.n_bins = int(bin_of_rank[-1]) + 1
+        self.first_rank = np.flatnonzero(starts)
+        self.single = near[self.first_rank]  # the bin holds one rank only
+        rank_of = np.empty(n, dtype=np.intp)
+        rank_of[order] = np.arange(n)
+        self.bin_of_query = bin_of_rank[rank_of]
+
+    def at(self, idx: NDArray[np.intp], ks: Sequence[int]) -> dict[int, Floats]:
+        """{k: the value of rank k of each row of idx (a resample: indices into x)}."""
+        rows, n = idx.shape
+        nb = self.n_bins
+        codes = self.bin_of_query[idx]
+        codes += (np.arange(rows, dtype=np.intp) * nb)[:, None]
+        cum = np.bincount(codes.ravel(), minlength=rows * nb).reshape(rows, nb)
+        np.cumsum(cum, axis=1, out=cum)
+        # rows are monotone and at most n: offset apart, one searchsorted finds every row's bin
+        shift = np.arange(rows, dtype=np.intp) * (n + 1)
+        cum += shift[:, None]
+        flat = cum.ravel()
+        base = np.arange(rows, dtype=np.intp) * nb
+        out = {}
+        for k in ks:
+            b = np.searchsorted(flat, shift + k, side="right") - base
+            values = self.sorted[self.first_rank[b]]
+            far = np.flatnonzero(~self.single[b])
+            for r in far.tolist():
+                values[r] = np.partition(self.x[idx[r]], k)[k]
+            out[k] = values
+        return out
+
+
+def _percentile_ranks(n: int) -> list[tuple[int, int, float]]:
+    """(rank below, rank above, weight) of each latency percentile, as numpy's linear method."""
+    out = []
     for q in _LATENCY_QUANTILES:
-        # numpy's linear method, step by step as np.percentile computes it
-        virtual = n * q + (1 + q * (1 - 1 - 1)) - 1
+        virtual = n * q + (1 + q * (1 - 1 - 1)) - 1  # numpy's _compute_virtual_index
         prev = math.floor(virtual)
-        gamma = virtual - prev
-        lo_rank = np.full(rows, min(max(prev, 0), n - 1), dtype=np.int64)
-        hi_rank = np.full(rows, min(prev + 1, n - 1), dtype=np.int64)
-        a, b = at_rank(lo_rank), at_rank(hi_rank)
-        diff = b - a
-        out.append(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
-    return np.stack(out, axis=1)
+        out.append((min(max(prev, 0), n - 1), min(prev + 1, n - 1), virtual - prev))
+    return out
+
+
+def _lerp(a: Floats, b: Floats, gamma: float) -> Floats:
+    """numpy's _lerp for one weight: a + (b - a) gamma, from b's side when gamma >= 0.5."""
+    diff = b - a
+    return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma  # type: ignore[no-any-return]
 
 
 def _resampled_changes(
     group: Sequence[_Target], options: StatOptions
 ) -> list[tuple[Floats, Floats]]:
     """(CI low, CI high) of every statistic of each target in group (same number of pairs): one
-    draw of resamples for all of them (from the seed: a target alone gets the same rows)."""
+    draw of resamples for all of them (from the seed: a target alone gets the same rows).
+
+    Each distinct array of values (the baseline's stage is the same for every candidate that
+    holds the same queries) is read once per resample: its mean or sum by one matrix product
+    of the draw counts with every array, its percentiles from _Ranks."""
     n = group[0].b.size
-    orders = [(np.argsort(t.b, kind="stable"), np.argsort(t.c, kind="stable")) for t in group]
+    pct = _percentile_ranks(n)
+    ks = sorted({k for lo, hi, _ in pct for k in (lo, hi)})
+    sides: list[Floats] = []
+    ranks: dict[int, _Ranks] = {}
+    where: list[tuple[int, int]] = []  # per target: (its baseline side, its candidate side)
+
+    def side(x: Floats, latency: bool) -> int:
+        for i, seen in enumerate(sides):
+            if seen is x or np.array_equal(seen, x):
+                if latency and i not in ranks:
+                    ranks[i] = _Ranks(x, ks)
+                return i
+        sides.append(x)
+        if latency:
+            ranks[len(sides) - 1] = _Ranks(x, ks)
+        return len(sides) - 1
+
+    for t in group:
+        latency = t.names == LATENCY_STATS
+        where.append((side(t.b, latency), side(t.c, latency)))
+    values = np.stack(sides, axis=1)  # (n, sides)
     parts: list[list[Floats]] = [[] for _ in group]
     rng = np.random.default_rng(options.seed)
     for size in _row_blocks(options.n_bootstrap, n):
         idx = rng.integers(0, n, size=(size, n))
         flat = (idx + (np.arange(size) * n)[:, None]).ravel()
-        counts = np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.int32)
-        for j, (t, (ob, oc)) in enumerate(zip(group, orders, strict=True)):
-            parts[j].append(_counted_stats(t, t.c, oc, counts) - _counted_stats(t, t.b, ob, counts))
+        counts = np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.float64)
+        totals = counts @ values  # (size, sides)
+        stats: dict[int, Floats] = {}
+        for i in range(len(sides)):
+            if i in ranks:
+                at = ranks[i].at(idx, ks)
+                stats[i] = np.stack(
+                    [totals[:, i] / n, *(_lerp(at[lo], at[hi], g) for lo, hi, g in pct)], axis=1
+                )
+            else:
+                stats[i] = np.stack([totals[:, i] / n, totals[:, i]], axis=1)
+        for j, (ib, ic) in enumerate(where):
+            parts[j].append(stats[ic] - stats[ib])
     return [percentile_interval(np.concatenate(p, axis=0), options.level) for p in parts]
 
 

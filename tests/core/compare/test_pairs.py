@@ -168,15 +168,19 @@ def test_one_shared_query_does_not_break_the_others() -> None:
     _same(full, ref.test("all", "RR"))
 
 
-def test_batched_ops_intervals_equal_numpy_percentiles_of_each_resample() -> None:
-    """The latency and cost intervals, all drawn at once and read from counts, equal the
-    statistics np.percentile / mean / sum give on each resample's gathered values."""
-    from rageval_core.compare.ops import _changes, _Target
+@pytest.mark.parametrize(("n", "margin"), [(257, 6.0), (3000, 6.0), (3000, 0.0)])
+def test_batched_ops_intervals_equal_numpy_percentiles_of_each_resample(
+    n: int, margin: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The latency and cost intervals, all drawn at once and read from histograms, equal the
+    statistics np.percentile / mean / sum give on each resample's gathered values (margin 0:
+    nearly every resample's percentile falls outside the histogram's fine bins and is sorted)."""
+    from rageval_core.compare.ops import _changes, _Ranks, _Target
     from rageval_core.compare.statistics import StatOptions, percentile_interval
 
+    monkeypatch.setattr(_Ranks, "MARGIN", margin)
     rng = np.random.default_rng(3)
     opts = StatOptions(n_bootstrap=300, seed=7)
-    n = 257
     targets = [
         _Target("latency.total", LATENCY_STATS, "c", rng.gamma(2, 50, n), rng.gamma(2, 45, n)),
         _Target(
