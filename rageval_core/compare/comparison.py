@@ -39,12 +39,8 @@ from rageval_core.presets import get_preset
 from rageval_core.evaluate import (
     Report,
     Settings,
-    answer_inputs,
-    coverage,
     default_metrics,
     evaluate,
-    evidence_labels,
-    id_labels,
     open_file_in_scratch_store,
     resolve_relevance,
 )
@@ -377,6 +373,7 @@ def compare(
     n_worst: int = DEFAULT_WORST,
     resample: bool = True,
     with_ops: bool = True,
+    reports: Sequence[Report | None] | None = None,
     **overrides: Any,
 ) -> Comparison:
     """Compare runs[1:] with the baseline runs[0] (2 to 5 runs: LoadedRun, RunData, names or
@@ -389,6 +386,8 @@ def compare(
     means, deltas, t-tests and wins come back at a fraction of the cost, for a first look.
     with_ops=False leaves latency and cost out (compare_ops computes them: they do not depend
     on the settings, so a caller that caches them need not redo them when k moves).
+    reports: each run's Report at these settings, where a caller holds one (a dashboard's
+    cache): a run whose report has every compared metric is not evaluated again.
     """
     base = settings or Settings()
     if overrides.get("preset") is not None:  # its values, then the other keywords over them
@@ -404,8 +403,10 @@ def compare(
         )
     if n_worst < 0:
         raise UsageError(f"the number of worst queries must be >= 0, got {n_worst}")
+    if reports is not None and len(reports) != len(runs):
+        raise UsageError(f"{len(runs)} runs but {len(reports)} reports")
     with open_runs(runs, store) as loaded:
-        return _compare(loaded, metrics, s, list(by), opts, n_worst, resample, with_ops)
+        return _compare(loaded, metrics, s, list(by), opts, n_worst, resample, with_ops, reports)
 
 
 def compare_ops(
@@ -445,31 +446,6 @@ def _choose_metrics(
     return [m for m in per_run[0] if all(m in other for other in per_run[1:])]
 
 
-def _weights(
-    store: Store, data: RunData, s: Settings, relevance: str | None, name: str
-) -> Floats | None:
-    """Per-query weights of a pooled metric (EvidenceRecall: span counts), NaN where unscored."""
-    measure = registry.parse(name)
-    family = measure.spec.family
-    if measure.spec.weight is None:
-        return None
-    inp: Any
-    if family == "evidence":
-        inp = coverage(store, data, s)
-        rows = inp.rows
-    elif family == "ranking":
-        inp, rows = id_labels(data, s) if relevance == "ids" else evidence_labels(store, data, s)
-    elif family == "generation":
-        inp, rows = answer_inputs(store, data)
-    else:
-        return None
-    w = registry.weights_of(measure, inp)
-    full = np.full(data.n_queries, np.nan)
-    if w is not None:
-        full[rows] = w
-    return full
-
-
 def _compare(
     loaded: list[tuple[Store, RunData]],
     metrics: Sequence[str] | None,
@@ -479,6 +455,7 @@ def _compare(
     n_worst: int,
     resample: bool = True,
     with_ops: bool = True,
+    given: Sequence[Report | None] | None = None,
 ) -> Comparison:
     all_labels = _labels([d.run.name for _, d in loaded])
     alignment = align(all_labels, [d.query_ids for _, d in loaded])
@@ -490,11 +467,20 @@ def _compare(
     ]
     loaded = [loaded[i] for i in kept]
     labels = [all_labels[i] for i in kept]
+    held = [given[i] for i in kept] if given is not None else [None] * len(kept)
     pairs = alignment.pairs
     names = _choose_metrics(loaded, metrics, s)
-    reports: list[Report | None] = [
-        evaluate(d, names, store=st, settings=s) if names else None for st, d in loaded
-    ]
+
+    def report_of(i: int) -> Report | None:
+        if not names:
+            return None
+        r = held[i]
+        if r is not None and all(m in r.per_query for m in names):
+            return r
+        st, d = loaded[i]
+        return evaluate(d, names, store=st, settings=s)
+
+    reports = [report_of(i) for i in range(len(loaded))]
     relevance = reports[0].relevance if reports[0] is not None else None
     uses_ranking = s.preset is None and any(
         registry.parse(m).spec.family == "ranking" for m in names
@@ -509,16 +495,11 @@ def _compare(
     # every run's per-query columns and weights in its own query order; each pair picks its rows
     cols: list[dict[str, Floats]] = []
     weights: list[dict[str, Floats | None]] = []
-    for (st, d), report in zip(loaded, reports, strict=True):
+    for report in reports:
+        # the pooled metrics' per-query weights (EvidenceRecall: span counts) as evaluate() has
+        # them, NaN where a query is not scored
         cols.append({m: report.per_query[m] for m in names} if report else {})
-        weights.append(
-            {
-                m: (report.weights.get(m) if report else None)
-                if s.preset is not None
-                else _weights(st, d, s, report.relevance if report else None, m)
-                for m in names
-            }
-        )
+        weights.append({m: report.weights.get(m) if report else None for m in names})
     # the rows each run's own value is taken over: the baseline's paired with any candidate
     own_rows = [alignment.baseline_rows, *(p.cand_rows for p in pairs)]
 

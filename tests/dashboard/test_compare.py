@@ -387,3 +387,39 @@ def test_each_candidate_is_paired_on_its_own_queries(
     assert "three: 3 queries (357 of bm25's left out)" in notice
     assert "ten: 10 queries (350 of bm25's left out)" in notice
     assert "one: 1 query (359 of bm25's left out)" in notice
+
+
+def test_a_large_comparison_shows_deltas_first_then_its_tests(
+    make_app: Callable[..., AppTest], reference: Comparison, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past COMPARE_INLINE_CELLS the intervals and randomisation p-values are computed in a
+    thread: the first run shows the deltas with a note and no p(Holm); once the thread is done
+    the page shows every number of compare()."""
+    import time
+
+    from dashboard import state_compare
+
+    monkeypatch.setattr(state_compare, "COMPARE_INLINE_CELLS", 0)
+    state_compare.clear_caches()
+    at = make_app(PAGE)
+    assert not at.exception, [e.value for e in at.exception]
+    pending = [i.value for i in at.info if "Computing p-values" in i.value]
+    table = frame_with(at, "95% CI")
+    assert pending  # the page's run ends right after starting the thread
+    assert table["p (Holm)"].isna().all()
+    t = reference.test("hybrid_rerank", "nDCG@10")
+    row = table[(table["candidate"] == "hybrid_rerank") & (table["metric"] == "nDCG@10")]
+    assert row["delta"].iloc[0] == pytest.approx(t.diff, rel=1e-12)
+    deadline = time.monotonic() + 120
+    while any("Computing p-values" in i.value for i in at.info):
+        assert time.monotonic() < deadline, "the tests did not come in"
+        time.sleep(0.2)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = frame_with(at, "95% CI")
+    for x in reference.tests:
+        got = table[(table["candidate"] == x.candidate) & (table["metric"] == x.metric)]
+        assert got["p (Holm)"].iloc[0] == pytest.approx(x.p_perm_holm, rel=1e-12, nan_ok=True)
+    latency = frame_with(at, "CI low")
+    assert latency["CI low"].notna().any()  # the latency intervals came with the thread too
+    state_compare.clear_caches()

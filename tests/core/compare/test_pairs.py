@@ -213,3 +213,22 @@ def test_batched_ops_intervals_equal_numpy_percentiles_of_each_resample(
         assert change.ci_low == pytest.approx(lo, rel=1e-9) and change.ci_high == pytest.approx(
             hi, rel=1e-9
         )
+
+
+def test_reports_held_by_the_caller_are_used_not_evaluated_again(
+    store, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    names = ["base", "B", "C"]
+    data = [load_run_data(store, store.run(n).run_id) for n in names]
+    reports = [evaluate(d, store=store) for d in data]
+    ref = compare(data, store=store, options=FAST)
+
+    def no_evaluation(*args: object, **kwargs: object) -> None:
+        raise AssertionError("evaluated again")
+
+    monkeypatch.setattr(cmp, "evaluate", no_evaluation)
+    got = compare(data, store=store, options=FAST, reports=reports)
+    assert got.metrics == ref.metrics and len(got.tests) == len(ref.tests)
+    for t in ref.tests:
+        _same(got.test(t.candidate, t.metric), t)
+    assert got.means == ref.means
