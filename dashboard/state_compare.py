@@ -135,10 +135,14 @@ def comparison(
 
 @calm
 def tested_comparison(
-    baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings
+    baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings, start: bool = True
 ) -> Comparison | None:
     """The comparison with its intervals and randomisation p-values, or None while a thread
-    computes them (started here; the page polls). A small one is computed here and now."""
+    computes them (the page polls). A small one is computed here and now.
+
+    start=False only looks: the page starts the thread after it has drawn everything else, so
+    the resampling does not compete with drawing the deltas for the interpreter and the cores.
+    """
     runs, db, key, judges = (
         _comparison_key(baseline, candidates),
         _db(),
@@ -151,6 +155,8 @@ def tested_comparison(
         return _comparison(runs, db, key, None, judges, True)
     jobs = _tested()
     job = jobs.get((runs, db, key, judges))
+    if job is None and not start:
+        return None
     if job is None:
         for name, old in list(jobs.items()):
             if name[0] != "ops":

@@ -540,7 +540,7 @@ else:
     tested: Comparison | None = None
     try:
         comparison = sc.comparison(baseline, candidates, settings, resample=False)
-        tested = sc.tested_comparison(baseline, candidates, settings)
+        tested = sc.tested_comparison(baseline, candidates, settings, start=False)
     except RagevalError as e:
         st.error(escape_text(f"These runs cannot be compared: {e}", one_line=True))
     if comparison is not None:
@@ -549,3 +549,6 @@ else:
             view_downloads("compare", view, tested.to_json, [baseline, *candidates])
         show_comparison(done, pending=tested is None)
 show_trends(comparison)
+if comparison is not None and tested is None:
+    # the intervals and p-values: started once the page is drawn (the note above polls)
+    sc.tested_comparison(baseline, candidates, settings)
