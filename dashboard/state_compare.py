@@ -23,12 +23,13 @@ from rageval_core.compare import shared_query_counts, trends
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Report, Settings
 from rageval_core.rundata import RunData
+from rageval_core.runops import ops_summary
 from rageval_core.store import RunRecord, Store
 
 
 def clear_caches() -> None:
     """After an import, rename or delete (state.clear_caches calls it)."""
-    for cached in (_comparison, _comparison_ops):
+    for cached in (_comparison, _comparison_ops, _run_ops):
         cached.clear()
     _tested().clear()
 
@@ -210,13 +211,20 @@ def _trend_rows(
 ) -> list[TrendRow]:
     def source(record: RunRecord) -> tuple[RunData, Report | None]:
         # the runs' cached arrays and reports: a k move evaluates each run once for every page
+        run = (record.run_id, record.content_hash, db)
         try:
-            held = _report(record.run_id, record.content_hash, db, settings_key, None, None, judges)
+            held = _report(*run, settings_key, None, None, judges)
         except RagevalError:
-            held = None
-        return run_data(record.run_id, record.content_hash, db), held
+            return run_data(*run), None
+        # latency does not move with the settings: the run's summary, not each report's own
+        return run_data(*run), dataclasses.replace(held, ops=_run_ops(*run))
 
     return trends(store(), settings_from_key(settings_key), list(metrics), source)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _run_ops(run_id: int, content_hash: str, db: str | None) -> dict[str, Any]:
+    return ops_summary(run_data(run_id, content_hash, db))
 
 
 @calm
