@@ -347,15 +347,29 @@ def scatter(
     ):
         sel = result == code
         ids = frame["query_id"].to_numpy()[sel]
+        x = frame["baseline"].to_numpy()[sel]
+        y = frame["candidate"].to_numpy()[sel]
+        label = f"{name} ({int(sel.sum())})"
+        text = [escape_text(q) for q in ids] if code != 0 or ids.size <= WEBGL_POINTS else None
+        if text is None:
+            # many ties: one marker per tied value (they all sit on the diagonal), so the
+            # browser draws a few markers, not thousands; a click opens the first query there
+            x, first, counts = np.unique(x, return_index=True, return_counts=True)
+            y, ids = x, ids[first]
+            label = f"{name} ({int(sel.sum())}, one marker per value)"
+            text = [
+                f"{n:,} queries tied here, e.g. {escape_text(q)}"
+                for n, q in zip(counts, ids, strict=True)
+            ]
         fig.add_trace(
             kind(
-                x=frame["baseline"].to_numpy()[sel],
-                y=frame["candidate"].to_numpy()[sel],
+                x=x,
+                y=y,
                 mode="markers",
-                name=f"{name} ({int(sel.sum())})",
+                name=label,
                 marker={"color": colour, "size": 8, "opacity": 0.6, "line": {"width": 0}},
                 customdata=ids[:, None],
-                text=[escape_text(q) for q in ids],
+                text=text,
                 hovertemplate="%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}<extra></extra>",
             )
         )

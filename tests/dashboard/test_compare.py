@@ -423,3 +423,26 @@ def test_a_large_comparison_shows_deltas_first_then_its_tests(
     latency = frame_with(at, "CI low")
     assert latency["CI low"].notna().any()  # the latency intervals came with the thread too
     state_compare.clear_caches()
+
+
+def test_many_ties_are_drawn_one_marker_per_value() -> None:
+    """Past WEBGL_POINTS tied queries, the scatter draws one marker per tied value (with its
+    count), so a large run's diagonal costs the browser a few markers; wins stay one per query."""
+    n_ties = fc.WEBGL_POINTS + 500
+    values = np.tile([0.0, 0.5, 1.0], n_ties // 3 + 1)[:n_ties]
+    frame = pd.DataFrame(
+        {
+            "query_id": [f"t{i}" for i in range(n_ties)] + ["w1", "w2"],
+            "baseline": [*values, 0.1, 0.2],
+            "candidate": [*values, 0.9, 0.8],
+        }
+    )
+    frame["delta"] = frame["candidate"] - frame["baseline"]
+    fig = fc.scatter(frame, "nDCG@10", True, "base", "cand")
+    better, tie, worse = fig.data
+    assert list(better.customdata[:, 0]) == ["w1", "w2"] and len(worse.x) == 0
+    assert sorted(tie.x) == [0.0, 0.5, 1.0] and list(tie.x) == list(tie.y)
+    counts = [int(t.split(" ")[0].replace(",", "")) for t in tie.text]
+    assert sum(counts) == n_ties and f"({n_ties}," in tie.name
+    # a click on a tie marker opens one of its queries
+    assert set(tie.customdata[:, 0]) <= {f"t{i}" for i in range(n_ties)}
