@@ -13,6 +13,8 @@ from typing import Any
 
 from bench import (
     bench_semantic,
+    browser_speed,
+    compare_speed,
     distributed,
     matching_speed,
     native_scale,
@@ -34,6 +36,8 @@ SCENARIOS = (
     "distributed",
     "dashboard_scale",
     "semantic",
+    "compare",
+    "browser",
 )
 GROWTH_SVG = "benchmarks_growth.svg"
 
@@ -52,6 +56,8 @@ FULL: dict[str, dict[str, Any]] = {
     "distributed": {"n_queries": 5_000, "repeats": 3},
     "dashboard_scale": {"n_queries": 10_000},
     "semantic": {"n_queries": 10_000, "n_embed": 100_000},
+    "compare": {"n_queries": 10_000, "repeats": 3},
+    "browser": {"n_queries": 10_000, "repeats": 3},
 }
 #: added by --scale (make bench passes it): the issue's large sizes, minutes each
 SCALE: dict[str, dict[str, Any]] = {
@@ -75,6 +81,8 @@ QUICK: dict[str, dict[str, Any]] = {
     "distributed": {"n_queries": 300, "repeats": 1},
     "dashboard_scale": {"n_queries": 500, "moves": 2, "baseline": False},
     "semantic": {"n_queries": 300, "n_embed": 2_000},
+    "compare": {"n_queries": 200, "repeats": 1},
+    "browser": {"n_queries": 100, "repeats": 1},
 }
 
 
@@ -129,6 +137,10 @@ def _run_one(
         return dashboard_scale.run(workdir / "dashboard", **sizes["dashboard_scale"])
     if name == "semantic":  # workdir / "large": bench/large_run.py's stores, shared
         return bench_semantic.run(workdir, **sizes["semantic"])
+    if name == "compare":  # core timings and AppTest runs of the Compare page
+        return compare_speed.run(workdir / "compare", **sizes["compare"])
+    if name == "browser":  # a fresh `streamlit run` + chromium, every page
+        return browser_speed.run(workdir / "browser", **sizes["browser"])
     if name == "distributed":  # needs pyspark (the bench extra) and Java 17+
         return distributed.run(workdir / "distributed", **sizes["distributed"])
     raise ValueError(f"unknown scenario {name!r} (expected one of {', '.join(SCENARIOS)})")

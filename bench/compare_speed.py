@@ -19,6 +19,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = ("bm25", "hybrid_rerank", "tfidf_char")
@@ -94,6 +95,39 @@ def page_timings(db: Path, repeats: int) -> dict[str, float]:
         "page first render (whole run)": first,
         "page k move (whole run)": statistics.median(moves),
     }
+
+
+def run(workdir: Path, n_queries: int = 10_000, repeats: int = 3, page: bool = True) -> Any:
+    """The timings as a bench scenario (python -m bench --only compare)."""
+    from bench.common import ScenarioResult, Table, fmt_seconds
+    from rageval_core.importing import import_paths
+    from rageval_core.store import Store
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    db = workdir / "compare.duckdb"
+    db.unlink(missing_ok=True)
+    files = write_runs(workdir, n_queries)
+    with Store(db) as store:
+        import_paths(store, files)
+    found = core_timings(db, repeats)
+    if page:
+        found.update(page_timings(db, repeats))
+    load = os.getloadavg()
+    rows = tuple((name, fmt_seconds(ms / 1000)) for name, ms in found.items())
+    return ScenarioResult(
+        key="compare",
+        title=f"Compare, {n_queries:,} queries x 3 runs (core and AppTest)",
+        setup=(
+            f"The three sample runs repeated up to {n_queries:,} queries each, in one store. "
+            "Core: the deltas-first comparison (resample=False), latency and cost with their "
+            "intervals, the full metric tests, and what a k move recomputes (medians of "
+            f"{repeats}). Page: Streamlit's AppTest runs of the Compare page, each the whole "
+            "script (a large comparison's tests run in a thread: not in these figures)."
+        ),
+        tables=(("Wall time:", Table(("step", "time"), rows)),),
+        notes=(f"Load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (2 shared cores).",),
+        data={"n_queries": n_queries, "ms": found},
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -218,6 +218,28 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
                 f"{'met' if data['met_moves'] else 'MISSED'}",
             )
         )
+    if "browser" in by_key:  # bench/browser_speed.py
+        data = by_key["browser"].data
+        where = f"browser, {data['n_queries']:,} queries x 3 runs"
+        compare = data["pages"]["Compare"]
+        rows.append(
+            (
+                f"{where}: Compare's first render (deltas)",
+                fmt_seconds(compare["first_s"]),
+                f"target {data['target_compare_first_s']:g} s: "
+                f"{'met' if data['met_compare_first'] else 'MISSED'}",
+            )
+        )
+        moves = {p: s for p, s in data["slowest_move_s"].items() if s == s}
+        page, worst = max(moves.items(), key=lambda kv: kv[1])
+        rows.append(
+            (
+                f"{where}: slowest page's median slider move",
+                fmt_seconds(worst),
+                f"{page}; target {data['target_move_s'] * 1000:.0f} ms: "
+                f"{'met' if data['met_moves'] else 'MISSED'}",
+            )
+        )
     if "distributed" in by_key:
         data = by_key["distributed"].data
         ratio = data["timings"]["spark"]["median_s"] / data["timings"]["single"]["median_s"]

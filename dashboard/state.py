@@ -1,5 +1,6 @@
 """Every st.cache_* of the dashboard lives here: the Store, each run's arrays, and every result
-derived from them; pages only call these.
+derived from them; pages only call these. (The Compare page's part is state_compare.py, kept
+apart for the module line limit.)
 
 Heavy objects (the Store, each run's arrays, reports) are cache_resource: they are shared
 read-only and never pickled. Each result is keyed by the run (id and content hash), the store
@@ -21,8 +22,6 @@ from dashboard.busy import BUSY_DEEP_S, BUSY_GATE_S, BUSY_GAVE_UP, BUSY_STEP_S, 
 from dashboard.busy import held_elsewhere, signature
 from dashboard.keys import View, settings_from_key, settings_key
 from rageval_core import curves, drilldown, opsview, tuning
-from rageval_core.compare import Comparison, TrendRow, compare, compare_ops
-from rageval_core.compare import shared_query_counts, trends
 from rageval_core.compare.sweeps import SweepRow, sweep
 from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
 from rageval_core.metrics import registry
@@ -230,7 +229,9 @@ def clear_caches() -> None:
     """After an import, rename or delete: every derived result is recomputed (the Store stays)."""
     st.cache_data.clear()
     _listed().clear()
-    _compared().clear()
+    from dashboard import state_compare  # it imports this module
+
+    state_compare.clear_caches()
     for cached in (
         run_data,
         _report,
@@ -469,117 +470,6 @@ def curves_t(
         tuple(grid),
         None if names is None else tuple(names),
     )
-
-
-# --- compare ---
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _shared_counts(run_id: int, content_hash: str, db: str | None, listed: Any) -> dict[int, int]:
-    return shared_query_counts(store(), run_id)
-
-
-@calm
-def shared_counts(baseline: RunRecord, runs: Sequence[RunRecord]) -> dict[str, int]:
-    """{run name: queries it shares with baseline by query_id} for runs (cached per store state)."""
-    listed = tuple((r.run_id, r.content_hash) for r in runs)
-    counts = _shared_counts(baseline.run_id, baseline.content_hash, _db(), listed)
-    return {r.name: counts.get(r.run_id, 0) for r in runs}
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _comparison(
-    runs: tuple[tuple[int, str, str], ...],
-    db: str | None,
-    settings_key: tuple[Any, ...],
-    tag: str | None,
-    judges: tuple[Any, ...] = (),
-    resample: bool = True,
-) -> Comparison:
-    loaded = [run_data(run_id, content_hash, db) for run_id, content_hash, _ in runs]
-    c = compare(
-        loaded,
-        store=store(),
-        settings=settings_from_key(settings_key),
-        by=(tag,) if tag else (),
-        resample=resample,
-        with_ops=False,
-    )
-    latency, cost, note = _comparison_ops(runs, db, resample)
-    _compared().add((runs, db, settings_key, tag, judges, resample))
-    return dataclasses.replace(c, latency=latency, cost=cost, cost_note=note)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _comparison_ops(
-    runs: tuple[tuple[int, str, str], ...], db: str | None, resample: bool
-) -> tuple[list[Any], list[Any], str]:
-    # latency and cost do not depend on k, the threshold or the scorer: kept across their moves
-    loaded = [run_data(run_id, content_hash, db) for run_id, content_hash, _ in runs]
-    return compare_ops(loaded, store=store(), resample=resample)
-
-
-@st.cache_resource(show_spinner=False)
-def _compared() -> set[tuple[Any, ...]]:
-    # the keys of the comparisons computed so far (a hint only: an evicted one is recomputed)
-    return set()
-
-
-def _comparison_key(
-    baseline: RunRecord, candidates: Sequence[RunRecord]
-) -> tuple[tuple[int, str, str], ...]:
-    return tuple((r.run_id, r.content_hash, r.name) for r in (baseline, *candidates))
-
-
-@calm
-def comparison(
-    baseline: RunRecord,
-    candidates: Sequence[RunRecord],
-    settings: Settings,
-    tag: str | None = None,
-    resample: bool = True,
-) -> Comparison:
-    """The core's comparison of candidates with baseline (cached per runs, settings and tag).
-
-    resample=False: without the bootstrap intervals and randomisation tests, a fraction of the
-    cost, for the page to show the deltas while those are computed. Raises the core's
-    RagevalError (e.g. no shared query) for the page to show.
-    """
-    key = _comparison_key(baseline, candidates)
-    return _comparison(key, _db(), settings_key(settings), tag, judge_signature(), resample)
-
-
-def comparison_ready(
-    baseline: RunRecord, candidates: Sequence[RunRecord], settings: Settings
-) -> bool:
-    """Whether the full comparison at these settings was computed before (then it is cached)."""
-    key = (
-        _comparison_key(baseline, candidates),
-        _db(),
-        settings_key(settings),
-        None,
-        judge_signature(),
-        True,
-    )
-    return key in _compared()
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _trend_rows(
-    runs: tuple[tuple[int, str, str, str | None], ...],
-    db: str | None,
-    settings_key: tuple[Any, ...],
-    metrics: tuple[str, ...],
-    judges: tuple[Any, ...] = (),
-) -> list[TrendRow]:
-    return trends(store(), settings_from_key(settings_key), list(metrics))
-
-
-@calm
-def trend_rows(settings: Settings, metrics: Sequence[str]) -> list[TrendRow]:
-    """Every stored run in created_at order with its metrics and p95 latency (cached)."""
-    key = tuple((r.run_id, r.content_hash, r.name, r.created_at) for r in runs())
-    return _trend_rows(key, _db(), settings_key(settings), tuple(metrics), judge_signature())
 
 
 # --- judge ---

@@ -250,10 +250,10 @@ def _comparison_section(comparison: Any) -> str:
             )
     headers = ["metric", "run", "n", "mean", "diff", f"{comparison.options.level:.0%} CI"]
     headers += ["p(t)", "p(perm)", "p(Holm)", "d_z", "W/T/L"]
-    shared = int(comparison.alignment.shared_ids.size)
+    pairs = "; ".join(f"{escape(p.candidate)}: {p.n_shared}" for p in comparison.alignment.pairs)
     note = (
-        f'<p class="muted">On the {shared} queries every run holds, against the baseline '
-        f"<b>{escape(comparison.baseline)}</b>: paired t-test, paired permutation test "
+        f'<p class="muted">Each candidate paired with the baseline '
+        f"<b>{escape(comparison.baseline)}</b> on the queries both hold ({pairs}): paired t-test, paired permutation test "
         f"({comparison.options.n_permutations} sign flips) and its Holm correction over every "
         f"candidate and metric; green: significant at alpha {alpha:g}. W/T/L: queries won, "
         "tied, lost.</p>"

@@ -73,6 +73,16 @@ def _cells(c: Any, digits: int) -> tuple[list[str], list[list[tuple[str, bool, s
     return runs, rows
 
 
+def _shared_note(c: Any) -> str:
+    """The queries each run is compared on (runs by letter: the note needs no escaping)."""
+    pairs = c.alignment.pairs
+    if c.alignment.same_queries:
+        return f"{pairs[0].n_shared} shared queries."
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    each = ", ".join(f"{letters[1 + i]} {p.n_shared}" for i, p in enumerate(pairs))
+    return f"queries shared with a: {each}."
+
+
 def comparison_table(c: Any, fmt: str = "markdown", digits: int = 4) -> str:
     """The comparison c (rageval_core.compare.Comparison) as a Markdown or LaTeX table."""
     if fmt not in FORMATS:
@@ -82,8 +92,7 @@ def comparison_table(c: Any, fmt: str = "markdown", digits: int = 4) -> str:
     heads = [m if _higher_is_better(m) else f"{m} ↓" for m in c.metrics]
     note = (
         f"Superscript a: significantly better than run a, the baseline (paired permutation "
-        f"test, Holm-corrected, alpha {c.options.alpha:g}); best value in bold; "
-        f"{c.alignment.shared_ids.size} shared queries."
+        f"test, Holm-corrected, alpha {c.options.alpha:g}); best value in bold; " + _shared_note(c)
     )
     if fmt == "markdown":
         lines = [

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import keys, sidebar, state
+from dashboard import state_compare as sc
 from dashboard.components import figures_compare as fc
 from dashboard.components import figures_queries as fq
 from dashboard.components.downloads import csv_download, table_with_csv
@@ -66,7 +67,7 @@ baseline_name = c1.selectbox(
 )
 baseline = by_name[baseline_name]
 others = [n for n in by_name if n != baseline_name]
-shared = state.shared_counts(baseline, [by_name[n] for n in others])
+shared = sc.shared_counts(baseline, [by_name[n] for n in others])
 # newest first (the store lists runs oldest first)
 comparable = [n for n in reversed(others) if shared[n] > 0]
 previous = ss.get(keys.COMPARE_PREV_BASELINE)
@@ -88,8 +89,8 @@ candidate_names = c2.multiselect(
     max_selections=keys.COMPARE_MAX_CANDIDATES,
     placeholder="pick up to four runs",
     format_func=lambda n: n if shared[n] else f"{n} (shares no query)",
-    help="each is compared with the baseline on the queries all the chosen runs share; "
-    "the newest runs that share queries with the baseline come first",
+    help="each is compared with the baseline on the queries the two of them share (its own "
+    "pair); the newest runs that share queries with the baseline come first",
 )
 cannot = [n for n in candidate_names if not shared[n]]
 if cannot:
@@ -117,26 +118,22 @@ def run_view(record: RunRecord) -> keys.View:
     return keys.View(run=record, settings=settings)
 
 
-def show_comparison(c: Comparison) -> None:
+def show_comparison(c: Comparison, pending: bool) -> None:
+    """The comparison; pending: its intervals and randomisation p-values are still being
+    computed (a thread; the page reruns when they are in), so only the deltas are shown."""
     s = c.settings
-    al = c.alignment
     stem = "compare_run" + "_".join(str(r.run_id) for r in (baseline, *candidates))
-    st.markdown(fc.summary_html(c), unsafe_allow_html=True)
+    if pending:
+        wait_for_tests(c)
+    else:
+        st.markdown(fc.summary_html(c), unsafe_allow_html=True)
     st.caption(
         f"Settings from the sidebar: k = {s['k']}, relevance = {s['relevance'] or 'none'}, "
-        f"fuzzy threshold = {s['threshold']}, scorer = {s['scorer']}. Paired on the "
-        f"{al.n_shared} queries every run holds; significant = randomisation-test p < "
-        f"{c.options.alpha:g} after Holm's correction over all {len(c.tests)} "
-        "(candidate, metric) tests."
+        f"fuzzy threshold = {s['threshold']}, scorer = {s['scorer']}. Significant = "
+        f"randomisation-test p < {c.options.alpha:g} after Holm's correction over all "
+        f"{len(c.tests)} (candidate, metric) tests."
     )
-    not_shared = [f"{run}: {al.n_only_in[run]}" for run in al.runs if al.n_only_in[run]]
-    if not_shared:
-        st.warning(
-            escape_text(
-                f"Queries not held by every run are left out ({'; '.join(not_shared)}).",
-                one_line=True,
-            )
-        )
+    show_pairs(c)
 
     # --- metrics ---
     st.header("Metrics", divider="gray")
@@ -245,22 +242,30 @@ def show_comparison(c: Comparison) -> None:
         csv_download("Download CSV", cost, f"{stem}_cost.csv", "compare.cost.csv")
 
 
-def show_preview(c: Comparison) -> None:
-    """The metrics table without intervals and randomisation p-values (no widgets: it is
-    replaced by the full comparison in the same run)."""
-    st.header("Metrics", divider="gray")
-    if not c.metrics:
-        return
-    st.caption(
-        "Deltas and t-tests; the bootstrap intervals and randomisation p-values "
-        f"({c.options.n_permutations:,} sign flips) are being computed ..."
-    )
-    st.dataframe(
-        fc.metrics_display(fc.metrics_frame(c), c.options.level),
-        hide_index=True,
-        width="stretch",
-        height=min(38 + 35 * len(c.metrics) * len(c.candidates), 600),
-    )
+def show_pairs(c: Comparison) -> None:
+    """How many queries each pair holds and leaves out (a warning when some are left out)."""
+    text = escape_text(fc.pairs_caption(c), one_line=True)
+    if any(p.n_baseline_only or p.n_candidate_only for p in c.alignment.pairs):
+        st.warning(text)
+    else:
+        st.caption(text)
+
+
+def wait_for_tests(c: Comparison) -> None:
+    """A note while the intervals and p-values are computed; reruns the page once they are in."""
+
+    @st.fragment(run_every=0.5)
+    def poll() -> None:
+        with st.container(key="compare-pending"):
+            st.info(
+                "Computing p-values ... the bootstrap intervals and randomisation tests "
+                f"({c.options.n_permutations:,} sign flips over {len(c.tests)} tests) fill in "
+                "when ready; the deltas and t-tests below are final."
+            )
+        if sc.tested_comparison(baseline, candidates, settings) is not None:
+            st.rerun()
+
+    poll()
 
 
 def show_per_query(c: Comparison, stem: str) -> None:
@@ -429,7 +434,7 @@ def show_segments(c: Comparison, stem: str) -> None:
         return
     with st.spinner("Comparing inside every value of the tag ..."):
         try:
-            seg = state.comparison(baseline, candidates, settings, tag)
+            seg = sc.comparison(baseline, candidates, settings, tag)
         except RagevalError as e:
             st.error(escape_text(f"The segments cannot be compared: {e}", one_line=True))
             return
@@ -473,7 +478,7 @@ def show_trends(c: Comparison | None) -> None:
         "Metrics", options, key=keys.COMPARE_TREND_METRICS, bind="query-params"
     )
     with st.spinner("Evaluating every run ..."):
-        rows = state.trend_rows(settings, metrics)
+        rows = sc.trend_rows(settings, metrics)
     groupings = group_keys(rows)
     keep_choice(
         keys.COMPARE_TREND_BY, groupings, "experiment" if "experiment" in groupings else BY_STEM
@@ -530,20 +535,20 @@ comparison: Comparison | None = None
 if not candidates:
     st.info("Pick at least one candidate run to compare with the baseline.")
 else:
-    # deltas first: the means, deltas and t-tests take a fraction of the resampling's time, so
-    # they are shown while the intervals and randomisation tests are computed, then replaced
-    preview = st.empty()
+    # deltas first: the means, deltas and t-tests take a fraction of the resampling's time;
+    # a large comparison's intervals and randomisation tests are computed in a thread
+    tested: Comparison | None = None
     try:
-        if not state.comparison_ready(baseline, candidates, settings):
-            with preview.container():
-                show_preview(state.comparison(baseline, candidates, settings, resample=False))
-        with st.spinner("Paired tests: bootstrap intervals and randomisation p-values ..."):
-            comparison = state.comparison(baseline, candidates, settings)
+        comparison = sc.comparison(baseline, candidates, settings, resample=False)
+        tested = sc.tested_comparison(baseline, candidates, settings, start=False)
     except RagevalError as e:
         st.error(escape_text(f"These runs cannot be compared: {e}", one_line=True))
-    preview.empty()
     if comparison is not None:
-        done = comparison
-        view_downloads("compare", view, done.to_json, [baseline, *candidates])
-        show_comparison(comparison)
+        done = tested or comparison
+        if tested is not None:
+            view_downloads("compare", view, tested.to_json, [baseline, *candidates])
+        show_comparison(done, pending=tested is None)
 show_trends(comparison)
+if comparison is not None and tested is None:
+    # the intervals and p-values: started once the page is drawn (the note above polls)
+    sc.tested_comparison(baseline, candidates, settings)

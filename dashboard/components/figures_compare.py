@@ -170,6 +170,29 @@ def _p(p: float) -> str:
     return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
 
 
+# --- the pairs -----------------------------------------------------------------------------------
+
+
+def pairs_caption(c: Comparison) -> str:
+    """The pairs in one sentence (plain text: the page escapes it)."""
+    parts = []
+    for p in c.alignment.pairs:
+        alone = [
+            f"{n:,} of {who}'s left out"
+            for who, n in ((c.baseline, p.n_baseline_only), (p.candidate, p.n_candidate_only))
+            if n
+        ]
+        parts.append(
+            f"{p.candidate}: {p.n_shared:,} quer{'y' if p.n_shared == 1 else 'ies'}"
+            + (f" ({', '.join(alone)})" if alone else "")
+        )
+    return (
+        f"Each candidate is paired with {c.baseline} on the queries the two of them hold: "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 # --- the metrics table ---------------------------------------------------------------------------
 
 
@@ -288,15 +311,15 @@ def paired_frame(
     """The shared queries both runs score on metric: query_id, baseline, candidate, delta.
 
     *_values are the runs' per-query arrays (Report.per_query[metric], in each run's own query
-    order); the comparison's alignment says which row of each run holds each shared query.
+    order); the candidate's pair says which row of each run holds each query both hold.
     """
-    i = 1 + c.candidates.index(candidate)
-    base = np.asarray(baseline_values, dtype=np.float64)[c.alignment.rows[0]]
-    cand = np.asarray(candidate_values, dtype=np.float64)[c.alignment.rows[i]]
+    pair = c.alignment.pair(candidate)
+    base = np.asarray(baseline_values, dtype=np.float64)[pair.base_rows]
+    cand = np.asarray(candidate_values, dtype=np.float64)[pair.cand_rows]
     keep = ~np.isnan(base) & ~np.isnan(cand)
     return pd.DataFrame(
         {
-            "query_id": c.alignment.shared_ids[keep].astype(str),
+            "query_id": pair.shared_ids[keep].astype(str),
             "baseline": base[keep],
             "candidate": cand[keep],
             "delta": cand[keep] - base[keep],
@@ -324,15 +347,29 @@ def scatter(
     ):
         sel = result == code
         ids = frame["query_id"].to_numpy()[sel]
+        x = frame["baseline"].to_numpy()[sel]
+        y = frame["candidate"].to_numpy()[sel]
+        label = f"{name} ({int(sel.sum())})"
+        text = [escape_text(q) for q in ids] if code != 0 or ids.size <= WEBGL_POINTS else None
+        if text is None:
+            # many ties: one marker per tied value (they all sit on the diagonal), so the
+            # browser draws a few markers, not thousands; a click opens the first query there
+            x, first, counts = np.unique(x, return_index=True, return_counts=True)
+            y, ids = x, ids[first]
+            label = f"{name} ({int(sel.sum())}, one marker per value)"
+            text = [
+                f"{n:,} queries tied here, e.g. {escape_text(q)}"
+                for n, q in zip(counts, ids, strict=True)
+            ]
         fig.add_trace(
             kind(
-                x=frame["baseline"].to_numpy()[sel],
-                y=frame["candidate"].to_numpy()[sel],
+                x=x,
+                y=y,
                 mode="markers",
-                name=f"{name} ({int(sel.sum())})",
+                name=label,
                 marker={"color": colour, "size": 8, "opacity": 0.6, "line": {"width": 0}},
                 customdata=ids[:, None],
-                text=[escape_text(q) for q in ids],
+                text=text,
                 hovertemplate="%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}<extra></extra>",
             )
         )

@@ -1,6 +1,8 @@
-"""Compare two to five runs on their shared queries: alignment, paired tests, latency and cost.
+"""Compare two to five runs: alignment, paired tests, latency and cost.
 
-The first run is the baseline; every other run is a candidate compared with it, query by query.
+The first run is the baseline; every other run is a candidate compared with it, query by query,
+on the queries the two of them hold (each pair on its own: a candidate that holds few of the
+baseline's queries narrows only its own comparison; one that holds none is left out, named).
 For each metric: the runs' means, the paired difference with a bootstrap confidence interval,
 p-values of a paired t-test and a paired randomisation (sign-flip) test, Holm-corrected across
 all (candidate, metric) tests, Cohen's d_z, and wins/ties/losses (statistics.py does the maths).
@@ -37,12 +39,8 @@ from rageval_core.presets import get_preset
 from rageval_core.evaluate import (
     Report,
     Settings,
-    answer_inputs,
-    coverage,
     default_metrics,
     evaluate,
-    evidence_labels,
-    id_labels,
     open_file_in_scratch_store,
     resolve_relevance,
 )
@@ -67,15 +65,18 @@ __all__ = ["NOTE_SMALL", "PairedTest", "higher_is_better", "paired_test"]  # fro
 
 
 @dataclass(frozen=True)
-class Alignment:
-    """The queries every run holds (baseline order) and, per run, the ones it alone holds."""
+class Pair:
+    """The baseline and one candidate matched by query_id: the queries both hold (in the
+    baseline's order), each one's row in either run, and the queries only one of them holds."""
 
-    runs: tuple[str, ...]
+    candidate: str
     shared_ids: NDArray[np.object_]
-    rows: tuple[NDArray[np.intp], ...]  # per run: its row of each shared query
-    n_queries: dict[str, int]
-    n_only_in: dict[str, int]
-    only_in: dict[str, list[str]]  # up to MAX_IDS_SHOWN ids each
+    base_rows: NDArray[np.intp]  # the baseline's row of each shared query
+    cand_rows: NDArray[np.intp]  # the candidate's row of each shared query
+    n_baseline_only: int
+    baseline_only: list[str]  # up to MAX_IDS_SHOWN ids
+    n_candidate_only: int
+    candidate_only: list[str]
 
     @property
     def n_shared(self) -> int:
@@ -84,43 +85,112 @@ class Alignment:
     def to_json(self) -> dict[str, Any]:
         return {
             "n_shared": self.n_shared,
+            "baseline_only": {"n": self.n_baseline_only, "query_ids": self.baseline_only},
+            "candidate_only": {"n": self.n_candidate_only, "query_ids": self.candidate_only},
+        }
+
+
+def pair_queries(
+    candidate: str, base_ids: NDArray[np.object_], cand_ids: NDArray[np.object_]
+) -> Pair:
+    """Match one candidate's queries with the baseline's by query_id (none shared: n_shared 0)."""
+    base = np.asarray(base_ids).astype(str)
+    cand = np.asarray(cand_ids).astype(str)
+    in_cand = np.isin(base, cand)
+    shared = base[in_cand]
+    order = np.argsort(cand, kind="stable")
+    cand_rows = order[np.searchsorted(cand, shared, sorter=order)].astype(np.intp)
+    base_alone = base[~in_cand]
+    cand_alone = cand[~np.isin(cand, shared)]
+    return Pair(
+        candidate=candidate,
+        shared_ids=shared.astype(object),
+        base_rows=np.flatnonzero(in_cand).astype(np.intp),
+        cand_rows=cand_rows,
+        n_baseline_only=int(base_alone.size),
+        baseline_only=base_alone[:MAX_IDS_SHOWN].tolist(),
+        n_candidate_only=int(cand_alone.size),
+        candidate_only=cand_alone[:MAX_IDS_SHOWN].tolist(),
+    )
+
+
+#: why a candidate that shares no query with the baseline is left out of a comparison
+NO_SHARED = "shares no query_id with the baseline"
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Each candidate paired with the baseline on the queries the two of them hold.
+
+    A candidate is compared on its own pair, so a candidate that holds few of the baseline's
+    queries narrows only its own comparison. A candidate that shares no query is left out,
+    with the reason (left_out), and the others are compared.
+    """
+
+    baseline: str
+    n_queries: dict[str, int]  # every run given, left-out candidates included
+    pairs: tuple[Pair, ...]  # the candidates compared, in the given order
+    left_out: dict[str, str]  # candidate -> why it is not compared
+
+    def pair(self, candidate: str) -> Pair:
+        for p in self.pairs:
+            if p.candidate == candidate:
+                return p
+        raise KeyError(candidate)
+
+    @property
+    def baseline_rows(self) -> NDArray[np.intp]:
+        """The baseline's rows paired with at least one candidate, in the baseline's order."""
+        return np.unique(np.concatenate([p.base_rows for p in self.pairs])).astype(np.intp)
+
+    @property
+    def n_shared(self) -> int:
+        """The baseline's queries paired with at least one candidate (one candidate: its pair)."""
+        return int(self.baseline_rows.size)
+
+    @property
+    def same_queries(self) -> bool:
+        """Whether every pair holds the same queries (then one n describes them all)."""
+        return len({p.n_shared for p in self.pairs}) <= 1 and all(
+            np.array_equal(p.base_rows, self.pairs[0].base_rows) for p in self.pairs[1:]
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n_shared": self.n_shared,
             "n_queries": dict(self.n_queries),
-            "not_shared": {
-                run: {"n": self.n_only_in[run], "query_ids": self.only_in[run]} for run in self.runs
-            },
+            "pairs": {p.candidate: p.to_json() for p in self.pairs},
+            "left_out": dict(self.left_out),
         }
 
 
 def align(labels: Sequence[str], query_ids: Sequence[NDArray[np.object_]]) -> Alignment:
-    """Align runs by query_id on the queries all of them hold; UsageError when none is shared."""
-    ids = [np.asarray(q).astype(str) for q in query_ids]
-    shared = ids[0]
-    for other in ids[1:]:
-        shared = shared[np.isin(shared, other)]
-    rows: list[NDArray[np.intp]] = []
-    for run_ids in ids:
-        order = np.argsort(run_ids, kind="stable")
-        rows.append(order[np.searchsorted(run_ids, shared, sorter=order)].astype(np.intp))
-    n_only: dict[str, int] = {}
-    only: dict[str, list[str]] = {}
-    for label, run_ids in zip(labels, ids, strict=True):
-        alone = run_ids[~np.isin(run_ids, shared)]
-        n_only[label] = int(alone.size)
-        only[label] = alone[:MAX_IDS_SHOWN].tolist()
-    if shared.size == 0:
+    """Pair each candidate (labels[1:]) with the baseline (labels[0]) by query_id, on the
+    queries the two of them hold; UsageError when no candidate shares a query with it."""
+    pairs: list[Pair] = []
+    left_out: dict[str, str] = {}
+    for label, ids in zip(labels[1:], query_ids[1:], strict=True):
+        p = pair_queries(label, query_ids[0], ids)
+        if p.n_shared:
+            pairs.append(p)
+        else:
+            left_out[label] = NO_SHARED
+    if not pairs:
         parts = [
-            f"{label} ({run_ids.size} queries"
-            + (f", e.g. {', '.join(run_ids[:3].tolist())})" if run_ids.size else ")")
-            for label, run_ids in zip(labels, ids, strict=True)
+            f"{label} ({len(ids)} queries"
+            + (
+                f", e.g. {', '.join(np.asarray(ids[:3]).astype(str).tolist())})"
+                if len(ids)
+                else ")"
+            )
+            for label, ids in zip(labels, query_ids, strict=True)
         ]
         raise UsageError("the runs share no query_id, nothing to compare: " + "; ".join(parts))
     return Alignment(
-        runs=tuple(labels),
-        shared_ids=shared.astype(object),
-        rows=tuple(rows),
-        n_queries={label: int(q.size) for label, q in zip(labels, ids, strict=True)},
-        n_only_in=n_only,
-        only_in=only,
+        baseline=labels[0],
+        n_queries={label: len(q) for label, q in zip(labels, query_ids, strict=True)},
+        pairs=tuple(pairs),
+        left_out=left_out,
     )
 
 
@@ -145,8 +215,10 @@ class Comparison:
     options: StatOptions
     alignment: Alignment
     metrics: list[str]
-    means: dict[str, dict[str, float]]  # run -> metric -> value over the shared queries
-    n_scored: dict[str, dict[str, int]]  # run -> metric -> shared queries it scores
+    # run -> metric -> value: a candidate's over its pair's queries, the baseline's over its
+    # queries paired with any candidate (each test holds the baseline's value on its own pair)
+    means: dict[str, dict[str, float]]
+    n_scored: dict[str, dict[str, int]]  # run -> metric -> those queries it scores
     tests: list[PairedTest]  # one per (candidate, metric), candidate-major; Holm across all
     worst: dict[str, dict[str, list[dict[str, Any]]]]  # candidate -> metric -> regressions
     latency: list[OpsChange]
@@ -157,6 +229,7 @@ class Comparison:
 
     @property
     def n_shared(self) -> int:
+        """The baseline's queries paired with some candidate (one candidate: that pair's n)."""
         return self.alignment.n_shared
 
     def test(self, candidate: str, metric: str) -> PairedTest:
@@ -300,6 +373,7 @@ def compare(
     n_worst: int = DEFAULT_WORST,
     resample: bool = True,
     with_ops: bool = True,
+    reports: Sequence[Report | None] | None = None,
     **overrides: Any,
 ) -> Comparison:
     """Compare runs[1:] with the baseline runs[0] (2 to 5 runs: LoadedRun, RunData, names or
@@ -312,6 +386,8 @@ def compare(
     means, deltas, t-tests and wins come back at a fraction of the cost, for a first look.
     with_ops=False leaves latency and cost out (compare_ops computes them: they do not depend
     on the settings, so a caller that caches them need not redo them when k moves).
+    reports: each run's Report at these settings, where a caller holds one (a dashboard's
+    cache): a run whose report has every compared metric is not evaluated again.
     """
     base = settings or Settings()
     if overrides.get("preset") is not None:  # its values, then the other keywords over them
@@ -327,8 +403,10 @@ def compare(
         )
     if n_worst < 0:
         raise UsageError(f"the number of worst queries must be >= 0, got {n_worst}")
+    if reports is not None and len(reports) != len(runs):
+        raise UsageError(f"{len(runs)} runs but {len(reports)} reports")
     with open_runs(runs, store) as loaded:
-        return _compare(loaded, metrics, s, list(by), opts, n_worst, resample, with_ops)
+        return _compare(loaded, metrics, s, list(by), opts, n_worst, resample, with_ops, reports)
 
 
 def compare_ops(
@@ -344,7 +422,7 @@ def compare_ops(
     with open_runs(runs, store) as loaded:
         labels = _labels([d.run.name for _, d in loaded])
         alignment = align(labels, [d.query_ids for _, d in loaded])
-        return ops_changes(loaded, labels, alignment.rows, opts, resample)
+        return ops_changes(loaded, labels, alignment, opts, resample)
 
 
 def _labels(names: Sequence[str]) -> list[str]:
@@ -368,31 +446,6 @@ def _choose_metrics(
     return [m for m in per_run[0] if all(m in other for other in per_run[1:])]
 
 
-def _weights(
-    store: Store, data: RunData, s: Settings, relevance: str | None, name: str
-) -> Floats | None:
-    """Per-query weights of a pooled metric (EvidenceRecall: span counts), NaN where unscored."""
-    measure = registry.parse(name)
-    family = measure.spec.family
-    if measure.spec.weight is None:
-        return None
-    inp: Any
-    if family == "evidence":
-        inp = coverage(store, data, s)
-        rows = inp.rows
-    elif family == "ranking":
-        inp, rows = id_labels(data, s) if relevance == "ids" else evidence_labels(store, data, s)
-    elif family == "generation":
-        inp, rows = answer_inputs(store, data)
-    else:
-        return None
-    w = registry.weights_of(measure, inp)
-    full = np.full(data.n_queries, np.nan)
-    if w is not None:
-        full[rows] = w
-    return full
-
-
 def _compare(
     loaded: list[tuple[Store, RunData]],
     metrics: Sequence[str] | None,
@@ -402,13 +455,32 @@ def _compare(
     n_worst: int,
     resample: bool = True,
     with_ops: bool = True,
+    given: Sequence[Report | None] | None = None,
 ) -> Comparison:
-    labels = _labels([d.run.name for _, d in loaded])
-    alignment = align(labels, [d.query_ids for _, d in loaded])
-    names = _choose_metrics(loaded, metrics, s)
-    reports: list[Report | None] = [
-        evaluate(d, names, store=st, settings=s) if names else None for st, d in loaded
+    all_labels = _labels([d.run.name for _, d in loaded])
+    alignment = align(all_labels, [d.query_ids for _, d in loaded])
+    # the runs compared: the baseline and the candidates that share a query with it
+    kept = [0] + [all_labels.index(p.candidate) for p in alignment.pairs]
+    runs_info = [
+        {"name": label, "created_at": d.run.created_at, "n_queries": d.n_queries}
+        for label, (_, d) in zip(all_labels, loaded, strict=True)
     ]
+    loaded = [loaded[i] for i in kept]
+    labels = [all_labels[i] for i in kept]
+    held = [given[i] for i in kept] if given is not None else [None] * len(kept)
+    pairs = alignment.pairs
+    names = _choose_metrics(loaded, metrics, s)
+
+    def report_of(i: int) -> Report | None:
+        if not names:
+            return None
+        r = held[i]
+        if r is not None and all(m in r.per_query for m in names):
+            return r
+        st, d = loaded[i]
+        return evaluate(d, names, store=st, settings=s)
+
+    reports = [report_of(i) for i in range(len(loaded))]
     relevance = reports[0].relevance if reports[0] is not None else None
     uses_ranking = s.preset is None and any(
         registry.parse(m).spec.family == "ranking" for m in names
@@ -420,78 +492,84 @@ def _compare(
             f"the runs judge relevance differently ({shown}); pass --relevance "
             "evidence (or ids) so ranking metrics mean the same thing in every run"
         )
-    # every per-query column restricted to the shared queries, in the baseline's order
+    # every run's per-query columns and weights in its own query order; each pair picks its rows
     cols: list[dict[str, Floats]] = []
     weights: list[dict[str, Floats | None]] = []
-    for (st, d), report, rows in zip(loaded, reports, alignment.rows, strict=True):
-        cols.append({m: report.per_query[m][rows] for m in names} if report else {})
-        run_w = {
-            m: (report.weights.get(m) if report else None)
-            if s.preset is not None
-            else _weights(st, d, s, report.relevance if report else None, m)
-            for m in names
-        }
-        weights.append({m: None if w is None else w[rows] for m, w in run_w.items()})
-    means = {
-        label: {
-            m: preset_aggregate(s.preset, m, cols[i][m], weights[i][m])
-            if s.preset is not None
-            else registry.aggregate(m, cols[i][m], weights[i][m])
-            for m in names
-        }
-        for i, label in enumerate(labels)
-    }
+    for report in reports:
+        # the pooled metrics' per-query weights (EvidenceRecall: span counts) as evaluate() has
+        # them, NaN where a query is not scored
+        cols.append({m: report.per_query[m] for m in names} if report else {})
+        weights.append({m: report.weights.get(m) if report else None for m in names})
+    # the rows each run's own value is taken over: the baseline's paired with any candidate
+    own_rows = [alignment.baseline_rows, *(p.cand_rows for p in pairs)]
+
+    def pick(x: Floats | None, rows: NDArray[np.intp]) -> Floats | None:
+        return None if x is None else x[rows]
+
+    def aggregate(i: int, m: str) -> float:
+        col, w = cols[i][m][own_rows[i]], pick(weights[i][m], own_rows[i])
+        if s.preset is not None:
+            return preset_aggregate(s.preset, m, col, w)  # type: ignore[no-any-return]
+        return registry.aggregate(m, col, w)  # type: ignore[no-any-return]
+
+    means = {label: {m: aggregate(i, m) for m in names} for i, label in enumerate(labels)}
     n_scored = {
-        label: {m: int(np.count_nonzero(~np.isnan(cols[i][m]))) for m in names}
+        label: {m: int(np.count_nonzero(~np.isnan(cols[i][m][own_rows[i]]))) for m in names}
         for i, label in enumerate(labels)
     }
 
-    def family_tests(mask: NDArray[np.bool_] | None) -> list[PairedTest]:
-        def cut(x: Floats | None) -> Floats | None:
-            return x if x is None or mask is None else x[mask]
-
-        inputs: list[TestInput] = [
-            (
-                m,
-                labels[i],
-                cut(cols[0][m]),  # type: ignore[misc]
-                cut(cols[i][m]),  # type: ignore[misc]
-                cut(weights[0][m]),
-                cut(weights[i][m]),
-            )
-            for i in range(1, len(labels))
-            for m in names
-        ]
+    def family_tests(base_mask: NDArray[np.bool_] | None) -> list[PairedTest]:
+        """Every (candidate, metric) test on its pair's queries (base_mask: only the baseline's
+        queries it marks), Holm over them all."""
+        inputs: list[TestInput] = []
+        for i, p in enumerate(pairs, start=1):
+            b_rows, c_rows = p.base_rows, p.cand_rows
+            if base_mask is not None:
+                keep = base_mask[b_rows]
+                b_rows, c_rows = b_rows[keep], c_rows[keep]
+            inputs += [
+                (
+                    m,
+                    labels[i],
+                    cols[0][m][b_rows],
+                    cols[i][m][c_rows],
+                    pick(weights[0][m], b_rows),
+                    pick(weights[i][m], c_rows),
+                )
+                for m in names
+            ]
         return _with_holm(paired_tests(inputs, opts, resample))
 
     tests = family_tests(None)
     worst = {
         labels[i]: {
-            m: _worst(alignment.shared_ids, cols[0][m], cols[i][m], m, n_worst) for m in names
+            m: _worst(p.shared_ids, cols[0][m][p.base_rows], cols[i][m][p.cand_rows], m, n_worst)
+            for m in names
         }
-        for i in range(1, len(labels))
+        for i, p in enumerate(pairs, start=1)
     }
     latency, cost, cost_note = (
-        ops_changes(loaded, labels, alignment.rows, opts, resample) if with_ops else ([], [], "")
+        ops_changes(loaded, labels, alignment, opts, resample) if with_ops else ([], [], "")
     )
     segments: dict[str, dict[str, dict[str, Any]]] = {}
     base = loaded[0][1]
+    paired_rows = alignment.baseline_rows
     for tag in by:
         if tag not in base.tags:
             known = ", ".join(sorted(base.tags)) or "none"
             raise UsageError(f"run {labels[0]} has no tag {tag!r} (tags: {known})")
-        values = ops._labels(base.tags[tag][alignment.rows[0]])
+        values = ops._labels(base.tags[tag])
         segments[tag] = {}
-        for group in ops._group_order(set(values.tolist())):
+        for group in ops._group_order(set(values[paired_rows].tolist())):
             mask = values == group
-            segments[tag][group] = {"n": int(mask.sum()), "tests": family_tests(mask)}
+            segments[tag][group] = {
+                "n": int(mask[paired_rows].sum()),
+                "tests": family_tests(mask),
+            }
     return Comparison(
         baseline=labels[0],
         candidates=tuple(labels[1:]),
-        runs=[
-            {"name": label, "created_at": d.run.created_at, "n_queries": d.n_queries}
-            for label, (_, d) in zip(labels, loaded, strict=True)
-        ],
+        runs=runs_info,
         settings=s.to_json(relevance),
         relevance=relevance,
         options=opts,

@@ -240,16 +240,6 @@ def resampled(n: int, n_resamples: int, seed: int, statistic: Callable[[Floats],
     return np.concatenate(parts, axis=0)
 
 
-def resampled_rows(
-    n: int, n_resamples: int, seed: int, statistic: Callable[[NDArray[np.intp]], Floats]
-) -> Floats:
-    """statistic(idx) for n_resamples bootstrap index rows (drawn in blocks), stacked: for a
-    statistic that needs each resample's values (a percentile), not only their counts."""
-    rng = np.random.default_rng(seed)
-    parts = [statistic(rng.integers(0, n, size=(size, n))) for size in _row_blocks(n_resamples, n)]
-    return np.concatenate(parts, axis=0)
-
-
 def percentile_interval(samples: Floats, level: float) -> tuple[Floats, Floats]:
     """Percentile interval of each column (NaN samples, e.g. an empty weight, left out)."""
     tail = 100.0 * (1.0 - level) / 2.0

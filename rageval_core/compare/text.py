@@ -29,19 +29,12 @@ def p_text(p: float) -> str:
 def format_comparison(c: Comparison, worst: int = 5) -> str:
     """The comparison as text tables: metrics, latency, cost, regressions, segments."""
     o = c.options
-    al = c.alignment
     s = c.settings
-    not_shared = [
-        f"{run} {al.n_only_in[run]} ({', '.join(al.only_in[run][:5])}"
-        f"{' ...' if al.n_only_in[run] > 5 else ''})"
-        for run in al.runs
-        if al.n_only_in[run]
-    ]
     level = f"{100 * o.level:g}%"
     out = [
         f"baseline {c.baseline}; candidate{'s' if len(c.candidates) > 1 else ''} "
         f"{', '.join(c.candidates)}",
-        f"queries: {al.n_shared} shared; not shared: {'; '.join(not_shared) or 'none'}",
+        *_pair_lines(c),
         f"settings: relevance={s['relevance']} k={s['k']} threshold={s['threshold']} "
         f"scorer={s['scorer']}" + (f" embedder={s['embedder']}" if s.get("embedder") else ""),
         f"tests: paired on queries scored in both runs; {o.n_permutations} sign-flip "
@@ -50,6 +43,12 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
     ]
     if c.metrics:
         out += ["", _metric_table(c, level)]
+        if not c.alignment.same_queries:
+            out.append(
+                f"(the pairs hold different queries: {c.baseline}'s row is over its queries "
+                "paired with any candidate; each diff is against its mean on that candidate's "
+                "pair)"
+            )
     lat = _latency_table(c)
     if lat:
         out += [
@@ -117,6 +116,33 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
                 rows.append([group, seg["n"], cand, *cells])
         out += ["", f"by {tag} (Holm within each group)", text_table(headers, rows)]
     return "\n".join(out)
+
+
+def _ids(run: str, n: int, ids: list[str]) -> str:
+    return f"{run} {n} ({', '.join(ids[:5])}{' ...' if n > 5 else ''})"
+
+
+def _pair_lines(c: Comparison) -> list[str]:
+    """How many queries each (baseline, candidate) pair holds and which each side leaves out."""
+    al = c.alignment
+    lines = []
+    for p in al.pairs:
+        alone = [
+            _ids(run, n, ids)
+            for run, n, ids in (
+                (c.baseline, p.n_baseline_only, p.baseline_only),
+                (p.candidate, p.n_candidate_only, p.candidate_only),
+            )
+            if n
+        ]
+        lines.append(f"{p.n_shared} shared; not shared: {'; '.join(alone) or 'none'}")
+    if len(lines) == 1:
+        out = [f"queries: {lines[0]}"]
+    else:
+        out = [f"queries, each candidate paired with {c.baseline} on the queries both hold:"]
+        out += [f"  {p.candidate}: {line}" for p, line in zip(al.pairs, lines, strict=True)]
+    out += [f"left out: {run} ({why})" for run, why in al.left_out.items()]
+    return out
 
 
 def _metric_table(c: Comparison, level: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +17,7 @@ from rageval_core.evaluate import Report, Settings, evaluate
 from rageval_core.runops import ops_summary
 from rageval_core.metrics import registry
 from rageval_core.rundata import RunData, load_run_data
-from rageval_core.store import Store
+from rageval_core.store import RunRecord, Store
 
 
 @dataclass(frozen=True)
@@ -100,12 +100,17 @@ def _when(text: str | None) -> datetime | None:
 
 
 def trends(
-    store: Store, settings: Settings | None = None, metrics: Sequence[str] | None = None
+    store: Store,
+    settings: Settings | None = None,
+    metrics: Sequence[str] | None = None,
+    source: Callable[[RunRecord], tuple[RunData, Report | None]] | None = None,
 ) -> list[TrendRow]:
     """Every stored run ordered by created_at (then imported_at), with metrics and p95 latency.
 
     Runs without a readable created_at come last, by imported_at. A metric a run cannot be
     scored on is NaN for that run (metrics None: each run's default metrics).
+    source(record): the run's arrays and, if the caller holds it, its Report at these settings
+    (a dashboard's cache); a report that holds every metric asked for is used as it is.
     """
     s = settings or Settings()
     s.check()
@@ -117,8 +122,14 @@ def trends(
 
     rows = []
     for record in sorted(records, key=key):
-        data = load_run_data(store, record.run_id)
-        values, report = _trend_values(store, data, s, metrics)
+        data, held = source(record) if source else (load_run_data(store, record.run_id), None)
+        if held is not None and (metrics is None or all(m in held.metrics for m in metrics)):
+            values = (
+                dict(held.metrics) if metrics is None else {m: held.metrics[m] for m in metrics}
+            )
+            report: Report | None = held
+        else:
+            values, report = _trend_values(store, data, s, metrics)
         latency = report.ops.get("latency_ms", {}) if report else ops_summary(data)["latency_ms"]
         rows.append(
             TrendRow(

@@ -348,3 +348,101 @@ def test_defaults_are_the_runs_that_share_queries_with_the_baseline(
         for c in at.caption
     )
     assert any("rageval-summary" in m for m in markdown(at))  # the comparison is shown
+
+
+def _subset_run(folder: Path, source: Path, name: str, n: int) -> Path:
+    """source's first n queries as a run of its own called name (ids unchanged: they pair)."""
+    import json
+
+    lines = source.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["rageval_run"]["name"] = name
+    path = folder / f"{name}.jsonl"
+    path.write_text("\n".join([json.dumps(head), *lines[1 : 1 + n]]) + "\n")
+    return path
+
+
+def test_each_candidate_is_paired_on_its_own_queries(
+    make_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
+    """Candidates holding 3, 10 and 1 of the baseline's queries: each row of the table is that
+    candidate compared with the baseline alone, and the page says what each pair holds."""
+    small = _subset_run(tmp_path, SAMPLES[1], "three", 3)
+    ten = _subset_run(tmp_path, SAMPLES[2], "ten", 10)
+    one = _subset_run(tmp_path, SAMPLES[1], "one", 1)
+    db = one_store(tmp_path, SAMPLES[0], small, ten, one)
+    at = make_app(PAGE, db=db, run="bm25")
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.error) == 0
+    assert sorted(at.multiselect(key="compare.candidates").value) == ["one", "ten", "three"]
+    table = frame_with(at, "95% CI")
+    with Store(db) as store:
+        for name, n in (("three", 3), ("ten", 10), ("one", 1)):
+            ref = compare(["bm25", name], ["RR"], store=store, settings=DEFAULT)
+            (row,) = table[(table["candidate"] == name) & (table["metric"] == "RR")].itertuples()
+            t = ref.test(name, "RR")
+            assert row.n == t.n == n
+            assert row.delta == pytest.approx(t.diff, rel=1e-12)
+    (notice,) = [html.unescape(w.value) for w in at.warning if "paired with bm25" in w.value]
+    assert "three: 3 queries (357 of bm25's left out)" in notice
+    assert "ten: 10 queries (350 of bm25's left out)" in notice
+    assert "one: 1 query (359 of bm25's left out)" in notice
+
+
+def test_a_large_comparison_shows_deltas_first_then_its_tests(
+    make_app: Callable[..., AppTest], reference: Comparison, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past COMPARE_INLINE_CELLS the intervals and randomisation p-values are computed in a
+    thread: the first run shows the deltas with a note and no p(Holm); once the thread is done
+    the page shows every number of compare()."""
+    import time
+
+    from dashboard import state_compare
+
+    monkeypatch.setattr(state_compare, "COMPARE_INLINE_CELLS", 0)
+    state_compare.clear_caches()
+    at = make_app(PAGE)
+    assert not at.exception, [e.value for e in at.exception]
+    pending = [i.value for i in at.info if "Computing p-values" in i.value]
+    table = frame_with(at, "95% CI")
+    assert pending  # the page's run ends right after starting the thread
+    assert table["p (Holm)"].isna().all()
+    t = reference.test("hybrid_rerank", "nDCG@10")
+    row = table[(table["candidate"] == "hybrid_rerank") & (table["metric"] == "nDCG@10")]
+    assert row["delta"].iloc[0] == pytest.approx(t.diff, rel=1e-12)
+    deadline = time.monotonic() + 120
+    while any("Computing p-values" in i.value for i in at.info):
+        assert time.monotonic() < deadline, "the tests did not come in"
+        time.sleep(0.2)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = frame_with(at, "95% CI")
+    for x in reference.tests:
+        got = table[(table["candidate"] == x.candidate) & (table["metric"] == x.metric)]
+        assert got["p (Holm)"].iloc[0] == pytest.approx(x.p_perm_holm, rel=1e-12, nan_ok=True)
+    latency = frame_with(at, "CI low")
+    assert latency["CI low"].notna().any()  # the latency intervals came with the thread too
+    state_compare.clear_caches()
+
+
+def test_many_ties_are_drawn_one_marker_per_value() -> None:
+    """Past WEBGL_POINTS tied queries, the scatter draws one marker per tied value (with its
+    count), so a large run's diagonal costs the browser a few markers; wins stay one per query."""
+    n_ties = fc.WEBGL_POINTS + 500
+    values = np.tile([0.0, 0.5, 1.0], n_ties // 3 + 1)[:n_ties]
+    frame = pd.DataFrame(
+        {
+            "query_id": [f"t{i}" for i in range(n_ties)] + ["w1", "w2"],
+            "baseline": [*values, 0.1, 0.2],
+            "candidate": [*values, 0.9, 0.8],
+        }
+    )
+    frame["delta"] = frame["candidate"] - frame["baseline"]
+    fig = fc.scatter(frame, "nDCG@10", True, "base", "cand")
+    better, tie, worse = fig.data
+    assert list(better.customdata[:, 0]) == ["w1", "w2"] and len(worse.x) == 0
+    assert sorted(tie.x) == [0.0, 0.5, 1.0] and list(tie.x) == list(tie.y)
+    counts = [int(t.split(" ")[0].replace(",", "")) for t in tie.text]
+    assert sum(counts) == n_ties and f"({n_ties}," in tie.name
+    # a click on a tie marker opens one of its queries
+    assert set(tie.customdata[:, 0]) <= {f"t{i}" for i in range(n_ties)}

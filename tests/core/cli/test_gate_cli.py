@@ -231,7 +231,9 @@ def test_compare_table_and_json(runs: dict[str, Path], tmp_path: Path) -> None:
     r = rageval("compare", *files, "--metrics", "RR P@1", "--by", "kind", *FAST, db=db)
     assert r.returncode == 0, r.stderr
     assert "baseline base; candidates better, worse, one" in r.stdout
-    assert "queries: 1 shared; not shared: base 19" in r.stdout
+    # each candidate on its own pair: "one" holds 1 of base's 20 queries, the others all 20
+    assert "  better: 20 shared; not shared: none" in r.stdout
+    assert "  one: 1 shared; not shared: base 19" in r.stdout
     assert "by kind" in r.stdout and "latency (ms" in r.stdout
     j = rageval(
         "compare",
@@ -254,6 +256,15 @@ def test_compare_table_and_json(runs: dict[str, Path], tmp_path: Path) -> None:
     assert one.returncode == 2 and "2 to 5 runs" in one.stderr
     apart = rageval("compare", str(runs["base"]), str(runs["other"]), db=db)
     assert apart.returncode == 2 and "share no query_id" in apart.stderr
+    # a candidate sharing nothing beside one that shares: compared without it, named
+    mixed = rageval(
+        "compare", str(runs["base"]), str(runs["other"]), str(runs["better"]), "--json", *FAST
+    )
+    assert mixed.returncode == 0, mixed.stderr
+    body = json.loads(mixed.stdout)
+    assert body["candidates"] == ["better"]
+    assert body["alignment"]["left_out"] == {"other": "shares no query_id with the baseline"}
+    assert body["alignment"]["pairs"]["better"]["n_shared"] == 20
 
 
 # --- the sample runs, stored by name -----------------------------------------------------

@@ -230,13 +230,20 @@ def test_align_partial_and_disjoint() -> None:
     a = np.array([f"q{i}" for i in range(40)], dtype=object)
     b = np.array([f"q{i}" for i in range(35, 5, -1)] + ["x1"], dtype=object)
     al = align(["a", "b"], [a, b])
-    assert al.n_shared == 30 and al.shared_ids.tolist() == [f"q{i}" for i in range(6, 36)]
-    assert b[al.rows[1]].tolist() == al.shared_ids.tolist()  # rows point at the same queries
-    assert al.n_only_in == {"a": 10, "b": 1} and al.only_in["b"] == ["x1"]
+    p = al.pair("b")
+    assert p.n_shared == 30 and p.shared_ids.tolist() == [f"q{i}" for i in range(6, 36)]
+    assert a[p.base_rows].tolist() == p.shared_ids.tolist()  # rows point at the same queries
+    assert b[p.cand_rows].tolist() == p.shared_ids.tolist()
+    assert (p.n_baseline_only, p.n_candidate_only, p.candidate_only) == (10, 1, ["x1"])
     many = align(["a", "c"], [a, np.array(["q0"], dtype=object)])
-    assert many.n_only_in["a"] == 39 and len(many.only_in["a"]) == cmp.MAX_IDS_SHOWN
+    assert many.pair("c").n_baseline_only == 39
+    assert len(many.pair("c").baseline_only) == cmp.MAX_IDS_SHOWN
     with pytest.raises(UsageError, match="share no query_id"):
         align(["a", "d"], [a, np.array(["z1", "z2"], dtype=object)])
+    # a candidate that shares nothing is left out, named; the others are still paired
+    some = align(["a", "d", "b"], [a, np.array(["z1"], dtype=object), b])
+    assert [x.candidate for x in some.pairs] == ["b"]
+    assert some.left_out == {"d": cmp.NO_SHARED}
 
 
 def test_compare_hand_computed_rr_and_alignment() -> None:
@@ -244,7 +251,8 @@ def test_compare_hand_computed_rr_and_alignment() -> None:
     cand = make_run("cand", {"q1": 1, "q2": 1, "q3": 2, "q4": 3, "q5": 1, "only_c": 2})
     with store_with(base, cand) as store:
         c = compare(["base", "cand"], ["RR"], store=store, options=FAST)
-    assert c.n_shared == 5 and c.alignment.only_in == {"base": ["only_b"], "cand": ["only_c"]}
+    p = c.alignment.pair("cand")
+    assert c.n_shared == 5 and (p.baseline_only, p.candidate_only) == (["only_b"], ["only_c"])
     t = c.test("cand", "RR")
     b_rr = np.array([1, 1 / 2, 0, 1, 1 / 3])
     c_rr = np.array([1, 1, 1 / 2, 1 / 3, 1])
