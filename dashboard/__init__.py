@@ -1,1 +1,1 @@
-"""rageval's Streamlit dashboard (pages under app_pages/, caching in state.py)."""
+"""rageval's Streamlit dashboard (pages under app_pages/, caching in state/)."""

@@ -1,6 +1,6 @@
 """Files a user brings to the app: which paths it may read, and uploads written to disk.
 
-No caching and no session state here (those live in state.py); the Runs page calls these.
+No caching and no session state here (those live in state/); the Runs page calls these.
 """
 
 from __future__ import annotations

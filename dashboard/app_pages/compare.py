@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import keys, sidebar, state
-from dashboard import state_compare as sc
+from dashboard.state import compare as sc
 from dashboard.components import figures_compare as fc
 from dashboard.components import figures_queries as fq
 from dashboard.components.downloads import csv_download, table_with_csv

@@ -397,7 +397,7 @@ def test_a_large_comparison_shows_deltas_first_then_its_tests(
     the page shows every number of compare()."""
     import time
 
-    from dashboard import state_compare
+    from dashboard.state import compare as state_compare
 
     monkeypatch.setattr(state_compare, "COMPARE_INLINE_CELLS", 0)
     state_compare.clear_caches()

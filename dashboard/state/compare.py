@@ -1,4 +1,4 @@
-"""The Compare page's caches (state.py's part for Compare, apart for the module line limit).
+"""The Compare page's caches (the state package's part for Compare).
 
 A comparison is cached per runs and settings in two steps: the deltas and t-tests (built on
 each run's cached report, so a k move evaluates each run once), then the bootstrap intervals

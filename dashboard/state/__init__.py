@@ -1,6 +1,6 @@
-"""Every st.cache_* of the dashboard lives here: the Store, each run's arrays, and every result
-derived from them; pages only call these. (The Compare page's part is state_compare.py, kept
-apart for the module line limit.)
+"""Every st.cache_* of the dashboard lives in this package: the Store, each run's arrays, and
+every result derived from them; pages only call these. The Compare page's caches are in
+state/compare.py (`from dashboard.state import compare`).
 
 Heavy objects (the Store, each run's arrays, reports) are cache_resource: they are shared
 read-only and never pickled. Each result is keyed by the run (id and content hash), the store
@@ -229,9 +229,9 @@ def clear_caches() -> None:
     """After an import, rename or delete: every derived result is recomputed (the Store stays)."""
     st.cache_data.clear()
     _listed().clear()
-    from dashboard import state_compare  # it imports this module
+    from dashboard.state import compare  # it imports this module
 
-    state_compare.clear_caches()
+    compare.clear_caches()
     for cached in (
         run_data,
         _report,
