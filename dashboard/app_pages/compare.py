@@ -532,7 +532,16 @@ def show_trends(c: Comparison | None) -> None:
 
 
 comparison: Comparison | None = None
-if not candidates:
+if not candidates and others and not comparable:
+    st.info(
+        escape_text(
+            f"No other stored run shares a query_id with the baseline {baseline_name} "
+            f"({baseline.n_queries:,} queries): {', '.join(others)} share none, so there is "
+            "nothing to pair. Pick another baseline, or import runs over the same queries.",
+            one_line=True,
+        )
+    )
+elif not candidates:
     st.info("Pick at least one candidate run to compare with the baseline.")
 else:
     # deltas first: the means, deltas and t-tests take a fraction of the resampling's time;

@@ -640,10 +640,16 @@ def trends_figure(
         fig.update_yaxes(tickmode="auto", showgrid=False, secondary_y=True)
     fig.update_yaxes(title_text="metric value", secondary_y=False)
     fig.update_xaxes(title_text="run date (created_at; hollow: import time)")
+    # the legend below the axis title (dates take two lines of ticks), the figure taller by its
+    # rows (about three entries a row) so the plot keeps its height
+    rows = math.ceil(len(fig.data) / 3)
     fig.update_layout(
-        height=440,
+        height=360 + 22 * rows,
         title="Trends over all runs" + (f", one line per {escape_text(by)}" if several else ""),
-        **{**_LAYOUT, "legend": {"orientation": "h", "y": -0.25}},
+        **{
+            **_LAYOUT,
+            "legend": {"orientation": "h", "yanchor": "top", "y": -0.12 - 80 / (360 + 22 * rows)},
+        },
     )
     return fig
 

@@ -349,6 +349,14 @@ def test_defaults_are_the_runs_that_share_queries_with_the_baseline(
     )
     assert any("rageval-summary" in m for m in markdown(at))  # the comparison is shown
 
+    # a baseline no other run shares a query with: said so, with the runs, not an error page
+    tiny = next(o.removesuffix(" (shares no query)") for o in picker.options if "shares no" in o)
+    at.selectbox(key="compare.baseline").select(tiny).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Left out" in w.value for w in at.warning)  # the pick kept, said to share none
+    told = [html.unescape(i.value) for i in at.info if "shares a query" in i.value]
+    assert told and all(r in told[0] for r in ("bm25", SAMPLES[1].stem)), told
+
 
 def _subset_run(folder: Path, source: Path, name: str, n: int) -> Path:
     """source's first n queries as a run of its own called name (ids unchanged: they pair)."""
