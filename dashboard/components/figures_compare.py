@@ -432,7 +432,8 @@ def wtl_bars(c: Comparison) -> go.Figure:
         barmode="stack",
         height=max(260, 26 * len(c.metrics) + 120),
         title="Queries won / tied / lost by the candidate",
-        **_LAYOUT,
+        # room between the figure's title and the panels' own titles
+        **{**_LAYOUT, "margin": {**_LAYOUT["margin"], "t": 70}},
     )
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(title_text="queries")
