@@ -1,0 +1,376 @@
+"""TREC run and qrels files parsed with numpy, for `rageval evaluate` straight from the files.
+
+The fastest of the TREC reader's routes (formats/trec.py has the line reader and the DuckDB
+route): the file's bytes are split on their separators with vectorised numpy, query ids are
+dictionary-coded, rows are sorted as trec_eval sorts them (score descending, ties by docno
+descending) and qrels labels are joined by 64-bit keys. No Python object per line, no DuckDB.
+
+It accepts only files it can prove well-formed, and returns None for anything else, so that
+the line reader reads it and names each problem at its line (file:line: field: problem):
+- printable ASCII, one row per line, fields split by exactly one space or tab, no blank or
+  '#' comment lines, exactly 6 (run) or 4 (qrels) fields per line;
+- every score a C-style decimal number, finite (numpy's bytes-to-float cast agrees with the
+  line reader's pattern on these characters: tests/core/formats/test_trec_columns.py);
+  every qrels label an integer in 32-bit range;
+- one run tag throughout (a mixed tag is a warning the line reader gives);
+- no document twice in a query of the run, no judgement twice in the qrels. A 64-bit key
+  collision can only send a clean file the slow way, never the reverse: joined labels are
+  checked against the actual strings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+FORMAT = "trec"
+PRIMARY = "run"
+COMPANION: str | None = "qrels"
+
+_ITER_TOKENS = {"Q0", "q0", "0"}
+# C-style decimal numbers only: Python's float() would also take "1_0", "nan" and "inf"
+_NUMBER = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
+_INTEGER = re.compile(r"^[+-]?[0-9]+$")
+#: bytes a clean file may hold: printable ASCII, space, tab and newline
+_CLEAN = bytes(range(0x20, 0x7F)) + b"\t\n"
+#: longest field the fast route takes (longer ones are read by the line reader)
+_MAX_WIDTH = 255
+_SCORE_CHARS = np.zeros(256, dtype=bool)
+_SCORE_CHARS[list(b"0123456789.eE+-")] = True
+_DIGITS = np.zeros(256, dtype=bool)
+_DIGITS[list(b"0123456789")] = True
+_SIGNS = np.zeros(256, dtype=bool)
+_SIGNS[list(b"+-")] = True
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constant: multiply-and-add hashing
+_INT32 = 2**31
+
+Ints = NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class _Fields:
+    """A file's bytes (zero padded after the end) and where its lines and separators are."""
+
+    data: NDArray[np.uint8]
+    seps: Ints  # (n_lines, n_fields - 1): offset of each separator
+    line_starts: Ints
+    line_ends: Ints  # offset of each line's newline
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.line_starts.size)
+
+    def bounds(self, column: int) -> tuple[Ints, Ints]:
+        start = self.line_starts if column == 0 else self.seps[:, column - 1] + 1
+        end = self.line_ends if column == self.seps.shape[1] else self.seps[:, column]
+        return start, end
+
+    def matrix(self, column: int) -> NDArray[np.uint8] | None:
+        """Column's bytes as an (n_rows, width) matrix, zero after each field's end."""
+        start, end = self.bounds(column)
+        lengths = end - start
+        width = int(lengths.max())
+        if width > _MAX_WIDTH:
+            return None
+        windows = np.lib.stride_tricks.sliding_window_view(self.data, width)
+        mat = windows[start]  # a copy, n_rows x width
+        mat[np.arange(width) >= lengths[:, None]] = 0
+        return mat
+
+
+@dataclass(frozen=True, slots=True)
+class TrecArrays:
+    """A clean run and qrels as arrays: every query, the run's rows in trec_eval's order
+    (query, score descending, docno descending) with their labels, and the judgements."""
+
+    query_ids: list[str]  # the run's in order of first line, then judged-only ones (qrels order)
+    in_run: NDArray[np.bool_]  # per query
+    has_qrels: NDArray[np.bool_]  # per query
+    ret_query: Ints  # per run row: index into query_ids, non-decreasing
+    ret_label: NDArray[np.int32]  # per run row: its judgement, 0 when unjudged
+    judged_query: Ints  # per qrels line
+    judged_label: NDArray[np.int32]
+    tag: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    uniq: NDArray[np.bytes_]  # query ids, sorted
+    code: Ints  # per uniq: index in order of first line
+    qidx: Ints  # per row (sorted rows)
+    docno: NDArray[np.bytes_]  # per row (sorted rows)
+    tag: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Qrels:
+    qid: NDArray[np.bytes_]
+    docno: NDArray[np.bytes_]
+    rel: NDArray[np.int32]
+
+
+def sniff(path: Path, head: bytes) -> str | None:
+    """'run' or 'qrels' when the first content line looks like one, else None."""
+    if b"\x00" in head:
+        return None
+    text = head.decode("utf-8", errors="replace")
+    for line in text.splitlines():
+        tokens = line.split()
+        if not tokens or tokens[0].startswith("#"):
+            continue
+        if (
+            len(tokens) >= 6
+            and tokens[1] in _ITER_TOKENS
+            and _is_number(tokens[3])
+            and _is_number(tokens[4])
+        ):
+            return PRIMARY
+        if len(tokens) == 4 and _INTEGER.match(tokens[3]):
+            return COMPANION
+        return None
+    return None
+
+
+def _is_number(text: str) -> bool:
+    return _NUMBER.match(text) is not None
+
+
+def read_pair(run: Path, qrels: Path | None) -> TrecArrays | None:
+    """A clean run (and qrels) as arrays, or None (see the module's docstring)."""
+    parsed = _read_run(run)
+    if parsed is None:
+        return None
+    judged = _read_qrels(qrels) if qrels is not None else _Qrels(*_no_qrels())
+    if judged is None:
+        return None
+    return _join(parsed, judged)
+
+
+def _fields(path: Path, n_fields: int) -> _Fields | None:
+    """The file split into n_fields fields per line, or None when it is not laid out cleanly."""
+    with path.open("rb") as fh:
+        size = fh.seek(0, 2)
+        fh.seek(0)
+        buf = np.zeros(size + 1 + _MAX_WIDTH, dtype=np.uint8)
+        if size == 0 or fh.readinto(memoryview(buf)[:size]) != size:  # type: ignore[arg-type]
+            return None
+    text = buf[:size].tobytes()
+    if text.translate(None, _CLEAN):  # a control, non-ASCII or "\r" byte
+        return None
+    has_tab = b"\t" in text
+    del text
+    if buf[size - 1] != 10:
+        buf[size] = 10  # a last line without its newline
+        size += 1
+    data = buf[:size]
+    line_ends = np.flatnonzero(data == 10)
+    seps = np.flatnonzero(data == 32)
+    if has_tab:
+        seps = np.union1d(seps, np.flatnonzero(data == 9))
+    n = line_ends.size
+    if seps.size != (n_fields - 1) * n:
+        return None
+    seps = seps.reshape(n, n_fields - 1)
+    line_starts = np.empty(n, dtype=np.int64)
+    line_starts[0] = 0
+    line_starts[1:] = line_ends[:-1] + 1
+    # each line's separators inside it, and no field empty (which also rules out blank lines)
+    if not (
+        np.all(seps[:, 0] > line_starts)
+        and np.all(seps[:, -1] + 1 < line_ends)
+        and np.all(np.diff(seps, axis=1) > 1)
+    ):
+        return None
+    if np.any(data[line_starts] == ord("#")):  # a comment line: the line reader skips it
+        return None
+    return _Fields(buf, seps, line_starts, line_ends)
+
+
+def _strings(mat: NDArray[np.uint8]) -> NDArray[np.bytes_]:
+    """The rows of a byte matrix as fixed-width byte strings (trailing zeros are padding)."""
+    out: NDArray[np.bytes_] = np.ascontiguousarray(mat).view(f"S{mat.shape[1]}").ravel()
+    return out
+
+
+def _keys(strings: NDArray[np.bytes_], words: int) -> NDArray[np.uint64]:
+    """A 64-bit key per string, read as `words` 8-byte words: exact up to 8 bytes, a hash beyond.
+
+    Equal strings get equal keys whenever words is the same (zero padding adds nothing)."""
+    width = strings.dtype.itemsize
+    padded = np.zeros((strings.size, words * 8), dtype=np.uint8)
+    padded[:, :width] = strings.view(np.uint8).reshape(strings.size, width)
+    cols = padded.view(np.uint64)
+    key = cols[:, 0].copy()
+    for j in range(1, words):
+        key *= _MIX
+        key ^= cols[:, j]
+    return key
+
+
+def _words(*arrays: NDArray[np.bytes_]) -> int:
+    return max(1, -(-max(a.dtype.itemsize for a in arrays) // 8))
+
+
+def _runs_of(values: NDArray[np.bytes_]) -> Ints:
+    """Start of each run of equal adjacent values."""
+    change = np.empty(values.size, dtype=bool)
+    change[0] = True
+    np.not_equal(values[1:], values[:-1], out=change[1:])
+    return np.flatnonzero(change)
+
+
+def _has_repeats(keys: NDArray[np.uint64]) -> bool:
+    ordered = np.sort(keys)
+    return bool(ordered.size > 1 and np.any(ordered[1:] == ordered[:-1]))
+
+
+def _read_run(path: Path) -> _Run | None:
+    fields = _fields(path, 6)
+    if fields is None:
+        return None
+    n = fields.n_rows
+    score_mat = fields.matrix(4)
+    if score_mat is None:
+        return None
+    start, end = fields.bounds(4)
+    if not np.array_equal(_SCORE_CHARS[score_mat].sum(axis=1), end - start):
+        return None
+    try:
+        score = _strings(score_mat).astype(np.float64)
+    except ValueError:
+        return None
+    del score_mat
+    if not np.isfinite(score).all():
+        return None
+    mats = [fields.matrix(c) for c in (0, 2, 5)]
+    del fields
+    if mats[0] is None or mats[1] is None or mats[2] is None:
+        return None
+    qids, docno, tags = (_strings(m) for m in mats)
+    del mats
+    if not np.all(tags == tags[0]):  # a mixed tag is a warning the line reader gives
+        return None
+    # queries coded in order of their first line
+    run_starts = _runs_of(qids)
+    uniq, first, inverse = np.unique(qids[run_starts], return_index=True, return_inverse=True)
+    del qids
+    code = np.empty(uniq.size, dtype=np.int64)
+    code[np.argsort(first, kind="stable")] = np.arange(uniq.size)
+    qidx = np.repeat(code[inverse.ravel()], np.diff(np.append(run_starts, n)))
+    # a document twice in one query (or a key collision: then the line reader decides)
+    if _has_repeats(_keys(docno, _words(docno)) * _MIX + qidx.astype(np.uint64)):
+        return None
+    # trec_eval's order: score descending, ties by docno descending; + 0.0 makes -0.0 tie 0.0
+    score += 0.0
+    same_query = qidx[1:] == qidx[:-1]
+    if not (np.all(qidx[1:] >= qidx[:-1]) and np.all(~same_query | (score[1:] <= score[:-1]))):
+        perm = np.lexsort((-score, qidx))
+        qidx, score, docno = qidx[perm], score[perm], docno[perm]
+        same_query = qidx[1:] == qidx[:-1]
+    tied = same_query & (score[1:] == score[:-1])
+    if tied.any():
+        # only the rows of tie groups are sorted again, by docno descending
+        member = np.zeros(n, dtype=bool)
+        member[1:] |= tied
+        member[:-1] |= tied
+        rows = np.flatnonzero(member)
+        new_group = np.ones(rows.size, dtype=bool)
+        new_group[1:] = ~tied[rows[1:] - 1] | (rows[1:] != rows[:-1] + 1)
+        _, rank = np.unique(docno[rows], return_inverse=True)
+        within = np.lexsort((-rank.ravel(), np.cumsum(new_group)))
+        docno[rows] = docno[rows[within]]
+    return _Run(uniq, code, qidx, docno, tags[0].decode("ascii"))
+
+
+def _read_qrels(path: Path) -> _Qrels | None:
+    fields = _fields(path, 4)
+    if fields is None:
+        return None
+    rel_mat = fields.matrix(3)
+    if rel_mat is None:
+        return None
+    # an integer: an optional sign, then 1 to 10 digits
+    start, end = fields.bounds(3)
+    signed = _SIGNS[rel_mat[:, 0]]
+    digits = _DIGITS[rel_mat].sum(axis=1)
+    if not (np.array_equal(digits, end - start - signed) and digits.min() >= 1):
+        return None
+    if digits.max() > 10:
+        return None
+    rel = _strings(rel_mat).astype(np.int64)
+    if rel.min() < -_INT32 or rel.max() >= _INT32:
+        return None
+    qid_mat, doc_mat = fields.matrix(0), fields.matrix(2)
+    if qid_mat is None or doc_mat is None:
+        return None
+    return _Qrels(_strings(qid_mat), _strings(doc_mat), rel.astype(np.int32))
+
+
+def _no_qrels() -> tuple[NDArray[np.bytes_], NDArray[np.bytes_], NDArray[np.int32]]:
+    return np.zeros(0, dtype="S1"), np.zeros(0, dtype="S1"), np.zeros(0, dtype=np.int32)
+
+
+def _join(run: _Run, qrels: _Qrels) -> TrecArrays | None:
+    """Query codes for the qrels (judged-only queries after the run's), labels for the run."""
+    n_run = run.uniq.size
+    n_rows = run.qidx.size
+    # qrels query ids to codes: the run's, or new ones in order of their first qrels line
+    if qrels.qid.size:
+        starts = _runs_of(qrels.qid)
+        uniq, first, inverse = np.unique(qrels.qid[starts], return_index=True, return_inverse=True)
+        width = max(uniq.dtype.itemsize, run.uniq.dtype.itemsize)
+        run_uniq, uniq = run.uniq.astype(f"S{width}"), uniq.astype(f"S{width}")
+        pos = np.minimum(np.searchsorted(run_uniq, uniq), n_run - 1)
+        found = run_uniq[pos] == uniq
+        code = np.where(found, run.code[pos], -1)
+        extra = np.flatnonzero(~found)
+        extra = extra[np.argsort(first[extra], kind="stable")]
+        code[extra] = n_run + np.arange(extra.size)
+        judged_query = np.repeat(code[inverse.ravel()], np.diff(np.append(starts, qrels.qid.size)))
+        extra_ids = [q.decode("ascii") for q in uniq[extra].tolist()]
+    else:
+        judged_query = np.zeros(0, dtype=np.int64)
+        extra_ids = []
+    n = n_run + len(extra_ids)
+    words = _words(run.docno, qrels.docno)
+    judged_keys = _keys(qrels.docno, words) * _MIX + judged_query.astype(np.uint64)
+    if _has_repeats(judged_keys):  # a judgement twice (or a key collision)
+        return None
+    order = np.argsort(judged_keys)
+    sorted_keys = judged_keys[order]
+    del judged_keys
+    ret_keys = _keys(run.docno, words) * _MIX + run.qidx.astype(np.uint64)
+    ret_label = np.zeros(n_rows, dtype=np.int32)
+    if sorted_keys.size:
+        at = np.minimum(np.searchsorted(sorted_keys, ret_keys), sorted_keys.size - 1)
+        hit = np.flatnonzero(sorted_keys[at] == ret_keys)
+        line = order[at[hit]]
+        # the keys matched: the strings must too, or the line reader decides
+        width = max(run.docno.dtype.itemsize, qrels.docno.dtype.itemsize)
+        if not (
+            np.array_equal(judged_query[line], run.qidx[hit])
+            and np.array_equal(
+                run.docno[hit].astype(f"S{width}"), qrels.docno[line].astype(f"S{width}")
+            )
+        ):
+            return None
+        ret_label[hit] = qrels.rel[line]
+    query_ids = [q.decode("ascii") for q in run.uniq[np.argsort(run.code)].tolist()]
+    in_run = np.zeros(n, dtype=bool)
+    in_run[:n_run] = True
+    has_qrels = np.zeros(n, dtype=bool)
+    has_qrels[judged_query] = True
+    return TrecArrays(
+        query_ids + extra_ids,
+        in_run,
+        has_qrels,
+        run.qidx,
+        ret_label,
+        judged_query,
+        qrels.rel,
+        run.tag,
+    )
