@@ -92,6 +92,15 @@ def trec_report(
     )
 
 
+def trec_arrays(
+    run: Path, qrels: Path, rel_level: int = 1, complete: bool = False
+) -> tuple[RankedLabels, QuerySelection] | None:
+    """trec_eval's selection and labels of a clean run and qrels (the route trec_report takes);
+    None when the files need the line reader."""
+    got = _arrays(run, qrels, rel_level, complete)
+    return None if got is None else (got[2], got[3])
+
+
 def _arrays(
     run: Path, qrels: Path, rel_level: int, complete: bool
 ) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64]] | None:

@@ -237,14 +237,9 @@ def _read_run(path: Path) -> _Run | None:
     if score_mat is None:
         return None
     start, end = fields.bounds(4)
-    if not np.array_equal(_SCORE_CHARS[score_mat].sum(axis=1), end - start):
-        return None
-    try:
-        score = _strings(score_mat).astype(np.float64)
-    except ValueError:
-        return None
+    score = _scores(score_mat, end - start)
     del score_mat
-    if not np.isfinite(score).all():
+    if score is None:
         return None
     mats = [fields.matrix(c) for c in (0, 2, 5)]
     del fields
@@ -284,6 +279,21 @@ def _read_run(path: Path) -> _Run | None:
         within = np.lexsort((-rank.ravel(), np.cumsum(new_group)))
         docno[rows] = docno[rows[within]]
     return _Run(uniq, code, qidx, docno, tags[0].decode("ascii"))
+
+
+def _scores(mat: NDArray[np.uint8], lengths: Ints) -> NDArray[np.float64] | None:
+    """The numbers of a score column's byte matrix; None unless every one is what the line
+    reader takes: a C-style decimal number (_NUMBER), finite."""
+    # on these characters numpy's cast refuses exactly what _NUMBER refuses
+    if not np.array_equal(_SCORE_CHARS[mat].sum(axis=1), lengths):
+        return None
+    try:
+        score = _strings(mat).astype(np.float64)
+    except ValueError:
+        return None
+    if not np.isfinite(score).all():
+        return None
+    return score
 
 
 def _read_qrels(path: Path) -> _Qrels | None:
