@@ -41,6 +41,8 @@ _CLEAN = bytes(range(0x20, 0x7F)) + b"\t\n"
 _MAX_WIDTH = 255
 _SCORE_CHARS = np.zeros(256, dtype=bool)
 _SCORE_CHARS[list(b"0123456789.eE+-")] = True
+_SCORE_CHARS_OR_PAD = _SCORE_CHARS.copy()
+_SCORE_CHARS_OR_PAD[0] = True
 _DIGITS = np.zeros(256, dtype=bool)
 _DIGITS[list(b"0123456789")] = True
 _SIGNS = np.zeros(256, dtype=bool)
@@ -76,9 +78,13 @@ class _Fields:
         width = int(lengths.max())
         if width > _MAX_WIDTH:
             return None
-        windows = np.lib.stride_tricks.sliding_window_view(self.data, width)
-        mat = windows[start]  # a copy, n_rows x width
-        mat[np.arange(width) >= lengths[:, None]] = 0
+        # every offset of the buffer as the start of a width-byte string (a view, no copy)
+        windows = np.ndarray(
+            shape=(self.data.size - width,), dtype=f"S{width}", buffer=self.data, strides=(1,)
+        )
+        mat = windows[start].view(np.uint8).reshape(start.size, width)  # a copy
+        if lengths.min() < width:  # zero what belongs to the next field
+            mat[np.arange(width) >= lengths[:, None]] = 0
         return mat
 
 
@@ -158,35 +164,33 @@ def _fields(path: Path, n_fields: int) -> _Fields | None:
         buf = np.zeros(size + 1 + _MAX_WIDTH, dtype=np.uint8)
         if size == 0 or fh.readinto(memoryview(buf)[:size]) != size:  # type: ignore[arg-type]
             return None
-    text = buf[:size].tobytes()
-    if text.translate(None, _CLEAN):  # a control, non-ASCII or "\r" byte
-        return None
-    has_tab = b"\t" in text
-    del text
     if buf[size - 1] != 10:
         buf[size] = 10  # a last line without its newline
         size += 1
     data = buf[:size]
-    line_ends = np.flatnonzero(data == 10)
-    seps = np.flatnonzero(data == 32)
-    if has_tab:
-        seps = np.union1d(seps, np.flatnonzero(data == 9))
-    n = line_ends.size
-    if seps.size != (n_fields - 1) * n:
+    if data.max() > 126:  # non-ASCII or DEL
         return None
-    seps = seps.reshape(n, n_fields - 1)
-    line_starts = np.empty(n, dtype=np.int64)
+    # separators and newlines in one pass; any other byte below " " is a control or "\r"
+    pos = np.flatnonzero(data <= 32)
+    if pos.size % n_fields:
+        return None
+    kind = data[pos].reshape(-1, n_fields)
+    # n_fields - 1 separators (space or tab), then the newline, on every line
+    if not (np.all(kind[:, -1] == 10) and np.all((kind[:, :-1] == 32) | (kind[:, :-1] == 9))):
+        return None
+    del kind
+    # no empty field: no two of them adjacent, none first (so no blank line, no leading or
+    # trailing separator, no run of separators)
+    if pos[0] == 0 or not np.all(np.diff(pos) > 1):
+        return None
+    table = pos.reshape(-1, n_fields)
+    line_ends = table[:, -1]
+    line_starts = np.empty(line_ends.size, dtype=np.int64)
     line_starts[0] = 0
     line_starts[1:] = line_ends[:-1] + 1
-    # each line's separators inside it, and no field empty (which also rules out blank lines)
-    if not (
-        np.all(seps[:, 0] > line_starts)
-        and np.all(seps[:, -1] + 1 < line_ends)
-        and np.all(np.diff(seps, axis=1) > 1)
-    ):
-        return None
     if np.any(data[line_starts] == ord("#")):  # a comment line: the line reader skips it
         return None
+    seps = table[:, :-1]
     return _Fields(buf, seps, line_starts, line_ends)
 
 
@@ -223,6 +227,18 @@ def _runs_of(values: NDArray[np.bytes_]) -> Ints:
     return np.flatnonzero(change)
 
 
+def _pair_keys(docno: NDArray[np.bytes_], qidx: Ints, words: int) -> NDArray[np.uint64] | None:
+    """A 64-bit key per (query, document): the query in the top 24 bits (so that a query's keys
+    sit together and lookups stay local), a 40-bit hash of the docno below; None past 2**24
+    queries."""
+    if qidx.size and int(qidx.max()) >= 1 << 24:
+        return None
+    mixed = _keys(docno, words) * _MIX
+    mixed >>= np.uint64(24)
+    mixed |= qidx.astype(np.uint64) << np.uint64(40)
+    return mixed
+
+
 def _has_repeats(keys: NDArray[np.uint64]) -> bool:
     ordered = np.sort(keys)
     return bool(ordered.size > 1 and np.any(ordered[1:] == ordered[:-1]))
@@ -236,8 +252,7 @@ def _read_run(path: Path) -> _Run | None:
     score_mat = fields.matrix(4)
     if score_mat is None:
         return None
-    start, end = fields.bounds(4)
-    score = _scores(score_mat, end - start)
+    score = _scores(score_mat)
     del score_mat
     if score is None:
         return None
@@ -257,8 +272,10 @@ def _read_run(path: Path) -> _Run | None:
     code[np.argsort(first, kind="stable")] = np.arange(uniq.size)
     qidx = np.repeat(code[inverse.ravel()], np.diff(np.append(run_starts, n)))
     # a document twice in one query (or a key collision: then the line reader decides)
-    if _has_repeats(_keys(docno, _words(docno)) * _MIX + qidx.astype(np.uint64)):
+    keys = _pair_keys(docno, qidx, _words(docno))
+    if keys is None or _has_repeats(keys):
         return None
+    del keys
     # trec_eval's order: score descending, ties by docno descending; + 0.0 makes -0.0 tie 0.0
     score += 0.0
     same_query = qidx[1:] == qidx[:-1]
@@ -281,11 +298,12 @@ def _read_run(path: Path) -> _Run | None:
     return _Run(uniq, code, qidx, docno, tags[0].decode("ascii"))
 
 
-def _scores(mat: NDArray[np.uint8], lengths: Ints) -> NDArray[np.float64] | None:
+def _scores(mat: NDArray[np.uint8]) -> NDArray[np.float64] | None:
     """The numbers of a score column's byte matrix; None unless every one is what the line
     reader takes: a C-style decimal number (_NUMBER), finite."""
-    # on these characters numpy's cast refuses exactly what _NUMBER refuses
-    if not np.array_equal(_SCORE_CHARS[mat].sum(axis=1), lengths):
+    # on these characters numpy's cast refuses exactly what _NUMBER refuses; zeros are padding
+    present = np.bincount(mat.ravel(), minlength=256).astype(bool)
+    if np.any(present & ~_SCORE_CHARS_OR_PAD):
         return None
     try:
         score = _strings(mat).astype(np.float64)
@@ -332,11 +350,12 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays | None:
     if qrels.qid.size:
         starts = _runs_of(qrels.qid)
         uniq, first, inverse = np.unique(qrels.qid[starts], return_index=True, return_inverse=True)
-        width = max(uniq.dtype.itemsize, run.uniq.dtype.itemsize)
-        run_uniq, uniq = run.uniq.astype(f"S{width}"), uniq.astype(f"S{width}")
-        pos = np.minimum(np.searchsorted(run_uniq, uniq), n_run - 1)
-        found = run_uniq[pos] == uniq
-        code = np.where(found, run.code[pos], -1)
+        # both sides' ids sorted together (S arrays of different widths compare as strings)
+        _, at = np.unique(np.concatenate([run.uniq, uniq]), return_inverse=True)
+        run_code = np.full(n_run + uniq.size, -1, dtype=np.int64)
+        run_code[at[:n_run]] = run.code
+        code = run_code[at[n_run:]]
+        found = code >= 0
         extra = np.flatnonzero(~found)
         extra = extra[np.argsort(first[extra], kind="stable")]
         code[extra] = n_run + np.arange(extra.size)
@@ -347,13 +366,14 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays | None:
         extra_ids = []
     n = n_run + len(extra_ids)
     words = _words(run.docno, qrels.docno)
-    judged_keys = _keys(qrels.docno, words) * _MIX + judged_query.astype(np.uint64)
-    if _has_repeats(judged_keys):  # a judgement twice (or a key collision)
+    judged_keys = _pair_keys(qrels.docno, judged_query, words)
+    if judged_keys is None or _has_repeats(judged_keys):  # a judgement twice (or a collision)
         return None
     order = np.argsort(judged_keys)
     sorted_keys = judged_keys[order]
     del judged_keys
-    ret_keys = _keys(run.docno, words) * _MIX + run.qidx.astype(np.uint64)
+    ret_keys = _pair_keys(run.docno, run.qidx, words)
+    assert ret_keys is not None  # the run's queries passed the same bound
     ret_label = np.zeros(n_rows, dtype=np.int32)
     if sorted_keys.size:
         at = np.minimum(np.searchsorted(sorted_keys, ret_keys), sorted_keys.size - 1)

@@ -77,7 +77,9 @@ def test_sorted_file_with_long_ties(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     for q in range(40):
         scores = sorted((rng.choice([0.5, 1.0, 2.0, 3.25]) for _ in range(30)), reverse=True)
         docs = rng.sample(range(500), 30)
-        lines += [f"Q{q} Q0 d{d} {r} {s} tag" for r, (d, s) in enumerate(zip(docs, scores))]
+        lines += [
+            f"Q{q} Q0 d{d} {r} {s} tag" for r, (d, s) in enumerate(zip(docs, scores, strict=True))
+        ]
         judged += [f"Q{q} 0 d{d} {rng.randrange(3)}" for d in rng.sample(docs, 8)]
     run = write(tmp_path / "s.run", "\n".join(lines) + "\n")
     qrels = write(tmp_path / "s.qrels", "\n".join(judged) + "\n")
@@ -190,7 +192,7 @@ def test_score_rule_equals_the_line_readers() -> None:
     for value in sorted(candidates):
         raw = value.encode()
         mat = np.frombuffer(raw, dtype=np.uint8).reshape(1, len(raw)).copy()
-        got = trec_columns._scores(mat, np.array([len(raw)]))
+        got = trec_columns._scores(mat)
         expected = trec._NUMBER.match(value) is not None and math.isfinite(float(value))
         assert (got is not None) is expected, value
         if got is not None:
