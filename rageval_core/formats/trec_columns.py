@@ -21,11 +21,17 @@ the line reader reads it and names each problem at its line (file:line: field: p
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
+
+_T = TypeVar("_T")
 
 FORMAT = "trec"
 PRIMARY = "run"
@@ -39,6 +45,9 @@ _INTEGER = re.compile(r"^[+-]?[0-9]+$")
 _CLEAN = bytes(range(0x20, 0x7F)) + b"\t\n"
 #: longest field the fast route takes (longer ones are read by the line reader)
 _MAX_WIDTH = 255
+#: bytes read per block, and threads parsing blocks at once
+_BLOCK_BYTES = 1 << 22
+_THREADS = 2
 _SCORE_CHARS = np.zeros(256, dtype=bool)
 _SCORE_CHARS[list(b"0123456789.eE+-")] = True
 _SCORE_CHARS_OR_PAD = _SCORE_CHARS.copy()
@@ -53,9 +62,14 @@ _INT32 = 2**31
 Ints = NDArray[np.int64]
 
 
+class _NotClean(Exception):
+    """The file is not one this route vouches for: the line reader reads it."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Fields:
-    """A file's bytes (zero padded after the end) and where its lines and separators are."""
+    """A block of whole lines (zero padded after the end) and where its lines and separators
+    are."""
 
     data: NDArray[np.uint8]
     seps: Ints  # (n_lines, n_fields - 1): offset of each separator
@@ -71,13 +85,13 @@ class _Fields:
         end = self.line_ends if column == self.seps.shape[1] else self.seps[:, column]
         return start, end
 
-    def matrix(self, column: int) -> NDArray[np.uint8] | None:
+    def matrix(self, column: int) -> NDArray[np.uint8]:
         """Column's bytes as an (n_rows, width) matrix, zero after each field's end."""
         start, end = self.bounds(column)
         lengths = end - start
         width = int(lengths.max())
         if width > _MAX_WIDTH:
-            return None
+            raise _NotClean
         # every offset of the buffer as the start of a width-byte string (a view, no copy)
         windows = np.ndarray(
             shape=(self.data.size - width,), dtype=f"S{width}", buffer=self.data, strides=(1,)
@@ -86,6 +100,9 @@ class _Fields:
         if lengths.min() < width:  # zero what belongs to the next field
             mat[np.arange(width) >= lengths[:, None]] = 0
         return mat
+
+    def strings(self, column: int) -> NDArray[np.bytes_]:
+        return _strings(self.matrix(column))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +127,8 @@ class _Run:
     qidx: Ints  # per row (sorted rows)
     docno: NDArray[np.bytes_]  # per row (sorted rows)
     tag: str
+    keys: NDArray[np.uint64]  # per row: _pair_keys of (qidx, docno) read as `words` words
+    words: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,51 +166,83 @@ def _is_number(text: str) -> bool:
 
 def read_pair(run: Path, qrels: Path | None) -> TrecArrays | None:
     """A clean run (and qrels) as arrays, or None (see the module's docstring)."""
-    parsed = _read_run(run)
-    if parsed is None:
+    try:
+        parsed = _read_run(run)
+        judged = _read_qrels(qrels) if qrels is not None else _Qrels(*_no_qrels())
+        return _join(parsed, judged)
+    except _NotClean:
         return None
-    judged = _read_qrels(qrels) if qrels is not None else _Qrels(*_no_qrels())
-    if judged is None:
-        return None
-    return _join(parsed, judged)
 
 
-def _fields(path: Path, n_fields: int) -> _Fields | None:
-    """The file split into n_fields fields per line, or None when it is not laid out cleanly."""
+def _texts(path: Path) -> Iterator[bytes]:
+    """The file in blocks of whole lines (the last one given its newline if it lacks it)."""
+    carry = b""
     with path.open("rb") as fh:
-        size = fh.seek(0, 2)
-        fh.seek(0)
-        buf = np.zeros(size + 1 + _MAX_WIDTH, dtype=np.uint8)
-        if size == 0 or fh.readinto(memoryview(buf)[:size]) != size:  # type: ignore[arg-type]
-            return None
-    if buf[size - 1] != 10:
-        buf[size] = 10  # a last line without its newline
-        size += 1
+        while True:
+            chunk = fh.read(_BLOCK_BYTES)
+            if not chunk:
+                break
+            text = carry + chunk if carry else chunk
+            cut = text.rfind(b"\n") + 1
+            if cut == 0:  # no line ends in this block yet
+                if len(text) > 16 * _BLOCK_BYTES:
+                    raise _NotClean
+                carry = text
+                continue
+            carry = text[cut:]
+            yield text[:cut] if carry else text
+    if carry:
+        yield carry + b"\n"
+
+
+def _parsed_blocks(path: Path, parse: Callable[[bytes], _T]) -> Iterator[_T]:
+    """parse(block) of each block of the file, in file order, two blocks at a time.
+
+    Blocks (a few MB) keep every temporary array small: less memory, and far fewer pages for
+    the kernel to hand out and take back than one pass over the whole file would need. numpy
+    lets go of the GIL in the work of each block, so two threads use two cores."""
+    with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+        pending: deque[Future[_T]] = deque()
+        try:
+            for text in _texts(path):
+                pending.append(pool.submit(parse, text))
+                if len(pending) > _THREADS:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _split(text: bytes, n_fields: int) -> _Fields:
+    """A block of whole lines split into fields; _NotClean unless it is laid out cleanly."""
+    size = len(text)
+    buf = np.zeros(size + _MAX_WIDTH + 1, dtype=np.uint8)
+    buf[:size] = np.frombuffer(text, dtype=np.uint8)
     data = buf[:size]
     if data.max() > 126:  # non-ASCII or DEL
-        return None
+        raise _NotClean
     # separators and newlines in one pass; any other byte below " " is a control or "\r"
     pos = np.flatnonzero(data <= 32)
     if pos.size % n_fields:
-        return None
+        raise _NotClean
     kind = data[pos].reshape(-1, n_fields)
     # n_fields - 1 separators (space or tab), then the newline, on every line
     if not (np.all(kind[:, -1] == 10) and np.all((kind[:, :-1] == 32) | (kind[:, :-1] == 9))):
-        return None
-    del kind
+        raise _NotClean
     # no empty field: no two of them adjacent, none first (so no blank line, no leading or
     # trailing separator, no run of separators)
     if pos[0] == 0 or not np.all(np.diff(pos) > 1):
-        return None
+        raise _NotClean
     table = pos.reshape(-1, n_fields)
     line_ends = table[:, -1]
     line_starts = np.empty(line_ends.size, dtype=np.int64)
     line_starts[0] = 0
     line_starts[1:] = line_ends[:-1] + 1
     if np.any(data[line_starts] == ord("#")):  # a comment line: the line reader skips it
-        return None
-    seps = table[:, :-1]
-    return _Fields(buf, seps, line_starts, line_ends)
+        raise _NotClean
+    return _Fields(buf, table[:, :-1], line_starts, line_ends)
 
 
 def _strings(mat: NDArray[np.uint8]) -> NDArray[np.bytes_]:
@@ -227,12 +278,12 @@ def _runs_of(values: NDArray[np.bytes_]) -> Ints:
     return np.flatnonzero(change)
 
 
-def _pair_keys(docno: NDArray[np.bytes_], qidx: Ints, words: int) -> NDArray[np.uint64] | None:
+def _pair_keys(docno: NDArray[np.bytes_], qidx: Ints, words: int) -> NDArray[np.uint64]:
     """A 64-bit key per (query, document): the query in the top 24 bits (so that a query's keys
-    sit together and lookups stay local), a 40-bit hash of the docno below; None past 2**24
+    sit together and lookups stay local), a 40-bit hash of the docno below; up to 2**24
     queries."""
     if qidx.size and int(qidx.max()) >= 1 << 24:
-        return None
+        raise _NotClean
     mixed = _keys(docno, words) * _MIX
     mixed >>= np.uint64(24)
     mixed |= qidx.astype(np.uint64) << np.uint64(40)
@@ -244,26 +295,37 @@ def _has_repeats(keys: NDArray[np.uint64]) -> bool:
     return bool(ordered.size > 1 and np.any(ordered[1:] == ordered[:-1]))
 
 
-def _read_run(path: Path) -> _Run | None:
-    fields = _fields(path, 6)
-    if fields is None:
-        return None
-    n = fields.n_rows
-    score_mat = fields.matrix(4)
-    if score_mat is None:
-        return None
-    score = _scores(score_mat)
-    del score_mat
+def _run_block(
+    text: bytes,
+) -> tuple[NDArray[np.float64], bytes, NDArray[np.bytes_], NDArray[np.bytes_]]:
+    """A block of run lines: scores, the tag (if all lines have one), query ids, docnos."""
+    fields = _split(text, 6)
+    score = _scores(fields.matrix(4))
     if score is None:
-        return None
-    mats = [fields.matrix(c) for c in (0, 2, 5)]
-    del fields
-    if mats[0] is None or mats[1] is None or mats[2] is None:
-        return None
-    qids, docno, tags = (_strings(m) for m in mats)
-    del mats
+        raise _NotClean
+    tags = fields.strings(5)
     if not np.all(tags == tags[0]):  # a mixed tag is a warning the line reader gives
-        return None
+        raise _NotClean
+    return score, bytes(tags[0]), fields.strings(0), fields.strings(2)
+
+
+def _read_run(path: Path) -> _Run:
+    scores, qid_parts, doc_parts = [], [], []
+    tag = None
+    for score, block_tag, qids, docnos in _parsed_blocks(path, _run_block):
+        if tag is None:
+            tag = block_tag
+        elif block_tag != tag:
+            raise _NotClean
+        scores.append(score)
+        qid_parts.append(qids)
+        doc_parts.append(docnos)
+    if tag is None:  # no lines: the line reader says so
+        raise _NotClean
+    score = np.concatenate(scores)
+    qids, docno = np.concatenate(qid_parts), np.concatenate(doc_parts)
+    del scores, qid_parts, doc_parts
+    n = score.size
     # queries coded in order of their first line
     run_starts = _runs_of(qids)
     uniq, first, inverse = np.unique(qids[run_starts], return_index=True, return_inverse=True)
@@ -272,16 +334,16 @@ def _read_run(path: Path) -> _Run | None:
     code[np.argsort(first, kind="stable")] = np.arange(uniq.size)
     qidx = np.repeat(code[inverse.ravel()], np.diff(np.append(run_starts, n)))
     # a document twice in one query (or a key collision: then the line reader decides)
-    keys = _pair_keys(docno, qidx, _words(docno))
-    if keys is None or _has_repeats(keys):
-        return None
-    del keys
+    words = _words(docno)
+    keys = _pair_keys(docno, qidx, words)
+    if _has_repeats(keys):
+        raise _NotClean
     # trec_eval's order: score descending, ties by docno descending; + 0.0 makes -0.0 tie 0.0
     score += 0.0
     same_query = qidx[1:] == qidx[:-1]
     if not (np.all(qidx[1:] >= qidx[:-1]) and np.all(~same_query | (score[1:] <= score[:-1]))):
         perm = np.lexsort((-score, qidx))
-        qidx, score, docno = qidx[perm], score[perm], docno[perm]
+        qidx, score, docno, keys = qidx[perm], score[perm], docno[perm], keys[perm]
         same_query = qidx[1:] == qidx[:-1]
     tied = same_query & (score[1:] == score[:-1])
     if tied.any():
@@ -295,7 +357,8 @@ def _read_run(path: Path) -> _Run | None:
         _, rank = np.unique(docno[rows], return_inverse=True)
         within = np.lexsort((-rank.ravel(), np.cumsum(new_group)))
         docno[rows] = docno[rows[within]]
-    return _Run(uniq, code, qidx, docno, tags[0].decode("ascii"))
+        keys[rows] = keys[rows[within]]
+    return _Run(uniq, code, qidx, docno, tag.decode("ascii"), keys, words)
 
 
 def _scores(mat: NDArray[np.uint8]) -> NDArray[np.float64] | None:
@@ -314,35 +377,37 @@ def _scores(mat: NDArray[np.uint8]) -> NDArray[np.float64] | None:
     return score
 
 
-def _read_qrels(path: Path) -> _Qrels | None:
-    fields = _fields(path, 4)
-    if fields is None:
-        return None
+def _qrels_block(text: bytes) -> tuple[NDArray[np.int32], NDArray[np.bytes_], NDArray[np.bytes_]]:
+    """A block of qrels lines: labels, query ids, docnos."""
+    fields = _split(text, 4)
     rel_mat = fields.matrix(3)
-    if rel_mat is None:
-        return None
     # an integer: an optional sign, then 1 to 10 digits
     start, end = fields.bounds(3)
     signed = _SIGNS[rel_mat[:, 0]]
     digits = _DIGITS[rel_mat].sum(axis=1)
-    if not (np.array_equal(digits, end - start - signed) and digits.min() >= 1):
-        return None
+    if not np.array_equal(digits, end - start - signed) or digits.min() < 1:
+        raise _NotClean
     if digits.max() > 10:
-        return None
+        raise _NotClean
     rel = _strings(rel_mat).astype(np.int64)
     if rel.min() < -_INT32 or rel.max() >= _INT32:
-        return None
-    qid_mat, doc_mat = fields.matrix(0), fields.matrix(2)
-    if qid_mat is None or doc_mat is None:
-        return None
-    return _Qrels(_strings(qid_mat), _strings(doc_mat), rel.astype(np.int32))
+        raise _NotClean
+    return rel.astype(np.int32), fields.strings(0), fields.strings(2)
+
+
+def _read_qrels(path: Path) -> _Qrels:
+    parts = list(_parsed_blocks(path, _qrels_block))
+    if not parts:
+        raise _NotClean
+    rels, qids, docnos = zip(*parts, strict=True)
+    return _Qrels(np.concatenate(qids), np.concatenate(docnos), np.concatenate(rels))
 
 
 def _no_qrels() -> tuple[NDArray[np.bytes_], NDArray[np.bytes_], NDArray[np.int32]]:
     return np.zeros(0, dtype="S1"), np.zeros(0, dtype="S1"), np.zeros(0, dtype=np.int32)
 
 
-def _join(run: _Run, qrels: _Qrels) -> TrecArrays | None:
+def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
     """Query codes for the qrels (judged-only queries after the run's), labels for the run."""
     n_run = run.uniq.size
     n_rows = run.qidx.size
@@ -367,13 +432,12 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays | None:
     n = n_run + len(extra_ids)
     words = _words(run.docno, qrels.docno)
     judged_keys = _pair_keys(qrels.docno, judged_query, words)
-    if judged_keys is None or _has_repeats(judged_keys):  # a judgement twice (or a collision)
-        return None
+    if _has_repeats(judged_keys):  # a judgement twice (or a key collision)
+        raise _NotClean
     order = np.argsort(judged_keys)
     sorted_keys = judged_keys[order]
     del judged_keys
-    ret_keys = _pair_keys(run.docno, run.qidx, words)
-    assert ret_keys is not None  # the run's queries passed the same bound
+    ret_keys = run.keys if words == run.words else _pair_keys(run.docno, run.qidx, words)
     ret_label = np.zeros(n_rows, dtype=np.int32)
     if sorted_keys.size:
         at = np.minimum(np.searchsorted(sorted_keys, ret_keys), sorted_keys.size - 1)
@@ -387,7 +451,7 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays | None:
                 run.docno[hit].astype(f"S{width}"), qrels.docno[line].astype(f"S{width}")
             )
         ):
-            return None
+            raise _NotClean
         ret_label[hit] = qrels.rel[line]
     query_ids = [q.decode("ascii") for q in run.uniq[np.argsort(run.code)].tolist()]
     in_run = np.zeros(n, dtype=bool)

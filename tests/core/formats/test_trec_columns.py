@@ -111,6 +111,7 @@ def test_quirk_files(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         ("q 0 a 1\nq 0 b -2\nz 0 a 0\n", True),
         ("q\t0\ta\t1\n", True),
         ("q 0 a 2147483647\nq 0 b -2147483648\n", True),
+        ("q 0 a 1\nq 0 a-very-long-document-name 2\nq 0 b 1\n", True),  # keys of 2+ words
         ("q 0 a 1\nq 0 a 2\n", False),  # a judgement twice
         ("q 0 a x\n", False),
         ("q 0 a +\n", False),
@@ -210,3 +211,24 @@ def test_oracle_files_cleaned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         arrays, selection, _ = line_reader(run, qrels, rel_level, complete, monkeypatch)
         assert got is not None
         assert_same(got, (arrays, selection))
+
+
+@pytest.mark.parametrize("block_bytes", [16, 61, 256])
+def test_small_blocks_equal_one_block(
+    block_bytes: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines cut across blocks are joined again; problems in a late block are still seen."""
+    run, qrels = random_trec(random.Random(4), tmp_path)
+    whole = direct.trec_arrays(run, qrels, 2, True)
+    monkeypatch.setattr(trec_columns, "_BLOCK_BYTES", block_bytes)
+    got = direct.trec_arrays(run, qrels, 2, True)
+    assert whole is not None and got is not None
+    assert_same(got, whole)
+    lines = run.read_text(encoding="utf-8").splitlines()
+    for quirk in (lines[3], "# a comment", "", lines[-1].replace("tagA", "tagB")):
+        bad = write(tmp_path / "late.run", "\n".join([*lines, quirk, *lines[:0]]) + "\n")
+        assert trec_columns.read_pair(bad, qrels) is None, quirk
+    # no final newline, the last line cut across blocks
+    unended = write(tmp_path / "unended.run", "\n".join(lines))
+    again = trec_columns.read_pair(unended, qrels)
+    assert again is not None and again.ret_query.size == len(lines)
