@@ -21,17 +21,12 @@ the line reader reads it and names each problem at its line (file:line: field: p
 from __future__ import annotations
 
 import re
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
-
-_T = TypeVar("_T")
 
 FORMAT = "trec"
 PRIMARY = "run"
@@ -45,9 +40,8 @@ _INTEGER = re.compile(r"^[+-]?[0-9]+$")
 _CLEAN = bytes(range(0x20, 0x7F)) + b"\t\n"
 #: longest field the fast route takes (longer ones are read by the line reader)
 _MAX_WIDTH = 255
-#: bytes read per block, and threads parsing blocks at once
+#: bytes read per block
 _BLOCK_BYTES = 1 << 22
-_THREADS = 2
 _SCORE_CHARS = np.zeros(256, dtype=bool)
 _SCORE_CHARS[list(b"0123456789.eE+-")] = True
 _SCORE_CHARS_OR_PAD = _SCORE_CHARS.copy()
@@ -175,7 +169,11 @@ def read_pair(run: Path, qrels: Path | None) -> TrecArrays | None:
 
 
 def _texts(path: Path) -> Iterator[bytes]:
-    """The file in blocks of whole lines (the last one given its newline if it lacks it)."""
+    """The file in blocks of whole lines (the last one given its newline if it lacks it).
+
+    Blocks (a few MB) keep every temporary array small: less memory, and far fewer pages for
+    the kernel to hand out and take back than one pass over the whole file would need (two
+    threads on blocks cost more CPU time and gained nothing on a busy 2-core machine)."""
     carry = b""
     with path.open("rb") as fh:
         while True:
@@ -193,26 +191,6 @@ def _texts(path: Path) -> Iterator[bytes]:
             yield text[:cut] if carry else text
     if carry:
         yield carry + b"\n"
-
-
-def _parsed_blocks(path: Path, parse: Callable[[bytes], _T]) -> Iterator[_T]:
-    """parse(block) of each block of the file, in file order, two blocks at a time.
-
-    Blocks (a few MB) keep every temporary array small: less memory, and far fewer pages for
-    the kernel to hand out and take back than one pass over the whole file would need. numpy
-    lets go of the GIL in the work of each block, so two threads use two cores."""
-    with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-        pending: deque[Future[_T]] = deque()
-        try:
-            for text in _texts(path):
-                pending.append(pool.submit(parse, text))
-                if len(pending) > _THREADS:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
 
 
 def _split(text: bytes, n_fields: int) -> _Fields:
@@ -312,7 +290,7 @@ def _run_block(
 def _read_run(path: Path) -> _Run:
     scores, qid_parts, doc_parts = [], [], []
     tag = None
-    for score, block_tag, qids, docnos in _parsed_blocks(path, _run_block):
+    for score, block_tag, qids, docnos in map(_run_block, _texts(path)):
         if tag is None:
             tag = block_tag
         elif block_tag != tag:
@@ -396,7 +374,7 @@ def _qrels_block(text: bytes) -> tuple[NDArray[np.int32], NDArray[np.bytes_], ND
 
 
 def _read_qrels(path: Path) -> _Qrels:
-    parts = list(_parsed_blocks(path, _qrels_block))
+    parts = list(map(_qrels_block, _texts(path)))
     if not parts:
         raise _NotClean
     rels, qids, docnos = zip(*parts, strict=True)

@@ -197,7 +197,16 @@ def test_score_rule_equals_the_line_readers() -> None:
         expected = trec._NUMBER.match(value) is not None and math.isfinite(float(value))
         assert (got is not None) is expected, value
         if got is not None:
-            assert got[0] == float(value), value  # the same double, bit for bit
+            assert got[0] == float(value), value  # the same double
+    # many at once, zero padded to the widest
+    plain = sorted(v for v in candidates if trec._NUMBER.match(v) and math.isfinite(float(v)))
+    width = max(map(len, plain))
+    mat = np.zeros((len(plain), width), dtype=np.uint8)
+    for i, value in enumerate(plain):
+        mat[i, : len(value)] = list(value.encode())
+    got = trec_columns._scores(mat)
+    assert got is not None
+    assert got.tolist() == [float(v) for v in plain]
 
 
 @pytest.mark.oracle
