@@ -1,15 +1,17 @@
 """`rageval evaluate RUN --qrels QRELS` for a TREC run, straight from the files to the metrics.
 
-A run that is evaluated and not imported needs no store: the TREC reader's bulk route
-(formats/trec.py, DuckDB's CSV reader with every check the line reader makes) hands trec_eval's
-selection and labels to the ranking metrics as arrays, without a scratch store, Query objects or
-an Arrow round trip (issue 18: the store route spent 0.84 s of 1.0-1.5x pytrec_eval's time
-there). The report is the one the store route gives, key for key (tests hold the two equal).
+A run that is evaluated and not imported needs no store: the files go into the arrays the
+ranking metrics read (trec_eval's selection and labels) by the first route that vouches for
+them: the numpy reader (formats/trec_columns.py: printable ASCII, one separator between fields),
+then DuckDB's CSV reader (formats/trec.py, for non-ASCII files and CRLF line ends), each with
+every check the line reader makes. Only numpy is imported on this path (rageval_core.report
+holds Settings and Report apart from rageval_core.evaluate, which loads DuckDB and the store).
+The report is the one the store route gives, key for key (tests hold the two equal).
 
 Only what the arrays answer takes this route: ranking metrics in ids mode, without a score
 cut-off, a preset or a breakdown, and no sidecar naming the run. trec_report returns None for
-anything else, and for a file the bulk route does not vouch for (a quirk the line reader must
-report as file:line: field: problem): the caller then takes the store route, which says why.
+anything else, and for files neither route vouches for (a quirk the line reader must report as
+file:line: field: problem): the caller then takes the store route, which says why.
 """
 
 from __future__ import annotations
