@@ -1,14 +1,18 @@
 """TREC run and qrels files parsed with numpy, for `rageval evaluate` straight from the files.
 
 The fastest of the TREC reader's routes (formats/trec.py has the line reader and the DuckDB
-route): the file's bytes are split on their separators with vectorised numpy, query ids are
-dictionary-coded, rows are sorted as trec_eval sorts them (score descending, ties by docno
-descending) and qrels labels are joined by 64-bit keys. No Python object per line, no DuckDB.
+route), and the only one that imports nothing but numpy: the file is read in blocks of whole
+lines whose bytes are split on their separators with vectorised numpy; query ids are coded in
+order of first appearance, rows are sorted as trec_eval sorts them (score descending, ties by
+docno descending: only tie groups are sorted by docno) and qrels labels are joined on 64-bit
+(query, docno) keys. No Python object per line. It also holds the format's sniffer and number
+patterns, which formats/trec.py imports from here.
 
 It accepts only files it can prove well-formed, and returns None for anything else, so that
 the line reader reads it and names each problem at its line (file:line: field: problem):
-- printable ASCII, one row per line, fields split by exactly one space or tab, no blank or
-  '#' comment lines, exactly 6 (run) or 4 (qrels) fields per line;
+- printable ASCII (no "\r"), one row per line, fields split by exactly one space or tab, no
+  blank or '#' comment lines, exactly 6 (run) or 4 (qrels) fields per line, each field at most
+  255 bytes;
 - every score a C-style decimal number, finite (numpy's bytes-to-float cast agrees with the
   line reader's pattern on these characters: tests/core/formats/test_trec_columns.py);
   every qrels label an integer in 32-bit range;
