@@ -125,8 +125,9 @@ class _Run:
     qidx: Ints  # per row (sorted rows)
     docno: NDArray[np.bytes_]  # per row (sorted rows)
     tag: str
-    keys: NDArray[np.uint64]  # per row: _pair_keys of (qidx, docno) read as `words` words
-    words: int
+    sorted_keys: NDArray[np.uint64]  # _pair_keys of each row's (qidx, docno), sorted
+    key_rows: Ints  # the row of each sorted key
+    words: int  # the words the keys read
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,9 +273,13 @@ def _pair_keys(docno: NDArray[np.bytes_], qidx: Ints, words: int) -> NDArray[np.
     return mixed
 
 
-def _has_repeats(keys: NDArray[np.uint64]) -> bool:
-    ordered = np.sort(keys)
-    return bool(ordered.size > 1 and np.any(ordered[1:] == ordered[:-1]))
+def _sorted_unique(keys: NDArray[np.uint64]) -> tuple[Ints, NDArray[np.uint64]]:
+    """The order that sorts keys, and the sorted keys; _NotClean when one is there twice."""
+    order = np.argsort(keys)
+    ordered = keys[order]
+    if ordered.size > 1 and np.any(ordered[1:] == ordered[:-1]):
+        raise _NotClean
+    return order, ordered
 
 
 def _run_block(
@@ -318,8 +323,6 @@ def _read_run(path: Path) -> _Run:
     # a document twice in one query (or a key collision: then the line reader decides)
     words = _words(docno)
     keys = _pair_keys(docno, qidx, words)
-    if _has_repeats(keys):
-        raise _NotClean
     # trec_eval's order: score descending, ties by docno descending; + 0.0 makes -0.0 tie 0.0
     score += 0.0
     same_query = qidx[1:] == qidx[:-1]
@@ -340,7 +343,9 @@ def _read_run(path: Path) -> _Run:
         within = np.lexsort((-rank.ravel(), np.cumsum(new_group)))
         docno[rows] = docno[rows[within]]
         keys[rows] = keys[rows[within]]
-    return _Run(uniq, code, qidx, docno, tag.decode("ascii"), keys, words)
+    # a document twice in one query (or a key collision: then the line reader decides)
+    key_rows, sorted_keys = _sorted_unique(keys)
+    return _Run(uniq, code, qidx, docno, tag.decode("ascii"), sorted_keys, key_rows, words)
 
 
 def _scores(mat: NDArray[np.uint8]) -> NDArray[np.float64] | None:
@@ -414,27 +419,26 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
     n = n_run + len(extra_ids)
     words = _words(run.docno, qrels.docno)
     judged_keys = _pair_keys(qrels.docno, judged_query, words)
-    if _has_repeats(judged_keys):  # a judgement twice (or a key collision)
-        raise _NotClean
-    order = np.argsort(judged_keys)
-    sorted_keys = judged_keys[order]
-    del judged_keys
-    ret_keys = run.keys if words == run.words else _pair_keys(run.docno, run.qidx, words)
+    _sorted_unique(judged_keys)  # a judgement twice (or a key collision)
+    if words == run.words:
+        key_rows, run_keys = run.key_rows, run.sorted_keys
+    else:  # a qrels docno longer than every docno of the run: keys of more words
+        key_rows, run_keys = _sorted_unique(_pair_keys(run.docno, run.qidx, words))
+    # each judgement looked up among the run's sorted keys (fewer lookups than the reverse)
     ret_label = np.zeros(n_rows, dtype=np.int32)
-    if sorted_keys.size:
-        at = np.minimum(np.searchsorted(sorted_keys, ret_keys), sorted_keys.size - 1)
-        hit = np.flatnonzero(sorted_keys[at] == ret_keys)
-        line = order[at[hit]]
-        # the keys matched: the strings must too, or the line reader decides
-        width = max(run.docno.dtype.itemsize, qrels.docno.dtype.itemsize)
-        if not (
-            np.array_equal(judged_query[line], run.qidx[hit])
-            and np.array_equal(
-                run.docno[hit].astype(f"S{width}"), qrels.docno[line].astype(f"S{width}")
-            )
-        ):
-            raise _NotClean
-        ret_label[hit] = qrels.rel[line]
+    at = np.minimum(np.searchsorted(run_keys, judged_keys), n_rows - 1)
+    line = np.flatnonzero(run_keys[at] == judged_keys)
+    hit = key_rows[at[line]]
+    # the keys matched: the strings must too, or the line reader decides
+    width = max(run.docno.dtype.itemsize, qrels.docno.dtype.itemsize)
+    if not (
+        np.array_equal(judged_query[line], run.qidx[hit])
+        and np.array_equal(
+            run.docno[hit].astype(f"S{width}"), qrels.docno[line].astype(f"S{width}")
+        )
+    ):
+        raise _NotClean
+    ret_label[hit] = qrels.rel[line]
     query_ids = [q.decode("ascii") for q in run.uniq[np.argsort(run.code)].tolist()]
     in_run = np.zeros(n, dtype=bool)
     in_run[:n_run] = True
