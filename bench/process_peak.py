@@ -1,4 +1,4 @@
-"""Run a command and print its wall time, its own peak RSS and its output, as one JSON line.
+"""Run a command and print its wall time, CPU time, own peak RSS and output, as one JSON line.
 
     python -m bench.process_peak CMD [ARG ...]
 
@@ -29,6 +29,7 @@ def main(argv: list[str]) -> int:
             {
                 "seconds": seconds,
                 "peak_mb": usage.ru_maxrss / 1024,
+                "cpu_s": usage.ru_utime + usage.ru_stime,
                 "returncode": code,
                 "stdout": out,
                 "stderr": err[-2000:],

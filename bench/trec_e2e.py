@@ -1,8 +1,8 @@
 """Scenario 1: TREC run + qrels files to P@10, R@100, RR, AP and nDCG@10, end to end.
 
 Every tool starts from the same two files and ends with per-query values and their means:
-rageval by its direct route (trec.read_arrays: DuckDB's CSV reader, no Query objects), by its
-store route (import through column batches, load_run_data, evaluate) and by the Query-object
+rageval by its direct route (the route `rageval evaluate RUN --qrels QRELS` takes:
+direct.trec_arrays, the numpy reader of formats/trec_columns.py, no Query objects), by its store route (import through column batches, load_run_data, evaluate) and by the Query-object
 route (trec.read -> ranked_labels_from_queries), pytrec_eval with its own parsers, and ranx with
 its own loaders after a warm-up call (numba compiles on first use). The values are checked
 against each other on every query, not only on the means. Peak memory is measured per tool in
@@ -38,6 +38,7 @@ from bench.common import (
     fmt_seconds,
     measure,
 )
+from rageval_core.direct import trec_arrays
 from rageval_core.errors import ProblemLog
 from rageval_core.evaluate import evaluate, open_file_in_scratch_store
 from rageval_core.formats import trec
@@ -122,10 +123,12 @@ def write_trec_files(directory: Path, n_queries: int, depth: int = 100, seed: in
 
 
 def rageval_direct(files: TrecFiles) -> tuple[Any, dict[str, float]]:
-    """trec.read_arrays (bulk CSV read, sort and join in DuckDB) -> registry.compute (+ means)."""
+    """direct.trec_arrays (numpy reader, sort and join in numpy) -> registry.compute (+ means)."""
     sw = Stopwatch()
-    log = ProblemLog()
-    arrays, _ = trec.read_arrays(files.run, files.qrels, log)
+    got = trec_arrays(files.run, files.qrels)
+    if got is None:
+        raise RuntimeError("the direct route refused the bench files")
+    arrays = got[0]
     sw.lap("read + labels")
     values = compute(METRICS, arrays)
     means = {name: aggregate(name, v) for name, v in values.items()}
@@ -239,7 +242,7 @@ def process_command(tool: str, files: TrecFiles) -> list[str]:
 def in_process(tool: str, files: TrecFiles, calls: int) -> dict[str, Any]:
     """Run tool's command calls times from a small Python (bench.process_peak): seconds of
     each (process start to exit) and the command's own peak RSS (the largest over the calls)."""
-    seconds, peaks, means = [], [], {}
+    seconds, cpu, peaks, means = [], [], [], {}
     for _ in range(calls):
         done = subprocess.run(
             [sys.executable, "-m", "bench.process_peak", *process_command(tool, files)],
@@ -252,6 +255,7 @@ def in_process(tool: str, files: TrecFiles, calls: int) -> dict[str, Any]:
         if got["returncode"] != 0:
             raise RuntimeError(f"{tool} failed: {got['stderr']}")
         seconds.append(got["seconds"])
+        cpu.append(got["cpu_s"])
         peaks.append(got["peak_mb"])
         if tool == "cli":
             means = {m: float(v) for m, v in json.loads(got["stdout"])["metrics"].items()}
@@ -261,10 +265,57 @@ def in_process(tool: str, files: TrecFiles, calls: int) -> dict[str, Any]:
     return {
         "tool": tool,
         "seconds": seconds,
+        "cpu_s": cpu,
         "peak_mb": max(peaks),
         "start_mb": 0.0,
         "means": means,
     }
+
+
+def compile_bytecode() -> list[str]:
+    """Compile the bytecode of the packages both processes import, as pip install does.
+
+    Without it a Python run with PYTHONDONTWRITEBYTECODE (as on the bench machine) compiles
+    numpy's and rageval's sources again at every start: both sides would pay it, rageval more.
+    """
+    import compileall
+    import importlib.util
+
+    done = []
+    for name in ("numpy", "pytrec_eval", "rageval_core", "rageval"):
+        spec = importlib.util.find_spec(name)
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        for folder in folders:
+            compileall.compile_dir(folder, quiet=2, workers=1)
+            done.append(name)
+    return done
+
+
+def help_seconds(calls: int = 5) -> float:
+    """Median wall time of `rageval --help` as a process (it must load nothing heavy)."""
+    exe = str(Path(sys.executable).with_name("rageval"))
+    seconds = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        subprocess.run([exe, "--help"], capture_output=True, check=True)
+        seconds.append(time.perf_counter() - started)
+    return float(np.median(seconds))
+
+
+def interleaved(files: TrecFiles, calls: int) -> dict[str, dict[str, Any]]:
+    """in_process for every command of PROCESSES, taking turns call by call, so that other
+    work on the machine falls on both alike."""
+    runs = [{key: in_process(key, files, 1) for key in PROCESSES} for _ in range(calls)]
+    out = {}
+    for key in PROCESSES:
+        got = [r[key] for r in runs]
+        out[key] = {
+            **got[-1],
+            "seconds": [s for g in got for s in g["seconds"]],
+            "cpu_s": [c for g in got for c in g["cpu_s"]],
+            "peak_mb": max(g["peak_mb"] for g in got),
+        }
+    return out
 
 
 PROCESSES = {
@@ -318,7 +369,7 @@ CONVERT: dict[str, Callable[[Any], tuple[PerQuery, dict[str, float]]]] = {
     "ranx": values_ranx,
 }
 LABELS = {
-    "direct": "rageval direct (trec.read_arrays -> compute)",
+    "direct": "rageval direct (direct.trec_arrays -> compute)",
     "store": "rageval store (import -> load_run_data -> evaluate)",
     "queries": "rageval Query objects (trec.read -> ranked_labels_from_queries -> compute)",
     "pytrec_eval": "pytrec_eval (parse_run/parse_qrel -> evaluate)",
@@ -578,16 +629,23 @@ def run(
             )
         )
     processes: dict[str, dict[str, Any]] = {}
+    compiled: list[str] = []
+    help_s = None
     if memory:
-        processes = {key: in_process(key, files, 3) for key in PROCESSES}
+        compiled = compile_bytecode()
+        help_s = help_seconds()
+        processes = interleaved(files, 5)
         base_s = float(np.median(processes["pytrec_eval_script"]["seconds"]))
+        base_cpu = float(np.median(processes["pytrec_eval_script"]["cpu_s"]))
         base_mb = processes["pytrec_eval_script"]["peak_mb"]
         rows_proc = tuple(
             (
                 label,
                 fmt_seconds(float(np.median(processes[key]["seconds"]))),
+                fmt_seconds(float(np.median(processes[key]["cpu_s"]))),
                 f"{processes[key]['peak_mb']:,.0f} MB",
                 fmt_ratio(float(np.median(processes[key]["seconds"])) / base_s),
+                fmt_ratio(float(np.median(processes[key]["cpu_s"])) / base_cpu),
                 fmt_ratio(processes[key]["peak_mb"] / base_mb),
                 f"{max(abs(processes[key]['means'][m] - values[pyt][1][m]) for m in METRICS):.1e}",
             )
@@ -595,14 +653,18 @@ def run(
         )
         tables.append(
             (
-                f"As processes at {n_queries:,} queries (start to exit, median of 3; peak RSS of "
-                "the process):",
+                f"As processes at {n_queries:,} queries (start to exit, median of 5, the two "
+                "commands taking turns; CPU time = user + system, which other work on the "
+                "machine inflates far less than wall time; peak RSS of the process; bytecode "
+                "compiled first, as pip install does):",
                 Table(
                     (
                         "command",
                         "wall time",
+                        "CPU time",
                         "peak RSS",
                         "time / pytrec_eval script",
+                        "CPU time / pytrec_eval script",
                         "memory / pytrec_eval script",
                         "max |mean diff| vs pytrec_eval",
                     ),
@@ -616,7 +678,7 @@ def run(
         # the Query-object route would take minutes here: the fast routes stand for rageval
         scale_keys = [k for k in keys if k != "queries"]
         scale = {key: in_child(key, big, 2) for key in scale_keys}
-        scale.update({key: in_process(key, big, 2) for key in PROCESSES})
+        scale.update(interleaved(big, 2))
         scale_keys += list(PROCESSES)
         pyt_s = scale["pytrec_eval"]["seconds"][-1]
         rows_scale = []
@@ -717,10 +779,25 @@ def run(
         notes.append(
             f"As processes at {n_queries:,} queries: `rageval evaluate` takes "
             f"{fmt_ratio(float(np.median(cli['seconds'])) / float(np.median(script['seconds'])))} "
-            f"of a pytrec_eval script's time and {fmt_ratio(cli['peak_mb'] / script['peak_mb'])} "
+            "of a pytrec_eval script's wall time, "
+            f"{fmt_ratio(float(np.median(cli['cpu_s'])) / float(np.median(script['cpu_s'])))} "
+            f"of its CPU time and {fmt_ratio(cli['peak_mb'] / script['peak_mb'])} "
             "of its peak memory (Python start and imports included on both sides)."
         )
+    if help_s is not None:
+        notes.append(
+            f"`rageval --help` as a process: {fmt_seconds(help_s)} (median of 5). Bytecode "
+            f"compiled before the process timings: {', '.join(sorted(set(compiled)))}."
+        )
     if scale:
+        cli, script = scale["cli"], scale["pytrec_eval_script"]
+        notes.append(
+            f"As processes at {scale_queries:,} queries: `rageval evaluate` takes "
+            f"{fmt_ratio(min(cli['seconds']) / min(script['seconds']))} of a pytrec_eval "
+            f"script's wall time, {fmt_ratio(min(cli['cpu_s']) / min(script['cpu_s']))} of its CPU "
+            f"time (the faster of 2 calls each) and {fmt_ratio(cli['peak_mb'] / script['peak_mb'])} "
+            "of its peak memory."
+        )
         pyt_s = scale["pytrec_eval"]["seconds"][-1]
         rivals = {k: v for k, v in scale.items() if k in ("pytrec_eval", "ranx")}
         for key in ("direct", "store"):
@@ -759,6 +836,7 @@ def run(
             "first_call_s": first_call,
             "peak_mb": {key: v["peak_mb"] for key, v in peaks.items()},
             "processes": processes,
+            "help_s": help_s,
             "scale": {"n_queries": scale_queries, "tools": scale} if scale else None,
             "ratios": {
                 "direct_vs_pytrec_eval": timings[direct].median / timings[pyt].median,

@@ -48,7 +48,7 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
 def settings_from_args(args: argparse.Namespace) -> Any:
     """The Settings the flags of add_settings_arguments describe (a --preset's values under the
     flags given beside it)."""
-    from rageval_core.evaluate import Settings
+    from rageval_core.report import Settings
     from rageval_core.presets import preset_values
     from rageval_core.settings import SETTINGS
 

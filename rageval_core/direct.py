@@ -1,15 +1,17 @@
 """`rageval evaluate RUN --qrels QRELS` for a TREC run, straight from the files to the metrics.
 
-A run that is evaluated and not imported needs no store: the TREC reader's bulk route
-(formats/trec.py, DuckDB's CSV reader with every check the line reader makes) hands trec_eval's
-selection and labels to the ranking metrics as arrays, without a scratch store, Query objects or
-an Arrow round trip (issue 18: the store route spent 0.84 s of 1.0-1.5x pytrec_eval's time
-there). The report is the one the store route gives, key for key (tests hold the two equal).
+A run that is evaluated and not imported needs no store: the files go into the arrays the
+ranking metrics read (trec_eval's selection and labels) by the first route that vouches for
+them: the numpy reader (formats/trec_columns.py: printable ASCII, one separator between fields),
+then DuckDB's CSV reader (formats/trec.py, for non-ASCII files and CRLF line ends), each with
+every check the line reader makes. Only numpy is imported on this path (rageval_core.report
+holds Settings and Report apart from rageval_core.evaluate, which loads DuckDB and the store).
+The report is the one the store route gives, key for key (tests hold the two equal).
 
 Only what the arrays answer takes this route: ranking metrics in ids mode, without a score
 cut-off, a preset or a breakdown, and no sidecar naming the run. trec_report returns None for
-anything else, and for a file the bulk route does not vouch for (a quirk the line reader must
-report as file:line: field: problem): the caller then takes the store route, which says why.
+anything else, and for files neither route vouches for (a quirk the line reader must report as
+file:line: field: problem): the caller then takes the store route, which says why.
 """
 
 from __future__ import annotations
@@ -18,12 +20,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from rageval_core import ops
-from rageval_core.evaluate import RANKING_DEFAULTS, Report, Settings
-from rageval_core.formats import trec
+from rageval_core.report import RANKING_DEFAULTS, Report, Settings
+from rageval_core.formats import trec_columns
 from rageval_core.formats.base import HEAD_BYTES, SIDECAR_SUFFIX
 from rageval_core.metrics import registry
+from rageval_core.metrics.arrays import (
+    QuerySelection,
+    RankedLabels,
+    check_rel_level,
+    ranked_labels_from_rows,
+)
 
 
 def trec_report(
@@ -35,12 +44,12 @@ def trec_report(
 ) -> Report | None:
     """The report of a TREC run and its qrels read straight into arrays; None when the request
     or the files need the store route (see the module's docstring)."""
-    if by is not None or fmt not in (None, trec.FORMAT) or len(paths) != 2:
+    if by is not None or fmt not in (None, trec_columns.FORMAT) or len(paths) != 2:
         return None
     if s.preset is not None or s.score_threshold is not None or s.relevance == "evidence":
         return None
     roles = {_role(p): p for p in paths}
-    run, qrels = roles.get(trec.PRIMARY), roles.get(trec.COMPANION)
+    run, qrels = roles.get(trec_columns.PRIMARY), roles.get(trec_columns.COMPANION)
     if run is None or qrels is None:
         return None
     if run.with_name(run.name + SIDECAR_SUFFIX).exists():  # run facts (a name) come with it
@@ -49,17 +58,11 @@ def trec_report(
     measures = registry.parse_all(names)
     if any(m.spec.family != "ranking" for m in measures):
         return None
-    staged = trec._Staged.load(run, qrels)
-    if staged is None:
+    got = _arrays(run, qrels, s.rel_level, s.complete)
+    if got is None:
         return None
-    try:
-        query_ids = staged.query_ids()
-        arrays, selection = staged.ranked_labels(s.rel_level, s.complete)
-    finally:
-        staged.con.close()
+    query_ids, tag, arrays, selection, rows = got
     n = len(query_ids)
-    position = {qid: i for i, qid in enumerate(query_ids)}
-    rows = np.asarray([position[q] for q in arrays.query_ids], dtype=np.int64)
     values = registry.compute(measures, arrays)
     per_query: dict[str, np.ndarray] = {}
     run_values: dict[str, float] = {}
@@ -71,7 +74,7 @@ def trec_report(
         run_values[name] = registry.aggregate(m, values[name], None)
     nothing = np.full(n, np.nan)
     return Report(
-        run=staged.tag or run.stem or "run",
+        run=tag or run.stem or "run",
         settings=s.to_json("ids"),
         relevance="ids",
         metrics=run_values,
@@ -91,6 +94,73 @@ def trec_report(
     )
 
 
+def trec_arrays(
+    run: Path, qrels: Path, rel_level: int = 1, complete: bool = False
+) -> tuple[RankedLabels, QuerySelection] | None:
+    """trec_eval's selection and labels of a clean run and qrels (the route trec_report takes);
+    None when the files need the line reader."""
+    got = _arrays(run, qrels, rel_level, complete)
+    return None if got is None else (got[2], got[3])
+
+
+def _arrays(
+    run: Path, qrels: Path, rel_level: int, complete: bool
+) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64]] | None:
+    """Every query id, the run tag, trec_eval's selection and labels, and the selected queries'
+    rows among all; None when neither bulk route vouches for the files."""
+    check_rel_level(rel_level)
+    got = trec_columns.read_pair(run, qrels)
+    if got is None:
+        return _arrays_by_duckdb(run, qrels, rel_level, complete)
+    selected = got.has_qrels & (got.in_run | complete)
+    rows = np.flatnonzero(selected)
+    new_index = np.cumsum(selected) - 1
+    kept = selected[got.ret_query]
+    ret_query = new_index[got.ret_query[kept]]
+    judged = selected[got.judged_query]
+    arrays = ranked_labels_from_rows(
+        [got.query_ids[i] for i in rows.tolist()],
+        ret_query,
+        _ranks(ret_query),
+        got.ret_label[kept],
+        new_index[got.judged_query[judged]],
+        got.judged_label[judged],
+        rel_level=rel_level,
+    )
+    selection = QuerySelection(
+        int(np.count_nonzero(~got.has_qrels)), int(np.count_nonzero(~got.in_run)), complete
+    )
+    return got.query_ids, got.tag, arrays, selection, rows
+
+
+def _arrays_by_duckdb(
+    run: Path, qrels: Path, rel_level: int, complete: bool
+) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64]] | None:
+    """The same from DuckDB's CSV reader, which also takes non-ASCII files and long fields."""
+    from rageval_core.formats import trec
+
+    staged = trec._Staged.load(run, qrels)
+    if staged is None:
+        return None
+    try:
+        query_ids = staged.query_ids()
+        arrays, selection = staged.ranked_labels(rel_level, complete)
+    finally:
+        staged.con.close()
+    position = {qid: i for i, qid in enumerate(query_ids)}
+    rows = np.asarray([position[q] for q in arrays.query_ids], dtype=np.int64)
+    return query_ids, staged.tag, arrays, selection, rows
+
+
+def _ranks(qidx: NDArray[np.int64]) -> NDArray[np.int64]:
+    """1-based position of each row within its run of equal qidx (rows sorted by qidx)."""
+    if qidx.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]])
+    lengths = np.diff(np.r_[starts, qidx.size])
+    return np.arange(qidx.size, dtype=np.int64) - np.repeat(starts, lengths) + 1
+
+
 def _role(path: Path) -> str | None:
     """'run' or 'qrels' as the TREC reader sniffs the file's head; None for anything else."""
     try:
@@ -98,4 +168,4 @@ def _role(path: Path) -> str | None:
             head = fh.read(HEAD_BYTES)
     except OSError:
         return None
-    return trec.sniff(path, head)
+    return trec_columns.sniff(path, head)

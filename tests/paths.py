@@ -8,7 +8,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 #: trec_eval's own test files and expected outputs; they sit beside the project (../shared) for its
 #: developers and CI, not in a user's clone
-ORACLE = REPO.parent / "shared" / "oracle" / "trec_eval"
+ORACLE = Path(os.environ.get("RAGEVAL_ORACLE") or REPO.parent / "shared" / "oracle" / "trec_eval")
 ORACLE_MISSING = "trec_eval oracle files not found at ../shared/oracle"
 #: inputs built from TAT-RAG's and EggAI's repositories for the seed-parity presets (README.md
 #: there); RAGEVAL_PARITY points elsewhere, e.g. from a worktree whose parent has no shared/

@@ -19,7 +19,6 @@ other file is read line by line in Python, which reports every problem at its ex
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,17 @@ from numpy.typing import NDArray
 from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import display_path, merge_info, read_sidecar
+
+# the sniffer, the format's names and the number patterns live with the numpy route
+from rageval_core.formats.trec_columns import (  # noqa: F401 (FORMAT ... sniff: this reader's)
+    _INTEGER,
+    _NUMBER,
+    COMPANION,
+    FORMAT,
+    PRIMARY,
+    _is_number,
+    sniff,
+)
 from rageval_core.metrics.arrays import (
     QuerySelection,
     RankedLabels,
@@ -42,41 +52,12 @@ from rageval_core.metrics.arrays import (
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 
-FORMAT = "trec"
-PRIMARY = "run"
-COMPANION: str | None = "qrels"
 COMPANION_REQUIRED = False
 
 RUN_COLUMNS = "qid Q0 docno rank score tag"
 QRELS_COLUMNS = "qid iter docno rel"
-_ITER_TOKENS = {"Q0", "q0", "0"}
-# C-style decimal numbers only: Python's float() would also take "1_0", "nan" and "inf"
-_NUMBER = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
-_INTEGER = re.compile(r"^[+-]?[0-9]+$")
 #: at most this many missing query ids are named in the warning
 _NAMED_MAX = 20
-
-
-def sniff(path: Path, head: bytes) -> str | None:
-    """'run' or 'qrels' when the first content line looks like one, else None."""
-    if b"\x00" in head:
-        return None
-    text = head.decode("utf-8", errors="replace")
-    for line in text.splitlines():
-        tokens = line.split()
-        if not tokens or tokens[0].startswith("#"):
-            continue
-        if (
-            len(tokens) >= 6
-            and tokens[1] in _ITER_TOKENS
-            and _is_number(tokens[3])
-            and _is_number(tokens[4])
-        ):
-            return PRIMARY
-        if len(tokens) == 4 and _INTEGER.match(tokens[3]):
-            return COMPANION
-        return None
-    return None
 
 
 def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
@@ -667,7 +648,3 @@ def _read_qrels(path: Path, log: ProblemLog) -> _Qrels:
     if not lines and not log.errors:
         log.error(qrels.file, 0, "qrels", f"no judgement lines ({QRELS_COLUMNS})")
     return qrels
-
-
-def _is_number(text: str) -> bool:
-    return _NUMBER.match(text) is not None

@@ -13,7 +13,7 @@ import pytrec_eval
 from bench import matching_speed, native_scale, recompute, report, trec_e2e
 from bench.__main__ import main
 
-DIRECT = "rageval direct (trec.read_arrays -> compute)"
+DIRECT = "rageval direct (direct.trec_arrays -> compute)"
 STORE = "rageval store (import -> load_run_data -> evaluate)"
 QUERIES = "rageval Query objects (trec.read -> ranked_labels_from_queries -> compute)"
 IRM = "ir_measures (read_trec_run/read_trec_qrels -> iter_calc)"
@@ -106,6 +106,14 @@ def test_trec_scenario_values_equal_pytrec_eval(tmp_path: Path) -> None:
             assert got["means"][metric] == pytest.approx(
                 scale["pytrec_eval"]["means"][metric], abs=1e-9
             )
+    for metric in trec_e2e.METRICS:  # the CLI process, by the direct route, at both sizes
+        assert scale["cli"]["means"][metric] == pytest.approx(
+            scale["pytrec_eval"]["means"][metric], abs=1e-9
+        )
+        assert data["processes"]["cli"]["means"][metric] == pytest.approx(
+            data["means"][PYTREC][metric], abs=1e-9
+        )
+    assert data["help_s"] > 0  # `rageval --help` timed as a process
     assert {"direct_vs_pytrec_eval", "store_vs_pytrec_eval"} <= set(data["ratios"])
     assert all(t["median_s"] > 0 and t["repeats"] == 1 for t in data["timings"].values())
     assert data["n_tied_queries"] > 0  # trec_eval's tie order is exercised

@@ -1,0 +1,456 @@
+"""TREC run and qrels files parsed with numpy, for `rageval evaluate` straight from the files.
+
+The fastest of the TREC reader's routes (formats/trec.py has the line reader and the DuckDB
+route), and the only one that imports nothing but numpy: the file is read in blocks of whole
+lines whose bytes are split on their separators with vectorised numpy; query ids are coded in
+order of first appearance, rows are sorted as trec_eval sorts them (score descending, ties by
+docno descending: only tie groups are sorted by docno) and qrels labels are joined on 64-bit
+(query, docno) keys. No Python object per line. It also holds the format's sniffer and number
+patterns, which formats/trec.py imports from here.
+
+It accepts only files it can prove well-formed, and returns None for anything else, so that
+the line reader reads it and names each problem at its line (file:line: field: problem):
+- printable ASCII (no "\r"), one row per line, fields split by exactly one space or tab, no
+  blank or '#' comment lines, exactly 6 (run) or 4 (qrels) fields per line, each field at most
+  255 bytes;
+- every score a C-style decimal number, finite (numpy's bytes-to-float cast agrees with the
+  line reader's pattern on these characters: tests/core/formats/test_trec_columns.py);
+  every qrels label an integer in 32-bit range;
+- one run tag throughout (a mixed tag is a warning the line reader gives);
+- no document twice in a query of the run, no judgement twice in the qrels. A 64-bit key
+  collision can only send a clean file the slow way, never the reverse: joined labels are
+  checked against the actual strings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+FORMAT = "trec"
+PRIMARY = "run"
+COMPANION: str | None = "qrels"
+
+_ITER_TOKENS = {"Q0", "q0", "0"}
+# C-style decimal numbers only: Python's float() would also take "1_0", "nan" and "inf"
+_NUMBER = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
+_INTEGER = re.compile(r"^[+-]?[0-9]+$")
+#: bytes a clean file may hold: printable ASCII, space, tab and newline
+_CLEAN = bytes(range(0x20, 0x7F)) + b"\t\n"
+#: longest field the fast route takes (longer ones are read by the line reader)
+_MAX_WIDTH = 255
+#: bytes read per block
+_BLOCK_BYTES = 1 << 22
+_SCORE_CHARS = np.zeros(256, dtype=bool)
+_SCORE_CHARS[list(b"0123456789.eE+-")] = True
+_SCORE_CHARS_OR_PAD = _SCORE_CHARS.copy()
+_SCORE_CHARS_OR_PAD[0] = True
+_DIGITS = np.zeros(256, dtype=bool)
+_DIGITS[list(b"0123456789")] = True
+_SIGNS = np.zeros(256, dtype=bool)
+_SIGNS[list(b"+-")] = True
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constant: multiply-and-add hashing
+_INT32 = 2**31
+
+Ints = NDArray[np.int64]
+
+
+class _NotClean(Exception):
+    """The file is not one this route vouches for: the line reader reads it."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Fields:
+    """A block of whole lines (zero padded after the end) and where its lines and separators
+    are."""
+
+    data: NDArray[np.uint8]
+    seps: Ints  # (n_lines, n_fields - 1): offset of each separator
+    line_starts: Ints
+    line_ends: Ints  # offset of each line's newline
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.line_starts.size)
+
+    def bounds(self, column: int) -> tuple[Ints, Ints]:
+        start = self.line_starts if column == 0 else self.seps[:, column - 1] + 1
+        end = self.line_ends if column == self.seps.shape[1] else self.seps[:, column]
+        return start, end
+
+    def matrix(self, column: int) -> NDArray[np.uint8]:
+        """Column's bytes as an (n_rows, width) matrix, zero after each field's end."""
+        start, end = self.bounds(column)
+        lengths = end - start
+        width = int(lengths.max())
+        if width > _MAX_WIDTH:
+            raise _NotClean
+        # every offset of the buffer as the start of a width-byte string (a view, no copy)
+        windows = np.ndarray(
+            shape=(self.data.size - width,), dtype=f"S{width}", buffer=self.data, strides=(1,)
+        )
+        mat = windows[start].view(np.uint8).reshape(start.size, width)  # a copy
+        if lengths.min() < width:  # zero what belongs to the next field
+            mat[np.arange(width) >= lengths[:, None]] = 0
+        return mat
+
+    def strings(self, column: int) -> NDArray[np.bytes_]:
+        return _strings(self.matrix(column))
+
+
+@dataclass(frozen=True, slots=True)
+class TrecArrays:
+    """A clean run and qrels as arrays: every query, the run's rows in trec_eval's order
+    (query, score descending, docno descending) with their labels, and the judgements."""
+
+    query_ids: list[str]  # the run's in order of first line, then judged-only ones (qrels order)
+    in_run: NDArray[np.bool_]  # per query
+    has_qrels: NDArray[np.bool_]  # per query
+    ret_query: Ints  # per run row: index into query_ids, non-decreasing
+    ret_label: NDArray[np.int32]  # per run row: its judgement, 0 when unjudged
+    judged_query: Ints  # per qrels line
+    judged_label: NDArray[np.int32]
+    tag: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    uniq: NDArray[np.bytes_]  # query ids, sorted
+    code: Ints  # per uniq: index in order of first line
+    qidx: Ints  # per row (sorted rows)
+    docno: NDArray[np.bytes_]  # per row (sorted rows)
+    tag: str
+    sorted_keys: NDArray[np.uint64]  # _pair_keys of each row's (qidx, docno), sorted
+    key_rows: Ints  # the row of each sorted key
+    words: int  # the words the keys read
+
+
+@dataclass(frozen=True, slots=True)
+class _Qrels:
+    qid: NDArray[np.bytes_]
+    docno: NDArray[np.bytes_]
+    rel: NDArray[np.int32]
+
+
+def sniff(path: Path, head: bytes) -> str | None:
+    """'run' or 'qrels' when the first content line looks like one, else None."""
+    if b"\x00" in head:
+        return None
+    text = head.decode("utf-8", errors="replace")
+    for line in text.splitlines():
+        tokens = line.split()
+        if not tokens or tokens[0].startswith("#"):
+            continue
+        if (
+            len(tokens) >= 6
+            and tokens[1] in _ITER_TOKENS
+            and _is_number(tokens[3])
+            and _is_number(tokens[4])
+        ):
+            return PRIMARY
+        if len(tokens) == 4 and _INTEGER.match(tokens[3]):
+            return COMPANION
+        return None
+    return None
+
+
+def _is_number(text: str) -> bool:
+    return _NUMBER.match(text) is not None
+
+
+def read_pair(run: Path, qrels: Path | None) -> TrecArrays | None:
+    """A clean run (and qrels) as arrays, or None (see the module's docstring)."""
+    try:
+        parsed = _read_run(run)
+        judged = _read_qrels(qrels) if qrels is not None else _Qrels(*_no_qrels())
+        return _join(parsed, judged)
+    except _NotClean:
+        return None
+
+
+def _texts(path: Path) -> Iterator[bytes]:
+    """The file in blocks of whole lines (the last one given its newline if it lacks it).
+
+    Blocks (a few MB) keep every temporary array small: less memory, and far fewer pages for
+    the kernel to hand out and take back than one pass over the whole file would need (two
+    threads on blocks cost more CPU time and gained nothing on a busy 2-core machine)."""
+    carry = b""
+    with path.open("rb") as fh:
+        while True:
+            chunk = fh.read(_BLOCK_BYTES)
+            if not chunk:
+                break
+            text = carry + chunk if carry else chunk
+            cut = text.rfind(b"\n") + 1
+            if cut == 0:  # no line ends in this block yet
+                if len(text) > 16 * _BLOCK_BYTES:
+                    raise _NotClean
+                carry = text
+                continue
+            carry = text[cut:]
+            yield text[:cut] if carry else text
+    if carry:
+        yield carry + b"\n"
+
+
+def _split(text: bytes, n_fields: int) -> _Fields:
+    """A block of whole lines split into fields; _NotClean unless it is laid out cleanly."""
+    size = len(text)
+    buf = np.zeros(size + _MAX_WIDTH + 1, dtype=np.uint8)
+    buf[:size] = np.frombuffer(text, dtype=np.uint8)
+    data = buf[:size]
+    if data.max() > 126:  # non-ASCII or DEL
+        raise _NotClean
+    # separators and newlines in one pass; any other byte below " " is a control or "\r"
+    pos = np.flatnonzero(data <= 32)
+    if pos.size % n_fields:
+        raise _NotClean
+    kind = data[pos].reshape(-1, n_fields)
+    # n_fields - 1 separators (space or tab), then the newline, on every line
+    if not (np.all(kind[:, -1] == 10) and np.all((kind[:, :-1] == 32) | (kind[:, :-1] == 9))):
+        raise _NotClean
+    # no empty field: no two of them adjacent, none first (so no blank line, no leading or
+    # trailing separator, no run of separators)
+    if pos[0] == 0 or not np.all(np.diff(pos) > 1):
+        raise _NotClean
+    table = pos.reshape(-1, n_fields)
+    line_ends = table[:, -1]
+    line_starts = np.empty(line_ends.size, dtype=np.int64)
+    line_starts[0] = 0
+    line_starts[1:] = line_ends[:-1] + 1
+    if np.any(data[line_starts] == ord("#")):  # a comment line: the line reader skips it
+        raise _NotClean
+    return _Fields(buf, table[:, :-1], line_starts, line_ends)
+
+
+def _strings(mat: NDArray[np.uint8]) -> NDArray[np.bytes_]:
+    """The rows of a byte matrix as fixed-width byte strings (trailing zeros are padding)."""
+    out: NDArray[np.bytes_] = np.ascontiguousarray(mat).view(f"S{mat.shape[1]}").ravel()
+    return out
+
+
+def _keys(strings: NDArray[np.bytes_], words: int) -> NDArray[np.uint64]:
+    """A 64-bit key per string, read as `words` 8-byte words: exact up to 8 bytes, a hash beyond.
+
+    Equal strings get equal keys whenever words is the same (zero padding adds nothing)."""
+    width = strings.dtype.itemsize
+    padded = np.zeros((strings.size, words * 8), dtype=np.uint8)
+    padded[:, :width] = strings.view(np.uint8).reshape(strings.size, width)
+    cols = padded.view(np.uint64)
+    key = cols[:, 0].copy()
+    for j in range(1, words):
+        key *= _MIX
+        key ^= cols[:, j]
+    return key
+
+
+def _words(*arrays: NDArray[np.bytes_]) -> int:
+    return max(1, -(-max(a.dtype.itemsize for a in arrays) // 8))
+
+
+def _runs_of(values: NDArray[np.bytes_]) -> Ints:
+    """Start of each run of equal adjacent values."""
+    change = np.empty(values.size, dtype=bool)
+    change[0] = True
+    np.not_equal(values[1:], values[:-1], out=change[1:])
+    return np.flatnonzero(change)
+
+
+def _pair_keys(docno: NDArray[np.bytes_], qidx: Ints, words: int) -> NDArray[np.uint64]:
+    """A 64-bit key per (query, document): the query in the top 24 bits (so that a query's keys
+    sit together and lookups stay local), a 40-bit hash of the docno below; up to 2**24
+    queries."""
+    if qidx.size and int(qidx.max()) >= 1 << 24:
+        raise _NotClean
+    mixed = _keys(docno, words) * _MIX
+    mixed >>= np.uint64(24)
+    mixed |= qidx.astype(np.uint64) << np.uint64(40)
+    return mixed
+
+
+def _sorted_unique(keys: NDArray[np.uint64]) -> tuple[Ints, NDArray[np.uint64]]:
+    """The order that sorts keys, and the sorted keys; _NotClean when one is there twice."""
+    order = np.argsort(keys)
+    ordered = keys[order]
+    if ordered.size > 1 and np.any(ordered[1:] == ordered[:-1]):
+        raise _NotClean
+    return order, ordered
+
+
+def _run_block(
+    text: bytes,
+) -> tuple[NDArray[np.float64], bytes, NDArray[np.bytes_], NDArray[np.bytes_]]:
+    """A block of run lines: scores, the tag (if all lines have one), query ids, docnos."""
+    fields = _split(text, 6)
+    score = _scores(fields.matrix(4))
+    if score is None:
+        raise _NotClean
+    tags = fields.strings(5)
+    if not np.all(tags == tags[0]):  # a mixed tag is a warning the line reader gives
+        raise _NotClean
+    return score, bytes(tags[0]), fields.strings(0), fields.strings(2)
+
+
+def _read_run(path: Path) -> _Run:
+    scores, qid_parts, doc_parts = [], [], []
+    tag = None
+    for score, block_tag, qids, docnos in map(_run_block, _texts(path)):
+        if tag is None:
+            tag = block_tag
+        elif block_tag != tag:
+            raise _NotClean
+        scores.append(score)
+        qid_parts.append(qids)
+        doc_parts.append(docnos)
+    if tag is None:  # no lines: the line reader says so
+        raise _NotClean
+    score = np.concatenate(scores)
+    qids, docno = np.concatenate(qid_parts), np.concatenate(doc_parts)
+    del scores, qid_parts, doc_parts
+    n = score.size
+    # queries coded in order of their first line
+    run_starts = _runs_of(qids)
+    uniq, first, inverse = np.unique(qids[run_starts], return_index=True, return_inverse=True)
+    del qids
+    code = np.empty(uniq.size, dtype=np.int64)
+    code[np.argsort(first, kind="stable")] = np.arange(uniq.size)
+    qidx = np.repeat(code[inverse.ravel()], np.diff(np.append(run_starts, n)))
+    # a document twice in one query (or a key collision: then the line reader decides)
+    words = _words(docno)
+    keys = _pair_keys(docno, qidx, words)
+    # trec_eval's order: score descending, ties by docno descending; + 0.0 makes -0.0 tie 0.0
+    score += 0.0
+    same_query = qidx[1:] == qidx[:-1]
+    if not (np.all(qidx[1:] >= qidx[:-1]) and np.all(~same_query | (score[1:] <= score[:-1]))):
+        perm = np.lexsort((-score, qidx))
+        qidx, score, docno, keys = qidx[perm], score[perm], docno[perm], keys[perm]
+        same_query = qidx[1:] == qidx[:-1]
+    tied = same_query & (score[1:] == score[:-1])
+    if tied.any():
+        # only the rows of tie groups are sorted again, by docno descending
+        member = np.zeros(n, dtype=bool)
+        member[1:] |= tied
+        member[:-1] |= tied
+        rows = np.flatnonzero(member)
+        new_group = np.ones(rows.size, dtype=bool)
+        new_group[1:] = ~tied[rows[1:] - 1] | (rows[1:] != rows[:-1] + 1)
+        _, rank = np.unique(docno[rows], return_inverse=True)
+        within = np.lexsort((-rank.ravel(), np.cumsum(new_group)))
+        docno[rows] = docno[rows[within]]
+        keys[rows] = keys[rows[within]]
+    # a document twice in one query (or a key collision: then the line reader decides)
+    key_rows, sorted_keys = _sorted_unique(keys)
+    return _Run(uniq, code, qidx, docno, tag.decode("ascii"), sorted_keys, key_rows, words)
+
+
+def _scores(mat: NDArray[np.uint8]) -> NDArray[np.float64] | None:
+    """The numbers of a score column's byte matrix; None unless every one is what the line
+    reader takes: a C-style decimal number (_NUMBER), finite."""
+    # on these characters numpy's cast refuses exactly what _NUMBER refuses; zeros are padding
+    present = np.bincount(mat.ravel(), minlength=256).astype(bool)
+    if np.any(present & ~_SCORE_CHARS_OR_PAD):
+        return None
+    try:
+        score = _strings(mat).astype(np.float64)
+    except ValueError:
+        return None
+    if not np.isfinite(score).all():
+        return None
+    return score
+
+
+def _qrels_block(text: bytes) -> tuple[NDArray[np.int32], NDArray[np.bytes_], NDArray[np.bytes_]]:
+    """A block of qrels lines: labels, query ids, docnos."""
+    fields = _split(text, 4)
+    rel_mat = fields.matrix(3)
+    # an integer: an optional sign, then 1 to 10 digits
+    start, end = fields.bounds(3)
+    signed = _SIGNS[rel_mat[:, 0]]
+    digits = _DIGITS[rel_mat].sum(axis=1)
+    if not np.array_equal(digits, end - start - signed) or digits.min() < 1:
+        raise _NotClean
+    if digits.max() > 10:
+        raise _NotClean
+    rel = _strings(rel_mat).astype(np.int64)
+    if rel.min() < -_INT32 or rel.max() >= _INT32:
+        raise _NotClean
+    return rel.astype(np.int32), fields.strings(0), fields.strings(2)
+
+
+def _read_qrels(path: Path) -> _Qrels:
+    parts = list(map(_qrels_block, _texts(path)))
+    if not parts:
+        raise _NotClean
+    rels, qids, docnos = zip(*parts, strict=True)
+    return _Qrels(np.concatenate(qids), np.concatenate(docnos), np.concatenate(rels))
+
+
+def _no_qrels() -> tuple[NDArray[np.bytes_], NDArray[np.bytes_], NDArray[np.int32]]:
+    return np.zeros(0, dtype="S1"), np.zeros(0, dtype="S1"), np.zeros(0, dtype=np.int32)
+
+
+def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
+    """Query codes for the qrels (judged-only queries after the run's), labels for the run."""
+    n_run = run.uniq.size
+    n_rows = run.qidx.size
+    # qrels query ids to codes: the run's, or new ones in order of their first qrels line
+    if qrels.qid.size:
+        starts = _runs_of(qrels.qid)
+        uniq, first, inverse = np.unique(qrels.qid[starts], return_index=True, return_inverse=True)
+        # both sides' ids sorted together (S arrays of different widths compare as strings)
+        _, at = np.unique(np.concatenate([run.uniq, uniq]), return_inverse=True)
+        run_code = np.full(n_run + uniq.size, -1, dtype=np.int64)
+        run_code[at[:n_run]] = run.code
+        code = run_code[at[n_run:]]
+        found = code >= 0
+        extra = np.flatnonzero(~found)
+        extra = extra[np.argsort(first[extra], kind="stable")]
+        code[extra] = n_run + np.arange(extra.size)
+        judged_query = np.repeat(code[inverse.ravel()], np.diff(np.append(starts, qrels.qid.size)))
+        extra_ids = [q.decode("ascii") for q in uniq[extra].tolist()]
+    else:
+        judged_query = np.zeros(0, dtype=np.int64)
+        extra_ids = []
+    n = n_run + len(extra_ids)
+    words = _words(run.docno, qrels.docno)
+    judged_keys = _pair_keys(qrels.docno, judged_query, words)
+    _sorted_unique(judged_keys)  # a judgement twice (or a key collision)
+    if words == run.words:
+        key_rows, run_keys = run.key_rows, run.sorted_keys
+    else:  # a qrels docno longer than every docno of the run: keys of more words
+        key_rows, run_keys = _sorted_unique(_pair_keys(run.docno, run.qidx, words))
+    # each judgement looked up among the run's sorted keys (fewer lookups than the reverse)
+    ret_label = np.zeros(n_rows, dtype=np.int32)
+    at = np.minimum(np.searchsorted(run_keys, judged_keys), n_rows - 1)
+    line = np.flatnonzero(run_keys[at] == judged_keys)
+    hit = key_rows[at[line]]
+    # the keys matched: the strings must too, or the line reader decides
+    width = max(run.docno.dtype.itemsize, qrels.docno.dtype.itemsize)
+    if not (
+        np.array_equal(judged_query[line], run.qidx[hit])
+        and np.array_equal(
+            run.docno[hit].astype(f"S{width}"), qrels.docno[line].astype(f"S{width}")
+        )
+    ):
+        raise _NotClean
+    ret_label[hit] = qrels.rel[line]
+    query_ids = [q.decode("ascii") for q in run.uniq[np.argsort(run.code)].tolist()]
+    in_run = np.zeros(n, dtype=bool)
+    in_run[:n_run] = True
+    has_qrels = np.zeros(n, dtype=bool)
+    has_qrels[judged_query] = True
+    return TrecArrays(
+        query_ids + extra_ids,
+        in_run,
+        has_qrels,
+        run.qidx,
+        ret_label,
+        judged_query,
+        qrels.rel,
+        run.tag,
+    )
