@@ -1,6 +1,6 @@
 """Issue 19's Runs page points in a real browser, on a store of this module's own (the tests
 import into it): the import tab in the URL, a taken name asks, a TREC run without qrels is
-warned about, facts attached to a stored run show in the list."""
+warned about and its qrels attached later, facts attached to a stored run show in the list."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def runs_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def upload(page: Any, *files: Path) -> None:
-    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(
+    # the first uploader is the import's (Attach facts has one for qrels further down)
+    page.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(
         [str(f) for f in files]
     )
     button = page.get_by_role("button", name="Import uploaded files")
@@ -95,6 +96,28 @@ def test_a_trec_run_without_qrels_is_warned_about(runs_url: str, page: Any, tmp_
     upload(page, trec)
     warning = page.locator("[data-testid='stAlert']", has_text="came without qrels")
     expect(warning).to_contain_text("no relevance and no ranking metric")
+
+    # its qrels attached later, under Attach facts: the run list then says it has qrels
+    qrels = tmp_path / "lonely.qrels"
+    qrels.write_text("q1 0 d2 1\n", encoding="utf-8")
+    page.get_by_text("Attach facts", exact=False).first.click()
+    wait_idle(page)
+    target = page.get_by_role("combobox", name="Run").last
+    target.click()
+    page.keyboard.type("lonely")
+    page.get_by_role("option", name="lonely", exact=True).click()
+    wait_idle(page)
+    page.locator("[data-testid='stFileUploader']", has_text="replace the run's relevance").locator(
+        "input[type='file']"
+    ).set_input_files(str(qrels))
+    attach = page.get_by_role("button", name="Attach qrels")
+    expect(attach).to_be_enabled()
+    attach.click()
+    wait_idle(page)
+    expect(page.locator("[data-testid='stAlert']", has_text="Qrels attached")).to_be_visible()
+    text = download(page, "Download the run list (CSV)").decode("utf-8")
+    row = next(r for r in csv.DictReader(io.StringIO(text)) if r["name"] == "lonely")
+    assert row["qrels"] == "True" and "lonely.qrels" in row["sources"]
 
 
 def test_facts_attached_later_show_in_the_run_list(runs_url: str, page: Any) -> None:
