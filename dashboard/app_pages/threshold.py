@@ -113,7 +113,7 @@ else:
         qidx, rank, eidx = pair.key
         with st.container(border=True):
             st.markdown(ft.pair_header_html(pair, label), unsafe_allow_html=True)
-            gold, chunk, buttons = st.columns([5, 5, 1.3])
+            gold, chunk, buttons = st.columns([5, 5, 1.6])
             gold.markdown(ft.evidence_html(pair), unsafe_allow_html=True)
             chunk.markdown(ft.window_html(pair), unsafe_allow_html=True)
             with buttons:
