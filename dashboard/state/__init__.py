@@ -41,9 +41,15 @@ THRESHOLD_GRID = tuple(round(i / 100, 2) for i in range(101))
 COARSE_GRID = tuple(round(i / 20, 2) for i in range(21))
 
 
+#: seconds an idle store file stays open while no other process waits for it: a user's next
+#: slider move reuses the connection instead of reopening the file (35-65 ms per open, paid
+#: more than once by a render whose calls are more than 0.25 s apart)
+STORE_LINGER_S = 10.0
+
+
 @st.cache_resource(show_spinner=False)
 def _store(path: str | None) -> LeasedStore:
-    return LeasedStore(path, wait_s=BUSY_DEEP_S)
+    return LeasedStore(path, wait_s=BUSY_DEEP_S, linger_s=STORE_LINGER_S)
 
 
 def store_path() -> str:
