@@ -166,7 +166,7 @@ def show_comparison(c: Comparison, pending: bool) -> None:
                 "candidate mean": st.column_config.Column("candidate", width="small"),
             },
         )
-        csv_download("Download CSV", frame, f"{stem}_metrics.csv", "compare.metrics.csv")
+        csv_download("Download CSV", lambda: frame, f"{stem}_metrics.csv", "compare.metrics.csv")
         with st.expander("How to read this table"):
             st.markdown(
                 "- **delta** = candidate mean - baseline mean over the queries both runs score "
@@ -215,7 +215,7 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             key="compare.latency",
             height=min(38 + 35 * len(lat), 600),
         )
-        csv_download("Download CSV", lat, f"{stem}_latency.csv", "compare.latency.csv")
+        csv_download("Download CSV", lambda: lat, f"{stem}_latency.csv", "compare.latency.csv")
     alone = c.stages_not_compared()
     if alone:
         st.caption(
@@ -239,7 +239,7 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             "both runs know."
         )
         st.dataframe(fc.style_ops(cost, 6), hide_index=True, width="stretch", key="compare.cost")
-        csv_download("Download CSV", cost, f"{stem}_cost.csv", "compare.cost.csv")
+        csv_download("Download CSV", lambda: cost, f"{stem}_cost.csv", "compare.cost.csv")
 
 
 def show_pairs(c: Comparison) -> None:
@@ -450,7 +450,7 @@ def show_segments(c: Comparison, stem: str) -> None:
         width="stretch",
         key="compare.segments",
     )
-    csv_download("Download CSV", long, f"{stem}_segments.csv", "compare.segments.csv")
+    csv_download("Download CSV", lambda: long, f"{stem}_segments.csv", "compare.segments.csv")
 
 
 def show_trends(c: Comparison | None) -> None:
@@ -528,7 +528,7 @@ def show_trends(c: Comparison | None) -> None:
             **{c: ms for c in frame.columns if str(c).startswith("p95 ")},
         },
     )
-    csv_download("Download CSV", frame, "trends.csv", "compare.trends.csv")
+    csv_download("Download CSV", lambda: frame, "trends.csv", "compare.trends.csv")
 
 
 comparison: Comparison | None = None
