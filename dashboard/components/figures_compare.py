@@ -344,10 +344,9 @@ def scatter(
     count, as opaque as that many stacked markers (1 - 0.4^n), so the picture is the same while
     the browser gets one marker per distinct point; a click opens the first query there.
     """
-    fig = go.Figure()
     many = len(frame) > WEBGL_POINTS
-    kind = go.Scattergl if many else go.Scatter
     result = outcome(frame["delta"].to_numpy(), higher_is_better)
+    traces = []
     for code, name, colour in (
         (1, "candidate better", GREEN),
         (0, "tie", GREY),
@@ -374,18 +373,21 @@ def scatter(
             ]
         else:
             text = [escape_text(q) for q in ids]
-        fig.add_trace(
-            kind(
-                x=x,
-                y=y,
-                mode="markers",
-                name=label,
-                marker={"color": colour, "size": 8, "opacity": opacity, "line": {"width": 0}},
-                customdata=ids[:, None],
-                text=text,
-                hovertemplate="%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}<extra></extra>",
-            )
+        traces.append(
+            {
+                "x": x,
+                "y": y,
+                "mode": "markers",
+                "name": label,
+                "marker": {"color": colour, "size": 8, "opacity": opacity, "line": {"width": 0}},
+                "customdata": ids[:, None],
+                "text": text,
+                "hovertemplate": "%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}<extra></extra>",
+            }
         )
+    # WebGL only when many markers are left to draw: SVG redraws a few hundred faster
+    kind = go.Scattergl if sum(len(t["x"]) for t in traces) > WEBGL_POINTS else go.Scatter
+    fig = go.Figure([kind(**t) for t in traces])
     values = frame[["baseline", "candidate"]].to_numpy()
     lo = float(np.nanmin(values)) if values.size else 0.0
     hi = float(np.nanmax(values)) if values.size else 1.0
