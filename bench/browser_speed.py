@@ -15,6 +15,10 @@ dashboard` starts it) and Debian's chromium, driven by playwright, opens each pa
 Every move goes to a value not seen before in the server process. Medians of the repeats.
 
     .venv/bin/python -m bench.browser_speed [--queries 10000] [--repeats 3]
+
+A page or a few against a store built once (build_store), while working on them:
+
+    .venv/bin/python -m bench.browser_speed --db STORE --pages compare,latency [--repeats 3]
 """
 
 from __future__ import annotations
