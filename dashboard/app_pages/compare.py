@@ -252,7 +252,13 @@ def show_pairs(c: Comparison) -> None:
 
 
 def wait_for_tests(c: Comparison) -> None:
-    """A note while the intervals and p-values are computed; reruns the page once they are in."""
+    """A note while the intervals and p-values are computed; reruns the page once they are in.
+
+    The computation starts from the note's first poll, half a second after the page's run, not
+    in the run itself: the browser draws the deltas first without the resampling taking the
+    cores from it (two cores: the thread would slow every slider move by its drawing time).
+    """
+    token = (baseline.run_id, tuple(r.run_id for r in candidates), repr(c.settings))
 
     @st.fragment(run_every=0.5)
     def poll() -> None:
@@ -262,7 +268,9 @@ def wait_for_tests(c: Comparison) -> None:
                 f"({c.options.n_permutations:,} sign flips over {len(c.tests)} tests) fill in "
                 "when ready; the deltas and t-tests below are final."
             )
-        if sc.tested_comparison(baseline, candidates, settings) is not None:
+        start = ss.get(keys.COMPARE_POLLED) == token  # polled before: this is a later run
+        ss[keys.COMPARE_POLLED] = token
+        if sc.tested_comparison(baseline, candidates, settings, start=start) is not None:
             st.rerun()
 
     poll()
@@ -549,6 +557,3 @@ else:
             view_downloads("compare", view, tested.to_json, [baseline, *candidates])
         show_comparison(done, pending=tested is None)
 show_trends(comparison)
-if comparison is not None and tested is None:
-    # the intervals and p-values: started once the page is drawn (the note above polls)
-    sc.tested_comparison(baseline, candidates, settings)

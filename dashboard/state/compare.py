@@ -140,8 +140,9 @@ def tested_comparison(
     """The comparison with its intervals and randomisation p-values, or None while a thread
     computes them (the page polls). A small one is computed here and now.
 
-    start=False only looks: the page starts the thread after it has drawn everything else, so
-    the resampling does not compete with drawing the deltas for the interpreter and the cores.
+    start=False only looks: the page's note starts the thread from its first poll, after the
+    page is drawn, so the resampling does not compete with drawing the deltas for the
+    interpreter and the cores.
     """
     runs, db, key, judges = (
         _comparison_key(baseline, candidates),
