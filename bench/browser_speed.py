@@ -15,6 +15,10 @@ dashboard` starts it) and Debian's chromium, driven by playwright, opens each pa
 Every move goes to a value not seen before in the server process. Medians of the repeats.
 
     .venv/bin/python -m bench.browser_speed [--queries 10000] [--repeats 3]
+
+A page or a few against a store built once (build_store), while working on them:
+
+    .venv/bin/python -m bench.browser_speed --db STORE --pages compare,latency [--repeats 3]
 """
 
 from __future__ import annotations
@@ -88,8 +92,9 @@ def build_store(workdir: Path, n_queries: int) -> tuple[Path, str, float]:
     return db, names[0], time.perf_counter() - started
 
 
-def measure(db: Path, run_name: str, repeats: int) -> dict[str, Any]:
-    """Every page's first render and slider moves in chromium, against one fresh server."""
+def measure(db: Path, run_name: str, repeats: int, only: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every page's first render and slider moves in chromium, against one fresh server
+    (only: the URL paths of the pages to time, "" for Overview; all when empty)."""
     from playwright.sync_api import sync_playwright
 
     out: dict[str, Any] = {}
@@ -105,6 +110,8 @@ def measure(db: Path, run_name: str, repeats: int) -> dict[str, Any]:
                 page.wait_for_function(_DRAWN, arg=0, polling="raf")
                 out["server_start_s"] = started_s
                 for i, (title, path) in enumerate(PAGES):
+                    if only and path not in only:
+                        continue
                     out[title] = _page(page, url, path, run_name, repeats, i)
         finally:
             browser.close()
@@ -266,15 +273,64 @@ def _result(
     )
 
 
+def _time_store(db: Path, repeats: int, pages: str) -> int:
+    """One page or a few against a store built before, in a child process (as run does)."""
+    from rageval_core.store import Store
+
+    with Store(db) as store:
+        run_name = store.runs()[0].name
+    only = [p.strip() for p in pages.split(",") if p.strip()]
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench.browser_speed", "--child", str(db)),
+            *("--run", run_name, "--repeats", str(repeats), "--pages", ",".join(only)),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "RAGEVAL_DB": str(db)},
+        check=False,
+    )
+    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        print(done.stderr[-3000:], file=sys.stderr)
+        return 1
+    for title, found in json.loads(lines[-1][len("RESULT ") :]).items():
+        if not isinstance(found, dict):
+            continue
+        moves = {
+            name: f"{_median(m['rerun_s']) * 1000:.0f} ms" if m else "-"
+            for name, m in found.items()
+            if name in ("k", "threshold")
+        }
+        print(f"{title}: first {found['first_s']:.2f} s, moves {moves}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--db",
+        type=Path,
+        help="a store built before (bench.browser_speed.build_store): time its pages only and "
+        "print the raw figures as JSON",
+    )
+    ap.add_argument(
+        "--pages",
+        default="",
+        help="comma-separated URL paths of the pages to time with --db (compare,queries,...; "
+        "'overview' for the first page); all when empty",
+    )
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.db is not None:
+        return _time_store(args.db, args.repeats, args.pages)
     if args.child is not None:
-        measured = measure(args.child, args.run, args.repeats)
+        only = tuple("" if p == "overview" else p for p in args.pages.split(",") if p.strip())
+        measured = measure(args.child, args.run, args.repeats, only)
         print("RESULT " + json.dumps(measured), flush=True)
         sys.stderr.flush()
         os._exit(0)  # as bench.dashboard_scale's children: no teardown inside DuckDB threads

@@ -123,6 +123,8 @@ COMPARE_FOCUS, COMPARE_METRIC = "compare.focus", "compare.metric"
 #: the query opened side by side; the scatter's widget key and its selection last acted on
 COMPARE_QUERY, COMPARE_REGRESSED = "compare.query", "compare.regressed"
 COMPARE_SCATTER, COMPARE_SEEN_POINTS = "compare.scatter", "compare.seen_points"
+#: the comparison whose p-values note was last shown (its tests start from the next poll)
+COMPARE_POLLED = "compare.polled"
 #: the side-by-side query last mirrored to the URL (?compare.query=<query_id>)
 COMPARE_QUERY_MIRRORED = "compare.query_mirrored"
 COMPARE_TAG, COMPARE_TREND_METRICS, COMPARE_TREND_STAGE = (

@@ -166,7 +166,7 @@ def show_comparison(c: Comparison, pending: bool) -> None:
                 "candidate mean": st.column_config.Column("candidate", width="small"),
             },
         )
-        csv_download("Download CSV", frame, f"{stem}_metrics.csv", "compare.metrics.csv")
+        csv_download("Download CSV", lambda: frame, f"{stem}_metrics.csv", "compare.metrics.csv")
         with st.expander("How to read this table"):
             st.markdown(
                 "- **delta** = candidate mean - baseline mean over the queries both runs score "
@@ -215,7 +215,7 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             key="compare.latency",
             height=min(38 + 35 * len(lat), 600),
         )
-        csv_download("Download CSV", lat, f"{stem}_latency.csv", "compare.latency.csv")
+        csv_download("Download CSV", lambda: lat, f"{stem}_latency.csv", "compare.latency.csv")
     alone = c.stages_not_compared()
     if alone:
         st.caption(
@@ -239,7 +239,7 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             "both runs know."
         )
         st.dataframe(fc.style_ops(cost, 6), hide_index=True, width="stretch", key="compare.cost")
-        csv_download("Download CSV", cost, f"{stem}_cost.csv", "compare.cost.csv")
+        csv_download("Download CSV", lambda: cost, f"{stem}_cost.csv", "compare.cost.csv")
 
 
 def show_pairs(c: Comparison) -> None:
@@ -252,7 +252,13 @@ def show_pairs(c: Comparison) -> None:
 
 
 def wait_for_tests(c: Comparison) -> None:
-    """A note while the intervals and p-values are computed; reruns the page once they are in."""
+    """A note while the intervals and p-values are computed; reruns the page once they are in.
+
+    The computation starts from the note's first poll, half a second after the page's run, not
+    in the run itself: the browser draws the deltas first without the resampling taking the
+    cores from it (two cores: the thread would slow every slider move by its drawing time).
+    """
+    token = (baseline.run_id, tuple(r.run_id for r in candidates), repr(c.settings))
 
     @st.fragment(run_every=0.5)
     def poll() -> None:
@@ -262,7 +268,9 @@ def wait_for_tests(c: Comparison) -> None:
                 f"({c.options.n_permutations:,} sign flips over {len(c.tests)} tests) fill in "
                 "when ready; the deltas and t-tests below are final."
             )
-        if sc.tested_comparison(baseline, candidates, settings) is not None:
+        start = ss.get(keys.COMPARE_POLLED) == token  # polled before: this is a later run
+        ss[keys.COMPARE_POLLED] = token
+        if sc.tested_comparison(baseline, candidates, settings, start=start) is not None:
             st.rerun()
 
     poll()
@@ -450,7 +458,7 @@ def show_segments(c: Comparison, stem: str) -> None:
         width="stretch",
         key="compare.segments",
     )
-    csv_download("Download CSV", long, f"{stem}_segments.csv", "compare.segments.csv")
+    csv_download("Download CSV", lambda: long, f"{stem}_segments.csv", "compare.segments.csv")
 
 
 def show_trends(c: Comparison | None) -> None:
@@ -528,7 +536,7 @@ def show_trends(c: Comparison | None) -> None:
             **{c: ms for c in frame.columns if str(c).startswith("p95 ")},
         },
     )
-    csv_download("Download CSV", frame, "trends.csv", "compare.trends.csv")
+    csv_download("Download CSV", lambda: frame, "trends.csv", "compare.trends.csv")
 
 
 comparison: Comparison | None = None
@@ -558,6 +566,3 @@ else:
             view_downloads("compare", view, tested.to_json, [baseline, *candidates])
         show_comparison(done, pending=tested is None)
 show_trends(comparison)
-if comparison is not None and tested is None:
-    # the intervals and p-values: started once the page is drawn (the note above polls)
-    sc.tested_comparison(baseline, candidates, settings)

@@ -79,7 +79,7 @@ else:
             st.plotly_chart(figures.curves_over_k(over_k, s.k), key="overview.curves_k")
             csv_download(
                 "Download curves over k (CSV)",
-                tables.curves_frame(over_k, "k", range(1, data.depth + 1)),
+                lambda: tables.curves_frame(over_k, "k", range(1, data.depth + 1)),
                 f"{tables.file_stem(view.run.name)}_curves_k.csv",
                 "overview.curves_k.csv",
             )
@@ -108,7 +108,7 @@ else:
             )
             csv_download(
                 "Download curves over the threshold (CSV)",
-                tables.curves_frame(fine, "threshold", state.THRESHOLD_GRID),
+                lambda: tables.curves_frame(fine, "threshold", state.THRESHOLD_GRID),
                 f"{tables.file_stem(view.run.name)}_curves_threshold.csv",
                 "overview.curves_t.csv",
             )

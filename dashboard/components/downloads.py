@@ -92,9 +92,10 @@ def csv_download(
 def table_with_csv(
     frame: pd.DataFrame, key: str, file_name: str, column_config: dict[str, Any] | None = None
 ) -> None:
-    """frame as a full-width table (widget key), then its CSV download (key + ".csv")."""
+    """frame as a full-width table (widget key), then its CSV download (key + ".csv"), built
+    on click."""
     st.dataframe(frame, hide_index=True, width="stretch", key=key, column_config=column_config)
-    csv_download("Download CSV", frame, file_name, f"{key}.csv")
+    csv_download("Download CSV", lambda: frame, file_name, f"{key}.csv")
 
 
 def json_download(label: str, value: Any, file_name: str, key: str) -> None:

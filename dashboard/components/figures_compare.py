@@ -36,6 +36,8 @@ GOOD_BG, BAD_BG = (
 LATENCY_STATS = ("mean", "p50", "p95", "p99")
 #: above this many points the scatter draws with WebGL (SVG slows down past a few thousand)
 WEBGL_POINTS = 2000
+#: a scatter marker's opacity (overlapping markers darken)
+OPACITY = 0.6
 #: |difference| at or below this is a tie (the core's tolerance for wins/ties/losses)
 TIE = 1e-12
 _LAYOUT: dict[str, Any] = {
@@ -336,10 +338,15 @@ def outcome(delta: NDArray[np.float64], higher_is_better: bool) -> NDArray[np.in
 def scatter(
     frame: pd.DataFrame, metric: str, higher_is_better: bool, baseline: str, candidate: str
 ) -> go.Figure:
-    """Per-query baseline (x) against candidate (y), the diagonal drawn; customdata = query_id."""
-    fig = go.Figure()
-    kind = go.Scattergl if len(frame) > WEBGL_POINTS else go.Scatter
+    """Per-query baseline (x) against candidate (y), the diagonal drawn; customdata = query_id.
+
+    Past WEBGL_POINTS queries, queries at the same (x, y) are drawn as one marker holding their
+    count, as opaque as that many stacked markers (1 - 0.4^n), so the picture is the same while
+    the browser gets one marker per distinct point; a click opens the first query there.
+    """
+    many = len(frame) > WEBGL_POINTS
     result = outcome(frame["delta"].to_numpy(), higher_is_better)
+    traces = []
     for code, name, colour in (
         (1, "candidate better", GREEN),
         (0, "tie", GREY),
@@ -350,29 +357,37 @@ def scatter(
         x = frame["baseline"].to_numpy()[sel]
         y = frame["candidate"].to_numpy()[sel]
         label = f"{name} ({int(sel.sum())})"
-        text = [escape_text(q) for q in ids] if code != 0 or ids.size <= WEBGL_POINTS else None
-        if text is None:
-            # many ties: one marker per tied value (they all sit on the diagonal), so the
-            # browser draws a few markers, not thousands; a click opens the first query there
-            x, first, counts = np.unique(x, return_index=True, return_counts=True)
-            y, ids = x, ids[first]
-            label = f"{name} ({int(sel.sum())}, one marker per value)"
+        opacity: float | NDArray[np.float64] = OPACITY
+        if many and ids.size:
+            points, first, counts = np.unique(
+                np.column_stack([x, y]), axis=0, return_index=True, return_counts=True
+            )
+            x, y, ids = points[:, 0], points[:, 1], ids[first]
+            if counts.size < sel.sum():
+                label = f"{name} ({int(sel.sum())}, one marker per point)"
+            opacity = 1 - (1 - OPACITY) ** counts
+            here = "tied here" if code == 0 else "here"
             text = [
-                f"{n:,} queries tied here, e.g. {escape_text(q)}"
+                escape_text(q) if n == 1 else f"{n:,} queries {here}, e.g. {escape_text(q)}"
                 for n, q in zip(counts, ids, strict=True)
             ]
-        fig.add_trace(
-            kind(
-                x=x,
-                y=y,
-                mode="markers",
-                name=label,
-                marker={"color": colour, "size": 8, "opacity": 0.6, "line": {"width": 0}},
-                customdata=ids[:, None],
-                text=text,
-                hovertemplate="%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}<extra></extra>",
-            )
+        else:
+            text = [escape_text(q) for q in ids]
+        traces.append(
+            {
+                "x": x,
+                "y": y,
+                "mode": "markers",
+                "name": label,
+                "marker": {"color": colour, "size": 8, "opacity": opacity, "line": {"width": 0}},
+                "customdata": ids[:, None],
+                "text": text,
+                "hovertemplate": "%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}<extra></extra>",
+            }
         )
+    # WebGL only when many markers are left to draw: SVG redraws a few hundred faster
+    kind = go.Scattergl if sum(len(t["x"]) for t in traces) > WEBGL_POINTS else go.Scatter
+    fig = go.Figure([kind(**t) for t in traces])
     values = frame[["baseline", "candidate"]].to_numpy()
     lo = float(np.nanmin(values)) if values.size else 0.0
     hi = float(np.nanmax(values)) if values.size else 1.0

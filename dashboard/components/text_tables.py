@@ -109,4 +109,4 @@ def text_table(
             **({"height": height} if height else {}),
         )
     if file_name is not None:
-        csv_download(download_label, frame, file_name, f"{key}.csv")
+        csv_download(download_label, lambda: frame, file_name, f"{key}.csv")  # built on click

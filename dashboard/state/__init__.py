@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,12 @@ from dashboard.busy import held_elsewhere, signature
 from dashboard.keys import View, settings_from_key, settings_key
 from rageval_core import curves, drilldown, opsview, tuning
 from rageval_core.compare.sweeps import SweepRow, sweep
+from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
 from rageval_core.metrics import registry
 from rageval_core.parity import Explanation, explain_preset
 from rageval_core.rundata import RunData, load_run_data
+from rageval_core.runops import ops_summary
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import LeasedStore
 from rageval_core.store import StoreBusyError
@@ -41,9 +43,15 @@ THRESHOLD_GRID = tuple(round(i / 100, 2) for i in range(101))
 COARSE_GRID = tuple(round(i / 20, 2) for i in range(21))
 
 
+#: seconds an idle store file stays open while no other process waits for it: a user's next
+#: slider move reuses the connection instead of reopening the file (35-65 ms per open, paid
+#: more than once by a render whose calls are more than 0.25 s apart)
+STORE_LINGER_S = 10.0
+
+
 @st.cache_resource(show_spinner=False)
 def _store(path: str | None) -> LeasedStore:
-    return LeasedStore(path, wait_s=BUSY_DEEP_S)
+    return LeasedStore(path, wait_s=BUSY_DEEP_S, linger_s=STORE_LINGER_S)
 
 
 def store_path() -> str:
@@ -237,6 +245,7 @@ def clear_caches() -> None:
         _report,
         _explanation,
         _query_ops,
+        _run_ops,
         _latency_by_tag,
         _query_texts,
         _query_table,
@@ -556,6 +565,29 @@ def calibration(view: View, label: str) -> Any:
 # --- sweeps ---
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _run_ops(run_id: int, content_hash: str, db: str | None) -> dict[str, Any]:
+    return ops_summary(run_data(run_id, content_hash, db))
+
+
+def held_source(
+    db: str | None, settings_key: tuple[Any, ...], judges: tuple[Any, ...]
+) -> Callable[[RunRecord], tuple[RunData, Report | None]]:
+    """For the core's trends() and sweep(): each run's cached arrays and report at these
+    settings, so a k move evaluates each run once for every page (no store read either)."""
+
+    def source(record: RunRecord) -> tuple[RunData, Report | None]:
+        run = (record.run_id, record.content_hash, db)
+        try:
+            held = _report(*run, settings_key, None, None, judges)
+        except RagevalError:
+            return run_data(*run), None
+        # latency and cost do not move with the settings: the run's summary, not each report's
+        return run_data(*run), dataclasses.replace(held, ops=_run_ops(*run))
+
+    return source
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def _sweep_rows(
     runs: tuple[tuple[int, str, str, str], ...],
@@ -564,7 +596,8 @@ def _sweep_rows(
     metrics: tuple[str, ...],
     judges: tuple[Any, ...],
 ) -> list[SweepRow]:
-    return sweep(store(), settings_from_key(settings_key), list(metrics))
+    source = held_source(db, settings_key, judges)
+    return sweep(store(), settings_from_key(settings_key), list(metrics), source)
 
 
 @calm

@@ -17,19 +17,18 @@ import streamlit as st
 
 from dashboard.busy import calm
 from dashboard.keys import settings_from_key, settings_key
-from dashboard.state import _db, _report, judge_signature, run_data, runs, store
+from dashboard.state import _db, _report, held_source, judge_signature, run_data, runs, store
 from rageval_core.compare import Comparison, TrendRow, compare, compare_ops
 from rageval_core.compare import shared_query_counts, trends
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Report, Settings
 from rageval_core.rundata import RunData
-from rageval_core.runops import ops_summary
 from rageval_core.store import RunRecord, Store
 
 
 def clear_caches() -> None:
     """After an import, rename or delete (state.clear_caches calls it)."""
-    for cached in (_comparison, _comparison_ops, _run_ops):
+    for cached in (_comparison, _comparison_ops):
         cached.clear()
     _tested().clear()
 
@@ -141,8 +140,9 @@ def tested_comparison(
     """The comparison with its intervals and randomisation p-values, or None while a thread
     computes them (the page polls). A small one is computed here and now.
 
-    start=False only looks: the page starts the thread after it has drawn everything else, so
-    the resampling does not compete with drawing the deltas for the interpreter and the cores.
+    start=False only looks: the page's note starts the thread from its first poll, after the
+    page is drawn, so the resampling does not compete with drawing the deltas for the
+    interpreter and the cores.
     """
     runs, db, key, judges = (
         _comparison_key(baseline, candidates),
@@ -209,22 +209,8 @@ def _trend_rows(
     metrics: tuple[str, ...],
     judges: tuple[Any, ...] = (),
 ) -> list[TrendRow]:
-    def source(record: RunRecord) -> tuple[RunData, Report | None]:
-        # the runs' cached arrays and reports: a k move evaluates each run once for every page
-        run = (record.run_id, record.content_hash, db)
-        try:
-            held = _report(*run, settings_key, None, None, judges)
-        except RagevalError:
-            return run_data(*run), None
-        # latency does not move with the settings: the run's summary, not each report's own
-        return run_data(*run), dataclasses.replace(held, ops=_run_ops(*run))
-
+    source = held_source(db, settings_key, judges)
     return trends(store(), settings_from_key(settings_key), list(metrics), source)
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _run_ops(run_id: int, content_hash: str, db: str | None) -> dict[str, Any]:
-    return ops_summary(run_data(run_id, content_hash, db))
 
 
 @calm

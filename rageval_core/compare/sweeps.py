@@ -5,16 +5,16 @@ and cost per query, and the best configuration under a latency or cost budget.""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rageval_core.compare.comparison import higher_is_better
-from rageval_core.compare.trends import _trend_values
-from rageval_core.evaluate import Settings
-from rageval_core.rundata import load_run_data
+from rageval_core.compare.trends import run_values
+from rageval_core.evaluate import Report, Settings
+from rageval_core.rundata import RunData
 from rageval_core.runops import ops_summary
-from rageval_core.store import Store
+from rageval_core.store import RunRecord, Store
 
 #: run settings that name a run's place in a trace or its tags, not a retriever setting
 NOT_SETTINGS = frozenset({"stage", "trace_group", "tags"})
@@ -50,9 +50,16 @@ def _scalars(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep(
-    store: Store, settings: Settings | None = None, metrics: Sequence[str] | None = None
+    store: Store,
+    settings: Settings | None = None,
+    metrics: Sequence[str] | None = None,
+    source: Callable[[RunRecord], tuple[RunData, Report | None]] | None = None,
 ) -> list[SweepRow]:
-    """Every stored run with at least one scalar run setting, in the store's order."""
+    """Every stored run with at least one scalar run setting, in the store's order.
+
+    source(record): the run's arrays and, if the caller holds it, its Report at these settings
+    with its ops summary (a dashboard's cache), as trends() takes it.
+    """
     s = settings or Settings()
     s.check()
     rows = []
@@ -60,8 +67,7 @@ def sweep(
         own = _scalars(record.settings or {})
         if not own:
             continue
-        data = load_run_data(store, record.run_id)
-        values, report = _trend_values(store, data, s, metrics)
+        data, values, report = run_values(store, record, s, metrics, source)
         summary = report.ops if report else ops_summary(data)
         latency = summary.get("latency_ms", {})
         stage = "total" if "total" in latency else next(iter(latency), None)

@@ -122,14 +122,7 @@ def trends(
 
     rows = []
     for record in sorted(records, key=key):
-        data, held = source(record) if source else (load_run_data(store, record.run_id), None)
-        if held is not None and (metrics is None or all(m in held.metrics for m in metrics)):
-            values = (
-                dict(held.metrics) if metrics is None else {m: held.metrics[m] for m in metrics}
-            )
-            report: Report | None = held
-        else:
-            values, report = _trend_values(store, data, s, metrics)
+        data, values, report = run_values(store, record, s, metrics, source)
         latency = report.ops.get("latency_ms", {}) if report else ops_summary(data)["latency_ms"]
         rows.append(
             TrendRow(
@@ -143,6 +136,24 @@ def trends(
             )
         )
     return rows
+
+
+def run_values(
+    store: Store,
+    record: RunRecord,
+    s: Settings,
+    metrics: Sequence[str] | None,
+    source: Callable[[RunRecord], tuple[RunData, Report | None]] | None,
+) -> tuple[RunData, dict[str, float], Report | None]:
+    """A run's arrays, its values of metrics and its report (None when it cannot be scored on
+    all of them): from source's report when that holds every metric, else evaluated here."""
+    data, held = source(record) if source else (load_run_data(store, record.run_id), None)
+    if held is not None and all(m in held.metrics for m in metrics or ()):
+        # no metrics (None or empty): the run's default metrics, as evaluate() takes them
+        values = {m: held.metrics[m] for m in metrics} if metrics else dict(held.metrics)
+        return data, values, held
+    values, report = _trend_values(store, data, s, metrics)
+    return data, values, report
 
 
 def _trend_values(

@@ -38,10 +38,14 @@ class LeasedStore(Store):
         path: str | Path | None = None,
         idle_s: float = DEFAULT_IDLE_S,
         wait_s: float | None = None,
+        linger_s: float | None = None,
     ) -> None:
         """No connection is kept; the first one (made here) creates and migrates the file.
 
         wait_s bounds each open's wait for another process (None: $RAGEVAL_BUSY_WAIT_S or 10 s).
+        linger_s: keep an idle connection up to this long while no other process waits for the
+        file (looked for every idle_s), so bursts of calls a few seconds apart (a user moving a
+        slider) do not each pay the open; None: close after idle_s, as before.
         """
         # Store.__init__ is not called: it would hold the file from now on
         target = str(path) if path is not None else default_path()
@@ -53,6 +57,8 @@ class LeasedStore(Store):
         self._con: duckdb.DuckDBPyConnection | None = None
         self.idle_s = idle_s
         self.wait_s = wait_s
+        self.linger_s = idle_s if linger_s is None else max(linger_s, idle_s)
+        self._idle_since = 0.0
         self._cond = threading.Condition(threading.RLock())
         self._held = threading.local()  # how many holds the calling thread has open
         self._users = 0
@@ -130,14 +136,22 @@ class LeasedStore(Store):
                 if locking.waiters(self.path):
                     self._close_connection()
                     return
-                self._timer = threading.Timer(self.idle_s, self._close_if_idle)
-                self._timer.daemon = True
-                self._timer.start()
+                self._idle_since = time.monotonic()
+                self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        self._timer = threading.Timer(self.idle_s, self._close_if_idle)
+        self._timer.daemon = True
+        self._timer.start()
 
     def _close_if_idle(self) -> None:
         with self._cond:
             if self._users == 0 and self._timer is threading.current_thread():
                 self._timer = None
+                idle = time.monotonic() - self._idle_since
+                if idle + self.idle_s <= self.linger_s and not locking.waiters(self.path):
+                    self._arm_timer()  # nobody waits for the file: keep it a little longer
+                    return
                 self._close_connection()
 
     def _cancel_timer(self) -> None:

@@ -454,3 +454,43 @@ def test_many_ties_are_drawn_one_marker_per_value() -> None:
     assert sum(counts) == n_ties and f"({n_ties}," in tie.name
     # a click on a tie marker opens one of its queries
     assert set(tie.customdata[:, 0]) <= {f"t{i}" for i in range(n_ties)}
+
+
+def test_past_webgl_points_each_distinct_point_is_one_marker_as_dark_as_its_stack() -> None:
+    """A large scatter sends one marker per distinct (baseline, candidate) point in every
+    trace, with its count and the opacity of that many stacked markers; exact: every query is
+    counted once at its own point, and a lone query keeps its own marker and label."""
+    rng = np.random.default_rng(7)
+    n = fc.WEBGL_POINTS + 1000
+    base = rng.choice([0.0, 0.25, 0.5], n)
+    cand = rng.choice([0.0, 0.25, 0.5, 1.0], n)
+    frame = pd.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(n)] + ["lone"],
+            "baseline": [*base, 0.11],
+            "candidate": [*cand, 0.97],
+        }
+    )
+    frame["delta"] = frame["candidate"] - frame["baseline"]
+    fig = fc.scatter(frame, "nDCG@10", True, "base", "cand")
+    result = fc.outcome(frame["delta"].to_numpy(), True)
+    for code, trace in zip((1, 0, -1), fig.data, strict=True):
+        sub = frame[result == code]
+        expected = sub.groupby(["baseline", "candidate"]).size()
+        got = {}
+        for x, y, text, opacity, qid in zip(
+            trace.x, trace.y, trace.text, trace.marker.opacity, trace.customdata[:, 0], strict=True
+        ):
+            count = 1 if text == qid else int(text.split(" ")[0].replace(",", ""))
+            got[(x, y)] = count
+            assert opacity == pytest.approx(1 - (1 - fc.OPACITY) ** count)
+            # the click target is a query at that very point
+            row = sub[sub["query_id"] == qid].iloc[0]
+            assert (row["baseline"], row["candidate"]) == (x, y)
+        assert got == expected.to_dict()
+        assert sum(got.values()) == len(sub)
+    # a few markers left: SVG, which redraws them faster than a WebGL context
+    assert {t.type for t in fig.data} == {"scatter"}
+    better = fig.data[0]
+    lone = list(better.customdata[:, 0]).index("lone")
+    assert better.text[lone] == "lone" and better.marker.opacity[lone] == pytest.approx(0.6)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,3 +61,30 @@ def test_the_best_under_a_budget(store: Store) -> None:
     quickest = best_under(rows, LATENCY)
     assert quickest is not None and quickest.value(LATENCY) == min(r.value(LATENCY) for r in rows)
     assert not any(math.isnan(r.value(COST)) for r in rows)
+
+
+def test_a_source_of_held_reports_gives_the_same_rows_without_evaluating(store: Store) -> None:
+    """source (the dashboard's cache): its reports are used as they are when they hold every
+    metric asked for; the rows are the ones evaluated here, field by field."""
+    from rageval_core.runops import ops_summary
+
+    asked: list[str] = []
+
+    def source(record):  # type: ignore[no-untyped-def]
+        asked.append(record.name)
+        data = load_run_data(store, record.run_id)
+        report = evaluate(data, ["R@5", "RR", "P@5"], store=store)
+        return data, dataclasses.replace(report, ops=ops_summary(data))
+
+    plain = sweep(store, metrics=["R@5", "RR"])
+    held = sweep(store, metrics=["R@5", "RR"], source=source)
+    assert set(asked) == {r.run for r in plain}
+    assert [r.run for r in held] == [r.run for r in plain]
+    for a, b in zip(plain, held, strict=True):
+        assert a.settings == b.settings and a.metrics == pytest.approx(b.metrics)
+        assert (a.latency_p95_ms, a.cost_per_query_usd) == pytest.approx(
+            (b.latency_p95_ms, b.cost_per_query_usd), nan_ok=True
+        )
+    # the held report's extra metric is not added; no metrics asked: all of the report's
+    assert all(set(r.metrics) == {"R@5", "RR"} for r in held)
+    assert all("P@5" in r.metrics for r in sweep(store, source=source))

@@ -207,5 +207,22 @@ def test_a_store_held_for_good_locks_imports_out(tmp_path: Path) -> None:
         assert [r.name for r in leased.runs()] == ["r"]
 
 
+def test_a_lingering_lease_keeps_its_connection_but_lets_an_import_in(tmp_path: Path) -> None:
+    """linger_s (the dashboard's): an idle connection is reused by the next call, yet let go
+    within a poll once another process waits for the file."""
+    db = tmp_path / "store.duckdb"
+    run = make_run(tmp_path / "r.jsonl", 5, evidence=False)
+    with LeasedStore(db, idle_s=0.1, linger_s=60) as leased:
+        leased.runs()
+        time.sleep(0.5)  # five idle periods: a plain lease would have closed the file
+        assert leased.is_open
+        leased.runs()
+        assert leased.opens == 1
+        done = cli(db, "import", str(run), wait_s=5)  # far less than the linger
+        assert done.returncode == 0, done.stderr
+        assert [r.name for r in leased.runs()] == ["r"]
+        assert leased.opens == 2
+
+
 def test_store_errors_stay_rageval_errors() -> None:
     assert issubclass(StoreBusyError, RagevalError)
