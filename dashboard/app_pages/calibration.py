@@ -12,6 +12,7 @@ from dashboard import actions, keys, sidebar, state
 from dashboard.components import judge_view as jv
 from dashboard.components.text import escape_text
 from dashboard.components.text_tables import text_table
+from dashboard.components.grid import grid
 from rageval_core.errors import RagevalError
 from rageval_core.judging.prompts import FAITHFULNESS_LABELS
 
@@ -70,7 +71,7 @@ if c is not None:
         st.plotly_chart(jv.confusion_figure(c.labels, c.confusion), key="calibration.confusion")
     with right:
         st.markdown("**Per label, one against the rest**")
-        st.dataframe(
+        grid(
             jv.rates_frame(c),
             hide_index=True,
             column_config={

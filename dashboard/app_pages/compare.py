@@ -16,6 +16,7 @@ from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.text import escape_text
 from dashboard.components.view_export import view_downloads
 from dashboard.components.widgets import keep_choice
+from dashboard.components.grid import grid
 from rageval_core import drilldown as dd
 from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
 from rageval_core.errors import RagevalError
@@ -152,7 +153,7 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             if lower
             else "every metric is better when higher"
         )
-        st.dataframe(
+        grid(
             fc.style_metrics(fc.metrics_display(frame, c.options.level)),
             hide_index=True,
             width="stretch",
@@ -208,7 +209,7 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             f"interval is a {100 * c.options.level:g}% bootstrap interval of the change. "
             "Red: significantly slower; green: significantly faster."
         )
-        st.dataframe(
+        grid(
             fc.style_ops(lat, 1),
             hide_index=True,
             width="stretch",
@@ -238,7 +239,7 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             "Cost in USD per query (mean) and in total over the shared queries whose cost "
             "both runs know."
         )
-        st.dataframe(fc.style_ops(cost, 6), hide_index=True, width="stretch", key="compare.cost")
+        grid(fc.style_ops(cost, 6), hide_index=True, width="stretch", key="compare.cost")
         csv_download("Download CSV", lambda: cost, f"{stem}_cost.csv", "compare.cost.csv")
 
 
@@ -363,7 +364,7 @@ def show_side_by_side(
     st.markdown(text_block(f"Query {query_id}", details[0].query), unsafe_allow_html=True)
     values = fc.query_metrics_frame(c.metrics, base_values, cand_values, rows[0], rows[1])
     with st.expander("This query's metrics in both runs"):
-        st.dataframe(
+        grid(
             values,
             hide_index=True,
             width="stretch",
@@ -452,7 +453,7 @@ def show_segments(c: Comparison, stem: str) -> None:
         "the number of queries; green / red: significant after Holm's correction within "
         "the value; None: no query of the value is scored on that metric in both runs."
     )
-    st.dataframe(
+    grid(
         fc.segment_table(long, seg.metrics),
         hide_index=True,
         width="stretch",
@@ -523,7 +524,7 @@ def show_trends(c: Comparison | None) -> None:
     )
     ms = st.column_config.NumberColumn(format="%.1f")
     p95s = [c for c in frame.columns if str(c).startswith("p95 ")]
-    st.dataframe(
+    grid(
         # a missing value shows as a dash, never "None"
         frame.style.format("{:.4f}", subset=list(metrics), na_rep="—").format(
             "{:.1f}", subset=p95s, na_rep="—"

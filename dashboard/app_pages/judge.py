@@ -10,6 +10,7 @@ from dashboard.components import judge_view as jv
 from dashboard.components.tables import file_stem
 from dashboard.components.text import escape_text
 from dashboard.components.text_tables import text_table
+from dashboard.components.grid import grid
 from rageval_core.errors import RagevalError
 from rageval_core.judging import DEFAULT_KEY_ENV, PROMPTS, JudgeConfig, estimate_judge
 
@@ -194,7 +195,7 @@ which = st.selectbox(
     "Result set", list(options)[::-1], format_func=lambda c: options[c], key="judge.repeat_set"
 )
 rep = state.repeatability(view.run, which)
-st.dataframe(jv.repeat_frame(rep), hide_index=True)
+grid(jv.repeat_frame(rep), hide_index=True)
 dis = jv.disagreements_frame(rep, state.data(view).query_ids)
 st.markdown(f"**Items the judge disagrees with itself on** ({len(dis)})")
 text_table(dis, "judge.disagreements", f"{file_stem(view.run.name)}_judge_disagreements.csv")

@@ -12,6 +12,7 @@ from dashboard.components import figures_ops as fo
 from dashboard.components.downloads import csv_download, json_download, table_with_csv
 from dashboard.components.text import escape_text
 from dashboard.components.widgets import keep_choice, page_picker
+from dashboard.components.grid import grid
 from rageval_core.errors import RagevalError
 from rageval_core.opsview import scatter_points
 
@@ -120,7 +121,7 @@ if qops.has_latency or qops.has_tokens:
                 qops.cost_usd[rows],
             )
 
-        st.dataframe(per_query(rows), hide_index=True, width="stretch", key="latency.per_query")
+        grid(per_query(rows), hide_index=True, width="stretch", key="latency.per_query")
         # built on click only (callables): 100,000 rows of JSON should not slow every rerun
         with st.container(horizontal=True):
             csv_download(

@@ -16,6 +16,7 @@ from dashboard.components.tables import file_stem
 from dashboard.components.text import escape_text
 from dashboard.components.text_tables import text_column, text_table
 from dashboard.components.widgets import page_picker
+from dashboard.components.grid import grid
 from rageval_core import drilldown as dd
 from rageval_core.errors import RagevalError
 
@@ -128,7 +129,7 @@ st.caption(
 
 # --- the table -------------------------------------------------------------------------------
 metric_cols = {name: st.column_config.NumberColumn(name, format="%.3f") for name in table.metrics}
-event = st.dataframe(
+event = grid(
     # an unscored cell shows as a dash, not "None" (no-gold queries have no metric values)
     frame.style.format("{:.3f}", subset=list(table.metrics), na_rep="—"),
     key=keys.QUERIES_TABLE,
@@ -303,7 +304,7 @@ if detail.has_qrels and detail.missed_relevant:
     st.caption(
         f"{len(detail.missed_relevant)} relevant document(s) by the qrels are not in the top {k}:"
     )
-    st.dataframe(
+    grid(
         {
             "doc_id": list(detail.missed_relevant),
             "qrels": [detail.relevance[d] for d in detail.missed_relevant],

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from dashboard.components.grid import grid
 
 from rageval_core.ops import to_json_value
 
@@ -94,7 +95,7 @@ def table_with_csv(
 ) -> None:
     """frame as a full-width table (widget key), then its CSV download (key + ".csv"), built
     on click."""
-    st.dataframe(frame, hide_index=True, width="stretch", key=key, column_config=column_config)
+    grid(frame, hide_index=True, width="stretch", key=key, column_config=column_config)
     csv_download("Download CSV", lambda: frame, file_name, f"{key}.csv")
 
 

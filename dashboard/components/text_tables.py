@@ -18,6 +18,7 @@ import streamlit as st
 from dashboard.components.downloads import csv_download
 from dashboard.components.highlight import text_block
 from dashboard.components.text import escape_text
+from dashboard.components.grid import grid
 
 #: a text cell longer than this is cut by a "large" (400 px) column of the grid
 LONG_TEXT = 60
@@ -80,7 +81,7 @@ def text_table(
     config.update(column_config or {})
     shown = frame if display is None else display
     if long:
-        event = st.dataframe(
+        event = grid(
             shown,
             hide_index=True,
             width="stretch",
@@ -100,7 +101,7 @@ def text_table(
             with st.container(border=True):
                 st.markdown(full_text_html(frame.iloc[row].to_dict(), long), unsafe_allow_html=True)
     else:
-        st.dataframe(
+        grid(
             shown,
             hide_index=True,
             width="stretch",

@@ -18,6 +18,7 @@ from dashboard import keys, state
 from dashboard.components.downloads import csv_download
 from dashboard.components.tables import file_stem
 from dashboard.keys import View
+from dashboard.components.grid import grid
 from rageval_core.parity import Explanation
 from rageval_core.presets import get_preset
 from rageval_core.settings import BY_NAME, DEFAULTS
@@ -116,7 +117,7 @@ def panel(view: View) -> None:
     metric = st.selectbox("Metric", names, key=key)
     st.plotly_chart(waterfall(explanation, metric), key="overview.why_waterfall")
     frame = steps_frame(explanation)
-    st.dataframe(
+    grid(
         frame,
         hide_index=True,
         width="stretch",

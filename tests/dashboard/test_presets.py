@@ -56,6 +56,7 @@ def test_choosing_a_preset_sets_the_widgets_and_the_url(
     assert at.sidebar.selectbox(key="preset").value == "rageval"  # rageval's own
     assert "Precision@5" not in cards(at)
     at.sidebar.selectbox(key="preset").select("eggai").run()
+    wait_for_scores(at)  # eggai's scorer (difflib) may need new pair scores first
     assert not at.exception, [e.value for e in at.exception]
     assert at.sidebar.slider(key="threshold").value == 0.5
     assert at.sidebar.selectbox(key="scorer").value == "difflib"

@@ -84,6 +84,13 @@ def test_each_pair_on_its_own_queries_and_a_run_sharing_none_listed(
     left_out = page.locator("[data-testid='stAlert']", has_text="Left out: bm25-k3")
     expect(left_out).to_contain_text("no query")
     assert [s.strip() for s in summary.all_inner_texts()] == alone
+    # Trends: the disjoint run records stages the others do not: a dash there, never "None"
+    trends = page.locator("[data-testid='stDataFrame']", has_text="dated from")
+    trends.scroll_into_view_if_needed()
+    expect(trends).to_contain_text("bm25-k3")
+    # (the grid's DOM holds raw values for assistive tech; tests/dashboard/test_app_smoke.py
+    # checks every table is sent with the dash as its missing-value placeholder)
+    assert "None" not in (trends.text_content() or "")
     screenshot(page, "compare_pairs")
 
     # the disjoint run as the baseline: said so, with the runs it shares nothing with
