@@ -29,7 +29,8 @@ def update_run_facts(
     tags: dict[str, str] | None = None,
 ) -> RunRecord:
     """Set a stored run's created_at, its (prompt, completion) USD per 1K tokens, and merge tags
-    into its run tags (an empty value removes that tag); a fact passed as None is kept as is."""
+    into its run tags (an empty value removes that tag); a fact (or one of the two prices)
+    passed as None is kept as is."""
     with store._cursor() as cur:
         run_id = store._resolve(cur, ref)
         cur.begin()
@@ -37,8 +38,10 @@ def update_run_facts(
             if created_at is not None:
                 cur.execute("UPDATE runs SET created_at = ? WHERE run_id = ?", [created_at, run_id])
             if prices is not None:
+                # a price given as None keeps the stored one (the form's empty field)
                 cur.execute(
-                    "UPDATE runs SET price_prompt_per_1k = ?, price_completion_per_1k = ? "
+                    "UPDATE runs SET price_prompt_per_1k = COALESCE(?, price_prompt_per_1k), "
+                    "price_completion_per_1k = COALESCE(?, price_completion_per_1k) "
                     "WHERE run_id = ?",
                     [prices[0], prices[1], run_id],
                 )

@@ -42,6 +42,10 @@ def test_facts_are_stored_and_read_back(store: Store) -> None:
     }
     attach_facts(store, run.name, tags={"experiment": "", "team": "a"})
     assert run_tags(store.run(run.run_id)) == {"team": "a"}
+    # one price given: the other is kept, not cleared
+    attach_facts(store, run.name, prices=(None, 2.5))
+    again = store.run(run.run_id)
+    assert (again.price_prompt_per_1k, again.price_completion_per_1k) == (0.5, 2.5)
 
 
 @pytest.mark.parametrize(
