@@ -27,14 +27,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import ScenarioResult, Table, fmt_seconds
+from bench.common import ScenarioResult, Table, fmt_seconds, run_child
 from bench.dashboard_scale import (
     _ARM,
     _DRAWN,
@@ -170,28 +169,8 @@ def run(workdir: Path, n_queries: int = 10_000, repeats: int = 3) -> ScenarioRes
     cannot start inside a process that already runs one, such as a test session)."""
     load_before = _load()
     db, run_name, import_s = build_store(workdir, n_queries)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.browser_speed",
-            "--child",
-            str(db),
-            "--run",
-            run_name,
-            "--repeats",
-            str(repeats),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "RAGEVAL_DB": str(db)},
-        check=False,
-    )
-    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"the browser child failed ({done.returncode}): {done.stderr[-3000:]}")
-    measured = json.loads(lines[-1][len("RESULT ") :])
+    args = [str(db), "--run", run_name, "--repeats", str(repeats)]
+    measured = run_child("bench.browser_speed", args, db, "browser")
     return _result(measured, n_queries, repeats, import_s, load_before, _load())
 
 
@@ -280,22 +259,13 @@ def _time_store(db: Path, repeats: int, pages: str) -> int:
     with Store(db) as store:
         run_name = store.runs()[0].name
     only = [p.strip() for p in pages.split(",") if p.strip()]
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench.browser_speed", "--child", str(db)),
-            *("--run", run_name, "--repeats", str(repeats), "--pages", ",".join(only)),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "RAGEVAL_DB": str(db)},
-        check=False,
-    )
-    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-    if done.returncode != 0 or not lines:
-        print(done.stderr[-3000:], file=sys.stderr)
+    args = [str(db), "--run", run_name, "--repeats", str(repeats), "--pages", ",".join(only)]
+    try:
+        measured = run_child("bench.browser_speed", args, db, "browser")
+    except RuntimeError as e:
+        print(e, file=sys.stderr)
         return 1
-    for title, found in json.loads(lines[-1][len("RESULT ") :]).items():
+    for title, found in measured.items():
         if not isinstance(found, dict):
             continue
         moves = {

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import gc
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
 
 #: a measurement whose warm-up call takes longer than this is "slow": fewer repeats
 SLOW_SECONDS = 1.0
@@ -188,3 +195,22 @@ def fmt_runs(timing: Timing) -> str:
 
 def fmt_ratio(ratio: float) -> str:
     return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.1f}x"
+
+
+def run_child(module: str, args: Sequence[str], db: Path, what: str) -> Any:
+    """`python -m MODULE --child ARGS...` in a fresh interpreter with RAGEVAL_DB=db (a child that
+    starts its own server or browser, or must not share this process's caches): the JSON of the
+    last `RESULT ` line it printed. RuntimeError naming what, with the child's stderr, when it
+    failed or printed none."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--child", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "RAGEVAL_DB": str(db)},
+        check=False,
+    )
+    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"the {what} child failed ({done.returncode}): {done.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT ") :])

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.common import ScenarioResult, Table, fmt_seconds
+from bench.common import ScenarioResult, Table, fmt_seconds, run_child
 from bench.dashboard_speed import write_big_run
 from dashboard import server
 
@@ -142,30 +142,8 @@ def import_run(run_file: Path, db: Path) -> float:
 
 def _child(kind: str, db: Path, run_name: str, moves: int) -> dict[str, Any]:
     """Run this module as `--child KIND` in a fresh interpreter; its JSON result."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.dashboard_scale",
-            "--child",
-            kind,
-            "--db",
-            str(db),
-            "--run",
-            run_name,
-            "--moves",
-            str(moves),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "RAGEVAL_DB": str(db)},
-        check=False,
-    )
-    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"the {kind} child failed ({done.returncode}): {done.stderr[-3000:]}")
-    return json.loads(lines[-1][len("RESULT ") :])  # type: ignore[no-any-return]
+    args = [kind, "--db", str(db), "--run", run_name, "--moves", str(moves)]
+    return run_child("bench.dashboard_scale", args, db, kind)  # type: ignore[no-any-return]
 
 
 def core_split(db: str, run_name: str) -> dict[str, float]:
