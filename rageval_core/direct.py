@@ -121,7 +121,7 @@ def _arrays(
     arrays = ranked_labels_from_rows(
         [got.query_ids[i] for i in rows.tolist()],
         ret_query,
-        _ranks(ret_query),
+        trec_columns.ranks_within(ret_query),
         got.ret_label[kept],
         new_index[got.judged_query[judged]],
         got.judged_label[judged],
@@ -150,15 +150,6 @@ def _arrays_by_duckdb(
     position = {qid: i for i, qid in enumerate(query_ids)}
     rows = np.asarray([position[q] for q in arrays.query_ids], dtype=np.int64)
     return query_ids, staged.tag, arrays, selection, rows
-
-
-def _ranks(qidx: NDArray[np.int64]) -> NDArray[np.int64]:
-    """1-based position of each row within its run of equal qidx (rows sorted by qidx)."""
-    if qidx.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]])
-    lengths = np.diff(np.r_[starts, qidx.size])
-    return np.arange(qidx.size, dtype=np.int64) - np.repeat(starts, lengths) + 1
 
 
 def _role(path: Path) -> str | None:

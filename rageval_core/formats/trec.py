@@ -27,7 +27,6 @@ from typing import Any, NamedTuple
 import duckdb
 import numpy as np
 import pyarrow as pa
-from numpy.typing import NDArray
 
 from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch
 from rageval_core.errors import ProblemLog
@@ -41,6 +40,7 @@ from rageval_core.formats.trec_columns import (  # noqa: F401 (FORMAT ... sniff:
     FORMAT,
     PRIMARY,
     _is_number,
+    ranks_within,
     sniff,
 )
 from rageval_core.metrics.arrays import (
@@ -402,7 +402,7 @@ class _Staged:
         arrays = ranked_labels_from_rows(
             ids,
             ret_query,
-            _ranks(ret_query),
+            ranks_within(ret_query),
             np.asarray(ret["label"], dtype=np.int32),
             np.asarray(judged["i"], dtype=np.int64),
             np.asarray(judged["rel"], dtype=np.int32),
@@ -411,18 +411,9 @@ class _Staged:
         return arrays, QuerySelection(skipped, missing, complete)
 
 
-def _ranks(qidx: NDArray[np.int64]) -> NDArray[np.int64]:
-    """1-based position of each row within its run of equal qidx (rows sorted by qidx)."""
-    if qidx.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]])
-    lengths = np.diff(np.r_[starts, qidx.size])
-    return np.arange(qidx.size, dtype=np.int64) - np.repeat(starts, lengths) + 1
-
-
 def _with_ranks(chunks: pa.Table) -> pa.Table:
     """The chunk rows (sorted in rank order within each qidx) with their rank column added."""
-    rank = _ranks(chunks.column("qidx").to_numpy().astype(np.int64))
+    rank = ranks_within(chunks.column("qidx").to_numpy().astype(np.int64))
     return chunks.add_column(1, "rank", pa.array(rank.astype(np.int32)))
 
 

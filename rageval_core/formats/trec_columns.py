@@ -454,3 +454,13 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
         qrels.rel,
         run.tag,
     )
+
+
+def ranks_within(qidx: NDArray[np.int64]) -> NDArray[np.int64]:
+    """1-based position of each row within its run of equal qidx (rows sorted by qidx): the
+    ranks of a run whose rows are in rank order within each query (both TREC routes)."""
+    if qidx.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]])
+    lengths = np.diff(np.r_[starts, qidx.size])
+    return np.arange(qidx.size, dtype=np.int64) - np.repeat(starts, lengths) + 1
