@@ -35,7 +35,6 @@ from typing import Any
 
 from bench.common import ScenarioResult, Table, fmt_seconds, run_child
 from bench.dashboard_scale import (
-    _ARM,
     _DRAWN,
     BROWSER_TIMEOUT_S,
     CHROMIUM,
@@ -44,9 +43,9 @@ from bench.dashboard_scale import (
     _load,
     _no_exception,
     serve,
+    timed_press,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 #: the issue's targets (seconds)
 TARGET_MOVE_S = 0.3
 TARGET_COMPARE_FIRST_S = 1.5
@@ -145,11 +144,7 @@ def _moves(page: Any, label: str, key: str, n: int) -> dict[str, list[float]] | 
     rerun, settled = [], []
     for _ in range(n):
         page.wait_for_function(_SETTLED, polling="raf")  # nothing left running from before
-        time.sleep(0.3)  # the user's pause between two moves
-        page.evaluate(_ARM)
-        thumb.press(key)
-        page.wait_for_function("() => window.__ragevalMove.done > 0", polling="raf")
-        timer = page.evaluate("() => window.__ragevalMove")
+        timer = timed_press(page, thumb, key)
         rerun.append((timer["done"] - timer["t0"]) / 1000)
         end = float(page.wait_for_function(_SETTLED, polling="raf").json_value())
         settled.append(max(end, timer["done"]) / 1000 - timer["t0"] / 1000)

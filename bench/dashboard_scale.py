@@ -331,16 +331,22 @@ def _first_render(page: Any, url: str, run_name: str) -> float:
     return ms
 
 
+def timed_press(page: Any, thumb: Any, key: str) -> dict[str, float]:
+    """After the user's pause, press key on the focused slider thumb and wait for the rerun it
+    starts to end: the page's timer ({"t0", "done"}, ms) of that move."""
+    time.sleep(0.3)  # the user's pause between two moves
+    page.evaluate(_ARM)
+    thumb.press(key)
+    page.wait_for_function("() => window.__ragevalMove.done > 0", polling="raf")
+    return page.evaluate("() => window.__ragevalMove")  # type: ignore[no-any-return]
+
+
 def _moves(page: Any, slider: str, key: str, n: int) -> list[float]:
     thumb = page.get_by_role("slider", name=slider)
     thumb.focus()
     out = []
     for _ in range(n):
-        time.sleep(0.3)  # the user's pause between two moves
-        page.evaluate(_ARM)
-        thumb.press(key)
-        page.wait_for_function("() => window.__ragevalMove.done > 0", polling="raf")
-        timer = page.evaluate("() => window.__ragevalMove")
+        timer = timed_press(page, thumb, key)
         out.append((timer["done"] - timer["t0"]) / 1000)
     return out
 
