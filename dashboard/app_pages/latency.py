@@ -11,7 +11,7 @@ from dashboard import keys, sidebar, state
 from dashboard.components import figures_ops as fo
 from dashboard.components.downloads import csv_download, json_download, table_with_csv
 from dashboard.components.text import escape_text
-from dashboard.components.widgets import keep_choice, page_picker
+from dashboard.components.widgets import follow_k, keep_choice, page_picker
 from dashboard.components.grid import grid
 from rageval_core.errors import RagevalError
 from rageval_core.opsview import scatter_points
@@ -143,7 +143,11 @@ if not qops.has_latency:
 elif not metric_names:
     st.info("No per-query metric: the run has no qrels, gold evidence or answers to score.")
 else:
-    preferred = next((m for m in metric_names if m.startswith("nDCG@")), metric_names[0])
+    # the default is a measure without a cut-off (AP, RR ...): a k move then leaves the
+    # scatter as it is, where redrawing its thousands of points was most of the move's time
+    uncut = [m for m in metric_names if "@" not in m]
+    preferred = next((m for m in ("AP", "RR", *uncut) if m in metric_names), metric_names[0])
+    follow_k(keys.LATENCY_METRIC, metric_names, view.settings.k)
     keep_choice(keys.LATENCY_METRIC, metric_names, preferred)
     colour_options = [NO_TAG_CHOICE, *tag_keys]
     keep_choice(keys.LATENCY_TAG, colour_options, tag_keys[0] if tag_keys else NO_TAG_CHOICE)
