@@ -186,32 +186,5 @@ def curves_over_threshold(
     return figure(traces, layout, [marker(threshold, f"threshold {threshold:.2f}")])
 
 
-def breakdown_bars(frame: pd.DataFrame, tag: str, names: Sequence[str]) -> go.Figure:
-    """Grouped bars: one group per tag value, one bar per metric (a breakdown_frame)."""
-    labels = (frame[tag].astype(str) if tag in frame else pd.Series(dtype=str)).map(escape_text)
-    counts = frame["queries"] if "queries" in frame else pd.Series(dtype=int)
-    traces = [
-        go.Bar(
-            x=labels,
-            y=frame[name],
-            name=name,
-            customdata=counts,
-            marker_color=COLOURS.get(name.split("@", 1)[0]),
-            hovertemplate="%{x}: %{y:.3f} (%{customdata} queries)<extra>" + name + "</extra>",
-        )
-        for name in names
-        if name in frame
-    ]
-    layout = {
-        **_LAYOUT,
-        "hovermode": "closest",
-        "barmode": "group",
-        "title": "Metrics by tag value",
-        "xaxis": {"title": escape_text(tag), "type": "category"},
-        "yaxis": {"title": "run value", "range": [0, 1.02]},
-    }
-    return figure(traces, layout)
-
-
 def _at(name: str, k: int | None) -> str:
     return name if k is None else f"{name}@{k}"
