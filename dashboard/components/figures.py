@@ -1,8 +1,7 @@
 """Overview figures: core results -> plotly Figures (pure: no Streamlit calls, no metric maths).
 
-Plotly reads a few HTML tags in labels (<b>, <a href>...): tag keys and values, which are user
-text, go through escape_text (dashboard/components/text.py) before they become axis ticks or
-titles.
+Their labels are metric names and numbers only; a figure drawing user text (a tag value, a
+query id) escapes it with escape_text (dashboard/components/text.py), as figures_ops does.
 """
 
 from __future__ import annotations
@@ -11,11 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
-
-from dashboard.components.text import escape_text
 
 #: evidence measures are dashed, ranking measures solid: the two families read apart at a glance
 EVIDENCE_NAMES = frozenset(
