@@ -50,6 +50,11 @@ COARSE_GRID = tuple(round(i / 20, 2) for i in range(21))
 #: slider move reuses the connection instead of reopening the file (35-65 ms per open, paid
 #: more than once by a render whose calls are more than 0.25 s apart)
 STORE_LINGER_S = 10.0
+#: how long the runs listing waits for the store before saying it is busy: a file let go a
+#: moment ago (the linger over, a write of our own) is back well within it, and a message
+#: drawn at the top of the page would shift every element under it, so that the browser drew
+#: the whole page anew on that move
+QUIET_WAIT_S = 0.3
 
 
 @st.cache_resource(show_spinner=False)
@@ -125,7 +130,7 @@ def runs_when_free() -> list[RunRecord] | None:
     started = time.monotonic()
     while True:
         try:
-            with leased.hold(wait_s=0 if note is None else BUSY_STEP_S):  # type: ignore[attr-defined]
+            with leased.hold(wait_s=QUIET_WAIT_S if note is None else BUSY_STEP_S):  # type: ignore[attr-defined]
                 found = leased.runs()
             if note is not None:
                 note.empty()
