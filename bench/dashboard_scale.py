@@ -53,8 +53,8 @@ PAGES: tuple[tuple[str, str, str, float], ...] = (
     ("Threshold tuning", "threshold.py", "threshold", 0.40),
     ("Latency & cost", "latency.py", "latency", 0.25),
 )
-#: plotly charts the Overview of the bench run draws (curves over k and threshold, tag bars)
-OVERVIEW_CHARTS = 3
+#: plotly charts the Overview of the bench run draws (curves over k and over the threshold)
+OVERVIEW_CHARTS = 2
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",

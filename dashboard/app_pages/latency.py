@@ -11,7 +11,7 @@ from dashboard import keys, sidebar, state
 from dashboard.components import figures_ops as fo
 from dashboard.components.downloads import csv_download, json_download, table_with_csv
 from dashboard.components.text import escape_text
-from dashboard.components.widgets import keep_choice, page_picker
+from dashboard.components.widgets import follow_k, keep_choice, page_picker
 from dashboard.components.grid import grid
 from rageval_core.errors import RagevalError
 from rageval_core.opsview import scatter_points
@@ -50,7 +50,10 @@ else:
         key=keys.LATENCY_LOG_X,
         help="the bars' ms axis and the distribution's ms axis",
     )
-    st.plotly_chart(fo.percentile_bars(table, log_y=log_scale), width="stretch", key="latency.bars")
+    bars = state.figure(
+        "latency.bars", view, (log_scale,), lambda: fo.percentile_bars(table, log_y=log_scale)
+    )
+    st.plotly_chart(bars, width="stretch", key="latency.bars")
     st.caption(
         "Milliseconds, over the queries that recorded each stage; percentiles are "
         "numpy.percentile's (linear)."
@@ -59,11 +62,13 @@ else:
 
     st.subheader("Distribution")
     kind = st.radio("Show as", ["ECDF", "Histogram"], key=keys.LATENCY_DIST, horizontal=True)
-    st.plotly_chart(
-        fo.stage_distribution(qops.stages, log_x=log_scale, kind=kind.lower()),
-        width="stretch",
-        key="latency.dist.chart",
+    dist = state.figure(
+        "latency.dist",
+        view,
+        (log_scale, kind),
+        lambda: fo.stage_distribution(qops.stages, log_x=log_scale, kind=kind.lower()),
     )
+    st.plotly_chart(dist, width="stretch", key="latency.dist.chart")
 
 # --- tokens and cost ---
 st.header("Tokens and cost", divider="gray")
@@ -96,7 +101,10 @@ else:
     elif not np.isfinite(qops.cost_usd).any():
         st.info("No query has a known cost.")
     else:
-        st.plotly_chart(fo.cost_histogram(qops.cost_usd), width="stretch", key="latency.cost")
+        cost_chart = state.figure(
+            "latency.cost", view, (), lambda: fo.cost_histogram(qops.cost_usd)
+        )
+        st.plotly_chart(cost_chart, width="stretch", key="latency.cost")
         st.caption(
             f"{cost['n_queries_with_tokens']} queries with token counts; prices per 1K "
             f"tokens: prompt ${run.price_prompt_per_1k}, completion "
@@ -143,7 +151,11 @@ if not qops.has_latency:
 elif not metric_names:
     st.info("No per-query metric: the run has no qrels, gold evidence or answers to score.")
 else:
-    preferred = next((m for m in metric_names if m.startswith("nDCG@")), metric_names[0])
+    # the default is a measure without a cut-off (AP, RR ...): a k move then leaves the
+    # scatter as it is, where redrawing its thousands of points was most of the move's time
+    uncut = [m for m in metric_names if "@" not in m]
+    preferred = next((m for m in ("AP", "RR", *uncut) if m in metric_names), metric_names[0])
+    follow_k(keys.LATENCY_METRIC, metric_names, view.settings.k)
     keep_choice(keys.LATENCY_METRIC, metric_names, preferred)
     colour_options = [NO_TAG_CHOICE, *tag_keys]
     keep_choice(keys.LATENCY_TAG, colour_options, tag_keys[0] if tag_keys else NO_TAG_CHOICE)
@@ -157,9 +169,14 @@ else:
         None if tag is None else state.data(view).tags.get(tag),
         report.query_ids,
     )
-    st.plotly_chart(
-        fo.latency_quality_scatter(points, metric, tag), width="stretch", key="latency.scatter"
+    # keyed by the metric's values: a k move that leaves them as they were reuses the figure
+    scatter = state.figure(
+        "latency.scatter",
+        view,
+        (metric, tag, state.digest(report.per_query[metric])),
+        lambda: fo.latency_quality_scatter(points, metric, tag),
     )
+    st.plotly_chart(scatter, width="stretch", key="latency.scatter")
     notes = [f"{points.x_ms.size} queries at k = {view.settings.k}"]
     if points.n_dropped:
         notes.append(f"{points.n_dropped} left out (no latency, or not scored on {metric})")

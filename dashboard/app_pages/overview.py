@@ -123,12 +123,17 @@ else:
     tag = st.selectbox("Tag", tag_keys, key=keys.OVERVIEW_TAG, bind="query-params")
     by_report = state.report(view, by=tag)
     table = tables.breakdown_frame(by_report)
+    # the main measures as bars in their cells (0..1, the value beside them), drawn by the
+    # table itself: a plotly chart of the same numbers was drawn anew in the browser on every
+    # slider move (a tenth of a second of each)
     main = tables.main_metrics(list(by_report.metrics))
-    if main:
-        st.plotly_chart(figures.breakdown_bars(table, tag, main), key="overview.breakdown")
     text_table(
         table,
         "overview.by_tag",
         f"{tables.file_stem(view.run.name)}_by_{tables.file_stem(tag)}.csv",
+        column_config={
+            n: st.column_config.ProgressColumn(n, format="%.3f", min_value=0.0, max_value=1.0)
+            for n in main
+        },
         download_label="Download breakdown (CSV)",
     )

@@ -130,8 +130,9 @@ st.caption(
 # --- the table -------------------------------------------------------------------------------
 metric_cols = {name: st.column_config.NumberColumn(name, format="%.3f") for name in table.metrics}
 event = grid(
-    # an unscored cell shows as a dash, not "None" (no-gold queries have no metric values)
-    frame.style.format("{:.3f}", subset=list(table.metrics), na_rep="—"),
+    # the frame itself, not a pandas Styler: a Styler sends every cell twice (value and text)
+    # and renders each row in Python; the metric columns' format and grid's dash do its work
+    frame,
     key=keys.QUERIES_TABLE,
     on_select="rerun",
     selection_mode="single-row",

@@ -1,8 +1,7 @@
 """Overview figures: core results -> plotly Figures (pure: no Streamlit calls, no metric maths).
 
-Plotly reads a few HTML tags in labels (<b>, <a href>...): tag keys and values, which are user
-text, go through escape_text (dashboard/components/text.py) before they become axis ticks or
-titles.
+Their labels are metric names and numbers only; a figure drawing user text (a tag value, a
+query id) escapes it with escape_text (dashboard/components/text.py), as figures_ops does.
 """
 
 from __future__ import annotations
@@ -11,11 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
-
-from dashboard.components.text import escape_text
 
 #: evidence measures are dashed, ranking measures solid: the two families read apart at a glance
 EVIDENCE_NAMES = frozenset(
@@ -184,33 +180,6 @@ def curves_over_threshold(
         "yaxis": {"title": "run value", "range": [0, 1.02]},
     }
     return figure(traces, layout, [marker(threshold, f"threshold {threshold:.2f}")])
-
-
-def breakdown_bars(frame: pd.DataFrame, tag: str, names: Sequence[str]) -> go.Figure:
-    """Grouped bars: one group per tag value, one bar per metric (a breakdown_frame)."""
-    labels = (frame[tag].astype(str) if tag in frame else pd.Series(dtype=str)).map(escape_text)
-    counts = frame["queries"] if "queries" in frame else pd.Series(dtype=int)
-    traces = [
-        go.Bar(
-            x=labels,
-            y=frame[name],
-            name=name,
-            customdata=counts,
-            marker_color=COLOURS.get(name.split("@", 1)[0]),
-            hovertemplate="%{x}: %{y:.3f} (%{customdata} queries)<extra>" + name + "</extra>",
-        )
-        for name in names
-        if name in frame
-    ]
-    layout = {
-        **_LAYOUT,
-        "hovermode": "closest",
-        "barmode": "group",
-        "title": "Metrics by tag value",
-        "xaxis": {"title": escape_text(tag), "type": "category"},
-        "yaxis": {"title": "run value", "range": [0, 1.02]},
-    }
-    return figure(traces, layout)
 
 
 def _at(name: str, k: int | None) -> str:

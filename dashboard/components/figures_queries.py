@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from numpy.typing import NDArray
 
-from rageval_core.drilldown import ChunkDetail, QueryDetail, QueryTable
+from rageval_core.drilldown import TAG_PREFIX, ChunkDetail, QueryDetail, QueryTable
 
 #: colour scales: dimmed greys below the threshold, greens at or above it
 BELOW_SCALE = [[0.0, "#f7f7f7"], [1.0, "#d2d2d2"]]
@@ -17,8 +17,14 @@ ABOVE_SCALE = [[0.0, "#a7dcb5"], [1.0, "#1b7a3a"]]
 
 
 def table_frame(table: QueryTable, rows: NDArray[np.int64]) -> pd.DataFrame:
-    """The given rows of the query table, columns in display order."""
-    return pd.DataFrame({name: values[rows] for name, values in table.columns().items()})
+    """The given rows of the query table, columns in display order; tags as categories (a few
+    values repeated: each sent once, not once per row)."""
+    return pd.DataFrame(
+        {
+            name: pd.Categorical(values[rows]) if name.startswith(TAG_PREFIX) else values[rows]
+            for name, values in table.columns().items()
+        }
+    )
 
 
 def table_document(

@@ -35,7 +35,8 @@ BANDS: dict[str, tuple[float, float]] = {
 
 #: curves drawn on a 0..1 axis leave these out (BestRank is a rank, not a share)
 OFF_SCALE = frozenset({"BestRank"})
-#: the measures the tag breakdown draws as bars (any cut-off); the table shows every measure
+#: the measures the tag breakdown draws as bars in their cells (any cut-off); every measure is
+#: in the table
 MAIN_BARS = ("R", "nDCG", "RR", "Hit", "EvidenceRecall", "PerQueryCoverage", "FullCoverageRate")
 
 #: card groups, in the order the Overview shows them; a preset's metrics are one group, titled by

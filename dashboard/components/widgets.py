@@ -14,6 +14,16 @@ def keep_choice(key: str, options: list[str], default: str) -> None:
         st.session_state[key] = default
 
 
+def follow_k(key: str, options: list[str], k: int) -> None:
+    """A measure at a cut-off stored under key follows a k move (nDCG@10 -> nDCG@9) when the
+    new name is one of options; anything else is left to keep_choice."""
+    chosen = st.session_state.get(key)
+    if isinstance(chosen, str) and "@" in chosen and chosen not in options:
+        moved = f"{chosen.split('@', 1)[0]}@{k}"
+        if moved in options:
+            st.session_state[key] = moved
+
+
 def page_picker(n_rows: int, per_page: int, key: str, what: str) -> tuple[slice, int]:
     """(the rows of the page picked, the number of pages) for n_rows shown per_page at a time.
 

@@ -10,6 +10,9 @@ file and the settings' cache key (keys.settings_key, from the settings schema).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,6 +50,11 @@ COARSE_GRID = tuple(round(i / 20, 2) for i in range(21))
 #: slider move reuses the connection instead of reopening the file (35-65 ms per open, paid
 #: more than once by a render whose calls are more than 0.25 s apart)
 STORE_LINGER_S = 10.0
+#: how long the runs listing waits for the store before saying it is busy: a file let go a
+#: moment ago (the linger over, a write of our own) is back well within it, and a message
+#: drawn at the top of the page would shift every element under it, so that the browser drew
+#: the whole page anew on that move
+QUIET_WAIT_S = 0.3
 
 
 @st.cache_resource(show_spinner=False)
@@ -57,7 +65,15 @@ def _store(path: str | None) -> LeasedStore:
 def store_path() -> str:
     """The store file this server shows, as an absolute path: $RAGEVAL_DB (`rageval dashboard`
     sets it), else the default under the folder the server was started in."""
-    return str(Path(default_path()).expanduser().resolve())
+    return _resolved(default_path(), os.getcwd())
+
+
+@functools.lru_cache(maxsize=16)
+def _resolved(path: str, cwd: str) -> str:
+    # part of every cache key, so called a score of times per rerun: resolving the path walks
+    # the file system each time (a few ms per rerun); keyed by the working folder too, as a
+    # relative path depends on it
+    return str(Path(path).expanduser().resolve())
 
 
 def store() -> Store:
@@ -114,7 +130,7 @@ def runs_when_free() -> list[RunRecord] | None:
     started = time.monotonic()
     while True:
         try:
-            with leased.hold(wait_s=0 if note is None else BUSY_STEP_S):  # type: ignore[attr-defined]
+            with leased.hold(wait_s=QUIET_WAIT_S if note is None else BUSY_STEP_S):  # type: ignore[attr-defined]
                 found = leased.runs()
             if note is not None:
                 note.empty()
@@ -245,6 +261,7 @@ def clear_caches() -> None:
         _report,
         _explanation,
         _query_ops,
+        _figure,
         _run_ops,
         _latency_by_tag,
         _query_texts,
@@ -285,6 +302,24 @@ def _latency_by_tag(run_id: int, content_hash: str, db: str | None, tag: str) ->
 def latency_by_tag(view: View, tag: str) -> dict[str, Any]:
     """Latency percentiles per stage inside each value of a tag (independent of k/threshold)."""
     return _latency_by_tag(view.run.run_id, view.run.content_hash, _db(), tag)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _figure(name: str, key: tuple[Any, ...], _build: Callable[[], Any]) -> Any:
+    return _build()
+
+
+def figure(name: str, view: View, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """The figure build() makes, built once per run, name and key (what it is drawn from):
+    a slider move that leaves a figure's inputs as they were neither rebuilds it (a scatter of
+    thousands of points is tens of ms) nor changes what goes to the browser. Shared read-only
+    by every session (st.plotly_chart copies it)."""
+    return _figure(name, (view.run.run_id, view.run.content_hash, _db(), *key), build)
+
+
+def digest(values: np.ndarray) -> str:
+    """A short content hash of an array, for a figure's key (a k move may leave values equal)."""
+    return hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=16).hexdigest()
 
 
 # --- queries ---

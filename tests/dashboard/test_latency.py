@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.components.text import escape_text
 from rageval_core.store import Store
 from tests.cli import import_files
 
@@ -127,15 +128,24 @@ def test_by_tag_table_is_the_core_breakdown(make_app: Callable[..., AppTest], ap
 def test_scatter_uses_the_chosen_metric_and_tag(make_app: Callable[..., AppTest]) -> None:
     at = make_app(PAGE, run="bm25", k="5")
     metric = at.selectbox(key="latency.metric")
-    assert "nDCG@5" in metric.options and metric.value == "nDCG@5"
-    metric.set_value("RR").run()
+    # by default a measure without a cut-off: a k move leaves the scatter as it was
+    assert "nDCG@5" in metric.options and metric.value == "AP"
+    chart = at.get("plotly_chart")[-1].proto.spec
+    at.sidebar.slider(key="k").set_value(4).run()
+    assert not at.exception and at.selectbox(key="latency.metric").value == "AP"
+    assert at.get("plotly_chart")[-1].proto.spec == chart
+    at.sidebar.slider(key="k").set_value(5).run()
+    at.selectbox(key="latency.metric").set_value("RR").run()
     at.selectbox(key="latency.tag").set_value("source").run()
     assert not at.exception
     assert any("360 queries at k = 5" in c.value for c in at.caption)
-    # a k that renames the metric (nDCG@5 -> nDCG@3) falls back to a valid choice, no exception
+    # a measure at k follows a k move (nDCG@5 -> nDCG@3), and its scatter with it
+    at.selectbox(key="latency.metric").set_value("nDCG@5").run()
     at.sidebar.slider(key="k").set_value(3).run()
     assert not at.exception
-    assert at.selectbox(key="latency.metric").value in at.selectbox(key="latency.metric").options
+    assert at.selectbox(key="latency.metric").value == "nDCG@3"
+    title = json.loads(at.get("plotly_chart")[-1].proto.spec)["layout"]["title"]["text"]
+    assert title == f"Latency against {escape_text('nDCG@3')}"
 
 
 def test_run_without_latency_or_tokens_says_so(
