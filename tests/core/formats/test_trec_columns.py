@@ -209,6 +209,32 @@ def test_score_rule_equals_the_line_readers() -> None:
     assert got.tolist() == [float(v) for v in plain]
 
 
+def test_short_scores_at_once_are_floats_doubles() -> None:
+    """Scores of up to 8 characters take the word-at-a-time parser: every one the same double
+    as float(), -0 included, and a block with one bad score refused whole."""
+    rng = random.Random(1)
+    values = {"0", "-0", "+0", "-0.0", ".5", "5.", "+.5", "-.5", "00012.50", "99999999"}
+    values |= {"12345678", "1234567.", ".1234567", "-1.23456", "0.000001", "9.999999"}
+    for _ in range(3000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randrange(1, 8)))
+        point = rng.randrange(len(digits) + 1)
+        text = rng.choice(["", "-", "+"]) + digits[:point] + "." + digits[point:]
+        values.add(text if len(text) <= 8 else text[:8].rstrip("."))
+        values.add(rng.choice(["", "-"]) + digits)
+    plain = sorted(v for v in values if trec._NUMBER.match(v))
+    mat = np.zeros((len(plain), 8), dtype=np.uint8)
+    for i, value in enumerate(plain):
+        mat[i, : len(value)] = list(value.encode())
+    got = trec_columns._scores(mat)
+    assert got is not None
+    assert [x.hex() for x in got.tolist()] == [float(v).hex() for v in plain]  # signed zeros too
+    for bad in (".", "+", "-", "+.", "1..2", "1.2.", "1-2", "1+", "1,5", "1/2", "(1)"):
+        one = mat.copy()
+        one[len(plain) // 2] = 0
+        one[len(plain) // 2, : len(bad)] = list(bad.encode())
+        assert trec_columns._scores(one) is None, bad
+
+
 @pytest.mark.oracle
 def test_oracle_files_cleaned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """trec_eval's own test run and qrels, one space between columns."""
