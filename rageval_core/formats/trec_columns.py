@@ -454,6 +454,12 @@ def _qrels_block(
     """A block of qrels lines: labels, query ids, docnos."""
     fields = _split(buf, size, 4)
     rel_mat = fields.matrix(3)
+    if rel_mat.shape[1] == 8 and not np.any(rel_mat == ord(".")):
+        # up to 8 characters: an optional sign and digits, well inside 32 bits, read as words
+        short = _short_decimals(rel_mat)
+        if short is None:
+            raise _NotClean
+        return short.astype(np.int32), fields.strings(0), fields.strings(2)
     # an integer: an optional sign, then 1 to 10 digits
     start, end = fields.bounds(3)
     signed = _SIGNS[rel_mat[:, 0]]

@@ -112,7 +112,10 @@ def test_quirk_files(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         ("q\t0\ta\t1\n", True),
         ("q 0 a 2147483647\nq 0 b -2147483648\n", True),
         ("q 0 a 1\nq 0 a-very-long-document-name 2\nq 0 b 1\n", True),  # keys of 2+ words
+        ("q 0 a 00000007\nq 0 b -0\nq 0 c -1234567\n", True),  # labels read as one word
         ("q 0 a 1\nq 0 a 2\n", False),  # a judgement twice
+        ("q 0 a 1\nq 0 b 1.5\n", False),
+        ("q 0 a 1\nq 0 b 1.\n", False),
         ("q 0 a x\n", False),
         ("q 0 a +\n", False),
         ("q 0 a 1-\n", False),
