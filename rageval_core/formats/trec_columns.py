@@ -146,9 +146,6 @@ class _Run:
     qidx: Ints  # per row (sorted rows)
     docno: NDArray[np.bytes_]  # per row (sorted rows)
     tag: str
-    sorted_keys: NDArray[np.uint64]  # _pair_keys of each row's (qidx, docno), sorted
-    key_rows: Ints  # the row of each sorted key
-    words: int  # the words the keys read
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,25 +295,22 @@ def _runs_of(values: NDArray[np.bytes_]) -> Ints:
     return np.flatnonzero(change)
 
 
-def _pair_keys(docno: NDArray[np.bytes_], qidx: Ints, words: int) -> NDArray[np.uint64]:
-    """A 64-bit key per (query, document): the query in the top 24 bits (so that a query's keys
-    sit together and lookups stay local), a 40-bit hash of the docno below; up to 2**24
-    queries."""
-    if qidx.size and int(qidx.max()) >= 1 << 24:
-        raise _NotClean
+def _pair_keys(
+    docno: NDArray[np.bytes_], qidx: Ints, words: int, query_bits: int, low_bits: int
+) -> NDArray[np.uint64]:
+    """A 64-bit key per (query, document): the query in the top query_bits (so that a query's
+    keys sit together and lookups stay local), a hash of the docno below them, and low_bits
+    zeros at the bottom (where the run's keys hold each row's place in its query)."""
     mixed = _keys(docno, words) * _MIX
-    mixed >>= np.uint64(24)
-    mixed |= qidx.astype(np.uint64) << np.uint64(40)
+    mixed >>= np.uint64(query_bits + low_bits)
+    mixed <<= np.uint64(low_bits)
+    mixed |= qidx.astype(np.uint64) << np.uint64(64 - query_bits)
     return mixed
 
 
-def _sorted_unique(keys: NDArray[np.uint64]) -> tuple[Ints, NDArray[np.uint64]]:
-    """The order that sorts keys, and the sorted keys; _NotClean when one is there twice."""
-    order = np.argsort(keys)
-    ordered = keys[order]
-    if ordered.size > 1 and np.any(ordered[1:] == ordered[:-1]):
-        raise _NotClean
-    return order, ordered
+def _twice(sorted_keys: NDArray[np.uint64]) -> bool:
+    """Whether a sorted array holds a value twice."""
+    return bool(np.any(sorted_keys[1:] == sorted_keys[:-1]))
 
 
 def _run_block(
@@ -357,15 +351,12 @@ def _read_run(path: Path) -> _Run:
     code = np.empty(uniq.size, dtype=np.int64)
     code[np.argsort(first, kind="stable")] = np.arange(uniq.size)
     qidx = np.repeat(code[inverse.ravel()], np.diff(np.append(run_starts, n)))
-    # a document twice in one query (or a key collision: then the line reader decides)
-    words = _words(docno)
-    keys = _pair_keys(docno, qidx, words)
     # trec_eval's order: score descending, ties by docno descending; + 0.0 makes -0.0 tie 0.0
     score += 0.0
     same_query = qidx[1:] == qidx[:-1]
     if not (np.all(qidx[1:] >= qidx[:-1]) and np.all(~same_query | (score[1:] <= score[:-1]))):
         perm = np.lexsort((-score, qidx))
-        qidx, score, docno, keys = qidx[perm], score[perm], docno[perm], keys[perm]
+        qidx, score, docno = qidx[perm], score[perm], docno[perm]
         same_query = qidx[1:] == qidx[:-1]
     tied = same_query & (score[1:] == score[:-1])
     if tied.any():
@@ -379,10 +370,7 @@ def _read_run(path: Path) -> _Run:
         _, rank = np.unique(docno[rows], return_inverse=True)
         within = np.lexsort((-rank.ravel(), np.cumsum(new_group)))
         docno[rows] = docno[rows[within]]
-        keys[rows] = keys[rows[within]]
-    # a document twice in one query (or a key collision: then the line reader decides)
-    key_rows, sorted_keys = _sorted_unique(keys)
-    return _Run(uniq, code, qidx, docno, tag.decode("ascii"), sorted_keys, key_rows, words)
+    return _Run(uniq, code, qidx, docno, tag.decode("ascii"))
 
 
 def _scores(mat: NDArray[np.uint8]) -> NDArray[np.float64] | None:
@@ -509,18 +497,32 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
         judged_query = np.zeros(0, dtype=np.int64)
         extra_ids = []
     n = n_run + len(extra_ids)
+    # Each run row's key holds its place in its query in the low bits, so that sorting the keys
+    # alone (no argsort: less than half the time) still tells each key's row. At least 32 bits are
+    # left for the docno's hash (a false duplicate is then rare, and only refuses the file).
+    query_start = np.searchsorted(run.qidx, np.arange(n_run))
+    place = np.arange(n_rows) - query_start[run.qidx]
+    query_bits = max(1, (n - 1).bit_length())
+    low_bits = max(1, int(place.max()).bit_length())
+    if query_bits + low_bits > 32:
+        raise _NotClean
     words = _words(run.docno, qrels.docno)
-    judged_keys = _pair_keys(qrels.docno, judged_query, words)
-    _sorted_unique(judged_keys)  # a judgement twice (or a key collision)
-    if words == run.words:
-        key_rows, run_keys = run.key_rows, run.sorted_keys
-    else:  # a qrels docno longer than every docno of the run: keys of more words
-        key_rows, run_keys = _sorted_unique(_pair_keys(run.docno, run.qidx, words))
+    run_keys = _pair_keys(run.docno, run.qidx, words, query_bits, low_bits)
+    run_keys |= place.astype(np.uint64)
+    run_keys.sort()
+    pairs = run_keys >> np.uint64(low_bits)
+    if _twice(pairs):  # a document twice in one query (or a key collision)
+        raise _NotClean
+    judged_keys = _pair_keys(qrels.docno, judged_query, words, query_bits, low_bits)
+    judged_keys >>= np.uint64(low_bits)
+    if _twice(np.sort(judged_keys)):  # a judgement twice (or a key collision)
+        raise _NotClean
     # each judgement looked up among the run's sorted keys (fewer lookups than the reverse)
     ret_label = np.zeros(n_rows, dtype=np.int32)
-    at = np.minimum(np.searchsorted(run_keys, judged_keys), n_rows - 1)
-    line = np.flatnonzero(run_keys[at] == judged_keys)
-    hit = key_rows[at[line]]
+    at = np.minimum(np.searchsorted(pairs, judged_keys), n_rows - 1)
+    line = np.flatnonzero(pairs[at] == judged_keys)
+    low = run_keys[at[line]] & np.uint64((1 << low_bits) - 1)
+    hit = query_start[judged_query[line]] + low.astype(np.int64)
     # the keys matched: the strings must too, or the line reader decides
     width = max(run.docno.dtype.itemsize, qrels.docno.dtype.itemsize)
     if not (
