@@ -527,9 +527,9 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
     # each judgement looked up among the run's sorted keys (fewer lookups than the reverse), in
     # key order: the lookups walk the run's keys once instead of jumping about
     at = np.minimum(np.searchsorted(pairs, judged_keys), n_rows - 1)
-    found = np.flatnonzero(pairs[at] == judged_keys)
-    line = order[found]
-    low = run_keys[at[found]] & np.uint64((1 << low_bits) - 1)
+    in_the_run = np.flatnonzero(pairs[at] == judged_keys)
+    line = order[in_the_run]
+    low = run_keys[at[in_the_run]] & np.uint64((1 << low_bits) - 1)
     hit = query_start[judged_query[line]] + low.astype(np.int64)
     # the keys matched: the strings must too, or the line reader decides
     width = max(run.docno.dtype.itemsize, qrels.docno.dtype.itemsize)
