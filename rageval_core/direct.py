@@ -125,7 +125,7 @@ def _arrays(
     arrays = ranked_labels_from_rows(
         [got.query_ids[i] for i in rows.tolist()],
         ret_query,
-        trec_columns.ranks_within(ret_query),
+        got.ret_rank[kept],
         got.ret_label[kept],
         new_index[got.judged_query[judged]],
         got.judged_label[judged],

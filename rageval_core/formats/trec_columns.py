@@ -133,6 +133,7 @@ class TrecArrays:
     in_run: NDArray[np.bool_]  # per query
     has_qrels: NDArray[np.bool_]  # per query
     ret_query: Ints  # per run row: index into query_ids, non-decreasing
+    ret_rank: Ints  # per run row: 1-based, its place in its query
     ret_label: NDArray[np.int32]  # per run row: its judgement, 0 when unjudged
     judged_query: Ints  # per qrels line
     judged_label: NDArray[np.int32]
@@ -552,6 +553,7 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
         in_run,
         has_qrels,
         run.qidx,
+        place + 1,
         ret_label,
         judged_query,
         qrels.rel,
