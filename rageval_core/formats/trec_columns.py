@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -56,7 +57,6 @@ _SCORE_CHARS_OR_PAD = _SCORE_CHARS.copy()
 _SCORE_CHARS_OR_PAD[0] = True
 _ONE = np.uint64(1)
 _EIGHT = np.uint64(8)
-_BYTE_ONES = np.uint64(0x0101010101010101)
 #: the digits of a word, first in the lowest byte, combined in pairs, fours, then eights
 _SWAR_STEPS = [
     (np.uint64(10), np.uint64(8), np.uint64(0x00FF00FF00FF00FF)),
@@ -112,9 +112,13 @@ class _Fields:
         # every offset of the buffer as the start of a little-endian word (a view, no copy)
         at = np.ndarray(shape=(self.data.size - 7,), dtype="<u8", buffer=self.data, strides=(1,))
         out = np.empty((start.size, words), dtype="<u8")
+        uniform = int(lengths.min()) == width  # one mask per word (ids and tags often are)
         for j in range(words):
-            left = np.clip(lengths - 8 * j, 0, 8) if words > 1 else lengths
-            np.bitwise_and(at[start + 8 * j], _LOW_BYTES[left], out=out[:, j])
+            if uniform:
+                mask: Any = _LOW_BYTES[min(max(width - 8 * j, 0), 8)]
+            else:
+                mask = _LOW_BYTES[np.clip(lengths - 8 * j, 0, 8) if words > 1 else lengths]
+            np.bitwise_and(at[start + 8 * j if j else start], mask, out=out[:, j])
         strings: NDArray[np.bytes_] = out.view(f"S{8 * words}").ravel()
         return strings
 
@@ -421,25 +425,20 @@ def _short_decimals(mat: NDArray[np.uint8]) -> NDArray[np.float64] | None:
     if not ok.all():
         return None
     points = is_point.view("<u8").ravel()  # 1 in the point's byte
-    if _byte_sums(points).max() > 1 or not is_digit.view("<u8").all():  # one point, a digit
+    below = points - _ONE  # the bytes before the point; every byte when there is none
+    if np.any(points & below) or not is_digit.view("<u8").all():  # one point, a digit
         return None
     digit *= is_digit
-    below = points - _ONE  # the bytes before the point; every byte when there is none
     word = digit.view("<u8").ravel()
     word = (word & below) | ((word >> _EIGHT) & ~below)
     for factor, shift, mask in _SWAR_STEPS:
         word = (word * factor + (word >> shift)) & mask
     # the digits before the first point or pad byte: the integer part's length
     marks = (is_point | is_end).view("<u8").ravel()
-    before = (marks & (~marks + _ONE)) - _ONE
-    value: NDArray[np.float64] = word / _POWERS_OF_TEN[8 - _byte_sums(before & _BYTE_ONES)]
+    before = (marks & (~marks + _ONE)) - _ONE  # all ones in the bytes before it
+    value: NDArray[np.float64] = word / _POWERS_OF_TEN[8 - (np.bitwise_count(before) >> 3)]
     np.negative(value, out=value, where=negative)
     return value
-
-
-def _byte_sums(words: NDArray[np.uint64]) -> NDArray[np.intp]:
-    """The sum of each word's bytes, each 0 or 1."""
-    return ((words * _BYTE_ONES) >> np.uint64(56)).astype(np.intp)
 
 
 def _qrels_block(
