@@ -204,9 +204,9 @@ def _blocks(path: Path) -> Iterator[tuple[NDArray[np.uint8], int]]:
     kernel to hand out and take back than one pass over the whole file would need, and each
     block's temporaries stay in the CPU's caches (the reader took 15% less CPU time than with
     4 MB blocks; two threads on blocks cost more CPU time and gained nothing on a busy 2-core
-    machine). One
-    buffer is read into and reused, a cut line moved to its front: no bytes object per block
-    and no copy to join or cut one. A block is used up before the next is read."""
+    machine). One buffer is read into and reused, a cut line moved to its front: no bytes
+    object per block and no copy to join or cut one. A block is used up before the next is
+    read."""
     capacity = _BLOCK_BYTES
     buf = bytearray(capacity + _SLACK)
     kept = 0  # bytes of a line cut at the end of the last block, now at the front
