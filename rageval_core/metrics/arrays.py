@@ -243,8 +243,8 @@ def _by_query_then_gain(
 ) -> tuple[NDArray[np.int64], NDArray[Any]]:
     """(query, gain) pairs ordered by query, then gain descending; counts = pairs per query.
 
-    Integer gains are sorted as one int64 key, query * span + (top - gain): a plain sort, faster
-    than the two-key lexsort that float gains (or too wide a key) still take."""
+    Integer gains are sorted as one int64 key, query * span - gain (span above every gain): a
+    plain sort, faster than the two-key lexsort that float gains (or too wide a key) take."""
     span = int(gains.max()) + 1 if np.issubdtype(gains.dtype, np.integer) else 0
     if span > 0 and int(query.max()) < (1 << 62) // span:
         key = query * span - gains
