@@ -508,30 +508,30 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
     # alone (no argsort: less than half the time) still tells each key's row. At least 32 bits are
     # left for the docno's hash (a false duplicate is then rare, and only refuses the file).
     query_start = np.searchsorted(run.qidx, np.arange(n_run))
-    place = np.arange(n_rows) - query_start[run.qidx]
+    rank = np.arange(n_rows) - query_start[run.qidx]  # 0-based until the keys hold it
     query_bits = max(1, (n - 1).bit_length())
-    low_bits = max(1, int(place.max()).bit_length())
+    low_bits = max(1, int(rank.max()).bit_length())
     if query_bits + low_bits > 32:
         raise _NotClean
+    below_pair = np.uint64(1 << low_bits)  # keys closer than this hold the same pair
     words = _words(run.docno, qrels.docno)
     run_keys = _pair_keys(run.docno, run.qidx, words, query_bits, low_bits)
-    run_keys |= place.astype(np.uint64)
+    run_keys |= rank.view(np.uint64)
+    rank += 1
     run_keys.sort()
-    pairs = run_keys >> np.uint64(low_bits)
-    if _twice(pairs):  # a document twice in one query (or a key collision)
-        raise _NotClean
+    if np.any((run_keys[1:] ^ run_keys[:-1]) < below_pair):  # a document twice in one query
+        raise _NotClean  # (or a key collision)
     judged_keys = _pair_keys(qrels.docno, judged_query, words, query_bits, low_bits)
-    judged_keys >>= np.uint64(low_bits)
     order = np.argsort(judged_keys)
     judged_keys = judged_keys[order]
     if _twice(judged_keys):  # a judgement twice (or a key collision)
         raise _NotClean
     # each judgement looked up among the run's sorted keys (fewer lookups than the reverse), in
     # key order: the lookups walk the run's keys once instead of jumping about
-    at = np.minimum(np.searchsorted(pairs, judged_keys), n_rows - 1)
-    in_the_run = np.flatnonzero(pairs[at] == judged_keys)
+    at = np.minimum(np.searchsorted(run_keys, judged_keys), n_rows - 1)
+    in_the_run = np.flatnonzero((run_keys[at] ^ judged_keys) < below_pair)
     line = order[in_the_run]
-    low = run_keys[at[in_the_run]] & np.uint64((1 << low_bits) - 1)
+    low = run_keys[at[in_the_run]] & (below_pair - _ONE)
     hit = query_start[judged_query[line]] + low.astype(np.int64)
     # the keys matched: the strings must too, or the line reader decides
     width = max(run.docno.dtype.itemsize, qrels.docno.dtype.itemsize)
@@ -554,7 +554,7 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
         in_run,
         has_qrels,
         run.qidx,
-        place + 1,
+        rank,
         ret_label,
         judged_query,
         qrels.rel,
