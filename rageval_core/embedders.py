@@ -13,7 +13,6 @@ Every embedder returns float32 rows of unit length, so a dot product is the cosi
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import itertools
 import os
@@ -66,6 +65,8 @@ def unit_rows(vectors: NDArray[Any]) -> Vectors:
 
 def text_hash(text: str) -> str:
     """The key of a text in the embedding cache (16 bytes of BLAKE2b, hex)."""
+    import hashlib  # here: its OpenSSL load is milliseconds every command would pay at start
+
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 

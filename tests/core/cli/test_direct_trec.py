@@ -4,7 +4,10 @@ metrics, no store) and prints exactly the report the store route gives, key for 
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,7 @@ from rageval_core import api
 from rageval_core.direct import trec_report
 from rageval_core.evaluate import Settings
 from tests.cli import rageval
-from tests.paths import ORACLE
+from tests.paths import ORACLE, REPO
 
 METRICS = ["P@5", "R@100", "RR", "AP", "nDCG@10", "Hit@3", "Rprec", "NumRelRet", "SetF"]
 
@@ -111,3 +114,27 @@ def test_the_cli_prints_the_direct_report(tmp_path: Path) -> None:
     expected = direct_route(run, qrels, None, Settings(k=5))
     assert json.loads(done.stdout) == expected
     assert expected["run"] == "tagX"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_the_direct_route_starts_no_blas_threads(tmp_path: Path) -> None:
+    """numpy is loaded with one OpenBLAS thread on the direct route (it multiplies no matrices),
+    and the environment is left as it was."""
+    run, qrels = write_pair(tmp_path, 1)
+    script = (
+        "import contextlib, io, os, sys\n"
+        "from rageval_core.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['evaluate', sys.argv[1], '--qrels', sys.argv[2], '--json'])\n"
+        "print(code, len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(run), str(qrels)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        check=True,
+    )
+    assert done.stdout.split() == ["0", "1", "None"]

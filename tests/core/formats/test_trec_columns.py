@@ -112,7 +112,10 @@ def test_quirk_files(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         ("q\t0\ta\t1\n", True),
         ("q 0 a 2147483647\nq 0 b -2147483648\n", True),
         ("q 0 a 1\nq 0 a-very-long-document-name 2\nq 0 b 1\n", True),  # keys of 2+ words
+        ("q 0 a 00000007\nq 0 b -0\nq 0 c -1234567\n", True),  # labels read as one word
         ("q 0 a 1\nq 0 a 2\n", False),  # a judgement twice
+        ("q 0 a 1\nq 0 b 1.5\n", False),
+        ("q 0 a 1\nq 0 b 1.\n", False),
         ("q 0 a x\n", False),
         ("q 0 a +\n", False),
         ("q 0 a 1-\n", False),
@@ -207,6 +210,32 @@ def test_score_rule_equals_the_line_readers() -> None:
     got = trec_columns._scores(mat)
     assert got is not None
     assert got.tolist() == [float(v) for v in plain]
+
+
+def test_short_scores_at_once_are_floats_doubles() -> None:
+    """Scores of up to 8 characters take the word-at-a-time parser: every one the same double
+    as float(), -0 included, and a block with one bad score refused whole."""
+    rng = random.Random(1)
+    values = {"0", "-0", "+0", "-0.0", ".5", "5.", "+.5", "-.5", "00012.50", "99999999"}
+    values |= {"12345678", "1234567.", ".1234567", "-1.23456", "0.000001", "9.999999"}
+    for _ in range(3000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randrange(1, 8)))
+        point = rng.randrange(len(digits) + 1)
+        text = rng.choice(["", "-", "+"]) + digits[:point] + "." + digits[point:]
+        values.add(text if len(text) <= 8 else text[:8].rstrip("."))
+        values.add(rng.choice(["", "-"]) + digits)
+    plain = sorted(v for v in values if trec._NUMBER.match(v))
+    mat = np.zeros((len(plain), 8), dtype=np.uint8)
+    for i, value in enumerate(plain):
+        mat[i, : len(value)] = list(value.encode())
+    got = trec_columns._scores(mat)
+    assert got is not None
+    assert [x.hex() for x in got.tolist()] == [float(v).hex() for v in plain]  # signed zeros too
+    for bad in (".", "+", "-", "+.", "1..2", "1.2.", "1-2", "1+", "1,5", "1/2", "(1)"):
+        one = mat.copy()
+        one[len(plain) // 2] = 0
+        one[len(plain) // 2, : len(bad)] = list(bad.encode())
+        assert trec_columns._scores(one) is None, bad
 
 
 @pytest.mark.oracle

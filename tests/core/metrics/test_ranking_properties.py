@@ -176,6 +176,26 @@ def test_repeated_document_counts_once() -> None:
     assert compute(["R@3"], arrays)["R@3"].tolist() == [1.0]
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+def test_ideal_rows_take_each_querys_gains_in_descending_order(dtype: type) -> None:
+    """The ideal ranking of every query: its judged gains, highest first, whatever the order of
+    the qrels rows (integer gains take a one-key sort, float gains a lexsort)."""
+    rng = np.random.default_rng(3)
+    n = 40
+    judged_query = rng.integers(0, n, 2000)
+    judged_label = rng.integers(-1, 5, judged_query.size).astype(dtype)
+    if dtype is np.float64:
+        judged_label += rng.random(judged_query.size).round(2)
+    arrays = ranked_labels_from_rows(
+        [f"q{i}" for i in range(n)], [0], [1], [0], judged_query, judged_label
+    )
+    for q in range(n):
+        gains = np.maximum(judged_label[judged_query == q], 0)
+        expected = np.zeros(arrays.ideal.shape[1], dtype=arrays.ideal.dtype)
+        expected[: gains.size] = np.sort(gains)[::-1]
+        np.testing.assert_array_equal(arrays.ideal[q], expected, err_msg=f"q{q}")
+
+
 def test_rows_builder_matches_queries_builder() -> None:
     arrays, _ = ranked_labels_from_queries([HAND])
     # the store's path: sparse rows (only judged ranks plus the last rank), qrels as rows
