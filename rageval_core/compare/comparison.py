@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core import ops
+from rageval_core.compare.memo import CompareMemo
 from rageval_core.compare.paired import (
     NOTE_SMALL,
     PairedTest,
@@ -374,6 +375,7 @@ def compare(
     resample: bool = True,
     with_ops: bool = True,
     reports: Sequence[Report | None] | None = None,
+    memo: CompareMemo | None = None,
     **overrides: Any,
 ) -> Comparison:
     """Compare runs[1:] with the baseline runs[0] (2 to 5 runs: LoadedRun, RunData, names or
@@ -388,6 +390,8 @@ def compare(
     on the settings, so a caller that caches them need not redo them when k moves).
     reports: each run's Report at these settings, where a caller holds one (a dashboard's
     cache): a run whose report has every compared metric is not evaluated again.
+    memo: what earlier comparisons of these runs computed (memo.py): only the tests whose
+    per-query values changed since are computed again, with the same numbers.
     """
     base = settings or Settings()
     if overrides.get("preset") is not None:  # its values, then the other keywords over them
@@ -406,7 +410,10 @@ def compare(
     if reports is not None and len(reports) != len(runs):
         raise UsageError(f"{len(runs)} runs but {len(reports)} reports")
     with open_runs(runs, store) as loaded:
-        return _compare(loaded, metrics, s, list(by), opts, n_worst, resample, with_ops, reports)
+        memo = memo if memo is not None else CompareMemo()
+        return _compare(
+            loaded, metrics, s, list(by), opts, n_worst, resample, with_ops, reports, memo
+        )
 
 
 def compare_ops(
@@ -456,9 +463,16 @@ def _compare(
     resample: bool = True,
     with_ops: bool = True,
     given: Sequence[Report | None] | None = None,
+    memo: CompareMemo | None = None,
 ) -> Comparison:
+    memo = memo if memo is not None else CompareMemo()
     all_labels = _labels([d.run.name for _, d in loaded])
-    alignment = align(all_labels, [d.query_ids for _, d in loaded])
+    ids = [d.query_ids for _, d in loaded]
+    # the same arrays (a dashboard's cached runs) align as before: the entry holds them, so
+    # their ids cannot be reused by other arrays while it lives
+    held_alignment = memo.get(("alignment", tuple(all_labels), tuple(map(id, ids))))
+    alignment = held_alignment[0] if held_alignment else align(all_labels, ids)
+    memo.put(("alignment", tuple(all_labels), tuple(map(id, ids))), (alignment, ids))
     # the runs compared: the baseline and the candidates that share a query with it
     kept = [0] + [all_labels.index(p.candidate) for p in alignment.pairs]
     runs_info = [
@@ -538,7 +552,7 @@ def _compare(
                 )
                 for m in names
             ]
-        return _with_holm(paired_tests(inputs, opts, resample))
+        return _with_holm(paired_tests(inputs, opts, resample, memo))
 
     tests = family_tests(None)
     worst = {
