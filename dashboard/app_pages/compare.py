@@ -154,17 +154,26 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             else "every metric is better when higher"
         )
         grid(
-            fc.style_metrics(fc.metrics_display(frame, c.options.level)),
+            fc.metrics_display(frame, c.options.level),
             hide_index=True,
             width="stretch",
             key="compare.metrics",
             height=min(38 + 35 * len(frame), 600),
             column_config={
                 **{name: st.column_config.Column(width="small") for name in SMALL},
+                **{
+                    name: st.column_config.NumberColumn(
+                        name.removesuffix(" mean"),
+                        format=fmt,
+                        width="small" if name in SMALL or name.endswith(" mean") else None,
+                    )
+                    for name, fmt in fc.METRIC_FORMATS.items()
+                },
+                "significant": st.column_config.MultiselectColumn(
+                    options=list(fc.MARK_COLOURS), color=list(fc.MARK_COLOURS.values())
+                ),
                 "candidate": st.column_config.TextColumn("run", pinned=True),
                 "metric": st.column_config.TextColumn(pinned=True, help=direction),
-                "baseline mean": st.column_config.Column("baseline", width="small"),
-                "candidate mean": st.column_config.Column("candidate", width="small"),
             },
         )
         csv_download("Download CSV", lambda: frame, f"{stem}_metrics.csv", "compare.metrics.csv")
@@ -182,8 +191,8 @@ def show_comparison(c: Comparison, pending: bool) -> None:
                 "- **W / T / L** (wins / ties / losses) count queries in the metric's good "
                 f"direction: {direction} (a negative delta of a lower-is-better metric is an "
                 "improvement).\n"
-                f"- Rows are green (▲) for a significant improvement and red (▼) for a "
-                f"significant regression (p (Holm) < {c.options.alpha:g})."
+                f"- **significant**: ▲ improved (green) or ▼ regressed (red) when "
+                f"p (Holm) < {c.options.alpha:g}."
             )
         st.plotly_chart(fc.wtl_bars(c), width="stretch", key="compare.wtl")
 
@@ -462,6 +471,19 @@ def show_segments(c: Comparison, stem: str) -> None:
     csv_download("Download CSV", lambda: long, f"{stem}_segments.csv", "compare.segments.csv")
 
 
+def follow_k(chosen: list[str], options: list[str]) -> list[str]:
+    """The chosen metrics among options, an @k metric following k (nDCG@10 becomes nDCG@9 when
+    k moves to 9), so a move keeps the lines drawn instead of emptying the picker."""
+    out = []
+    for m in chosen:
+        stem = m.rsplit("@", 1)[0] + "@"
+        if m not in options and "@" in m:
+            m = next((o for o in options if o.startswith(stem) and o[len(stem) :].isdigit()), m)
+        if m in options:
+            out.append(m)
+    return list(dict.fromkeys(out))
+
+
 def show_trends(c: Comparison | None) -> None:
     st.header("Trends", divider="gray")
     try:
@@ -482,7 +504,7 @@ def show_trends(c: Comparison | None) -> None:
     ] or options[:2]
     if keys.COMPARE_TREND_METRICS not in ss:
         ss[keys.COMPARE_TREND_METRICS] = defaults
-    ss[keys.COMPARE_TREND_METRICS] = [m for m in ss[keys.COMPARE_TREND_METRICS] if m in options]
+    ss[keys.COMPARE_TREND_METRICS] = follow_k(ss[keys.COMPARE_TREND_METRICS], options)
     metrics = st.multiselect(
         "Metrics", options, key=keys.COMPARE_TREND_METRICS, bind="query-params"
     )

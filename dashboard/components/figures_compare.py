@@ -128,7 +128,7 @@ def summary_lines(c: Comparison) -> list[str]:
                 if not math.isnan(t.ci_low):
                     text += (
                         f", {100 * c.options.level:g}% CI {t.ci_low:+.3f} to "
-                        f"{t.ci_high:+.3f}, p(Holm) {_p(t.p_perm_holm)}"
+                        f"{t.ci_high:+.3f}, p(Holm) {p_text(t.p_perm_holm)}"
                     )
                 text += ")."
         lines.append(text)
@@ -166,7 +166,9 @@ def summary_html(c: Comparison) -> str:
     return f"<div>{items}</div>"
 
 
-def _p(p: float) -> str:
+def p_text(p: float) -> str:
+    """A p-value as the page shows it: three decimals, or two digits and an exponent below
+    0.001 (a dash when there is none)."""
     if math.isnan(p):
         return "—"
     return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
@@ -235,10 +237,6 @@ def _row_colours(frame: pd.DataFrame, column: str, good: str, bad: str) -> Style
     return frame.style.apply(colour, axis=1)
 
 
-def _fmt_p(x: Any) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else _p(float(x))
-
-
 def _fmt(digits: int, signed: bool = False) -> Any:
     def fmt(x: Any) -> str:
         if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -251,7 +249,9 @@ def _fmt(digits: int, signed: bool = False) -> Any:
 
 
 def metrics_display(frame: pd.DataFrame, level: float) -> pd.DataFrame:
-    """metrics_frame() made narrow for the page: the interval and W/T/L as one column each."""
+    """metrics_frame() made narrow for the page: the interval and W/T/L as one column each,
+    the significance a list of its mark (the page draws it as a coloured label: the table's
+    only colour, so no Styler has to be built and sent for every cell on every move)."""
     ci = _fmt(4, True)
     # "better" and the uncorrected p stay in the CSV; the page says which metrics are lower=better
     out = frame.drop(
@@ -266,7 +266,11 @@ def metrics_display(frame: pd.DataFrame, level: float) -> pd.DataFrame:
             "significant",
         ]
     )
-    out.insert(out.columns.get_loc("delta") + 1, "significant", frame["significant"])
+    out.insert(
+        out.columns.get_loc("delta") + 1,
+        "significant",
+        [[mark] if mark else [] for mark in frame["significant"]],
+    )
     out.insert(
         out.columns.get_loc("significant") + 1,
         f"{100 * level:g}% CI",
@@ -279,25 +283,20 @@ def metrics_display(frame: pd.DataFrame, level: float) -> pd.DataFrame:
         f"{w} / {t} / {x}"
         for w, t, x in zip(frame["wins"], frame["ties"], frame["losses"], strict=True)
     ]
+    for name in ("p (t-test)", "p (Holm)"):  # no printf format writes 1.5e-197 and 0.072 both
+        out[name] = [p_text(float(p)) for p in frame[name]]
     return out
 
 
-def style_metrics(frame: pd.DataFrame) -> Styler:
-    """The (display) metrics table with significant improvements green and regressions red."""
-    formats = {
-        "baseline mean": _fmt(4),
-        "candidate mean": _fmt(4),
-        "delta": _fmt(4, True),
-        "CI low": _fmt(4, True),
-        "CI high": _fmt(4, True),
-        "p (t-test)": _fmt_p,
-        "p (perm.)": _fmt_p,
-        "p (Holm)": _fmt_p,
-        "effect d_z": _fmt(2, True),
-    }
-    return _row_colours(frame, "significant", IMPROVED, REGRESSED).format(
-        {k: v for k, v in formats.items() if k in frame.columns}
-    )
+#: printf formats of metrics_display's number columns (the page's column_config)
+METRIC_FORMATS = {
+    "baseline mean": "%.4f",
+    "candidate mean": "%.4f",
+    "delta": "%+.4f",
+    "effect d_z": "%+.2f",
+}
+#: the significance labels' colours in the metrics table
+MARK_COLOURS = {IMPROVED: GREEN, REGRESSED: RED}
 
 
 # --- per query -----------------------------------------------------------------------------------
@@ -415,44 +414,70 @@ def scatter(
 
 
 def wtl_bars(c: Comparison) -> go.Figure:
-    """Wins / ties / losses per metric, one panel per candidate (in the metric's direction)."""
+    """Wins / ties / losses per metric, one panel per candidate (in the metric's direction).
+
+    Written as the figure's spec and taken unvalidated (tests/dashboard/test_compare.py
+    validates it): make_subplots and plotly's per-property checks took ~20 ms of every k move
+    at 22 metrics, the spec takes under 1 ms.
+    """
     cands = list(c.candidates)
-    fig = make_subplots(
-        rows=1,
-        cols=len(cands),
-        shared_yaxes=True,
-        horizontal_spacing=0.03,
-        subplot_titles=[f"{escape_text(x)} vs {escape_text(c.baseline)}" for x in cands],
-    )
+    gap = 0.03
+    width = (1.0 - gap * (len(cands) - 1)) / len(cands)
     labels = [escape_text(m) for m in c.metrics]
-    for col, cand in enumerate(cands, start=1):
-        tests = [c.test(cand, m) for m in c.metrics]
-        for field, colour in (("wins", GREEN), ("ties", "#c4c4c4"), ("losses", RED)):
-            counts = [getattr(t, field) for t in tests]
-            fig.add_trace(
-                go.Bar(
-                    y=labels,
-                    x=counts,
-                    orientation="h",
-                    name=field,
-                    marker_color=colour,
-                    legendgroup=field,
-                    showlegend=col == 1,
-                    hovertemplate=f"%{{y}}<br>{field}: %{{x}}<extra></extra>",
-                ),
-                row=1,
-                col=col,
-            )
-    fig.update_layout(
-        barmode="stack",
-        height=max(260, 26 * len(c.metrics) + 120),
-        title="Queries won / tied / lost by the candidate",
+    data: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {
+        "barmode": "stack",
+        "height": max(260, 26 * len(c.metrics) + 120),
+        "title": {"text": "Queries won / tied / lost by the candidate"},
         # room between the figure's title and the panels' own titles
         **{**_LAYOUT, "margin": {**_LAYOUT["margin"], "t": 70}},
-    )
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(title_text="queries")
-    return fig
+        "annotations": [],
+    }
+    for i, cand in enumerate(cands):
+        axis = "" if i == 0 else str(i + 1)
+        left = i * (width + gap)
+        tests = [c.test(cand, m) for m in c.metrics]
+        for field, colour in (("wins", GREEN), ("ties", "#c4c4c4"), ("losses", RED)):
+            data.append(
+                {
+                    "type": "bar",
+                    "y": labels,
+                    "x": [getattr(t, field) for t in tests],
+                    "orientation": "h",
+                    "name": field,
+                    "marker": {"color": colour},
+                    "legendgroup": field,
+                    "showlegend": i == 0,
+                    "hovertemplate": f"%{{y}}<br>{field}: %{{x}}<extra></extra>",
+                    "xaxis": f"x{axis}",
+                    "yaxis": f"y{axis}",
+                }
+            )
+        layout[f"xaxis{axis}"] = {
+            "domain": [left, min(1.0, left + width)],
+            "anchor": f"y{axis}",
+            "title": {"text": "queries"},
+        }
+        layout[f"yaxis{axis}"] = {
+            "anchor": f"x{axis}",
+            "autorange": "reversed",
+            "type": "category",
+            **({"matches": "y", "showticklabels": False} if i else {}),
+        }
+        layout["annotations"].append(
+            {
+                "text": f"{escape_text(cand)} vs {escape_text(c.baseline)}",
+                "x": left + width / 2,
+                "y": 1.0,
+                "xref": "paper",
+                "yref": "paper",
+                "xanchor": "center",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 16},
+            }
+        )
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
 def worst_frame(c: Comparison, candidate: str, metric: str) -> pd.DataFrame:

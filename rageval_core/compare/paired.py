@@ -217,13 +217,14 @@ def paired_tests(
         return out
     o = options
     rkeys = [("resampled", key, o.n_permutations, o.n_bootstrap, o.seed, o.level) for key in keys]
-    resampled = [memo.get(rkey) for rkey in rkeys]
+    resampled: list[tuple[float, float, float] | None] = [memo.get(rkey) for rkey in rkeys]
     todo = [i for i, r in enumerate(resampled) if r is None]
     lo, hi, p = _resampling([pairs[i] for i in todo], options, memo)
     for j, i in enumerate(todo):
         resampled[i] = (float(lo[j]), float(hi[j]), float(p[j]))
         memo.put(rkeys[i], resampled[i])
-    for i, (ci_low, ci_high, p_perm) in enumerate(resampled):
+    for i, r in enumerate(resampled):
+        ci_low, ci_high, p_perm = r if r is not None else (math.nan, math.nan, math.nan)
         out[i] = dataclasses.replace(out[i], ci_low=ci_low, ci_high=ci_high, p_perm=p_perm)
     return out
 
