@@ -219,11 +219,12 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             "Red: significantly slower; green: significantly faster."
         )
         grid(
-            fc.style_ops(lat, 1),
+            fc.ops_display(lat),
             hide_index=True,
             width="stretch",
             key="compare.latency",
             height=min(38 + 35 * len(lat), 600),
+            column_config=ops_columns(1),
         )
         csv_download("Download CSV", lambda: lat, f"{stem}_latency.csv", "compare.latency.csv")
     alone = c.stages_not_compared()
@@ -248,8 +249,28 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             "Cost in USD per query (mean) and in total over the shared queries whose cost "
             "both runs know."
         )
-        grid(fc.style_ops(cost, 6), hide_index=True, width="stretch", key="compare.cost")
+        grid(
+            fc.ops_display(cost),
+            hide_index=True,
+            width="stretch",
+            key="compare.cost",
+            column_config=ops_columns(6),
+        )
         csv_download("Download CSV", lambda: cost, f"{stem}_cost.csv", "compare.cost.csv")
+
+
+def ops_columns(digits: int) -> dict[str, Any]:
+    """The latency or cost table's column_config: numbers with digits decimals, the
+    significance a coloured label (no Styler: it is rebuilt and sent cell by cell each run)."""
+    return {
+        **{
+            name: st.column_config.NumberColumn(format=fmt)
+            for name, fmt in fc.ops_formats(digits).items()
+        },
+        "significant": st.column_config.MultiselectColumn(
+            options=list(fc.OPS_COLOURS), color=list(fc.OPS_COLOURS.values())
+        ),
+    }
 
 
 def show_pairs(c: Comparison) -> None:
@@ -545,12 +566,8 @@ def show_trends(c: Comparison | None) -> None:
         + ". A dash: the run cannot be scored on that metric, or does not record that stage."
     )
     ms = st.column_config.NumberColumn(format="%.1f")
-    p95s = [c for c in frame.columns if str(c).startswith("p95 ")]
     grid(
-        # a missing value shows as a dash, never "None"
-        frame.style.format("{:.4f}", subset=list(metrics), na_rep="—").format(
-            "{:.1f}", subset=p95s, na_rep="—"
-        ),
+        frame,  # grid() draws a missing value as a dash, never "None"
         hide_index=True,
         width="stretch",
         key="compare.trends_table",

@@ -18,7 +18,6 @@ import plotly.graph_objects as go
 
 from numpy.typing import NDArray
 from pandas.io.formats.style import Styler
-from plotly.subplots import make_subplots
 
 from dashboard.components.tables import kind
 from dashboard.components.text import escape_text
@@ -229,14 +228,6 @@ def _test_row(t: PairedTest, alpha: float) -> dict[str, Any]:
     }
 
 
-def _row_colours(frame: pd.DataFrame, column: str, good: str, bad: str) -> Styler:
-    def colour(row: pd.Series) -> list[str]:
-        style = GOOD_BG if row[column] == good else BAD_BG if row[column] == bad else ""
-        return [style] * len(row)
-
-    return frame.style.apply(colour, axis=1)
-
-
 def _fmt(digits: int, signed: bool = False) -> Any:
     def fmt(x: Any) -> str:
         if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -385,32 +376,33 @@ def scatter(
             }
         )
     # WebGL only when many markers are left to draw: SVG redraws a few hundred faster
-    kind = go.Scattergl if sum(len(t["x"]) for t in traces) > WEBGL_POINTS else go.Scatter
-    fig = go.Figure([kind(**t) for t in traces])
+    kind = "scattergl" if sum(len(t["x"]) for t in traces) > WEBGL_POINTS else "scatter"
     values = frame[["baseline", "candidate"]].to_numpy()
     lo = float(np.nanmin(values)) if values.size else 0.0
     hi = float(np.nanmax(values)) if values.size else 1.0
     pad = 0.04 * ((hi - lo) or 1.0)
     span = [lo - pad, hi + pad]
-    fig.add_shape(
-        type="line",
-        x0=span[0],
-        y0=span[0],
-        x1=span[1],
-        y1=span[1],
-        line={"color": "#888", "dash": "dash", "width": 1},
-        layer="below",
-    )
-    fig.update_layout(
-        title=f"{escape_text(metric)} per query",
-        height=460,
-        xaxis_title=f"{escape_text(baseline)} (baseline)",
-        yaxis_title=f"{escape_text(candidate)} (candidate)",
-        xaxis_range=span,
-        yaxis_range=span,
+    diagonal = {
+        "type": "line",
+        "x0": span[0],
+        "y0": span[0],
+        "x1": span[1],
+        "y1": span[1],
+        "line": {"color": "#888", "dash": "dash", "width": 1},
+        "layer": "below",
+    }
+    layout = {
+        "title": {"text": f"{escape_text(metric)} per query"},
+        "height": 460,
+        "xaxis": {"title": {"text": f"{escape_text(baseline)} (baseline)"}, "range": span},
+        "yaxis": {"title": {"text": f"{escape_text(candidate)} (candidate)"}, "range": span},
+        "shapes": [diagonal],
         **_LAYOUT,
+    }
+    # a spec taken unvalidated, as wtl_bars's (the tests validate it)
+    return go.Figure(
+        {"data": [{"type": kind, **t} for t in traces], "layout": layout}, _validate=False
     )
-    return fig
 
 
 def wtl_bars(c: Comparison) -> go.Figure:
@@ -578,18 +570,28 @@ def cost_frame(c: Comparison) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["candidate", "cost", *_OPS_COLUMNS])
 
 
-def style_ops(frame: pd.DataFrame, digits: int) -> Styler:
-    """Latency/cost rows: a significant increase red, a significant decrease green."""
-    return _row_colours(frame, "significant", LOWER, HIGHER).format(
-        {
-            "baseline": _fmt(digits),
-            "candidate value": _fmt(digits),
-            "change": _fmt(digits, True),
-            "change %": _fmt(1, True),
-            "CI low": _fmt(digits, True),
-            "CI high": _fmt(digits, True),
-        }
-    )
+def ops_display(frame: pd.DataFrame) -> pd.DataFrame:
+    """latency_frame() or cost_frame() for the page: the significance a list of its mark (a
+    coloured label, OPS_COLOURS: a significant increase red, a decrease green)."""
+    out = frame.copy()
+    out["significant"] = [[mark] if mark else [] for mark in frame["significant"]]
+    return out
+
+
+def ops_formats(digits: int) -> dict[str, str]:
+    """printf formats of ops_display's number columns, values with digits decimals."""
+    return {
+        "baseline": f"%.{digits}f",
+        "candidate value": f"%.{digits}f",
+        "change": f"%+.{digits}f",
+        "change %": "%+.1f",
+        "CI low": f"%+.{digits}f",
+        "CI high": f"%+.{digits}f",
+    }
+
+
+#: the significance labels' colours in the latency and cost tables (more is worse)
+OPS_COLOURS = {HIGHER: RED, LOWER: GREEN}
 
 
 # --- trends --------------------------------------------------------------------------------------
@@ -631,8 +633,10 @@ def trends_figure(
 ) -> go.Figure:
     """Metrics (left axis) and p95 latency of stage (right axis, dashed) over the runs' dates,
     one line per group (a run tag's value or the name's stem) and metric: unrelated runs are
-    never joined into one line. A run without created_at sits at its import time (hollow)."""
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    never joined into one line. A run without created_at sits at its import time (hollow).
+
+    A spec taken unvalidated, as wtl_bars's (the tests validate it)."""
+    data: list[dict[str, Any]] = []
     groups = list(dict.fromkeys(trend_group(r, by) for r in rows))
     several = len(groups) > 1
     for g in groups:
@@ -641,58 +645,67 @@ def trends_figure(
         runs = [escape_text(r.run) for r in mine]
         symbols = ["circle" if r.dated_from == "created_at" else "circle-open" for r in mine]
         prefix = f"{escape_text(g)}: " if several else ""
+        line = {"type": "scatter", "x": x, "mode": "lines+markers", "customdata": runs}
         for m in metrics:
             y = [r.metrics.get(m, math.nan) for r in mine]
             if all(math.isnan(v) for v in y):
                 continue
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=y,
-                    mode="lines+markers",
-                    name=prefix + escape_text(m),
-                    marker={"symbol": symbols, "size": 9},
-                    customdata=runs,
-                    hovertemplate=f"%{{customdata}}<br>{escape_text(m)}: %{{y:.4f}}<extra></extra>",
-                    connectgaps=True,
-                ),
-                secondary_y=False,
+            data.append(
+                {
+                    **line,
+                    "y": y,
+                    "name": prefix + escape_text(m),
+                    "marker": {"symbol": symbols, "size": 9},
+                    "hovertemplate": f"%{{customdata}}<br>{escape_text(m)}: %{{y:.4f}}<extra></extra>",
+                    "connectgaps": True,
+                }
             )
         if stage is not None:
             p95 = [_number(r.latency_p95_ms.get(stage)) for r in mine]
             if all(math.isnan(v) for v in p95):
                 continue
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=p95,
-                    mode="lines+markers",
-                    name=f"{prefix}p95 latency, {escape_text(stage)} (ms)",
-                    line={"dash": "dash"},
-                    marker={"symbol": "diamond"},
-                    customdata=runs,
-                    hovertemplate="%{customdata}<br>p95 %{y:.1f} ms<extra></extra>",
-                    connectgaps=True,
-                ),
-                secondary_y=True,
+            data.append(
+                {
+                    **line,
+                    "y": p95,
+                    "name": f"{prefix}p95 latency, {escape_text(stage)} (ms)",
+                    "line": {"dash": "dash"},
+                    "marker": {"symbol": "diamond"},
+                    "hovertemplate": "%{customdata}<br>p95 %{y:.1f} ms<extra></extra>",
+                    "connectgaps": True,
+                    "yaxis": "y2",
+                }
             )
-    if stage is not None:
-        fig.update_yaxes(title_text="p95 latency (ms)", secondary_y=True, rangemode="tozero")
-        fig.update_yaxes(tickmode="auto", showgrid=False, secondary_y=True)
-    fig.update_yaxes(title_text="metric value", secondary_y=False)
-    fig.update_xaxes(title_text="run date (created_at; hollow: import time)")
     # the legend below the axis title (dates take two lines of ticks), the figure taller by its
     # rows (about three entries a row) so the plot keeps its height
-    rows = math.ceil(len(fig.data) / 3)
-    fig.update_layout(
-        height=360 + 22 * rows,
-        title="Trends over all runs" + (f", one line per {escape_text(by)}" if several else ""),
-        **{
-            **_LAYOUT,
-            "legend": {"orientation": "h", "yanchor": "top", "y": -0.12 - 80 / (360 + 22 * rows)},
+    height = 360 + 22 * math.ceil(len(data) / 3)
+    layout: dict[str, Any] = {
+        **_LAYOUT,
+        "height": height,
+        "title": {
+            "text": "Trends over all runs"
+            + (f", one line per {escape_text(by)}" if several else "")
         },
-    )
-    return fig
+        "legend": {"orientation": "h", "yanchor": "top", "y": -0.12 - 80 / height},
+        # room on the right for the latency axis, as a secondary y axis has
+        "xaxis": {
+            "domain": [0.0, 0.94],
+            "anchor": "y",
+            "title": {"text": "run date (created_at; hollow: import time)"},
+        },
+        "yaxis": {"anchor": "x", "title": {"text": "metric value"}},
+    }
+    if stage is not None:
+        layout["yaxis2"] = {
+            "anchor": "x",
+            "overlaying": "y",
+            "side": "right",
+            "title": {"text": "p95 latency (ms)"},
+            "rangemode": "tozero",
+            "tickmode": "auto",
+            "showgrid": False,
+        }
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
 def query_metrics_frame(

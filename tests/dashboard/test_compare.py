@@ -342,7 +342,9 @@ def test_scatter_pairs_and_escapes_ids(reference: Comparison, ref_store: Store) 
             "delta": [0.1],
         }
     )
-    fig = fc.scatter(hostile, "nDCG@10", True, "<b>base</b>", "cand")
+    # the page takes the spec unvalidated: plotly's own checks run here instead
+    fig = go.Figure(fc.scatter(hostile, "nDCG@10", True, "<b>base</b>", "cand").to_dict())
+    go.Figure(fc.scatter(pairs, "nDCG@10", True, "bm25", "hybrid_rerank").to_dict())
     texts = [x for trace in fig.data for x in (trace.text or ())]
     assert texts == [escape_text("<img src=x onerror=alert(1)>")]
     assert "<img" not in texts[0] and html.unescape(texts[0]) == "<img src=x onerror=alert(1)>"
@@ -549,3 +551,17 @@ def test_p_values_are_written_with_three_decimals_or_an_exponent() -> None:
         "0.0e+00",
     ]
     assert fc.p_text(float("nan")) == "—"
+
+
+def test_trends_spec_is_valid_plotly_with_latency_on_the_right_axis(ref_store: Store) -> None:
+    rows = trends(ref_store, DEFAULT, ["nDCG@10"])
+    fig = go.Figure(fc.trends_figure(rows, ["nDCG@10"], "total").to_dict())
+    metric = [t for t in fig.data if t.name.endswith("nDCG&#64;10")]
+    latency = [t for t in fig.data if "p95 latency" in t.name]
+    # one line per run (no shared stem among the samples): a metric and a latency trace each
+    assert len(metric) == len(latency) == len(rows)
+    for r, m, lat in zip(rows, metric, latency, strict=True):
+        assert list(m.y) == [r.metrics["nDCG@10"]] and m.yaxis in (None, "y")
+        assert list(lat.y) == [r.latency_p95_ms["total"]] and lat.yaxis == "y2"
+    assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.side == "right"
+    assert "yaxis2" not in fc.trends_figure(rows, ["nDCG@10"], None).to_dict()["layout"]
