@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from numpy.typing import NDArray
-from pandas.io.formats.style import Styler
 
 from dashboard.components.tables import kind
 from dashboard.components.text import escape_text
 from rageval_core.compare import BY_STEM, Comparison, OpsChange, PairedTest, TrendRow, trend_group
+
+if TYPE_CHECKING:  # pandas' Styler imports jinja2 (~0.1 s): only the segment table needs it
+    from pandas.io.formats.style import Styler
 
 #: a change whose Holm-adjusted permutation p is below alpha, in the metric's good direction
 IMPROVED, REGRESSED = "▲ improved", "▼ regressed"

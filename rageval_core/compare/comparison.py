@@ -94,24 +94,31 @@ class Pair:
 def pair_queries(
     candidate: str, base_ids: NDArray[np.object_], cand_ids: NDArray[np.object_]
 ) -> Pair:
-    """Match one candidate's queries with the baseline's by query_id (none shared: n_shared 0)."""
-    base = np.asarray(base_ids).astype(str)
-    cand = np.asarray(cand_ids).astype(str)
-    in_cand = np.isin(base, cand)
-    shared = base[in_cand]
-    order = np.argsort(cand, kind="stable")
-    cand_rows = order[np.searchsorted(cand, shared, sorter=order)].astype(np.intp)
-    base_alone = base[~in_cand]
-    cand_alone = cand[~np.isin(cand, shared)]
+    """Match one candidate's queries with the baseline's by query_id (none shared: n_shared 0).
+
+    A query id the candidate holds twice pairs with its first row. One dict lookup per id:
+    np.isin over 10,000 string ids took ~50 ms a pair, on every first render of Compare.
+    """
+    base = [str(q) for q in np.asarray(base_ids).tolist()]
+    cand = [str(q) for q in np.asarray(cand_ids).tolist()]
+    first: dict[str, int] = {}
+    for i, q in enumerate(cand):
+        first.setdefault(q, i)
+    rows = [first.get(q, -1) for q in base]
+    base_rows = [i for i, r in enumerate(rows) if r >= 0]
+    shared = [base[i] for i in base_rows]
+    shared_set = set(shared)
+    base_alone = [q for q, r in zip(base, rows, strict=True) if r < 0]
+    cand_alone = [q for q in cand if q not in shared_set]
     return Pair(
         candidate=candidate,
-        shared_ids=shared.astype(object),
-        base_rows=np.flatnonzero(in_cand).astype(np.intp),
-        cand_rows=cand_rows,
-        n_baseline_only=int(base_alone.size),
-        baseline_only=base_alone[:MAX_IDS_SHOWN].tolist(),
-        n_candidate_only=int(cand_alone.size),
-        candidate_only=cand_alone[:MAX_IDS_SHOWN].tolist(),
+        shared_ids=np.array(shared, dtype=object),
+        base_rows=np.array(base_rows, dtype=np.intp),
+        cand_rows=np.array([r for r in rows if r >= 0], dtype=np.intp),
+        n_baseline_only=len(base_alone),
+        baseline_only=base_alone[:MAX_IDS_SHOWN],
+        n_candidate_only=len(cand_alone),
+        candidate_only=cand_alone[:MAX_IDS_SHOWN],
     )
 
 
