@@ -11,6 +11,7 @@ from dashboard import keys, sidebar, state
 from dashboard.state import compare as sc
 from dashboard.components import figures_compare as fc
 from dashboard.components import figures_queries as fq
+from dashboard.components import figures_trends as ft
 from dashboard.components.downloads import csv_download, table_with_csv
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.text import escape_text
@@ -543,7 +544,7 @@ def show_trends(c: Comparison | None) -> None:
         help="runs of one group (a run tag's value, e.g. experiment, or the run name without "
         "its version tail: bm25-k3 -> bm25) form one line; unrelated runs are never joined",
     )
-    stages = fc.trend_stages(rows)
+    stages = ft.trend_stages(rows)
     stage = None
     if stages:
         keep_choice(keys.COMPARE_TREND_STAGE, stages, "total" if "total" in stages else stages[0])
@@ -551,9 +552,9 @@ def show_trends(c: Comparison | None) -> None:
             "p95 latency of stage", stages, key=keys.COMPARE_TREND_STAGE, bind="query-params"
         )
     st.plotly_chart(
-        fc.trends_figure(rows, metrics, stage, by), width="stretch", key="compare.trends"
+        ft.trends_figure(rows, metrics, stage, by), width="stretch", key="compare.trends"
     )
-    frame = fc.trends_frame(rows, metrics, by)
+    frame = ft.trends_frame(rows, metrics, by)
     undated = sum(r.dated_from != "created_at" for r in rows)
     st.caption(
         "Every stored run, dated by its created_at"

@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.components import figures_compare as fc
+from dashboard.components import figures_trends as ft
 from rageval_core.compare import Comparison, compare, trends
 from rageval_core.drilldown import qidx_of, query_detail
 from rageval_core.errors import ProblemLog
@@ -555,7 +556,7 @@ def test_p_values_are_written_with_three_decimals_or_an_exponent() -> None:
 
 def test_trends_spec_is_valid_plotly_with_latency_on_the_right_axis(ref_store: Store) -> None:
     rows = trends(ref_store, DEFAULT, ["nDCG@10"])
-    fig = go.Figure(fc.trends_figure(rows, ["nDCG@10"], "total").to_dict())
+    fig = go.Figure(ft.trends_figure(rows, ["nDCG@10"], "total").to_dict())
     metric = [t for t in fig.data if t.name.endswith("nDCG&#64;10")]
     latency = [t for t in fig.data if "p95 latency" in t.name]
     # one line per run (no shared stem among the samples): a metric and a latency trace each
@@ -564,4 +565,4 @@ def test_trends_spec_is_valid_plotly_with_latency_on_the_right_axis(ref_store: S
         assert list(m.y) == [r.metrics["nDCG@10"]] and m.yaxis in (None, "y")
         assert list(lat.y) == [r.latency_p95_ms["total"]] and lat.yaxis == "y2"
     assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.side == "right"
-    assert "yaxis2" not in fc.trends_figure(rows, ["nDCG@10"], None).to_dict()["layout"]
+    assert "yaxis2" not in ft.trends_figure(rows, ["nDCG@10"], None).to_dict()["layout"]
