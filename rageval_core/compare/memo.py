@@ -20,8 +20,9 @@ import numpy as np
 
 from rageval_core.compare.statistics import Draws
 
-#: entries kept (tests, intervals, alignments), the oldest let go first: ~100 bytes each
-MAX_ENTRIES = 50_000
+#: entries kept (tests, intervals, alignments), the oldest let go first: a test is ~1 kB, and
+#: a move adds two per (candidate, metric) it changed
+MAX_ENTRIES = 10_000
 
 
 def digest(*arrays: np.ndarray | None) -> bytes:
