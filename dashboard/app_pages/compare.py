@@ -11,6 +11,7 @@ from dashboard import keys, sidebar, state
 from dashboard.state import compare as sc
 from dashboard.components import figures_compare as fc
 from dashboard.components import figures_queries as fq
+from dashboard.components import figures_trends as ft
 from dashboard.components.downloads import csv_download, table_with_csv
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.text import escape_text
@@ -154,17 +155,26 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             else "every metric is better when higher"
         )
         grid(
-            fc.style_metrics(fc.metrics_display(frame, c.options.level)),
+            fc.metrics_display(frame, c.options.level),
             hide_index=True,
             width="stretch",
             key="compare.metrics",
             height=min(38 + 35 * len(frame), 600),
             column_config={
                 **{name: st.column_config.Column(width="small") for name in SMALL},
+                **{
+                    name: st.column_config.NumberColumn(
+                        name.removesuffix(" mean"),
+                        format=fmt,
+                        width="small" if name in SMALL or name.endswith(" mean") else None,
+                    )
+                    for name, fmt in fc.METRIC_FORMATS.items()
+                },
+                "significant": st.column_config.MultiselectColumn(
+                    options=list(fc.MARK_COLOURS), color=list(fc.MARK_COLOURS.values())
+                ),
                 "candidate": st.column_config.TextColumn("run", pinned=True),
                 "metric": st.column_config.TextColumn(pinned=True, help=direction),
-                "baseline mean": st.column_config.Column("baseline", width="small"),
-                "candidate mean": st.column_config.Column("candidate", width="small"),
             },
         )
         csv_download("Download CSV", lambda: frame, f"{stem}_metrics.csv", "compare.metrics.csv")
@@ -182,8 +192,8 @@ def show_comparison(c: Comparison, pending: bool) -> None:
                 "- **W / T / L** (wins / ties / losses) count queries in the metric's good "
                 f"direction: {direction} (a negative delta of a lower-is-better metric is an "
                 "improvement).\n"
-                f"- Rows are green (▲) for a significant improvement and red (▼) for a "
-                f"significant regression (p (Holm) < {c.options.alpha:g})."
+                f"- **significant**: ▲ improved (green) or ▼ regressed (red) when "
+                f"p (Holm) < {c.options.alpha:g}."
             )
         st.plotly_chart(fc.wtl_bars(c), width="stretch", key="compare.wtl")
 
@@ -210,11 +220,12 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             "Red: significantly slower; green: significantly faster."
         )
         grid(
-            fc.style_ops(lat, 1),
+            fc.ops_display(lat),
             hide_index=True,
             width="stretch",
             key="compare.latency",
             height=min(38 + 35 * len(lat), 600),
+            column_config=ops_columns(1),
         )
         csv_download("Download CSV", lambda: lat, f"{stem}_latency.csv", "compare.latency.csv")
     alone = c.stages_not_compared()
@@ -239,8 +250,28 @@ def show_comparison(c: Comparison, pending: bool) -> None:
             "Cost in USD per query (mean) and in total over the shared queries whose cost "
             "both runs know."
         )
-        grid(fc.style_ops(cost, 6), hide_index=True, width="stretch", key="compare.cost")
+        grid(
+            fc.ops_display(cost),
+            hide_index=True,
+            width="stretch",
+            key="compare.cost",
+            column_config=ops_columns(6),
+        )
         csv_download("Download CSV", lambda: cost, f"{stem}_cost.csv", "compare.cost.csv")
+
+
+def ops_columns(digits: int) -> dict[str, Any]:
+    """The latency or cost table's column_config: numbers with digits decimals, the
+    significance a coloured label (no Styler: it is rebuilt and sent cell by cell each run)."""
+    return {
+        **{
+            name: st.column_config.NumberColumn(format=fmt)
+            for name, fmt in fc.ops_formats(digits).items()
+        },
+        "significant": st.column_config.MultiselectColumn(
+            options=list(fc.OPS_COLOURS), color=list(fc.OPS_COLOURS.values())
+        ),
+    }
 
 
 def show_pairs(c: Comparison) -> None:
@@ -462,6 +493,19 @@ def show_segments(c: Comparison, stem: str) -> None:
     csv_download("Download CSV", lambda: long, f"{stem}_segments.csv", "compare.segments.csv")
 
 
+def follow_k(chosen: list[str], options: list[str]) -> list[str]:
+    """The chosen metrics among options, an @k metric following k (nDCG@10 becomes nDCG@9 when
+    k moves to 9), so a move keeps the lines drawn instead of emptying the picker."""
+    out = []
+    for m in chosen:
+        stem = m.rsplit("@", 1)[0] + "@"
+        if m not in options and "@" in m:
+            m = next((o for o in options if o.startswith(stem) and o[len(stem) :].isdigit()), m)
+        if m in options:
+            out.append(m)
+    return list(dict.fromkeys(out))
+
+
 def show_trends(c: Comparison | None) -> None:
     st.header("Trends", divider="gray")
     try:
@@ -482,7 +526,7 @@ def show_trends(c: Comparison | None) -> None:
     ] or options[:2]
     if keys.COMPARE_TREND_METRICS not in ss:
         ss[keys.COMPARE_TREND_METRICS] = defaults
-    ss[keys.COMPARE_TREND_METRICS] = [m for m in ss[keys.COMPARE_TREND_METRICS] if m in options]
+    ss[keys.COMPARE_TREND_METRICS] = follow_k(ss[keys.COMPARE_TREND_METRICS], options)
     metrics = st.multiselect(
         "Metrics", options, key=keys.COMPARE_TREND_METRICS, bind="query-params"
     )
@@ -500,7 +544,7 @@ def show_trends(c: Comparison | None) -> None:
         help="runs of one group (a run tag's value, e.g. experiment, or the run name without "
         "its version tail: bm25-k3 -> bm25) form one line; unrelated runs are never joined",
     )
-    stages = fc.trend_stages(rows)
+    stages = ft.trend_stages(rows)
     stage = None
     if stages:
         keep_choice(keys.COMPARE_TREND_STAGE, stages, "total" if "total" in stages else stages[0])
@@ -508,9 +552,9 @@ def show_trends(c: Comparison | None) -> None:
             "p95 latency of stage", stages, key=keys.COMPARE_TREND_STAGE, bind="query-params"
         )
     st.plotly_chart(
-        fc.trends_figure(rows, metrics, stage, by), width="stretch", key="compare.trends"
+        ft.trends_figure(rows, metrics, stage, by), width="stretch", key="compare.trends"
     )
-    frame = fc.trends_frame(rows, metrics, by)
+    frame = ft.trends_frame(rows, metrics, by)
     undated = sum(r.dated_from != "created_at" for r in rows)
     st.caption(
         "Every stored run, dated by its created_at"
@@ -523,12 +567,8 @@ def show_trends(c: Comparison | None) -> None:
         + ". A dash: the run cannot be scored on that metric, or does not record that stage."
     )
     ms = st.column_config.NumberColumn(format="%.1f")
-    p95s = [c for c in frame.columns if str(c).startswith("p95 ")]
     grid(
-        # a missing value shows as a dash, never "None"
-        frame.style.format("{:.4f}", subset=list(metrics), na_rep="—").format(
-            "{:.1f}", subset=p95s, na_rep="—"
-        ),
+        frame,  # grid() draws a missing value as a dash, never "None"
         hide_index=True,
         width="stretch",
         key="compare.trends_table",

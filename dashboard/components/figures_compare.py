@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from numpy.typing import NDArray
-from pandas.io.formats.style import Styler
-from plotly.subplots import make_subplots
 
 from dashboard.components.tables import kind
 from dashboard.components.text import escape_text
-from rageval_core.compare import BY_STEM, Comparison, OpsChange, PairedTest, TrendRow, trend_group
+from rageval_core.compare import Comparison, OpsChange, PairedTest
+
+if TYPE_CHECKING:  # pandas' Styler imports jinja2 (~0.1 s): only the segment table needs it
+    from pandas.io.formats.style import Styler
 
 #: a change whose Holm-adjusted permutation p is below alpha, in the metric's good direction
 IMPROVED, REGRESSED = "▲ improved", "▼ regressed"
@@ -40,7 +41,7 @@ WEBGL_POINTS = 2000
 OPACITY = 0.6
 #: |difference| at or below this is a tie (the core's tolerance for wins/ties/losses)
 TIE = 1e-12
-_LAYOUT: dict[str, Any] = {
+LAYOUT: dict[str, Any] = {
     "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
     "legend": {"orientation": "h", "y": -0.15},
 }
@@ -128,7 +129,7 @@ def summary_lines(c: Comparison) -> list[str]:
                 if not math.isnan(t.ci_low):
                     text += (
                         f", {100 * c.options.level:g}% CI {t.ci_low:+.3f} to "
-                        f"{t.ci_high:+.3f}, p(Holm) {_p(t.p_perm_holm)}"
+                        f"{t.ci_high:+.3f}, p(Holm) {p_text(t.p_perm_holm)}"
                     )
                 text += ")."
         lines.append(text)
@@ -166,7 +167,9 @@ def summary_html(c: Comparison) -> str:
     return f"<div>{items}</div>"
 
 
-def _p(p: float) -> str:
+def p_text(p: float) -> str:
+    """A p-value as the page shows it: three decimals, or two digits and an exponent below
+    0.001 (a dash when there is none)."""
     if math.isnan(p):
         return "—"
     return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
@@ -227,18 +230,6 @@ def _test_row(t: PairedTest, alpha: float) -> dict[str, Any]:
     }
 
 
-def _row_colours(frame: pd.DataFrame, column: str, good: str, bad: str) -> Styler:
-    def colour(row: pd.Series) -> list[str]:
-        style = GOOD_BG if row[column] == good else BAD_BG if row[column] == bad else ""
-        return [style] * len(row)
-
-    return frame.style.apply(colour, axis=1)
-
-
-def _fmt_p(x: Any) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else _p(float(x))
-
-
 def _fmt(digits: int, signed: bool = False) -> Any:
     def fmt(x: Any) -> str:
         if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -251,7 +242,9 @@ def _fmt(digits: int, signed: bool = False) -> Any:
 
 
 def metrics_display(frame: pd.DataFrame, level: float) -> pd.DataFrame:
-    """metrics_frame() made narrow for the page: the interval and W/T/L as one column each."""
+    """metrics_frame() made narrow for the page: the interval and W/T/L as one column each,
+    the significance a list of its mark (the page draws it as a coloured label: the table's
+    only colour, so no Styler has to be built and sent for every cell on every move)."""
     ci = _fmt(4, True)
     # "better" and the uncorrected p stay in the CSV; the page says which metrics are lower=better
     out = frame.drop(
@@ -266,7 +259,11 @@ def metrics_display(frame: pd.DataFrame, level: float) -> pd.DataFrame:
             "significant",
         ]
     )
-    out.insert(out.columns.get_loc("delta") + 1, "significant", frame["significant"])
+    out.insert(
+        out.columns.get_loc("delta") + 1,
+        "significant",
+        [[mark] if mark else [] for mark in frame["significant"]],
+    )
     out.insert(
         out.columns.get_loc("significant") + 1,
         f"{100 * level:g}% CI",
@@ -279,25 +276,20 @@ def metrics_display(frame: pd.DataFrame, level: float) -> pd.DataFrame:
         f"{w} / {t} / {x}"
         for w, t, x in zip(frame["wins"], frame["ties"], frame["losses"], strict=True)
     ]
+    for name in ("p (t-test)", "p (Holm)"):  # no printf format writes 1.5e-197 and 0.072 both
+        out[name] = [p_text(float(p)) for p in frame[name]]
     return out
 
 
-def style_metrics(frame: pd.DataFrame) -> Styler:
-    """The (display) metrics table with significant improvements green and regressions red."""
-    formats = {
-        "baseline mean": _fmt(4),
-        "candidate mean": _fmt(4),
-        "delta": _fmt(4, True),
-        "CI low": _fmt(4, True),
-        "CI high": _fmt(4, True),
-        "p (t-test)": _fmt_p,
-        "p (perm.)": _fmt_p,
-        "p (Holm)": _fmt_p,
-        "effect d_z": _fmt(2, True),
-    }
-    return _row_colours(frame, "significant", IMPROVED, REGRESSED).format(
-        {k: v for k, v in formats.items() if k in frame.columns}
-    )
+#: printf formats of metrics_display's number columns (the page's column_config)
+METRIC_FORMATS = {
+    "baseline mean": "%.4f",
+    "candidate mean": "%.4f",
+    "delta": "%+.4f",
+    "effect d_z": "%+.2f",
+}
+#: the significance labels' colours in the metrics table
+MARK_COLOURS = {IMPROVED: GREEN, REGRESSED: RED}
 
 
 # --- per query -----------------------------------------------------------------------------------
@@ -386,73 +378,100 @@ def scatter(
             }
         )
     # WebGL only when many markers are left to draw: SVG redraws a few hundred faster
-    kind = go.Scattergl if sum(len(t["x"]) for t in traces) > WEBGL_POINTS else go.Scatter
-    fig = go.Figure([kind(**t) for t in traces])
+    kind = "scattergl" if sum(len(t["x"]) for t in traces) > WEBGL_POINTS else "scatter"
     values = frame[["baseline", "candidate"]].to_numpy()
     lo = float(np.nanmin(values)) if values.size else 0.0
     hi = float(np.nanmax(values)) if values.size else 1.0
     pad = 0.04 * ((hi - lo) or 1.0)
     span = [lo - pad, hi + pad]
-    fig.add_shape(
-        type="line",
-        x0=span[0],
-        y0=span[0],
-        x1=span[1],
-        y1=span[1],
-        line={"color": "#888", "dash": "dash", "width": 1},
-        layer="below",
+    diagonal = {
+        "type": "line",
+        "x0": span[0],
+        "y0": span[0],
+        "x1": span[1],
+        "y1": span[1],
+        "line": {"color": "#888", "dash": "dash", "width": 1},
+        "layer": "below",
+    }
+    layout = {
+        "title": {"text": f"{escape_text(metric)} per query"},
+        "height": 460,
+        "xaxis": {"title": {"text": f"{escape_text(baseline)} (baseline)"}, "range": span},
+        "yaxis": {"title": {"text": f"{escape_text(candidate)} (candidate)"}, "range": span},
+        "shapes": [diagonal],
+        **LAYOUT,
+    }
+    # a spec taken unvalidated, as wtl_bars's (the tests validate it)
+    return go.Figure(
+        {"data": [{"type": kind, **t} for t in traces], "layout": layout}, _validate=False
     )
-    fig.update_layout(
-        title=f"{escape_text(metric)} per query",
-        height=460,
-        xaxis_title=f"{escape_text(baseline)} (baseline)",
-        yaxis_title=f"{escape_text(candidate)} (candidate)",
-        xaxis_range=span,
-        yaxis_range=span,
-        **_LAYOUT,
-    )
-    return fig
 
 
 def wtl_bars(c: Comparison) -> go.Figure:
-    """Wins / ties / losses per metric, one panel per candidate (in the metric's direction)."""
+    """Wins / ties / losses per metric, one panel per candidate (in the metric's direction).
+
+    Written as the figure's spec and taken unvalidated (tests/dashboard/test_compare.py
+    validates it): make_subplots and plotly's per-property checks took ~20 ms of every k move
+    at 22 metrics, the spec takes under 1 ms.
+    """
     cands = list(c.candidates)
-    fig = make_subplots(
-        rows=1,
-        cols=len(cands),
-        shared_yaxes=True,
-        horizontal_spacing=0.03,
-        subplot_titles=[f"{escape_text(x)} vs {escape_text(c.baseline)}" for x in cands],
-    )
+    gap = 0.03
+    width = (1.0 - gap * (len(cands) - 1)) / len(cands)
     labels = [escape_text(m) for m in c.metrics]
-    for col, cand in enumerate(cands, start=1):
+    data: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {
+        "barmode": "stack",
+        "height": max(260, 26 * len(c.metrics) + 120),
+        "title": {"text": "Queries won / tied / lost by the candidate"},
+        # room between the figure's title and the panels' own titles
+        **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 70}},
+        "annotations": [],
+    }
+    for i, cand in enumerate(cands):
+        axis = "" if i == 0 else str(i + 1)
+        left = i * (width + gap)
         tests = [c.test(cand, m) for m in c.metrics]
         for field, colour in (("wins", GREEN), ("ties", "#c4c4c4"), ("losses", RED)):
-            counts = [getattr(t, field) for t in tests]
-            fig.add_trace(
-                go.Bar(
-                    y=labels,
-                    x=counts,
-                    orientation="h",
-                    name=field,
-                    marker_color=colour,
-                    legendgroup=field,
-                    showlegend=col == 1,
-                    hovertemplate=f"%{{y}}<br>{field}: %{{x}}<extra></extra>",
-                ),
-                row=1,
-                col=col,
+            data.append(
+                {
+                    "type": "bar",
+                    "y": labels,
+                    "x": [getattr(t, field) for t in tests],
+                    "orientation": "h",
+                    "name": field,
+                    "marker": {"color": colour},
+                    "legendgroup": field,
+                    "showlegend": i == 0,
+                    "hovertemplate": f"%{{y}}<br>{field}: %{{x}}<extra></extra>",
+                    "xaxis": f"x{axis}",
+                    "yaxis": f"y{axis}",
+                }
             )
-    fig.update_layout(
-        barmode="stack",
-        height=max(260, 26 * len(c.metrics) + 120),
-        title="Queries won / tied / lost by the candidate",
-        # room between the figure's title and the panels' own titles
-        **{**_LAYOUT, "margin": {**_LAYOUT["margin"], "t": 70}},
-    )
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(title_text="queries")
-    return fig
+        layout[f"xaxis{axis}"] = {
+            "domain": [left, min(1.0, left + width)],
+            "anchor": f"y{axis}",
+            "title": {"text": "queries"},
+        }
+        layout[f"yaxis{axis}"] = {
+            "anchor": f"x{axis}",
+            "autorange": "reversed",
+            "type": "category",
+            **({"matches": "y", "showticklabels": False} if i else {}),
+        }
+        layout["annotations"].append(
+            {
+                "text": f"{escape_text(cand)} vs {escape_text(c.baseline)}",
+                "x": left + width / 2,
+                "y": 1.0,
+                "xref": "paper",
+                "yref": "paper",
+                "xanchor": "center",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 16},
+            }
+        )
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
 def worst_frame(c: Comparison, candidate: str, metric: str) -> pd.DataFrame:
@@ -553,121 +572,28 @@ def cost_frame(c: Comparison) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["candidate", "cost", *_OPS_COLUMNS])
 
 
-def style_ops(frame: pd.DataFrame, digits: int) -> Styler:
-    """Latency/cost rows: a significant increase red, a significant decrease green."""
-    return _row_colours(frame, "significant", LOWER, HIGHER).format(
-        {
-            "baseline": _fmt(digits),
-            "candidate value": _fmt(digits),
-            "change": _fmt(digits, True),
-            "change %": _fmt(1, True),
-            "CI low": _fmt(digits, True),
-            "CI high": _fmt(digits, True),
-        }
-    )
+def ops_display(frame: pd.DataFrame) -> pd.DataFrame:
+    """latency_frame() or cost_frame() for the page: the significance a list of its mark (a
+    coloured label, OPS_COLOURS: a significant increase red, a decrease green)."""
+    out = frame.copy()
+    out["significant"] = [[mark] if mark else [] for mark in frame["significant"]]
+    return out
 
 
-# --- trends --------------------------------------------------------------------------------------
+def ops_formats(digits: int) -> dict[str, str]:
+    """printf formats of ops_display's number columns, values with digits decimals."""
+    return {
+        "baseline": f"%.{digits}f",
+        "candidate value": f"%.{digits}f",
+        "change": f"%+.{digits}f",
+        "change %": "%+.1f",
+        "CI low": f"%+.{digits}f",
+        "CI high": f"%+.{digits}f",
+    }
 
 
-def trend_stages(rows: Sequence[TrendRow]) -> list[str]:
-    """Latency stages any run records, first seen first."""
-    return list(dict.fromkeys(s for r in rows for s in r.latency_p95_ms))
-
-
-def trends_frame(
-    rows: Sequence[TrendRow], metrics: Sequence[str], by: str = BY_STEM
-) -> pd.DataFrame:
-    """One row per run in time order: its line (group), date and where the date comes from,
-    queries, the metrics, p95 latency per stage (NaN where a run has no value)."""
-    stages = trend_stages(rows)
-    out = []
-    for r in rows:
-        item: dict[str, Any] = {
-            "group": trend_group(r, by),
-            "run": r.run,
-            "date": r.when[:19].replace("T", " "),
-            "dated from": r.dated_from,
-            "queries": r.n_queries,
-        }
-        item.update({m: r.metrics.get(m, math.nan) for m in metrics})
-        item.update({f"p95 {s} ms": _number(r.latency_p95_ms.get(s)) for s in stages})
-        out.append(item)
-    columns = ["group", "run", "date", "dated from", "queries", *metrics]
-    return pd.DataFrame(out, columns=[*columns, *(f"p95 {s} ms" for s in stages)])
-
-
-def _number(value: float | None) -> float:
-    return math.nan if value is None else float(value)
-
-
-def trends_figure(
-    rows: Sequence[TrendRow], metrics: Sequence[str], stage: str | None, by: str = BY_STEM
-) -> go.Figure:
-    """Metrics (left axis) and p95 latency of stage (right axis, dashed) over the runs' dates,
-    one line per group (a run tag's value or the name's stem) and metric: unrelated runs are
-    never joined into one line. A run without created_at sits at its import time (hollow)."""
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    groups = list(dict.fromkeys(trend_group(r, by) for r in rows))
-    several = len(groups) > 1
-    for g in groups:
-        mine = [r for r in rows if trend_group(r, by) == g]
-        x = [r.when for r in mine]
-        runs = [escape_text(r.run) for r in mine]
-        symbols = ["circle" if r.dated_from == "created_at" else "circle-open" for r in mine]
-        prefix = f"{escape_text(g)}: " if several else ""
-        for m in metrics:
-            y = [r.metrics.get(m, math.nan) for r in mine]
-            if all(math.isnan(v) for v in y):
-                continue
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=y,
-                    mode="lines+markers",
-                    name=prefix + escape_text(m),
-                    marker={"symbol": symbols, "size": 9},
-                    customdata=runs,
-                    hovertemplate=f"%{{customdata}}<br>{escape_text(m)}: %{{y:.4f}}<extra></extra>",
-                    connectgaps=True,
-                ),
-                secondary_y=False,
-            )
-        if stage is not None:
-            p95 = [_number(r.latency_p95_ms.get(stage)) for r in mine]
-            if all(math.isnan(v) for v in p95):
-                continue
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=p95,
-                    mode="lines+markers",
-                    name=f"{prefix}p95 latency, {escape_text(stage)} (ms)",
-                    line={"dash": "dash"},
-                    marker={"symbol": "diamond"},
-                    customdata=runs,
-                    hovertemplate="%{customdata}<br>p95 %{y:.1f} ms<extra></extra>",
-                    connectgaps=True,
-                ),
-                secondary_y=True,
-            )
-    if stage is not None:
-        fig.update_yaxes(title_text="p95 latency (ms)", secondary_y=True, rangemode="tozero")
-        fig.update_yaxes(tickmode="auto", showgrid=False, secondary_y=True)
-    fig.update_yaxes(title_text="metric value", secondary_y=False)
-    fig.update_xaxes(title_text="run date (created_at; hollow: import time)")
-    # the legend below the axis title (dates take two lines of ticks), the figure taller by its
-    # rows (about three entries a row) so the plot keeps its height
-    rows = math.ceil(len(fig.data) / 3)
-    fig.update_layout(
-        height=360 + 22 * rows,
-        title="Trends over all runs" + (f", one line per {escape_text(by)}" if several else ""),
-        **{
-            **_LAYOUT,
-            "legend": {"orientation": "h", "yanchor": "top", "y": -0.12 - 80 / (360 + 22 * rows)},
-        },
-    )
-    return fig
+#: the significance labels' colours in the latency and cost tables (more is worse)
+OPS_COLOURS = {HIGHER: RED, LOWER: GREEN}
 
 
 def query_metrics_frame(

@@ -4,6 +4,8 @@ A comparison is cached per runs and settings in two steps: the deltas and t-test
 each run's cached report, so a k move evaluates each run once), then the bootstrap intervals
 and randomisation p-values. The second step runs in the page's own run when it is small and in
 a thread otherwise (tested_comparison), the page showing the deltas meanwhile and polling.
+Both steps share one CompareMemo (the core's): a k or threshold move tests again only the
+metrics whose per-query values it changed, on the random draws made before.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dashboard.keys import settings_from_key, settings_key
 from dashboard.state import _db, _report, held_source, judge_signature, run_data, runs, store
 from rageval_core.compare import Comparison, TrendRow, compare, compare_ops
 from rageval_core.compare import shared_query_counts, trends
+from rageval_core.compare.memo import CompareMemo
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Report, Settings
 from rageval_core.rundata import RunData
@@ -28,9 +31,15 @@ from rageval_core.store import RunRecord, Store
 
 def clear_caches() -> None:
     """After an import, rename or delete (state.clear_caches calls it)."""
-    for cached in (_comparison, _comparison_ops):
+    for cached in (_comparison, _comparison_ops, _memo):
         cached.clear()
     _tested().clear()
+
+
+@st.cache_resource(show_spinner=False)
+def _memo() -> CompareMemo:
+    # every comparison's tests and draws, for the next one (bounded by the core)
+    return CompareMemo()
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -84,6 +93,7 @@ def _comparison(
         resample=resample,
         with_ops=False,
         reports=reports,
+        memo=_memo(),
     )
     return dataclasses.replace(c, **_comparison_ops(runs, db, resample))
 
@@ -167,7 +177,7 @@ def tested_comparison(
         if ops is None or ops.cancelled():
             ops = jobs[("ops", runs, db)] = _test_pool().submit(_ops_job, loaded, store())
         job = jobs[(runs, db, key, judges)] = _test_pool().submit(
-            _tests_job, loaded, reports, list(quick.metrics), key, store(), ops
+            _tests_job, loaded, reports, list(quick.metrics), key, store(), ops, _memo()
         )
         for stale in list(jobs)[:-32]:  # bounded: the oldest results go first
             jobs.pop(stale, None)
@@ -188,6 +198,7 @@ def _tests_job(
     key: tuple[Any, ...],
     db_store: Store,
     ops: Future[dict[str, Any]],
+    memo: CompareMemo,
 ) -> Comparison:
     # in the thread: no Streamlit call; the reports hold every metric, so no store read either
     c = compare(
@@ -197,6 +208,7 @@ def _tests_job(
         settings=settings_from_key(key),
         with_ops=False,
         reports=reports,
+        memo=memo,
     )
     return dataclasses.replace(c, **ops.result())
 

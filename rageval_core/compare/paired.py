@@ -2,7 +2,9 @@
 
 paired_tests computes the cheap part of every test (means, t-test, effect size, wins) one by
 one and the resampling (bootstrap intervals, randomisation p-values) in one batch per number of
-pairs, on one draw reused by every (candidate, metric): statistics.py does the maths.
+pairs, on one draw reused by every (candidate, metric): statistics.py does the maths. A
+CompareMemo (memo.py) keeps both parts by a digest of the values tested, so a comparison after
+a settings move recomputes only the tests whose values moved.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rageval_core import ops
+from rageval_core.compare.memo import CompareMemo, digest
 from rageval_core.compare.statistics import (
     Floats,
     StatOptions,
@@ -147,7 +150,9 @@ def _pairs(base: Floats, cand: Floats, w_base: Floats | None, w_cand: Floats | N
     return _Pairs(b, c, wb, wc, d, weighted)
 
 
-def _resampling(pairs: Sequence[_Pairs], options: StatOptions) -> tuple[Floats, Floats, Floats]:
+def _resampling(
+    pairs: Sequence[_Pairs], options: StatOptions, memo: CompareMemo
+) -> tuple[Floats, Floats, Floats]:
     """(CI low, CI high, randomisation p) of every test, the tests with the same number of
     pairs sharing one draw of resamples and sign flips (the same draws a test alone would get
     from the seed, so batching changes no number)."""
@@ -160,7 +165,10 @@ def _resampling(pairs: Sequence[_Pairs], options: StatOptions) -> tuple[Floats, 
         if n < 2:
             continue
         p[group] = permutation_tests(
-            np.stack([pairs[i].d for i in group], axis=1), options.n_permutations, options.seed
+            np.stack([pairs[i].d for i in group], axis=1),
+            options.n_permutations,
+            options.seed,
+            draws=memo.draws,
         )
         for weighted in (False, True):
             part = [i for i in group if pairs[i].weighted == weighted]
@@ -178,52 +186,78 @@ def _resampling(pairs: Sequence[_Pairs], options: StatOptions) -> tuple[Floats, 
                 n_resamples=options.n_bootstrap,
                 seed=options.seed,
                 level=options.level,
+                draws=memo.draws,
             )
     return lo, hi, p
 
 
 def paired_tests(
-    inputs: Sequence[TestInput], options: StatOptions, resample: bool = True
+    inputs: Sequence[TestInput],
+    options: StatOptions,
+    resample: bool = True,
+    memo: CompareMemo | None = None,
 ) -> list[PairedTest]:
     """paired_test of every input, the bootstrap and randomisation tests batched over all of
-    them; resample=False leaves the CI and the randomisation p NaN (the cheap part only)."""
+    them; resample=False leaves the CI and the randomisation p NaN (the cheap part only).
+
+    memo: the tests computed before (a test on the same values is taken from it, the others
+    are added to it); without one, every test is computed.
+    """
+    memo = memo if memo is not None else CompareMemo()
     pairs = [_pairs(base, cand, wb, wc) for _, _, base, cand, wb, wc in inputs]
-    if resample:
-        lo, hi, p = _resampling(pairs, options)
-    else:
-        lo = hi = p = np.full(len(pairs), np.nan)
+    keys = [digest(x.b, x.c, x.wb, x.wc, np.array(x.weighted)) for x in pairs]
     out = []
-    for i, ((metric, candidate, *_), x) in enumerate(zip(inputs, pairs, strict=True)):
-        higher = higher_is_better(metric)
-        n = int(x.b.size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean_b = float(np.dot(x.b, x.wb) / x.wb.sum()) if n else math.nan
-            mean_c = float(np.dot(x.c, x.wc) / x.wc.sum()) if n else math.nan
-        raw = (x.c - x.b) * (1.0 if higher else -1.0)
-        tt = paired_t_test(x.d)
-        out.append(
-            PairedTest(
-                metric=metric,
-                candidate=candidate,
-                n=n,
-                baseline_mean=mean_b,
-                candidate_mean=mean_c,
-                diff=mean_c - mean_b,
-                ci_low=float(lo[i]),
-                ci_high=float(hi[i]),
-                t=tt.t,
-                df=tt.df,
-                p_t=tt.p,
-                p_perm=float(p[i]),
-                effect_size=effect_size(x.d),
-                wins=int(np.count_nonzero(raw > _TIE)),
-                ties=int(np.count_nonzero(np.abs(raw) <= _TIE)),
-                losses=int(np.count_nonzero(raw < -_TIE)),
-                higher_is_better=higher,
-                note=NOTE_SMALL if n < 2 else "",
-            )
-        )
+    for (metric, candidate, *_), x, key in zip(inputs, pairs, keys, strict=True):
+        found = memo.get(("test", metric, candidate, key))
+        if found is None:
+            found = _cheap_test(metric, candidate, x)
+            memo.put(("test", metric, candidate, key), found)
+        out.append(found)
+    if not resample:
+        return out
+    o = options
+    rkeys = [("resampled", key, o.n_permutations, o.n_bootstrap, o.seed, o.level) for key in keys]
+    resampled: list[tuple[float, float, float] | None] = [memo.get(rkey) for rkey in rkeys]
+    todo = [i for i, r in enumerate(resampled) if r is None]
+    lo, hi, p = _resampling([pairs[i] for i in todo], options, memo)
+    for j, i in enumerate(todo):
+        resampled[i] = (float(lo[j]), float(hi[j]), float(p[j]))
+        memo.put(rkeys[i], resampled[i])
+    for i, r in enumerate(resampled):
+        ci_low, ci_high, p_perm = r if r is not None else (math.nan, math.nan, math.nan)
+        out[i] = dataclasses.replace(out[i], ci_low=ci_low, ci_high=ci_high, p_perm=p_perm)
     return out
+
+
+def _cheap_test(metric: str, candidate: str, x: _Pairs) -> PairedTest:
+    """The test without its resampling: the CI and the randomisation p NaN."""
+    higher = higher_is_better(metric)
+    n = int(x.b.size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_b = float(np.dot(x.b, x.wb) / x.wb.sum()) if n else math.nan
+        mean_c = float(np.dot(x.c, x.wc) / x.wc.sum()) if n else math.nan
+    raw = (x.c - x.b) * (1.0 if higher else -1.0)
+    tt = paired_t_test(x.d)
+    return PairedTest(
+        metric=metric,
+        candidate=candidate,
+        n=n,
+        baseline_mean=mean_b,
+        candidate_mean=mean_c,
+        diff=mean_c - mean_b,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        t=tt.t,
+        df=tt.df,
+        p_t=tt.p,
+        p_perm=math.nan,
+        effect_size=effect_size(x.d),
+        wins=int(np.count_nonzero(raw > _TIE)),
+        ties=int(np.count_nonzero(np.abs(raw) <= _TIE)),
+        losses=int(np.count_nonzero(raw < -_TIE)),
+        higher_is_better=higher,
+        note=NOTE_SMALL if n < 2 else "",
+    )
 
 
 def _with_holm(tests: list[PairedTest]) -> list[PairedTest]:

@@ -3,15 +3,19 @@
 numpy only: the t distribution's CDF is the regularised incomplete beta, written out here
 (Numerical Recipes' continued fraction) and tested against scipy in tests/core/compare/test_compare.py.
 Resampling runs in row blocks of at most _BLOCK_CELLS cells, so memory stays bounded whatever
-the number of queries.
+the number of queries. A Draws keeps the random blocks of a (number of pairs, seed) for the next
+test on as many pairs: the dashboard's k move tests again only the metrics it changed, on the
+draws the first test made (the same numbers the seed gives, so the p-values do not move).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +33,9 @@ Floats = NDArray[np.float64]
 
 #: cells of one resampling block (rows x queries): bounds memory whatever the run size
 _BLOCK_CELLS = 2_000_000
+#: cells (one byte each) a Draws keeps in all: 10,000 pairs' 2,000 resamples and 10,000 sign
+#: flips are 32.5 M; draws past it are made again each time, block by block
+_DRAWS_CELLS = 100_000_000
 
 _CF_MAX_ITER = 100_000
 _CF_EPS = 1e-16
@@ -143,6 +150,68 @@ def _row_blocks(n_rows: int, n_cols: int) -> Iterator[int]:
         yield min(block, n_rows - start)
 
 
+def flip_blocks(n_bytes: int, n_permutations: int, seed: int) -> Iterator[NDArray[np.uint8]]:
+    """The random sign flips of a permutation test: (n_bytes, rows) blocks of random bytes, a
+    bit per query, from numpy's Generator(seed) (the same blocks for every caller)."""
+    rng = np.random.default_rng(seed)
+    for size in _row_blocks(n_permutations, n_bytes):
+        yield rng.integers(0, 256, size=(size, n_bytes), dtype=np.uint8).T.copy()
+
+
+def count_blocks(n: int, n_resamples: int, seed: int) -> Iterator[NDArray[np.integer]]:
+    """The bootstrap resamples of n items: (rows, n) blocks of how often each item is drawn, from
+    numpy's Generator(seed) integers (the same blocks for every caller), in the narrowest
+    unsigned type that holds them (a mean multiplies them as float64)."""
+    rng = np.random.default_rng(seed)
+    for size in _row_blocks(n_resamples, n):
+        idx = rng.integers(0, n, size=(size, n))
+        flat = (idx + (np.arange(size) * n)[:, None]).ravel()
+        counts = np.bincount(flat, minlength=size * n).reshape(size, n)
+        yield counts.astype(np.min_scalar_type(int(counts.max(initial=0))))
+
+
+class Draws:
+    """The random blocks of the tests made so far, kept for the next test on as many pairs.
+
+    One draw per (kind, number of pairs or bytes, number of rows, seed) serves every metric and
+    candidate: a test reads the same blocks the seed gives it (flip_blocks, count_blocks), so a
+    kept draw changes no number. At most _DRAWS_CELLS cells are kept, the oldest let go first;
+    thread-safe (the dashboard tests in a thread while its page reads).
+    """
+
+    def __init__(self, max_cells: int = _DRAWS_CELLS) -> None:
+        self._max = max_cells
+        self._kept: OrderedDict[tuple[str, int, int, int], list[NDArray[np.integer]]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def flips(self, n_bytes: int, n_permutations: int, seed: int) -> Iterable[NDArray[np.uint8]]:
+        return self._get(("flips", n_bytes, n_permutations, seed), flip_blocks)  # type: ignore[return-value]
+
+    def counts(self, n: int, n_resamples: int, seed: int) -> Iterable[NDArray[np.integer]]:
+        return self._get(("counts", n, n_resamples, seed), count_blocks)
+
+    def _get(
+        self,
+        key: tuple[str, int, int, int],
+        make: Callable[[int, int, int], Iterator[NDArray[np.integer]]],
+    ) -> Iterable[NDArray[np.integer]]:
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+        _, width, rows, seed = key
+        if width * rows > self._max:  # too large to keep: drawn block by block, as it is used
+            return make(width, rows, seed)
+        blocks = list(make(width, rows, seed))
+        with self._lock:
+            self._kept[key] = blocks
+            while sum(b.size for kept in self._kept.values() for b in kept) > self._max:
+                self._kept.popitem(last=False)
+        return blocks
+
+
 def permutation_test(
     d: Floats,
     n_permutations: int = DEFAULT_PERMUTATIONS,
@@ -165,12 +234,14 @@ def permutation_tests(
     n_permutations: int = DEFAULT_PERMUTATIONS,
     seed: int = DEFAULT_SEED,
     exact: bool | None = None,
+    draws: Draws | None = None,
 ) -> Floats:
     """permutation_test of every column of d (n, m), all on the same sign flips.
 
     One draw of the flips serves every column, so m tests cost one random matrix and one
-    gather of m-wide rows, and each column's p equals permutation_test(d[:, j]) with that seed.
-    A column with a non-finite value gets NaN.
+    gather of m-wide rows, and each column's p equals permutation_test(d[:, j]) with that seed
+    (a column's sums never mix with another's). A column with a non-finite value gets NaN.
+    draws: where the flips are kept for the next call (drawn afresh without it).
     """
     d = np.asarray(d, dtype=np.float64)
     n, m = d.shape
@@ -209,10 +280,14 @@ def permutation_tests(
     bit_of = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)  # (256, 8)
     table = np.einsum("vk,bkm->bvm", bit_of, padded.reshape(n_bytes, 8, -1))  # (bytes, 256, m)
     total = x.sum(axis=0)
-    rng = np.random.default_rng(seed)
     hits = np.zeros(x.shape[1], dtype=np.int64)
-    for size in _row_blocks(n_permutations, n_bytes):
-        flips = rng.integers(0, 256, size=(size, n_bytes), dtype=np.uint8).T.copy()
+    blocks = (
+        flip_blocks(n_bytes, n_permutations, seed)
+        if draws is None
+        else draws.flips(n_bytes, n_permutations, seed)
+    )
+    for flips in blocks:
+        size = flips.shape[1]
         # byte position by byte position: each lookup reads a (256, m) table that stays in
         # cache, about 10x faster than one gather over all positions at once
         flipped = np.zeros((size, x.shape[1]))
@@ -223,21 +298,23 @@ def permutation_tests(
     return out
 
 
-def resampled(n: int, n_resamples: int, seed: int, statistic: Callable[[Floats], Floats]) -> Floats:
+def resampled(
+    n: int,
+    n_resamples: int,
+    seed: int,
+    statistic: Callable[[Floats], Floats],
+    draws: Draws | None = None,
+) -> Floats:
     """statistic(counts) for n_resamples bootstrap resamples of n items, stacked.
 
     counts (rows, n) says how often each item is drawn in each resample (float64, so a mean
-    is one matrix product for any number of columns). The draws are numpy's Generator(seed)
-    integers in row blocks, the same for every caller with the same n and seed.
+    is one matrix product for any number of columns). The draws are count_blocks(n,
+    n_resamples, seed), the same for every caller; draws keeps them for the next call.
     """
-    rng = np.random.default_rng(seed)
-    parts = []
-    for size in _row_blocks(n_resamples, n):
-        idx = rng.integers(0, n, size=(size, n))
-        flat = (idx + (np.arange(size) * n)[:, None]).ravel()
-        counts = np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.float64)
-        parts.append(statistic(counts))
-    return np.concatenate(parts, axis=0)
+    blocks = (
+        count_blocks(n, n_resamples, seed) if draws is None else draws.counts(n, n_resamples, seed)
+    )
+    return np.concatenate([statistic(b.astype(np.float64)) for b in blocks], axis=0)
 
 
 def percentile_interval(samples: Floats, level: float) -> tuple[Floats, Floats]:
@@ -296,11 +373,14 @@ def bootstrap_cis(
     n_resamples: int = DEFAULT_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
     level: float = 0.95,
+    draws: Draws | None = None,
 ) -> tuple[Floats, Floats]:
     """bootstrap_ci of every column of (n, m) arrays, all on the same resamples.
 
     Each resample's means are one matrix product of its counts with the columns, so m
     intervals cost one draw and one product per block. Weights: both given or neither.
+    A column's interval does not depend on the others beside it: the product is always a
+    matrix one (BLAS's matrix-vector product of a lone column sums in another order).
     """
     b = np.asarray(baseline, dtype=np.float64)
     c = np.asarray(candidate, dtype=np.float64)
@@ -310,10 +390,10 @@ def bootstrap_cis(
     if n_resamples < 1:
         raise UsageError(f"the number of bootstrap resamples must be >= 1, got {n_resamples}")
     if weights_baseline is None or weights_candidate is None:
-        d = c - b
+        d = np.concatenate([c - b, np.zeros((n, 1))], axis=1) if m == 1 else c - b
 
         def diff(counts: Floats) -> Floats:
-            return counts @ d / n  # type: ignore[no-any-return]
+            return (counts @ d / n)[:, :m]  # type: ignore[no-any-return]
     else:
         wb, wc = weights_baseline, weights_candidate
         stacked = np.concatenate([wc * c, wc, wb * b, wb], axis=1)
@@ -323,7 +403,7 @@ def bootstrap_cis(
             with np.errstate(invalid="ignore", divide="ignore"):
                 return s[:, :m] / s[:, m : 2 * m] - s[:, 2 * m : 3 * m] / s[:, 3 * m :]  # type: ignore[no-any-return]
 
-    return percentile_interval(resampled(n, n_resamples, seed, diff), level)
+    return percentile_interval(resampled(n, n_resamples, seed, diff, draws), level)
 
 
 def holm(p_values: Sequence[float] | Floats) -> Floats:

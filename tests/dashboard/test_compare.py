@@ -9,10 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.components import figures_compare as fc
+from dashboard.components import figures_trends as ft
 from rageval_core.compare import Comparison, compare, trends
 from rageval_core.drilldown import qidx_of, query_detail
 from rageval_core.errors import ProblemLog
@@ -79,14 +81,16 @@ def test_metrics_table_equals_compare(
     assert len(table) == len(reference.tests) == 2 * len(reference.metrics)
     for row in table.itertuples(index=False):
         t = reference.test(row.candidate, row.metric)
-        shown = row._asdict()
+        shown = table[(table["candidate"] == row.candidate) & (table["metric"] == row.metric)]
+        shown = shown.iloc[0]
         assert shown["n"] == t.n
+        # the p-values as written (no number format writes both 1.5e-197 and 0.072)
+        assert shown["p (Holm)"] == fc.p_text(t.p_perm_holm)
+        assert shown["p (t-test)"] == fc.p_text(t.p_t)
         for column, expected in (
             ("delta", t.diff),
             ("baseline mean", t.baseline_mean),
             ("candidate mean", t.candidate_mean),
-            ("p (Holm)", t.p_perm_holm),
-            ("p (t-test)", t.p_t),
         ):
             got = table.loc[
                 (table["candidate"] == row.candidate) & (table["metric"] == row.metric), column
@@ -95,7 +99,8 @@ def test_metrics_table_equals_compare(
         expected_mark = (
             "" if not t.significant(0.05) else fc.IMPROVED if t.improvement > 0 else fc.REGRESSED
         )
-        assert shown["significant"] == expected_mark
+        # a coloured label: the cell holds the mark as a list of one, or nothing
+        assert list(shown["significant"]) == ([expected_mark] if expected_mark else [])
     # independent of compare(): with every query shared, the baseline's mean is evaluate()'s value
     bm25 = evaluate(
         load_run_data(ref_store, "bm25"), ["nDCG@10", "R@10"], store=ref_store, settings=DEFAULT
@@ -250,6 +255,27 @@ def test_segment_latency_cost_and_trend_tables(
         assert row["nDCG@10"] == pytest.approx(rows[row["run"]].metrics["nDCG@10"])
 
 
+def test_a_k_move_keeps_the_trend_lines_at_the_new_k(
+    make_app: Callable[..., AppTest], ref_store: Store
+) -> None:
+    at = make_app(PAGE)
+    assert at.multiselect(key="compare.trend_metrics").value[0] == "nDCG@10"
+    at.sidebar.slider(key="k").set_value(5).run()
+    assert not at.exception, [e.value for e in at.exception]
+    # the picker follows k instead of losing every @k metric (the chart went blank)
+    assert at.multiselect(key="compare.trend_metrics").value == [
+        "nDCG@5",
+        "R@5",
+        "EvidenceRecall@5",
+    ]
+    trend = frame_with(at, "dated from")
+    moved = dataclasses.replace(DEFAULT, k=5)
+    rows = {r.run: r for r in trends(ref_store, moved, ["nDCG@5"])}
+    for _, row in trend.iterrows():
+        assert row["nDCG@5"] == pytest.approx(rows[row["run"]].metrics["nDCG@5"])
+    assert trend["nDCG@5"].notna().all()
+
+
 def test_one_run_store_says_so(make_app: Callable[..., AppTest], tmp_path: Path) -> None:
     at = make_app(PAGE, db=one_store(tmp_path, SAMPLES[0]))
     assert not at.exception
@@ -317,7 +343,9 @@ def test_scatter_pairs_and_escapes_ids(reference: Comparison, ref_store: Store) 
             "delta": [0.1],
         }
     )
-    fig = fc.scatter(hostile, "nDCG@10", True, "<b>base</b>", "cand")
+    # the page takes the spec unvalidated: plotly's own checks run here instead
+    fig = go.Figure(fc.scatter(hostile, "nDCG@10", True, "<b>base</b>", "cand").to_dict())
+    go.Figure(fc.scatter(pairs, "nDCG@10", True, "bm25", "hybrid_rerank").to_dict())
     texts = [x for trace in fig.data for x in (trace.text or ())]
     assert texts == [escape_text("<img src=x onerror=alert(1)>")]
     assert "<img" not in texts[0] and html.unescape(texts[0]) == "<img src=x onerror=alert(1)>"
@@ -414,7 +442,7 @@ def test_a_large_comparison_shows_deltas_first_then_its_tests(
     pending = [i.value for i in at.info if "Computing p-values" in i.value]
     table = frame_with(at, "95% CI")
     assert pending  # the page's run ends right after starting the thread
-    assert table["p (Holm)"].isna().all()
+    assert (table["p (Holm)"] == "—").all()
     t = reference.test("hybrid_rerank", "nDCG@10")
     row = table[(table["candidate"] == "hybrid_rerank") & (table["metric"] == "nDCG@10")]
     assert row["delta"].iloc[0] == pytest.approx(t.diff, rel=1e-12)
@@ -427,7 +455,8 @@ def test_a_large_comparison_shows_deltas_first_then_its_tests(
     table = frame_with(at, "95% CI")
     for x in reference.tests:
         got = table[(table["candidate"] == x.candidate) & (table["metric"] == x.metric)]
-        assert got["p (Holm)"].iloc[0] == pytest.approx(x.p_perm_holm, rel=1e-12, nan_ok=True)
+        assert not np.isnan(x.p_perm_holm) and got["p (Holm)"].iloc[0] == fc.p_text(x.p_perm_holm)
+        assert got["95% CI"].iloc[0].startswith(f"[{x.ci_low:+.4f}, ")
     latency = frame_with(at, "CI low")
     assert latency["CI low"].notna().any()  # the latency intervals came with the thread too
     state_compare.clear_caches()
@@ -494,3 +523,46 @@ def test_past_webgl_points_each_distinct_point_is_one_marker_as_dark_as_its_stac
     better = fig.data[0]
     lone = list(better.customdata[:, 0]).index("lone")
     assert better.text[lone] == "lone" and better.marker.opacity[lone] == pytest.approx(0.6)
+
+
+def test_wtl_spec_is_valid_plotly_and_holds_each_candidates_counts(reference: Comparison) -> None:
+    # the page takes the spec unvalidated: plotly's own checks run here instead
+    fig = go.Figure(fc.wtl_bars(reference).to_dict())
+    assert len(fig.data) == 3 * len(reference.candidates)
+    for i, cand in enumerate(reference.candidates):
+        for j, field in enumerate(("wins", "ties", "losses")):
+            trace = fig.data[3 * i + j]
+            assert trace.xaxis == ("x" if i == 0 else f"x{i + 1}")
+            expected = [getattr(reference.test(cand, m), field) for m in reference.metrics]
+            assert list(trace.x) == expected
+            assert list(trace.y) == [escape_text(m) for m in reference.metrics]
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == [
+        f"{escape_text(cand)} vs {escape_text(reference.baseline)}" for cand in reference.candidates
+    ]
+
+
+def test_p_values_are_written_with_three_decimals_or_an_exponent() -> None:
+    assert [fc.p_text(p) for p in (0.0724, 0.5, 0.001, 0.00099, 1.46e-197, 0.0)] == [
+        "0.072",
+        "0.500",
+        "0.001",
+        "9.9e-04",
+        "1.5e-197",
+        "0.0e+00",
+    ]
+    assert fc.p_text(float("nan")) == "—"
+
+
+def test_trends_spec_is_valid_plotly_with_latency_on_the_right_axis(ref_store: Store) -> None:
+    rows = trends(ref_store, DEFAULT, ["nDCG@10"])
+    fig = go.Figure(ft.trends_figure(rows, ["nDCG@10"], "total").to_dict())
+    metric = [t for t in fig.data if t.name.endswith("nDCG&#64;10")]
+    latency = [t for t in fig.data if "p95 latency" in t.name]
+    # one line per run (no shared stem among the samples): a metric and a latency trace each
+    assert len(metric) == len(latency) == len(rows)
+    for r, m, lat in zip(rows, metric, latency, strict=True):
+        assert list(m.y) == [r.metrics["nDCG@10"]] and m.yaxis in (None, "y")
+        assert list(lat.y) == [r.latency_p95_ms["total"]] and lat.yaxis == "y2"
+    assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.side == "right"
+    assert "yaxis2" not in ft.trends_figure(rows, ["nDCG@10"], None).to_dict()["layout"]

@@ -15,6 +15,7 @@ import scipy.stats
 
 from rageval_core.compare import compare, format_comparison
 from rageval_core.compare import comparison as cmp
+from rageval_core.compare.comparison import MAX_IDS_SHOWN, pair_queries
 from rageval_core.compare.ops import LATENCY_STATS
 from rageval_core.compare.statistics import holm
 from rageval_core.evaluate import evaluate
@@ -232,3 +233,22 @@ def test_reports_held_by_the_caller_are_used_not_evaluated_again(
     for t in ref.tests:
         _same(got.test(t.candidate, t.metric), t)
     assert got.means == ref.means
+
+
+def test_pair_queries_matches_a_plain_search_with_repeats_and_strays() -> None:
+    """The dict lookups against the question asked plainly: for each baseline id in order, the
+    first candidate row holding it; what each side holds alone, in its own order."""
+    rng = np.random.default_rng(12)
+    base = np.array([f"q{i}" for i in rng.integers(0, 300, 400)], dtype=object)  # repeats
+    cand = np.array([f"q{i}" for i in rng.integers(100, 500, 350)], dtype=object)
+    p = pair_queries("c", base, cand)
+    cand_list = cand.tolist()
+    expected = [(i, cand_list.index(q)) for i, q in enumerate(base.tolist()) if q in cand_list]
+    assert p.base_rows.tolist() == [i for i, _ in expected]
+    assert p.cand_rows.tolist() == [j for _, j in expected]
+    assert p.shared_ids.tolist() == [base[i] for i, _ in expected]
+    alone = [q for q in base.tolist() if q not in cand_list]
+    assert (p.n_baseline_only, p.baseline_only) == (len(alone), alone[:MAX_IDS_SHOWN])
+    theirs = [q for q in cand_list if q not in set(p.shared_ids.tolist())]
+    assert (p.n_candidate_only, p.candidate_only) == (len(theirs), theirs[:MAX_IDS_SHOWN])
+    assert 0 < p.n_shared < base.size and p.n_candidate_only > 0
