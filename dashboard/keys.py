@@ -136,6 +136,9 @@ COMPARE_TAG, COMPARE_TREND_METRICS, COMPARE_TREND_STAGE = (
 #: what one trend line follows: a run tag (experiment ...) or the run name's stem
 COMPARE_TREND_BY = "compare.trend_by"
 COMPARE_MAX_CANDIDATES = 4
+#: the comparison's sections, one tab each (only the open one runs); the open one is in the URL
+COMPARE_SECTION = "compare.section"
+COMPARE_SECTIONS = ("Metrics", "Per query", "Segments", "Latency & cost", "Trends")
 
 JUDGE_FORM, JUDGE_JOB = "judge.form", "judge.job"
 JUDGE_ESTIMATE = "judge.estimate"

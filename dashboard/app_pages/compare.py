@@ -136,9 +136,39 @@ def show_comparison(c: Comparison, pending: bool) -> None:
         f"{len(c.tests)} (candidate, metric) tests."
     )
     show_pairs(c)
+    if st.query_params.get(keys.COMPARE_QUERY) and keys.COMPARE_SECTION not in st.query_params:
+        ss[keys.COMPARE_SECTION] = "Per query"  # a link to a query opens it side by side
+    # one section at a time: only the open tab runs and reaches the browser, so a slider move
+    # redraws one section's tables and charts, not the whole comparison's
+    tabs = st.tabs(
+        keys.COMPARE_SECTIONS, key=keys.COMPARE_SECTION, on_change="rerun", bind="query-params"
+    )
+    shown = dict(zip(keys.COMPARE_SECTIONS, tabs, strict=True))
+    with shown["Metrics"]:
+        if shown["Metrics"].open:
+            show_metrics(c, stem)
+    with shown["Per query"]:
+        if shown["Per query"].open:
+            if c.metrics:
+                # won/tied/lost of every metric here, not under the metrics table (which has
+                # them as W / T / L): a chart redraws in the browser on every slider move
+                st.plotly_chart(fc.wtl_bars(c), width="stretch", key="compare.wtl")
+                show_per_query(c, stem)
+            else:
+                st.info("No metric to compare per query.")
+    with shown["Segments"]:
+        if shown["Segments"].open:
+            show_segments(c, stem)
+    with shown["Latency & cost"]:
+        if shown["Latency & cost"].open:
+            show_ops(c, stem)
+    with shown["Trends"]:
+        if shown["Trends"].open:
+            show_trends(c)
 
-    # --- metrics ---
-    st.header("Metrics", divider="gray")
+
+def show_metrics(c: Comparison, stem: str) -> None:
+    """The metrics table (deltas, intervals, tests), how to read it, won/tied/lost per metric."""
     if not c.metrics:
         st.info(
             "These runs share no metric at these settings (latency and cost are compared below)."
@@ -195,21 +225,10 @@ def show_comparison(c: Comparison, pending: bool) -> None:
                 f"- **significant**: ▲ improved (green) or ▼ regressed (red) when "
                 f"p (Holm) < {c.options.alpha:g}."
             )
-        st.plotly_chart(fc.wtl_bars(c), width="stretch", key="compare.wtl")
 
-    # --- per query ---
-    st.header("Per query", divider="gray")
-    if c.metrics:
-        show_per_query(c, stem)
-    else:
-        st.info("No metric to compare per query.")
 
-    # --- segments ---
-    st.header("Segments", divider="gray")
-    show_segments(c, stem)
-
-    # --- latency and cost ---
-    st.header("Latency & cost", divider="gray")
+def show_ops(c: Comparison, stem: str) -> None:
+    """Latency per stage and cost, candidate against baseline, with bootstrap intervals."""
     lat = fc.latency_frame(c)
     if lat.empty:
         st.info("No latency stage is recorded in both the baseline and a candidate.")
@@ -507,7 +526,7 @@ def follow_k(chosen: list[str], options: list[str]) -> list[str]:
 
 
 def show_trends(c: Comparison | None) -> None:
-    st.header("Trends", divider="gray")
+    """Every stored run's metrics and p95 latency over time, one line per group."""
     try:
         options = (
             list(c.metrics)
@@ -606,4 +625,6 @@ else:
         if tested is not None:
             view_downloads("compare", view, tested.to_json, [baseline, *candidates])
         show_comparison(done, pending=tested is None)
-show_trends(comparison)
+if comparison is None:  # no comparison to hold the tabs: the trends of every stored run
+    st.header("Trends", divider="gray")
+    show_trends(None)

@@ -60,6 +60,14 @@ def frame_with(at: AppTest, column: str) -> pd.DataFrame:
     raise AssertionError(f"no table with a {column!r} column")
 
 
+def open_section(at: AppTest, name: str) -> AppTest:
+    """The comparison's tab name opened (only the open tab runs), as a click on it does."""
+    at.session_state["compare.section"] = name
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def markdown(at: AppTest) -> list[str]:
     return [m.value for m in at.markdown]
 
@@ -146,7 +154,7 @@ def test_summary_explains_the_result(
 def test_choosing_a_regressed_query_shows_both_drilldowns(
     make_app: Callable[..., AppTest], reference: Comparison, ref_store: Store
 ) -> None:
-    at = make_app(PAGE)
+    at = open_section(make_app(PAGE), "Per query")
     assert at.selectbox(key="compare.focus").value == "hybrid_rerank"
     assert at.selectbox(key="compare.metric").value == "nDCG@10"
     worst = reference.worst["hybrid_rerank"]["nDCG@10"]
@@ -200,7 +208,7 @@ def test_baseline_follows_the_sidebar_and_swaps_with_a_candidate(
 def test_segment_latency_cost_and_trend_tables(
     make_app: Callable[..., AppTest], reference: Comparison, ref_store: Store
 ) -> None:
-    at = make_app(PAGE)
+    at = open_section(make_app(PAGE), "Segments")
     at.selectbox(key="compare.tag").select("query_type").run()
     assert not at.exception, [e.value for e in at.exception]
     by = compare(
@@ -223,6 +231,7 @@ def test_segment_latency_cost_and_trend_tables(
             (seg["value"] == row.value) & (seg["candidate"] == row.candidate), "nDCG@10"
         ].iloc[0] == pytest.approx(t.diff, nan_ok=True)
 
+    open_section(at, "Latency & cost")
     lat = frame_with(at, "statistic")
     p95 = lat[
         (lat["candidate"] == "hybrid_rerank")
@@ -241,6 +250,7 @@ def test_segment_latency_cost_and_trend_tables(
     cost = frame_with(at, "cost")
     assert set(cost["cost"]) == {"per_query", "total"} and len(cost) == 4
 
+    open_section(at, "Trends")
     trend = frame_with(at, "dated from")
     assert trend["run"].tolist() == ["bm25", "tfidf_char", "hybrid_rerank"]  # by created_at
     assert set(trend["dated from"]) == {"created_at"}  # every sample run carries its date
@@ -258,7 +268,7 @@ def test_segment_latency_cost_and_trend_tables(
 def test_a_k_move_keeps_the_trend_lines_at_the_new_k(
     make_app: Callable[..., AppTest], ref_store: Store
 ) -> None:
-    at = make_app(PAGE)
+    at = open_section(make_app(PAGE), "Trends")
     assert at.multiselect(key="compare.trend_metrics").value[0] == "nDCG@10"
     at.sidebar.slider(key="k").set_value(5).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -457,6 +467,7 @@ def test_a_large_comparison_shows_deltas_first_then_its_tests(
         got = table[(table["candidate"] == x.candidate) & (table["metric"] == x.metric)]
         assert not np.isnan(x.p_perm_holm) and got["p (Holm)"].iloc[0] == fc.p_text(x.p_perm_holm)
         assert got["95% CI"].iloc[0].startswith(f"[{x.ci_low:+.4f}, ")
+    open_section(at, "Latency & cost")
     latency = frame_with(at, "CI low")
     assert latency["CI low"].notna().any()  # the latency intervals came with the thread too
     state_compare.clear_caches()

@@ -329,6 +329,9 @@ def test_compare_of_two_payload_runs_side_by_side(
     assert assert_inert(at, "compare a vs b")
     labels = "".join(m.value for m in at.markdown)
     assert escape_text(RUN_A) in labels and escape_text(RUN_B) in labels  # the summary
+    at.session_state["compare.section"] = "Per query"  # the tab holding the side by side
+    at.run()
+    assert assert_inert(at, "compare per query")
     picker = at.selectbox(key="compare.regressed")
     options = [o for o in picker.options if o != "(pick a regressed query)"]
     assert options, "no regressed query to open"

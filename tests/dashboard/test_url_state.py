@@ -50,6 +50,8 @@ def test_the_side_by_side_query_goes_into_the_url(make_app: Callable[..., AppTes
     # bound widgets write the URL in the browser (tests/e2e/test_url_state.py); the open
     # query is mirrored by the page itself, which AppTest sees
     at = make_app("compare.py")
+    at.session_state[keys.COMPARE_SECTION] = "Per query"  # the tab holding the side by side
+    at.run()
     regressed = at.selectbox(key=keys.COMPARE_REGRESSED)
     assert len(regressed.options) > 1, "the sample runs have regressed queries"
     qid = regressed.options[1]

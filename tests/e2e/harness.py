@@ -30,6 +30,13 @@ def wait_idle(page: Any, timeout_ms: int = 90_000) -> None:
     time.sleep(0.3)  # plotly and the grids draw after the run
 
 
+def open_tab(page: Any, name: str) -> None:
+    """Click the tab labelled name and wait for the run it starts (Compare's sections run
+    only when open)."""
+    page.get_by_role("tab", name=name, exact=True).click()
+    wait_idle(page)
+
+
 def screenshot(page: Any, name: str) -> Path:
     """Save the whole page (Streamlit scrolls inside stMain, so grow the viewport to fit it)."""
     ARTIFACTS.mkdir(exist_ok=True)

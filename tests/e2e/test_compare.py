@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.harness import screenshot, wait_idle
+from tests.e2e.harness import open_tab, screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -61,14 +61,17 @@ def test_summary_line_and_metrics_table(app_url: str, page: Any, expected: dict[
     expect(grid).to_contain_text("nDCG@10")
     expect(grid).to_contain_text(repr(expected["ndcg_delta"])[:10])
     expect(grid).to_contain_text("▲ improved")
-    page.locator("[data-testid='stPlotlyChart']").first.locator(".main-svg").first.wait_for()
     screenshot(page, "compare")
+    open_tab(page, "Per query")  # won/tied/lost of every metric, then the scatter
+    page.locator(".st-key-compare-wtl .main-svg").first.wait_for()
+    expect(page.locator(".st-key-compare-wtl")).to_contain_text("won")
 
 
 def test_clicking_a_scatter_point_opens_both_drilldowns(
     app_url: str, page: Any, expected: dict[str, Any]
 ) -> None:
     open_compare(page, app_url)
+    open_tab(page, "Per query")
     chart = page.locator(".st-key-compare-scatter")
     chart.scroll_into_view_if_needed()
     # the third trace holds the queries the candidate got worse on, one point each

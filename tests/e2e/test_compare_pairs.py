@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import REPO, import_runs, serve
-from tests.e2e.harness import screenshot, wait_idle
+from tests.e2e.harness import open_tab, screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -85,6 +85,7 @@ def test_each_pair_on_its_own_queries_and_a_run_sharing_none_listed(
     expect(left_out).to_contain_text("no query")
     assert [s.strip() for s in summary.all_inner_texts()] == alone
     # Trends: the disjoint run records stages the others do not: a dash there, never "None"
+    open_tab(page, "Trends")
     trends = page.locator("[data-testid='stDataFrame']", has_text="dated from")
     trends.scroll_into_view_if_needed()
     expect(trends).to_contain_text("bm25-k3")

@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 
 from dashboard import keys
 from tests.e2e.conftest import K, REPO, THRESHOLD, Facts
-from tests.e2e.harness import query_params, screenshot, wait_idle
+from tests.e2e.harness import open_tab, query_params, screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -197,6 +197,7 @@ def test_search_of_all_texts_finds_and_outlines_chunk_text(app_url: str, page: A
 def test_trends_show_no_none_and_no_missing_date(app_url: str, page: Any) -> None:
     page.goto(f"{app_url}/compare?run={RUN}")
     wait_idle(page)
+    open_tab(page, "Trends")
     page.get_by_role("combobox", name="One line per").wait_for()
     text = page.locator("[data-testid='stMain']").inner_text()
     assert "None" not in text and "no date" not in text

@@ -16,7 +16,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.harness import wait_idle
+from dashboard import keys
+from tests.e2e.harness import open_tab, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -209,13 +210,16 @@ def test_line_ending_tricks_make_no_request_to_another_address(
             for line in data.read_text(encoding="utf-8").splitlines()[1:]
         ]
         drilldowns = ids if run == RUNS[0] else []
-        for path in [*PAGES, "compare", *(f"queries?q={quote(q)}" for q in drilldowns)]:
+        # every Compare tab: only the open one runs
+        tabs = [f"compare?{keys.COMPARE_SECTION}={quote(t)}" for t in keys.COMPARE_SECTIONS]
+        for path in [*PAGES, *tabs, *(f"queries?q={quote(q)}" for q in drilldowns)]:
             sep = "&" if "?" in path else "?"
             visit(page, f"{breaks_url}/{path}{sep}run={quote(run)}")
             assert_stays_home(page, requested, breaks_url, f"{path} of {run!r}")
             visits += 1
     # Compare of the first run (the sidebar's, so the baseline) with the second: open a regressed query
     visit(page, f"{breaks_url}/compare?run={quote(RUNS[0])}")
+    open_tab(page, "Per query")
     picker = page.get_by_role("combobox", name="Open a regressed query")
     picker.click()
     picker.press("ArrowDown")  # opens the list
@@ -228,5 +232,7 @@ def test_line_ending_tricks_make_no_request_to_another_address(
     # the run names are shown as written (a line break drawn as one), not as an image
     assert page.locator(".st-key-compare-detail-baseline").inner_text().startswith("cr\n![x](http")
     assert detail.inner_text().startswith("nl\n![x](http")
-    assert visits == 2 * (len(PAGES) + 1) + 11 and len(requested) > visits  # the pages did load
+    assert (
+        visits == 2 * (len(PAGES) + len(tabs)) + 11 and len(requested) > visits
+    )  # the pages did load
     assert dialogs == []

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import screenshot, wait_idle
+from tests.e2e.harness import open_tab, screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -29,6 +29,7 @@ def test_runs_page_offers_facts_and_compare_trends_have_groups(app_url: str, pag
     screenshot(page, "runs_facts")
     page.goto(f"{app_url}/compare?run=bm25")
     wait_idle(page)
+    open_tab(page, "Trends")
     assert page.get_by_role("combobox", name="One line per").count() == 1
     assert page.get_by_role("button", name="Download this view (JSON)").count() == 1
     assert page.locator("[data-testid='stException']").count() == 0
