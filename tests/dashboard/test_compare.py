@@ -577,3 +577,22 @@ def test_trends_spec_is_valid_plotly_with_latency_on_the_right_axis(ref_store: S
         assert list(lat.y) == [r.latency_p95_ms["total"]] and lat.yaxis == "y2"
     assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.side == "right"
     assert "yaxis2" not in ft.trends_figure(rows, ["nDCG@10"], None).to_dict()["layout"]
+
+
+def test_only_the_open_tab_runs(make_app: Callable[..., AppTest]) -> None:
+    """The comparison's sections are tabs; only the open one is computed and sent (a slider
+    move redraws one section), the summary above them always."""
+    from dashboard import keys
+
+    at = make_app(PAGE)
+    assert [t.label for t in at.tabs] == list(keys.COMPARE_SECTIONS)
+    tables = [list(el.value.columns) for el in at.dataframe]
+    assert any("95% CI" in cols for cols in tables)
+    assert not any("dated from" in cols or "statistic" in cols for cols in tables)
+    assert "compare.focus" not in [s.key for s in at.selectbox]
+    assert any("rageval-summary" in m for m in markdown(at))
+    open_section(at, "Trends")
+    tables = [list(el.value.columns) for el in at.dataframe]
+    assert any("dated from" in cols for cols in tables)
+    assert not any("95% CI" in cols for cols in tables)
+    assert any("rageval-summary" in m for m in markdown(at))
