@@ -6,7 +6,8 @@ import html
 import math
 import os
 import platform
-from collections.abc import Sequence
+import statistics
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -99,6 +100,54 @@ def limits_table(results: Sequence[ScenarioResult]) -> Table:
     )
 
 
+#: issue 18's targets for `rageval evaluate` from TREC files, against a pytrec_eval script
+CLI_TIME_TARGET, CLI_MEMORY_TARGET, HELP_TARGET_S = 0.5, 1.0, 0.25
+
+
+def _cli_rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The CLI as a process against a pytrec_eval script (time and peak memory, at each size
+    measured), and `rageval --help`, with the issue's targets."""
+    sizes: list[tuple[int, dict[str, Any], Callable[[list[float]], float]]] = []
+    if data.get("processes"):
+        # median of the alternating calls, as the section's table
+        sizes.append((data["n_queries"], data["processes"], statistics.median))
+    if data.get("scale"):
+        sizes.append((data["scale"]["n_queries"], data["scale"]["tools"], min))
+    rows = []
+    depth = data.get("depth", 100)
+    for n, tools, pick in sizes:
+        cli, script = tools["cli"], tools["pytrec_eval_script"]
+        time_ratio = pick(cli["seconds"]) / pick(script["seconds"])
+        memory_ratio = cli["peak_mb"] / script["peak_mb"]
+        rows.append(
+            (
+                f"rageval evaluate from TREC files (a process), {n:,} queries x {depth} / a "
+                "pytrec_eval script, wall time",
+                fmt_ratio(time_ratio),
+                f"target {CLI_TIME_TARGET:g}x: {'met' if time_ratio <= CLI_TIME_TARGET else 'MISSED'}",
+            )
+        )
+        rows.append(
+            (
+                f"rageval evaluate from TREC files (a process), {n:,} queries x {depth} / a "
+                "pytrec_eval script, peak memory",
+                fmt_ratio(memory_ratio),
+                f"target {CLI_MEMORY_TARGET:g}x: "
+                + ("met" if memory_ratio <= CLI_MEMORY_TARGET else "MISSED"),
+            )
+        )
+    if data.get("help_s") is not None:
+        rows.append(
+            (
+                "`rageval --help` as a process",
+                fmt_seconds(data["help_s"]),
+                f"target {HELP_TARGET_S:g} s: "
+                + ("met" if data["help_s"] <= HELP_TARGET_S else "MISSED"),
+            )
+        )
+    return rows
+
+
 def headline(results: Sequence[ScenarioResult]) -> Table:
     """One line per target or comparison, for the top of the page."""
     rows: list[tuple[str, str, str]] = []
@@ -126,6 +175,7 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
                 "time ratio",
             )
         )
+        rows.extend(_cli_rows(by_key["trec"].data))
         if "direct_vs_ranx" in ratios:
             rows.append(
                 (
@@ -500,14 +550,20 @@ def update_page(page: str, results: Sequence[ScenarioResult], facts: dict[str, A
 
     For a scenario re-run on its own (`python -m bench --update --only NAME`): its section says
     when and under what load it ran; the Machine table and every other section stay those of
-    the run that wrote the page. Raises ValueError when the page lacks a section to replace.
+    the run that wrote the page; a summary row the page lacks goes after the row before it.
+    Raises ValueError when the page lacks a section to replace, or the scenario's first row.
     """
     lines = page.splitlines()
+    previous = None  # the line of the summary row before this one
     for row in headline(results).rows:
         label = f"| {row[0]} "
         at = [i for i, line in enumerate(lines) if line.startswith(label)]
         if not at:
-            raise ValueError(f"the page has no summary row {row[0]!r}")
+            if previous is None:
+                raise ValueError(f"the page has no summary row {row[0]!r}")
+            # a row the page's run did not have (a new figure): after the one before it
+            lines.insert(previous + 1, lines[previous])
+            at = [previous + 1]
         old = lines[at[0]]
         widths = [len(cell) for cell in old.strip("|").split("|")]
         cells = [
@@ -516,6 +572,7 @@ def update_page(page: str, results: Sequence[ScenarioResult], facts: dict[str, A
             f" {row[2]} ".ljust(widths[2]),
         ]
         lines[at[0]] = "|" + "|".join(cells) + "|"
+        previous = at[0]
     text = "\n".join(lines) + "\n"
     for result in results:
         head = f"## {result.title}\n"

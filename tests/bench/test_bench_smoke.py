@@ -12,6 +12,7 @@ import pytrec_eval
 
 from bench import matching_speed, native_scale, recompute, report, trec_e2e
 from bench.__main__ import main
+from bench.common import fmt_ratio, fmt_seconds
 
 DIRECT = "rageval direct (direct.trec_arrays -> compute)"
 STORE = "rageval store (import -> load_run_data -> evaluate)"
@@ -129,6 +130,15 @@ def test_trec_scenario_values_equal_pytrec_eval(tmp_path: Path) -> None:
                 np.mean(list(values.values())), abs=1e-9
             )
         assert data["agreement"][label]["queries_differing"] == 0
+
+    # the page's summary states the CLI's time and memory against the script at both sizes
+    rows = {row[0]: row for row in report.headline([result]).rows}
+    for n, tools in ((120, data["processes"]), (150, scale)):
+        head = f"rageval evaluate from TREC files (a process), {n:,} queries x 100 / a pytrec_eval script"
+        ratio = rows[f"{head}, peak memory"][1]
+        assert ratio == fmt_ratio(tools["cli"]["peak_mb"] / tools["pytrec_eval_script"]["peak_mb"])
+        assert rows[f"{head}, wall time"][2].startswith("target 0.5x: ")
+    assert rows["`rageval --help` as a process"][1] == fmt_seconds(data["help_s"])
 
     text = result.text()
     assert "Where the direct path's time goes" in text  # profile=True adds the cProfile table
@@ -314,3 +324,39 @@ def test_update_replaces_one_section_and_its_summary_rows(tmp_path: Path) -> Non
     # the same row, re-measured: its cells, not their widths (timings print with varying digits)
     old = next(line for line in before.splitlines() if line.startswith("| new (k, threshold)"))
     assert row.count("|") == old.count("|") and row.split("|")[1] == old.split("|")[1]
+
+
+def test_update_adds_a_summary_row_the_page_lacks() -> None:
+    """A figure new since the page was written (the CLI process rows) joins the summary after
+    the scenario's row before it; rows already there are replaced in place."""
+    from bench.common import ScenarioResult, Table
+
+    data = {
+        "ratios": {"direct_vs_pytrec_eval": 0.2, "store_vs_pytrec_eval": 1.1},
+        "depth": 100,
+        "n_queries": 10,
+        "processes": {
+            "cli": {"seconds": [0.4], "peak_mb": 50.0},
+            "pytrec_eval_script": {"seconds": [1.0], "peak_mb": 100.0},
+        },
+        "help_s": 0.05,
+    }
+    data["ratios"]["queries_vs_pytrec_eval"] = 2.0
+    result = ScenarioResult("trec", "1. TREC", "setup", (("", Table(("a",), (("x",),))),), (), data)
+    rows = report.headline([result]).rows
+    first, store, *_ = rows
+    page = (
+        "# Benchmarks\n\n## Summary\n\n| comparison | result | meaning |\n|---|---:|---|\n"
+        f"| {first[0]} | 9x | old |\n| {store[0]} | 9x | old |\n"
+        f"| {rows[2][0]} | 9x | old |\n| other scenario | 1 | kept |\n\n## 1. TREC\n\nold text\n"
+    )
+    facts = {"date": "today", "load_before": "1", "load_after": "1"}
+    after = report.update_page(page, [result], facts).splitlines()
+    summary = after[: after.index("## 1. TREC")]
+    table = [line for line in summary if line.startswith("| ") and "comparison" not in line]
+    assert [line.split("|")[1].strip() for line in table] == [
+        *(r[0] for r in rows),
+        "other scenario",
+    ]
+    assert all(" 9x " not in line for line in table)
+    assert "old text" not in "\n".join(after)
