@@ -132,8 +132,12 @@ else:
         "overview.by_tag",
         f"{tables.file_stem(view.run.name)}_by_{tables.file_stem(tag)}.csv",
         column_config={
-            n: st.column_config.ProgressColumn(n, format="%.3f", min_value=0.0, max_value=1.0)
-            for n in main
+            # every measure with three decimals, as the cards; the main ones with their bar
+            **{n: st.column_config.NumberColumn(n, format="%.3f") for n in by_report.metrics},
+            **{
+                n: st.column_config.ProgressColumn(n, format="%.3f", min_value=0.0, max_value=1.0)
+                for n in main
+            },
         },
         download_label="Download breakdown (CSV)",
     )
