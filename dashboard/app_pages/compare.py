@@ -16,7 +16,7 @@ from dashboard.components.downloads import csv_download, table_with_csv
 from dashboard.components.highlight import chunk_card, text_block
 from dashboard.components.text import escape_text
 from dashboard.components.view_export import view_downloads
-from dashboard.components.widgets import keep_choice
+from dashboard.components.widgets import at_k, keep_choice
 from dashboard.components.grid import grid
 from rageval_core import drilldown as dd
 from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
@@ -143,28 +143,27 @@ def show_comparison(c: Comparison, pending: bool) -> None:
     tabs = st.tabs(
         keys.COMPARE_SECTIONS, key=keys.COMPARE_SECTION, on_change="rerun", bind="query-params"
     )
-    shown = dict(zip(keys.COMPARE_SECTIONS, tabs, strict=True))
-    with shown["Metrics"]:
-        if shown["Metrics"].open:
-            show_metrics(c, stem)
-    with shown["Per query"]:
-        if shown["Per query"].open:
-            if c.metrics:
-                # won/tied/lost of every metric here, not under the metrics table (which has
-                # them as W / T / L): a chart redraws in the browser on every slider move
-                st.plotly_chart(fc.wtl_bars(c), width="stretch", key="compare.wtl")
-                show_per_query(c, stem)
-            else:
-                st.info("No metric to compare per query.")
-    with shown["Segments"]:
-        if shown["Segments"].open:
-            show_segments(c, stem)
-    with shown["Latency & cost"]:
-        if shown["Latency & cost"].open:
-            show_ops(c, stem)
-    with shown["Trends"]:
-        if shown["Trends"].open:
-            show_trends(c)
+    sections = {
+        "Metrics": lambda: show_metrics(c, stem),
+        "Per query": lambda: show_per_query_section(c, stem),
+        "Segments": lambda: show_segments(c, stem),
+        "Latency & cost": lambda: show_ops(c, stem),
+        "Trends": lambda: show_trends(c),
+    }
+    for name, tab in zip(keys.COMPARE_SECTIONS, tabs, strict=True):
+        if tab.open:
+            with tab:
+                sections[name]()
+
+
+def show_per_query_section(c: Comparison, stem: str) -> None:
+    if not c.metrics:
+        st.info("No metric to compare per query.")
+        return
+    # won/tied/lost of every metric here, not under the metrics table (which has them as
+    # W / T / L): a chart redraws in the browser on every slider move
+    st.plotly_chart(fc.wtl_bars(c), width="stretch", key="compare.wtl")
+    show_per_query(c, stem)
 
 
 def show_metrics(c: Comparison, stem: str) -> None:
@@ -512,19 +511,6 @@ def show_segments(c: Comparison, stem: str) -> None:
     csv_download("Download CSV", lambda: long, f"{stem}_segments.csv", "compare.segments.csv")
 
 
-def follow_k(chosen: list[str], options: list[str]) -> list[str]:
-    """The chosen metrics among options, an @k metric following k (nDCG@10 becomes nDCG@9 when
-    k moves to 9), so a move keeps the lines drawn instead of emptying the picker."""
-    out = []
-    for m in chosen:
-        stem = m.rsplit("@", 1)[0] + "@"
-        if m not in options and "@" in m:
-            m = next((o for o in options if o.startswith(stem) and o[len(stem) :].isdigit()), m)
-        if m in options:
-            out.append(m)
-    return list(dict.fromkeys(out))
-
-
 def show_trends(c: Comparison | None) -> None:
     """Every stored run's metrics and p95 latency over time, one line per group."""
     try:
@@ -545,7 +531,9 @@ def show_trends(c: Comparison | None) -> None:
     ] or options[:2]
     if keys.COMPARE_TREND_METRICS not in ss:
         ss[keys.COMPARE_TREND_METRICS] = defaults
-    ss[keys.COMPARE_TREND_METRICS] = follow_k(ss[keys.COMPARE_TREND_METRICS], options)
+    # an @k metric follows k, so a move keeps the lines drawn instead of emptying the picker
+    moved = (at_k(m, options, settings.k) for m in ss[keys.COMPARE_TREND_METRICS])
+    ss[keys.COMPARE_TREND_METRICS] = list(dict.fromkeys(m for m in moved if m in options))
     metrics = st.multiselect(
         "Metrics", options, key=keys.COMPARE_TREND_METRICS, bind="query-params"
     )

@@ -14,14 +14,21 @@ def keep_choice(key: str, options: list[str], default: str) -> None:
         st.session_state[key] = default
 
 
+def at_k(name: str, options: list[str], k: int) -> str:
+    """name, or the same measure at k when name is a measure at another cut-off that is no
+    longer an option and the one at k is (nDCG@10 -> nDCG@9 after a k move)."""
+    if name in options or "@" not in name:
+        return name
+    moved = f"{name.split('@', 1)[0]}@{k}"
+    return moved if moved in options else name
+
+
 def follow_k(key: str, options: list[str], k: int) -> None:
-    """A measure at a cut-off stored under key follows a k move (nDCG@10 -> nDCG@9) when the
-    new name is one of options; anything else is left to keep_choice."""
+    """A measure at a cut-off stored under key follows a k move (at_k); anything else is left
+    to keep_choice."""
     chosen = st.session_state.get(key)
-    if isinstance(chosen, str) and "@" in chosen and chosen not in options:
-        moved = f"{chosen.split('@', 1)[0]}@{k}"
-        if moved in options:
-            st.session_state[key] = moved
+    if isinstance(chosen, str) and at_k(chosen, options, k) != chosen:
+        st.session_state[key] = at_k(chosen, options, k)
 
 
 def page_picker(n_rows: int, per_page: int, key: str, what: str) -> tuple[slice, int]:
