@@ -13,6 +13,7 @@ from dashboard.components.downloads import csv_download, json_download, table_wi
 from dashboard.components.text import escape_text
 from dashboard.components.widgets import follow_k, keep_choice, page_picker
 from dashboard.components.grid import grid
+from rageval_core.compare.memo import digest
 from rageval_core.errors import RagevalError
 from rageval_core.opsview import scatter_points
 
@@ -173,7 +174,7 @@ else:
     scatter = state.figure(
         "latency.scatter",
         view,
-        (metric, tag, state.digest(report.per_query[metric])),
+        (metric, tag, digest(report.per_query[metric])),
         lambda: fo.latency_quality_scatter(points, metric, tag),
     )
     st.plotly_chart(scatter, width="stretch", key="latency.scatter")

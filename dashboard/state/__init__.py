@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -315,11 +314,6 @@ def figure(name: str, view: View, key: tuple[Any, ...], build: Callable[[], Any]
     thousands of points is tens of ms) nor changes what goes to the browser. Shared read-only
     by every session (st.plotly_chart copies it)."""
     return _figure(name, (view.run.run_id, view.run.content_hash, _db(), *key), build)
-
-
-def digest(values: np.ndarray) -> str:
-    """A short content hash of an array, for a figure's key (a k move may leave values equal)."""
-    return hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=16).hexdigest()
 
 
 # --- queries ---
