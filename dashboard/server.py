@@ -37,6 +37,11 @@ OPTIONS: dict[str, Any] = {
     "server.maxUploadSize": 200,
     "server.runOnSave": False,
     "server.fileWatcherType": "none",
+    # no full garbage collection after every script run: with a large run's caches in memory it
+    # held the interpreter for ~0.2 s after the page was built, and the page's last elements
+    # waited for it on their way to the browser (a slider move took that much longer); Python's
+    # own generational collector still runs
+    "runner.postScriptGC": False,
     "browser.gatherUsageStats": False,
     # no Deploy button, no developer menu
     "client.toolbarMode": "viewer",

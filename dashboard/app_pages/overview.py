@@ -76,7 +76,7 @@ else:
             st.info("No curve over k: this run has neither qrels nor gold evidence.")
         else:
             over_k = state.curves_k(view, drawn)
-            st.plotly_chart(figures.curves_over_k(over_k, s.k), key="overview.curves_k")
+            st.plotly_chart(figures.curves_over_k(over_k), key="overview.curves_k")
             csv_download(
                 "Download curves over k (CSV)",
                 lambda: tables.curves_frame(over_k, "k", range(1, data.depth + 1)),
@@ -102,7 +102,7 @@ else:
                 )
             st.plotly_chart(
                 figures.curves_over_threshold(
-                    fine, state.THRESHOLD_GRID, s.threshold, coarse, state.COARSE_GRID, k=s.k
+                    fine, state.THRESHOLD_GRID, coarse, state.COARSE_GRID, k=s.k
                 ),
                 key="overview.curves_t",
             )

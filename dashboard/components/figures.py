@@ -116,10 +116,15 @@ def figure(
     return go.Figure(data=list(traces), layout=layout)
 
 
-def curves_over_k(
-    curves: Mapping[str, ArrayLike], k: int, title: str = "Metrics vs k"
-) -> go.Figure:
-    """One line per metric over k = 1..depth, the current k marked by a vertical line."""
+def curves_over_k(curves: Mapping[str, ArrayLike], title: str = "Metrics vs k") -> go.Figure:
+    """One line per metric over k = 1..depth.
+
+    Neither Overview curve marks the current setting: each figure then depends on its curves
+    only, so a move that leaves them as they were (k for these, the threshold for those over
+    the threshold) sends the browser the same chart and it keeps the one it drew; a changed
+    chart is drawn anew, the costliest part of a slider move. The current k and threshold are
+    on the sliders and the cards; Threshold tuning marks them on its own figures.
+    """
     traces = []
     depth = 0
     for name, values in curves.items():
@@ -145,18 +150,18 @@ def curves_over_k(
         },
         "yaxis": {"title": "run value", "range": [0, 1.02]},
     }
-    return figure(traces, layout, [marker(k, f"k = {k}")])
+    return figure(traces, layout)
 
 
 def curves_over_threshold(
     fine: Mapping[str, ArrayLike],
     fine_x: ArrayLike,
-    threshold: float,
     coarse: Mapping[str, ArrayLike] | None = None,
     coarse_x: ArrayLike | None = None,
     k: int | None = None,
 ) -> go.Figure:
-    """Metrics over the coverage threshold (evidence on a fine grid, ranking on a coarse one)."""
+    """Metrics over the coverage threshold (evidence on a fine grid, ranking on a coarse one),
+    at k; unmarked, as curves_over_k says."""
     grids = [(fine, fine_x, "lines")]
     if coarse and coarse_x is not None:
         grids.append((coarse, coarse_x, "lines+markers"))  # markers: the few points computed
@@ -179,7 +184,7 @@ def curves_over_threshold(
         "xaxis": {"title": "fuzzy match threshold", "range": [0, 1]},
         "yaxis": {"title": "run value", "range": [0, 1.02]},
     }
-    return figure(traces, layout, [marker(threshold, f"threshold {threshold:.2f}")])
+    return figure(traces, layout)
 
 
 def _at(name: str, k: int | None) -> str:

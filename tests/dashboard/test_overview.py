@@ -118,7 +118,6 @@ def test_curves_show_evaluate_values(make_app: Callable[..., AppTest], reference
             assert trace(over_k, f"{name}@k")[1][k - 1] == pytest.approx(
                 report.metrics[f"{name}@{k}"]
             )
-    assert any(shape.x0 == 4 for shape in over_k.layout.shapes)  # the current k is marked
     over_t = figure(at, "overview.curves_t")
     x, y = trace(over_t, "EvidenceRecall@4")
     for t in (0.3, 0.6, 0.9):
@@ -126,7 +125,37 @@ def test_curves_show_evaluate_values(make_app: Callable[..., AppTest], reference
         assert y[i] == pytest.approx(
             reference(["EvidenceRecall@4"], k=4, threshold=t).metrics["EvidenceRecall@4"]
         )
-    assert any(shape.x0 == pytest.approx(0.6) for shape in over_t.layout.shapes)
+
+
+def test_a_move_resends_only_the_curves_it_changes(
+    make_app: Callable[..., AppTest],
+) -> None:
+    """Neither curve marks the current setting: a k move sends the curves over k unchanged
+    (same spec, same element id: the browser keeps the chart it drew) and a threshold move the
+    curves over the threshold; the other chart follows the move (values at k, evidence curves
+    at the threshold)."""
+
+    def specs(at: AppTest) -> dict[str, tuple[str, str]]:
+        charts = [el.proto for el in at.get("plotly_chart")]
+        return {
+            key: next((c.spec, c.id) for c in charts if c.id.endswith(key))
+            for key in ("overview.curves_k", "overview.curves_t")
+        }
+
+    at = make_app(k="6", threshold="0.6")
+    before = specs(at)
+    at.sidebar.slider(key="k").set_value(7).run()
+    assert not at.exception
+    after_k = specs(at)
+    assert after_k["overview.curves_k"] == before["overview.curves_k"]
+    assert after_k["overview.curves_t"] != before["overview.curves_t"]  # values at k = 7
+    at.sidebar.slider(key="threshold").set_value(0.4).run()
+    assert not at.exception
+    after_t = specs(at)
+    assert after_t["overview.curves_t"] == after_k["overview.curves_t"]
+    assert after_t["overview.curves_k"] != after_k["overview.curves_k"]  # evidence curves
+    for key in ("overview.curves_k", "overview.curves_t"):
+        assert not figure(at, key).layout.shapes
 
 
 def test_evidence_mode_draws_ranking_over_the_threshold(

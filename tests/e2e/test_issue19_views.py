@@ -312,8 +312,12 @@ def test_cards_carry_the_metric_band_and_curves_sit_above_markers(
         expect(delta).to_have_count(0)
     else:
         expect(delta).to_have_text(want)
-    # the k and threshold marker lines are drawn below the curves, never over them
-    chart = page.locator("[data-testid='stPlotlyChart']").first
+    assert page.locator("[data-testid='stException']").count() == 0
+    # marker lines (Threshold tuning's; Overview's curves mark no setting) are drawn below the
+    # bars and curves, never over them
+    page.goto(f"{app_url}/threshold?run={RUN}")
+    wait_idle(page)
+    chart = page.locator("[data-testid='stPlotlyChart']", has_text="Best score of each gold span")
     chart.locator(".main-svg").first.wait_for()
     assert chart.locator(".layer-above .shapelayer path").count() == 0
     assert chart.locator(".shapelayer path").count() >= 1
