@@ -290,6 +290,14 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
                 f"{'met' if data['met_moves'] else 'MISSED'}",
             )
         )
+        rows.append(
+            (
+                f"{where}: progress bar after a rescoring change (slowest)",
+                fmt_seconds(max(data["rescoring_progress_s"])),
+                f"target {data['target_progress_s']:g} s: "
+                f"{'met' if data['met_progress'] else 'MISSED'}",
+            )
+        )
     if "distributed" in by_key:
         data = by_key["distributed"].data
         ratio = data["timings"]["spark"]["median_s"] / data["timings"]["single"]["median_s"]

@@ -32,9 +32,14 @@ def test_browser_speed_times_every_page(tmp_path: Path) -> None:
     for title, _ in bs.PAGES:
         assert title in text
     assert result.data["met_compare_first"] == (pages["Compare"]["first_s"] < 1.5)
+    # a rescoring change (one with repeats=1): the progress bar was seen, after the click
+    progress = result.data["rescoring_progress_s"]
+    assert len(progress) == 1 and positive(progress[0])
+    assert result.data["met_progress"] == (progress[0] <= bs.TARGET_PROGRESS_S)
     headline = report.headline([result]).markdown()
     assert f"browser, {N:,} queries x 3 runs: Compare's first render (deltas)" in headline
     assert "slowest page's median slider move" in headline
+    assert "progress bar after a rescoring change" in headline
 
 
 def test_compare_speed_scenario_reports_the_core_parts(tmp_path: Path) -> None:
