@@ -68,7 +68,9 @@ _ARM_CLICK = """() => {
                           {capture: true, once: true});
 }"""
 #: the rescoring progress bar is drawn: its time
-_PROGRESS = """() => document.querySelector("[data-testid='stProgress']") ? performance.now() : false"""
+_PROGRESS = (
+    """() => document.querySelector("[data-testid='stProgress']") ? performance.now() : false"""
+)
 _NO_PROGRESS = """() => {
   const app = document.querySelector("[data-testid='stApp']");
   return app && app.getAttribute('data-test-script-state') === 'notRunning'
@@ -165,8 +167,11 @@ def _rescoring(page: Any, url: str, run_name: str, repeats: int) -> list[float]:
     """Seconds from a click on a switch that needs new pair scores to the progress bar drawn,
     for up to repeats combinations of RESCORING; each scoring cancelled (a tiny run's may be
     done first), its switches turned back (the page then draws the run as before)."""
+    from dashboard.sidebar import MATCHING_TITLE
+
     page.goto(f"{url}/?run={run_name}", wait_until="commit")
     page.wait_for_function(_SETTLED, polling="raf")
+    page.get_by_text(MATCHING_TITLE, exact=True).click()  # the switches are in this expander
     found = []
     for switches in RESCORING[:repeats]:
         for label in switches[:-1]:  # a combination's first switches: cancelled before
