@@ -183,12 +183,15 @@ def borderline_pairs(
         near = (distance <= float(band)) & (kept & (cut_rank <= settings.k))[:, :, None]
     q, r, e = np.nonzero(near)
     d = distance[q, r, e]
-    order = np.lexsort((e, r, q, d))
     rid = data.run.run_id
     out: list[BorderlinePair] = []
-    # a candidate without a kept score row (no chunk text) is dropped by the join: fetch more
-    step = 2 * limit
-    for lo in range(0, order.size, step):
+    # a candidate without a kept score row (no chunk text) is dropped by the join: then the
+    # next ones are fetched (a chunk without text is rare: one fetch of limit pairs is usual)
+    step = limit
+    order = _closest_first(d, q, r, e, step)
+    for lo in range(0, d.size, step):
+        if order.size < min(lo + step, d.size):  # past the closest few (rare): all in order
+            order = np.lexsort((e, r, q, d))
         chosen = order[lo : lo + step]
         rows = reads.pair_texts(
             store,
@@ -224,6 +227,19 @@ def borderline_pairs(
             if len(out) == limit:
                 return out
     return out
+
+
+def _closest_first(
+    d: np.ndarray, q: np.ndarray, r: np.ndarray, e: np.ndarray, n: int
+) -> np.ndarray:
+    """The first n or more positions of the order by (d, q, r, e): every position whose d is
+    at most the n-th smallest, sorted. A prefix of the whole order (d comes first in it), found
+    without sorting every candidate (a wide band on a large run holds hundreds of thousands)."""
+    if d.size <= n:
+        return np.lexsort((e, r, q, d))
+    kth = np.partition(d, n - 1)[n - 1]
+    sel = np.flatnonzero(d <= kth)
+    return sel[np.lexsort((e[sel], r[sel], q[sel], d[sel]))]
 
 
 def _window(text: str, start: int, end: int, context: int) -> tuple[str, str, str, bool, bool]:

@@ -200,16 +200,25 @@ def query_rows(
 
 
 #: The inner join with pair_scores drops a pair that has no kept score row (a chunk without
-#: text: 0.0 in the score tensor, never scored).
+#: text: 0.0 in the score tensor, never scored). The chunks and evidence of the asked queries
+#: are read first, on their own (MATERIALIZED): a scan filtered by a list of queries reads the
+#: texts of those queries' row vectors only, where a join probed with the pairs read every
+#: chunk's text (at 100,000 queries, 200 pairs took 97 ms that way, 47 ms this one; 8 pairs 73
+#: and 12 ms).
 _PAIR_TEXTS_SQL = """
+WITH n AS (SELECT unnest(?::BIGINT[]) AS i, unnest(?::INTEGER[]) AS qidx,
+                  unnest(?::INTEGER[]) AS rank, unnest(?::INTEGER[]) AS eidx),
+c AS MATERIALIZED (SELECT qidx, rank, doc_id, text FROM chunks
+                   WHERE run_id = ? AND qidx IN (SELECT unnest(?::INTEGER[]))),
+e AS MATERIALIZED (SELECT qidx, eidx, text FROM evidence
+                   WHERE run_id = ? AND qidx IN (SELECT unnest(?::INTEGER[])))
 SELECT n.i, q.query_id, q.query, c.doc_id, e.text, c.text, p.span_start, p.span_end
-FROM (SELECT unnest(?::BIGINT[]) AS i, unnest(?::INTEGER[]) AS qidx,
-             unnest(?::INTEGER[]) AS rank, unnest(?::INTEGER[]) AS eidx) n
+FROM n
 JOIN pair_scores p ON p.run_id = ? AND p.scorer = ? AND p.norm = ?
                   AND p.qidx = n.qidx AND p.rank = n.rank AND p.eidx = n.eidx
 JOIN queries q ON q.run_id = ? AND q.qidx = n.qidx
-JOIN chunks c ON c.run_id = ? AND c.qidx = n.qidx AND c.rank = n.rank
-JOIN evidence e ON e.run_id = ? AND e.qidx = n.qidx AND e.eidx = n.eidx
+JOIN c ON c.qidx = n.qidx AND c.rank = n.rank
+JOIN e ON e.qidx = n.qidx AND e.eidx = n.eidx
 ORDER BY n.i
 """
 
@@ -237,10 +246,12 @@ def pair_texts(
                 rank,
                 eidx,
                 run_id,
+                qidx,
+                run_id,
+                qidx,
+                run_id,
                 scorer,
                 norm,
-                run_id,
-                run_id,
                 run_id,
             ],
         ).fetchall()

@@ -182,6 +182,42 @@ def test_borderline_pairs_order_band_k_and_limit() -> None:
     assert first.evidence == "two three" and first.cut_rank == first.rank == 2
 
 
+def test_borderline_pairs_skip_a_pair_without_a_kept_score_row() -> None:
+    """A pair with no kept score row (a chunk without text) is left out and the next closest
+    fetched in its place, however small the limit."""
+    store = store_with_scores()
+    data = load_run_data(store, "tiny")
+    with store._cursor() as cur:  # the closest pair, (0, 2, 1) at distance 0, loses its row
+        cur.execute(
+            "DELETE FROM pair_scores WHERE run_id = ? AND qidx = 0 AND rank = 2 AND eidx = 1",
+            [data.run.run_id],
+        )
+    at = Settings(threshold=0.7, k=10)
+    for limit in (1, 2, 5):
+        got = keys(tuning.borderline_pairs(store, data, at, band=0.1, limit=limit))
+        assert got == [(0, 1, 0), (1, 1, 0), (0, 2, 0), (0, 3, 0), (0, 3, 1)][:limit]
+
+
+@given(
+    st.lists(st.integers(0, 6), min_size=1, max_size=60),  # distances with many ties
+    st.integers(1, 70),
+    st.randoms(use_true_random=False),
+)
+@settings(max_examples=200, deadline=None)
+def test_closest_first_is_a_prefix_of_the_whole_order(
+    distances: list[int], n: int, rand: object
+) -> None:
+    size = len(distances)
+    d = np.asarray(distances, dtype=np.float64) / 10
+    q = np.asarray([rand.randrange(5) for _ in range(size)])  # type: ignore[attr-defined]
+    r = np.asarray([rand.randrange(3) for _ in range(size)])  # type: ignore[attr-defined]
+    e = np.arange(size)[::-1]
+    whole = np.lexsort((e, r, q, d))
+    got = tuning._closest_first(d, q, r, e, n)
+    assert got.size >= min(n, size)
+    assert got.tolist() == whole[: got.size].tolist()
+
+
 def test_borderline_windows_come_from_the_original_text() -> None:
     store = store_with_scores()
     data = load_run_data(store, "tiny")
