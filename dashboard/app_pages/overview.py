@@ -9,6 +9,7 @@ from dashboard.components import figures, tables, why
 from dashboard.components.downloads import csv_download
 from dashboard.components.text_tables import text_table
 from dashboard.components.view_export import bands_notice, view_downloads
+from rageval_core.compare.memo import digest
 from rageval_core.curves import THRESHOLD_RANKING, curve_names
 
 CARDS_PER_ROW = 5  # room for the longest label, "FullCoverageRate@10"
@@ -76,7 +77,13 @@ else:
             st.info("No curve over k: this run has neither qrels nor gold evidence.")
         else:
             over_k = state.curves_k(view, drawn)
-            st.plotly_chart(figures.curves_over_k(over_k), key="overview.curves_k")
+            fig_k = state.figure(  # the same curves (a k move): the same figure, not rebuilt
+                "overview.curves_k",
+                view,
+                (tuple(over_k), digest(*over_k.values())),
+                lambda: figures.curves_over_k(over_k),
+            )
+            st.plotly_chart(fig_k, key="overview.curves_k")
             csv_download(
                 "Download curves over k (CSV)",
                 lambda: tables.curves_frame(over_k, "k", range(1, data.depth + 1)),
@@ -100,12 +107,20 @@ else:
                 coarse = state.curves_t(
                     view, state.COARSE_GRID, [n for n in drawn if n in THRESHOLD_RANKING]
                 )
-            st.plotly_chart(
-                figures.curves_over_threshold(
+            fig_t = state.figure(  # the same curves (a threshold move): not rebuilt
+                "overview.curves_t",
+                view,
+                (
+                    s.k,
+                    tuple(fine),
+                    digest(*fine.values()),
+                    None if coarse is None else (tuple(coarse), digest(*coarse.values())),
+                ),
+                lambda: figures.curves_over_threshold(
                     fine, state.THRESHOLD_GRID, coarse, state.COARSE_GRID, k=s.k
                 ),
-                key="overview.curves_t",
             )
+            st.plotly_chart(fig_t, key="overview.curves_t")
             csv_download(
                 "Download curves over the threshold (CSV)",
                 lambda: tables.curves_frame(fine, "threshold", state.THRESHOLD_GRID),
