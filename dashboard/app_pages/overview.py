@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from dashboard import keys, sidebar, state
@@ -15,6 +17,12 @@ from rageval_core.curves import THRESHOLD_RANKING, curve_names
 CARDS_PER_ROW = 5  # room for the longest label, "FullCoverageRate@10"
 #: judge names are longer ("judge.faithfulness.contradicted"): fewer, wider cards
 JUDGE_CARDS_PER_ROW = 3
+
+
+def drawn_from(curves: dict[str, Any]) -> tuple[Any, ...]:
+    """What a figure of curves is drawn from: their names and a digest of their values."""
+    return (tuple(curves), digest(*curves.values()))
+
 
 view = sidebar.require_view()
 s = view.settings
@@ -80,7 +88,7 @@ else:
             fig_k = state.figure(  # the same curves (a k move): the same figure, not rebuilt
                 "overview.curves_k",
                 view,
-                (tuple(over_k), digest(*over_k.values())),
+                drawn_from(over_k),
                 lambda: figures.curves_over_k(over_k),
             )
             st.plotly_chart(fig_k, key="overview.curves_k")
@@ -110,12 +118,7 @@ else:
             fig_t = state.figure(  # the same curves (a threshold move): not rebuilt
                 "overview.curves_t",
                 view,
-                (
-                    s.k,
-                    tuple(fine),
-                    digest(*fine.values()),
-                    None if coarse is None else (tuple(coarse), digest(*coarse.values())),
-                ),
+                (s.k, drawn_from(fine), None if coarse is None else drawn_from(coarse)),
                 lambda: figures.curves_over_threshold(
                     fine, state.THRESHOLD_GRID, coarse, state.COARSE_GRID, k=s.k
                 ),
