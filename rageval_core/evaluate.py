@@ -411,6 +411,8 @@ def _evaluate(
         if family not in inputs:
             raise UsageError(f"measure {m} ({family}) is not supported for run {data.run.name}")
         data_in, rows = inputs[family]
+        if relevance == "ids" and m.spec.every_judged_query and not s.complete:
+            data_in, rows = id_labels(data, dataclasses.replace(s, complete=True))
         name = str(m)
         values = registry.compute([m], data_in)[name]
         w = registry.weights_of(m, data_in)

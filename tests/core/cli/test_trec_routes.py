@@ -171,3 +171,30 @@ def test_judged_only_in_a_real_process(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert set(json.loads(done.stdout)["metrics"]) == {"Bpref", "Judged@10"}
+
+
+@pytest.mark.parametrize("layout", ["single_space", "crlf", "double_space"])
+@pytest.mark.parametrize("complete", [False, True])
+def test_judged_at_k_scores_a_judged_query_absent_from_the_run(
+    layout: str, complete: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ir_measures scores Judged@k on every qrels query, 0 for "q4" which the run lacks, with
+    or without -c; the trec_eval measures keep trec_eval's selection (q4 only with -c)."""
+    ir_measures = pytest.importorskip("ir_measures")
+    run, qrels = write_pair(tmp_path, layout)
+    expected = ir_measures.calc_aggregate(
+        [ir_measures.parse_measure("Judged@3"), ir_measures.parse_measure("Judged@10")],
+        list(ir_measures.read_trec_qrels(str(qrels))),
+        list(ir_measures.read_trec_run(str(run))),
+    )
+    s = Settings(complete=complete)
+    for route, report in routes(run, qrels, s, monkeypatch).items():
+        if report is None:
+            continue
+        for name in ("Judged@3", "Judged@10"):
+            assert report["metrics"][name] == pytest.approx(
+                expected[ir_measures.parse_measure(name)], abs=1e-12
+            ), (route, name)
+            assert report["per_query"]["q4"][name] == 0.0
+        # AP follows trec_eval: q4 is scored (0) only with -c
+        assert (report["per_query"]["q4"]["AP"] is not None) is complete, route
