@@ -1,4 +1,6 @@
-"""Rank fusion of several runs into one, as ranx's ``fuse`` computes it (docs/outputs.md).
+"""Rank fusion of several runs into one, as ranx's ``fuse`` computes it (docs/outputs.md), but
+for RRF over tied retriever scores: a tie group is ranked in the list's order (the TREC reader's
+is trec_eval's, doc id descending), where ranx leaves its unstable sort's order.
 
 Methods (per query, over the runs that retrieved something for it):
 
