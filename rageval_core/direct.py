@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from rageval_core import ops
 from rageval_core.report import RANKING_DEFAULTS, Report, Settings
 from rageval_core.formats import trec_columns
-from rageval_core.formats.base import HEAD_BYTES, SIDECAR_SUFFIX
+from rageval_core.formats.base import GZIP_ERRORS, HEAD_BYTES, SIDECAR_SUFFIX, open_bytes
 from rageval_core.metrics import registry
 from rageval_core.metrics.arrays import (
     QuerySelection,
@@ -179,8 +179,8 @@ def _arrays_by_duckdb(
 def _role(path: Path) -> str | None:
     """'run' or 'qrels' as the TREC reader sniffs the file's head; None for anything else."""
     try:
-        with path.open("rb") as fh:
+        with open_bytes(path) as fh:  # a .gz file by what it holds
             head = fh.read(HEAD_BYTES)
-    except OSError:
+    except GZIP_ERRORS:
         return None
     return trec_columns.sniff(path, head)

@@ -30,7 +30,15 @@ import pyarrow as pa
 
 from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import display_path, merge_info, read_sidecar
+from rageval_core.formats.base import (
+    GZIP_ERRORS,
+    display_path,
+    is_gzip,
+    merge_info,
+    open_bytes,
+    read_sidecar,
+    unreadable,
+)
 
 # the sniffer, the format's names and the number patterns live with the numpy route
 from rageval_core.formats.trec_columns import (  # noqa: F401 (FORMAT ... sniff: this reader's)
@@ -176,7 +184,7 @@ class _Staged:
             con.execute(
                 "CREATE TABLE run AS SELECT c0 AS qid, c2 AS docno, "
                 "TRY_CAST(c4 AS DOUBLE) AS score "
-                f"FROM {_csv_source(6)} WHERE NOT coalesce("
+                f"FROM {_csv_source(6, run_layout)} WHERE NOT coalesce("
                 "c0 IS NULL OR c1 IS NULL OR c2 IS NULL OR c3 IS NULL OR c4 IS NULL "
                 " OR c5 IS NULL OR starts_with(c0, '#') OR c5 <> ? "
                 f" OR {_SCORE_BAD_SQL.format(field='c4')} "
@@ -222,7 +230,7 @@ class _Staged:
             return None
         con.execute(
             "CREATE TABLE qrels AS SELECT c0 AS qid, c2 AS docno, TRY_CAST(c3 AS INTEGER) AS rel "
-            f"FROM {_csv_source(4)} WHERE NOT coalesce("
+            f"FROM {_csv_source(4, layout)} WHERE NOT coalesce("
             "c0 IS NULL OR c1 IS NULL OR c2 IS NULL OR c3 IS NULL OR starts_with(c0, '#') "
             " OR NOT regexp_full_match(c3, ?) OR TRY_CAST(c3 AS INTEGER) IS NULL "
             f" {_unicode_spaces(layout, 4)}, true)",
@@ -441,11 +449,14 @@ def _unicode_spaces(layout: _Layout, n_columns: int) -> str:
     return f"OR regexp_matches(concat({fields}), '{_SPACE_CHARS}')"
 
 
-def _csv_source(n_columns: int) -> str:
+def _csv_source(n_columns: int, layout: _Layout) -> str:
     """DuckDB's CSV reader over one file (path and delimiter as its two parameters)."""
     columns = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(n_columns))
+    # by the file's bytes, not its name (DuckDB's own guess goes by a .gz suffix)
+    compression = "gzip" if layout.gzip else "none"
     return (
         f"read_csv(?, delim = ?, header = false, quote = '', escape = '', columns = {{{columns}}}, "
+        f"compression = '{compression}', "
         "auto_detect = false, strict_mode = true, null_padding = false)"
     )
 
@@ -455,6 +466,7 @@ class _Layout(NamedTuple):
     first: list[str]  # tokens of the first line
     n_lines: int
     ascii: bool  # False: fields must be searched for Unicode spaces in SQL
+    gzip: bool  # the file is gzip-compressed
 
 
 #: ASCII bytes Python's str.split() splits on, besides " ", "\t", "\n" and a "\r" before "\n"
@@ -468,7 +480,16 @@ def _layout(path: Path) -> _Layout | None:
     silently, and row i must be line i + 1), and separators the CSV reader would not split on
     are looked for.
     """
-    with path.open("rb") as fh:
+    try:
+        return _scan(path)
+    except GZIP_ERRORS:  # a corrupt .gz: the line reader says where
+        return None
+
+
+def _scan(path: Path) -> _Layout | None:
+    """_layout's pass over the file."""
+    compressed = is_gzip(path)
+    with open_bytes(path) as fh:
         head = fh.readline()
         if head.startswith(b"\xef\xbb\xbf"):
             return None  # the line reader keeps a BOM as part of the first qid
@@ -493,7 +514,7 @@ def _layout(path: Path) -> _Layout | None:
             chunk = fh.read(1 << 24)
     if last and not last.endswith(b"\n"):
         n_lines += 1
-    return _Layout(delim, text.split(), n_lines, is_ascii)
+    return _Layout(delim, text.split(), n_lines, is_ascii, compressed)
 
 
 @dataclass(slots=True)
@@ -529,18 +550,24 @@ def _queries(run: _Run, qrels: _Qrels | None, missing: list[str]) -> Iterator[Qu
 
 def _lines(path: Path, file: str, log: ProblemLog) -> Iterator[tuple[int, list[str]]]:
     """(line number, tokens) of each content line; blank and '#' comment lines are skipped."""
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if log.full:
-                return
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                log.error(file, number, "line", f"not valid UTF-8 ({e.reason} at byte {e.start})")
-                continue
-            tokens = line.split()
-            if tokens and not tokens[0].startswith("#"):
-                yield number, tokens
+    number = 0
+    try:
+        with open_bytes(path) as fh:
+            for number, raw in enumerate(fh, start=1):
+                if log.full:
+                    return
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    log.error(
+                        file, number, "line", f"not valid UTF-8 ({e.reason} at byte {e.start})"
+                    )
+                    continue
+                tokens = line.split()
+                if tokens and not tokens[0].startswith("#"):
+                    yield number, tokens
+    except GZIP_ERRORS as e:  # a .gz file that stops decompressing: where it stopped
+        log.error(file, number + 1, "file", unreadable(e))
 
 
 def _read_run(path: Path, log: ProblemLog) -> _Run:

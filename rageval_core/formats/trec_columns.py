@@ -1,7 +1,8 @@
 """TREC run and qrels files parsed with numpy, for `rageval evaluate` straight from the files.
 
 The fastest of the TREC reader's routes (formats/trec.py has the line reader and the DuckDB
-route), and the only one that imports nothing but numpy: the file is read in blocks of whole
+route), and the only one that imports nothing but numpy (and formats/base.py, which gunzips a
+.gz file): the file is read in blocks of whole
 lines whose bytes are split on their separators with vectorised numpy; query ids are coded in
 order of first appearance, rows are sorted as trec_eval sorts them (score descending, ties by
 docno descending: only tie groups are sorted by docno) and qrels labels are joined on 64-bit
@@ -32,6 +33,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from rageval_core.formats.base import GZIP_ERRORS, open_bytes
 
 FORMAT = "trec"
 PRIMARY = "run"
@@ -193,7 +196,7 @@ def read_pair(run: Path, qrels: Path | None) -> TrecArrays | None:
         parsed = _read_run(run)
         judged = _read_qrels(qrels) if qrels is not None else _Qrels(*_no_qrels())
         return _join(parsed, judged)
-    except _NotClean:
+    except (_NotClean, *GZIP_ERRORS):  # a corrupt .gz: the line reader says where
         return None
 
 
@@ -211,7 +214,7 @@ def _blocks(path: Path) -> Iterator[tuple[NDArray[np.uint8], int]]:
     capacity = _BLOCK_BYTES
     buf = bytearray(capacity + _SLACK)
     kept = 0  # bytes of a line cut at the end of the last block, now at the front
-    with path.open("rb", buffering=0) as fh:
+    with open_bytes(path) as fh:
         while True:
             if kept == capacity:  # no line ends in a whole block: a longer buffer
                 if capacity >= 16 * _BLOCK_BYTES:

@@ -11,6 +11,7 @@ of unjudged documents (--judged-only, Bpref, Judged@k) and the selection setting
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ LAYOUTS = {
     "tab": ("\t", "\n"),
     "double_space": ("  ", "\n"),
     "crlf": (" ", "\r\n"),
+    "gzip": (" ", "\n"),  # gzip-compressed (run.gz, qrels.gz as TREC and ranx give them)
 }
 METRICS = ["AP", "P@2", "nDCG@5", "RR", "R@5", "Bpref", "Judged@3", "Judged@10", "NumRet"]
 SETTINGS = {
@@ -71,8 +73,9 @@ SETTINGS = {
 def write_pair(tmp: Path, layout: str) -> tuple[Path, Path]:
     sep, end = LAYOUTS[layout]
     run, qrels = tmp / f"{layout}.run", tmp / f"{layout}.qrels"
-    run.write_bytes("".join(sep.join(line.split()) + end for line in RUN).encode())
-    qrels.write_bytes("".join(sep.join(line.split()) + end for line in QRELS).encode())
+    for path, lines in ((run, RUN), (qrels, QRELS)):
+        data = "".join(sep.join(line.split()) + end for line in lines).encode()
+        path.write_bytes(gzip.compress(data) if layout == "gzip" else data)
     return run, qrels
 
 
@@ -116,7 +119,7 @@ def test_every_route_gives_the_same_report(
     s = SETTINGS[setting]
     got = routes(run, qrels, s, monkeypatch)
     # which routes take which layout (a doubled space only the line reader; CRLF also DuckDB)
-    assert (got["numpy"] is not None) is (layout in ("single_space", "tab"))
+    assert (got["numpy"] is not None) is (layout in ("single_space", "tab", "gzip"))
     assert (got["duckdb"] is not None) is (layout != "double_space")
     assert got["line_reader"] is None
     reference = got["store_lines"]
@@ -198,3 +201,62 @@ def test_judged_at_k_scores_a_judged_query_absent_from_the_run(
             assert report["per_query"]["q4"][name] == 0.0
         # AP follows trec_eval: q4 is scored (0) only with -c
         assert (report["per_query"]["q4"]["AP"] is not None) is complete, route
+
+
+def test_a_gz_pair_equals_the_plain_pair_whatever_its_name(tmp_path: Path) -> None:
+    """run.gz and qrels.gz (or a compressed file without the suffix) give the plain files'
+    report through the CLI and through import; a plain file is not mistaken for one."""
+    plain_run, plain_qrels = write_pair(tmp_path, "single_space")
+    gz_run, gz_qrels = write_pair(tmp_path, "gzip")
+    named = [tmp_path / "run.gz", tmp_path / "qrels.gz"]
+    named[0].write_bytes(gz_run.read_bytes())
+    named[1].write_bytes(gz_qrels.read_bytes())
+    args = ["--metrics", ",".join(METRICS), "--json", "--per-query"]
+
+    def report(run: Path, qrels: Path) -> dict[str, Any]:
+        done = rageval("evaluate", str(run), "--qrels", str(qrels), *args)
+        assert done.returncode == 0, done.stderr
+        return dict(json.loads(done.stdout))
+
+    expected = report(plain_run, plain_qrels)
+    assert report(gz_run, gz_qrels) == expected
+    assert report(*named) == expected
+    db = tmp_path / "s.duckdb"
+    imported = rageval("import", *map(str, named), "--name", "tagT", db=db)
+    assert imported.returncode == 0, imported.stderr
+    stored = rageval("evaluate", "tagT", *args, db=db)
+    assert json.loads(stored.stdout)["metrics"] == expected["metrics"]
+
+
+def test_a_broken_gz_file_is_named_at_its_line(tmp_path: Path) -> None:
+    """A .gz file cut short past its first 64 KB: file:line: file: problem, exit 2, no
+    traceback; one cut inside its head fails at line 0."""
+    lines = [f"q{q} Q0 d{d} {d + 1} {1000 - d}.5 tagT\n" for q in range(400) for d in range(100)]
+    whole = gzip.compress("".join(lines).encode())
+    qrels = tmp_path / "x.qrels"
+    qrels.write_text("q1 0 d3 1\n", encoding="utf-8")
+    cut = tmp_path / "cut.run.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    done = rageval_subprocess("evaluate", str(cut), "--qrels", str(qrels))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    problem = next(line for line in done.stderr.splitlines() if line.startswith(str(cut)))
+    where, field, message = problem.split(": ", 2)
+    assert int(where.rsplit(":", 1)[1]) > 1000 and field == "file"
+    assert message == "compressed data ends early (a truncated .gz file)"
+    cut.write_bytes(whole[:40])
+    done = rageval("evaluate", str(cut), "--qrels", str(qrels))
+    assert done.returncode == 2
+    assert f"{cut}:0: file: compressed data ends early" in done.stderr
+
+
+def test_a_gz_file_of_another_format_is_refused_by_name(tmp_path: Path) -> None:
+    """Only the TREC readers decompress: a gzipped JSONL run is an input error saying so."""
+    path = tmp_path / "run.jsonl.gz"
+    row = {"query_id": "q", "retrieved": [{"doc_id": "a"}], "relevant_ids": ["a"]}
+    path.write_bytes(gzip.compress((json.dumps(row) + "\n").encode()))
+    done = rageval("evaluate", str(path))
+    assert done.returncode == 2
+    assert (
+        f"{path}:0: file: a gzip-compressed native file: only TREC runs and qrels are read "
+        "compressed" in done.stderr
+    )
