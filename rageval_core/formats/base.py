@@ -17,6 +17,7 @@ Readers report problems to the log as file:line: field: problem and never raise 
 from __future__ import annotations
 
 import errno
+import io
 import json
 import math
 import re
@@ -24,7 +25,7 @@ import stat
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from rageval_core.errors import ProblemLog
 from rageval_core.model import RunInfo
@@ -108,7 +109,7 @@ def is_gzip(path: Path) -> bool:
         return fh.read(2) == GZIP_MAGIC
 
 
-def open_bytes(path: Path) -> IO[bytes]:
+def open_bytes(path: Path) -> io.BufferedIOBase:
     """The file's bytes, decompressed when it is gzip-compressed: the TREC readers read a .gz
     run or qrels file (as TREC and ranx distribute them) as they read the plain one."""
     if not is_gzip(path):

@@ -196,7 +196,9 @@ def read_pair(run: Path, qrels: Path | None) -> TrecArrays | None:
         parsed = _read_run(run)
         judged = _read_qrels(qrels) if qrels is not None else _Qrels(*_no_qrels())
         return _join(parsed, judged)
-    except (_NotClean, *GZIP_ERRORS):  # a corrupt .gz: the line reader says where
+    except _NotClean:
+        return None
+    except GZIP_ERRORS:  # a corrupt .gz: the line reader says where
         return None
 
 
