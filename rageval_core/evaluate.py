@@ -103,7 +103,7 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
             judged = np.where(inside, judged, 0).astype(np.int8)[rows]
         arrays = RankedLabels(
             query_ids=tuple(data.query_ids[rows]),
-            labels=labels[rows],
+            labels=labels[rows],  # int32, or float64 for real grades
             n_ret=n_ret[rows],
             n_rel=full.n_rel[rows],
             ideal=full.ideal[rows],

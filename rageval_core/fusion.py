@@ -201,6 +201,6 @@ def write_trec_run(fused: FusedRun, path: Path) -> int:
     return n
 
 
-def relevance_of(fused: FusedRun) -> Mapping[str, Mapping[str, int]]:
+def relevance_of(fused: FusedRun) -> Mapping[str, Mapping[str, float]]:
     """{query id: {doc id: label}} of the fused queries that have qrels (for a TREC qrels file)."""
     return {q.query_id: q.relevance for q in fused.queries if q.relevance is not None}

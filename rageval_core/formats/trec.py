@@ -51,6 +51,7 @@ from rageval_core.formats.trec_columns import (  # noqa: F401 (FORMAT ... sniff:
     ranks_within,
     sniff,
 )
+from rageval_core.formats.fields import label_problem
 from rageval_core.metrics.arrays import (
     QuerySelection,
     RankedLabels,
@@ -58,7 +59,7 @@ from rageval_core.metrics.arrays import (
     ranked_labels_from_queries,
     ranked_labels_from_rows,
 )
-from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+from rageval_core.model import Chunk, ParsedRun, Query, RunInfo, label_value
 
 COMPANION_REQUIRED = False
 
@@ -356,11 +357,11 @@ class _Staged:
         docs = chunks.column("doc_id").to_pylist()
         scores = chunks.column("score").to_pylist()
         c_cut = np.searchsorted(c_qidx, np.arange(len(q["qidx"]) + 1))
-        judged: dict[int, dict[str, int]] = {}
+        judged: dict[int, dict[str, float]] = {}
         if "qrels" in tables:
             qrels = tables["qrels"].to_pydict()
             for qidx, doc, rel in zip(qrels["qidx"], qrels["doc_id"], qrels["rel"], strict=True):
-                judged.setdefault(qidx, {})[doc] = rel
+                judged.setdefault(qidx, {})[doc] = label_value(rel)
         lines = self._lines
         for qidx, qid, in_run in zip(q["qidx"], q["query_id"], q["in_run"], strict=True):
             lo, hi = int(c_cut[qidx]), int(c_cut[qidx + 1])
@@ -528,7 +529,7 @@ class _Run:
 @dataclass(slots=True)
 class _Qrels:
     file: str
-    labels: dict[str, dict[str, int]] = field(default_factory=dict)
+    labels: dict[str, dict[str, float]] = field(default_factory=dict)
     first_line: dict[str, int] = field(default_factory=dict)
 
 
@@ -640,16 +641,17 @@ def _read_qrels(path: Path, log: ProblemLog) -> _Qrels:
             )
             continue
         qid, docno, rel_text = tokens[0], tokens[2], tokens[3]
-        if not _INTEGER.match(rel_text):
-            log.error(qrels.file, number, "rel", f"expected an integer, got {rel_text!r}")
+        # an integer (trec_eval's labels) or a decimal grade such as 0.3, kept as given
+        if _INTEGER.match(rel_text):
+            label: float = int(rel_text)
+        elif _is_number(rel_text):
+            label = float(rel_text)
+        else:
+            log.error(qrels.file, number, "rel", f"expected a number, got {rel_text!r}")
             continue
-        if not -(2**31) <= int(rel_text) < 2**31:  # the store keeps 32-bit labels
-            log.error(
-                qrels.file,
-                number,
-                "rel",
-                f"label out of range (-2147483648 to 2147483647), got {rel_text!r}",
-            )
+        problem = label_problem(label)
+        if problem is not None:
+            log.error(qrels.file, number, "rel", problem)
             continue
         first = lines.get((qid, docno))
         if first is not None:
@@ -665,7 +667,7 @@ def _read_qrels(path: Path, log: ProblemLog) -> _Qrels:
         if qid not in qrels.labels:
             qrels.labels[qid] = {}
             qrels.first_line[qid] = number
-        qrels.labels[qid][docno] = int(rel_text)
+        qrels.labels[qid][docno] = label
     if not lines and not log.errors:
         log.error(qrels.file, 0, "qrels", f"no judgement lines ({QRELS_COLUMNS})")
     return qrels

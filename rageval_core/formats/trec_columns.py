@@ -180,7 +180,7 @@ def sniff(path: Path, head: bytes) -> str | None:
             and _is_number(tokens[4])
         ):
             return PRIMARY
-        if len(tokens) == 4 and _INTEGER.match(tokens[3]):
+        if len(tokens) == 4 and _is_number(tokens[3]):  # an integer label, or a grade (0.3)
             return COMPANION
         return None
     return None
