@@ -57,6 +57,9 @@ class FakeJudge:
         self.seen: dict[str, int] = {}
         self.fenced = False  # wrap the JSON in a ```json block, with chatter around it
         self.delay_s = 0.0  # seconds before each reply (a slow model, for Ctrl-C tests)
+        #: every reply waits until this is set (cleared: a model that answers when told to)
+        self.go = threading.Event()
+        self.go.set()
         #: (prompt name, question) -> reply text: recorded replies served as they are
         self.recorded: dict[tuple[str, str], str] = {}
 
@@ -123,6 +126,7 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
                 verdict = None if scripted is not None or bad else state.verdict(messages)
             if state.delay_s:
                 time.sleep(state.delay_s)
+            state.go.wait(60)
             if scripted is not None:
                 status, headers = scripted if isinstance(scripted, tuple) else (scripted, {})
                 self._send(status, {"error": {"message": "scripted failure"}}, headers)

@@ -75,6 +75,8 @@ class JudgeConfigError(UsageError):
         super().__init__(self.worded(CLI_FLAGS))
 
     def worded(self, names: dict[str, str]) -> str:
+        """The problem with names for the fields (the CLI's flags where names has none)."""
+        names = {**CLI_FLAGS, **names}
         return f"{names[self.field]} {self.problem.format_map(names)}"
 
 
