@@ -68,6 +68,15 @@ def _job() -> Any:
     return state.judge_jobs()[state.store_path()]
 
 
+def _launch(at: AppTest, base_url: str, model: str, concurrency: int = 1) -> Any:
+    """Fill in the form's endpoint and model, press Run judge; the job it started."""
+    at.text_input(key="judge.base_url").input(base_url)
+    at.text_input(key="judge.model").input(model)
+    at.number_input(key="judge.concurrency").set_value(concurrency)
+    at.button(key="judge.run_button").click().run()
+    return _job()
+
+
 def _closed_port_url() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -293,11 +302,7 @@ def test_cancel_keeps_what_finished(make_app: Callable[..., AppTest], fresh_db: 
     at = make_app("judge.py", db=fresh_db, run="judged")
     with FakeServer() as server:
         server.state.delay_s = 2.0  # a slow model: the cancel lands mid-run
-        at.text_input(key="judge.base_url").input(server.base_url)
-        at.text_input(key="judge.model").input("slow-judge")
-        at.number_input(key="judge.concurrency").set_value(1)
-        at.button(key="judge.run_button").click().run()
-        job = _job()
+        job = _launch(at, server.base_url, "slow-judge")
         assert job.running
         for _ in range(600):  # the first reply (2 s), so the cancel lands mid-run
             if job.snapshot()[0] >= 1 or not job.running:
@@ -359,11 +364,7 @@ def test_a_running_judge_shows_its_progress_in_any_tab_that_opens_the_page(
     first = make_app("judge.py", db=fresh_db, run="judged")
     with FakeServer() as server:
         server.state.go.clear()  # the model answers nothing until the end of the test
-        first.text_input(key="judge.base_url").input(server.base_url)
-        first.text_input(key="judge.model").input("slow-judge")
-        first.number_input(key="judge.concurrency").set_value(1)
-        first.button(key="judge.run_button").click().run()
-        job = _job()
+        job = _launch(first, server.base_url, "slow-judge")
         assert job.running
         # another tab, its own session (wait=False: the judge's progress bar is no rescoring)
         other = make_app("judge.py", db=fresh_db, run="judged", wait=False)
@@ -389,11 +390,7 @@ def test_a_judge_that_gets_no_answer_shows_failed_and_is_never_picked(
     before = _judge_cards(at)
     assert before  # the recorded judge's cards
     at.switch_page("app_pages/judge.py").run()
-    url = _closed_port_url()
-    at.text_input(key="judge.base_url").input(url)
-    at.text_input(key="judge.model").input("nobody-home")
-    at.button(key="judge.run_button").click().run()
-    job = _job()
+    job = _launch(at, _closed_port_url(), "nobody-home", concurrency=4)
     job.thread.join(60)
     at.run()
     assert not at.exception
