@@ -42,13 +42,16 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
         f"{len(c.tests)} tests; * = p(Holm) < {o.alpha:g}",
     ]
     if c.metrics:
-        out += ["", _metric_table(c, level)]
-        if not c.alignment.same_queries:
-            out.append(
-                f"(the pairs hold different queries: {c.baseline}'s row is over its queries "
-                "paired with any candidate; each diff is against its mean on that candidate's "
-                "pair)"
-            )
+        out += [
+            "",
+            "n = pairs: shared queries both runs score; both means and the diff are over them; "
+            "verdict: a significant change read in the metric's direction",
+            _metric_table(c, level),
+        ]
+        unpaired = unpaired_lines(c)
+        if unpaired:
+            out += ["", "scored in one run only (left out of n, the means and the tests):"]
+            out += [f"  {line}" for line in unpaired]
     lat = _latency_table(c)
     if lat:
         out += [
@@ -146,26 +149,13 @@ def _pair_lines(c: Comparison) -> list[str]:
 
 
 def _metric_table(c: Comparison, level: str) -> str:
+    """One row per (metric, candidate): the pair's n, both means over those n pairs, their
+    difference and its tests, and the verdict in the metric's direction."""
     o = c.options
     rows: list[list[Any]] = []
     for m in c.metrics:
         label = m if higher_is_better(m) else f"{m} (lower=better)"
-        rows.append(
-            [
-                label,
-                c.baseline,
-                c.n_scored[c.baseline][m],
-                _f(c.means[c.baseline][m]),
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-            ]
-        )
-        for cand in c.candidates:
+        for i, cand in enumerate(c.candidates):
             t = c.test(cand, m)
             star = "*" if t.significant(o.alpha) else ""
             ci = (
@@ -175,11 +165,13 @@ def _metric_table(c: Comparison, level: str) -> str:
             )
             rows.append(
                 [
-                    "",
+                    "" if i else label,
                     cand,
                     t.n,
-                    _f(c.means[cand][m]),
+                    _f(t.baseline_mean),
+                    _f(t.candidate_mean),
                     _f(t.diff, signed=True) + star,
+                    t.verdict(o.alpha),
                     ci,
                     p_text(t.p_t),
                     p_text(t.p_perm),
@@ -190,10 +182,12 @@ def _metric_table(c: Comparison, level: str) -> str:
             )
     headers = [
         "metric",
-        "run",
+        "candidate",
         "n",
+        f"{c.baseline} mean" if len(c.baseline) <= 12 else "baseline mean",
         "mean",
         "diff",
+        "verdict",
         f"{level} CI",
         "p(t)",
         "p(perm)",
@@ -202,6 +196,17 @@ def _metric_table(c: Comparison, level: str) -> str:
         "W/T/L",
     ]
     return text_table(headers, rows)
+
+
+def unpaired_lines(c: Comparison) -> list[str]:
+    """Per (metric, candidate) whose runs score different shared queries: how many each scores
+    and how many both do (only those are in the means, the diff and the tests)."""
+    return [
+        f"{t.metric}, {t.candidate}: {c.baseline} scores {t.n_baseline_scored} of the shared "
+        f"queries, {t.candidate} {t.n_candidate_scored}; the {t.n} both score are compared"
+        for t in c.tests
+        if t.unpaired
+    ]
 
 
 def _ops_cell(change: OpsChange, digits: int) -> str:
