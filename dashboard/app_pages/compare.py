@@ -297,7 +297,7 @@ def ops_columns(digits: int) -> dict[str, Any]:
             for name, fmt in fc.ops_formats(digits).items()
         },
         "significant": st.column_config.MultiselectColumn(
-            options=list(fc.OPS_COLOURS), color=list(fc.OPS_COLOURS.values())
+            options=list(fc.OPS_COLOURS), color=list(fc.OPS_COLOURS.values()), width="medium"
         ),
     }
 
