@@ -47,6 +47,7 @@ th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: right; }
 th:first-child, td:first-child, td.text { text-align: left; }
 thead th { background: #f4f4f4; } td.best { font-weight: 600; }
 table.comparison { font-size: .8rem; } table.comparison td { white-space: nowrap; }
+table.comparison td:first-child { white-space: normal; }
 .muted { color: #666; font-size: .85rem; }
 .improved { color: #0a6e31; font-weight: 600; } .regressed { color: #b3261e; font-weight: 600; }
 .charts { display: flex; flex-wrap: wrap; gap: 1rem; }
