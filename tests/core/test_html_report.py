@@ -198,3 +198,23 @@ def test_bad_input_exits_2(tmp_path: Path) -> None:
     missing = rageval("report", "no-such-run", "--out", str(tmp_path / "r.html"), db=db)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_preset_report_reads_its_lower_is_better_name(
+    two_runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A preset's own names have a direction too (main stopped: unknown measure 'recall_score');
+    best_match_position's best value is its lowest."""
+    db, _ = two_runs
+    out = tmp_path / "preset.html"
+    fast = ("--permutations", "1000", "--bootstrap", "100")
+    made = rageval(
+        "report", "bm25", "hybrid_rerank", "--preset", "eggai", *fast, "--out", str(out), db=db
+    )
+    assert made.returncode == 0, made.stderr
+    cells = [c for c in parse(out).cells() if c.get("data-metric") == "best_match_position"]
+    values = {c["data-run"]: float(c["data-value"] or "nan") for c in cells}
+    assert len(values) == 2 and values["0"] != values["1"]
+    best = [c["data-run"] for c in cells if c.get("class") == "best"]
+    assert best == [min(values, key=values.__getitem__)]
+    assert "best_match_position (lower is better)" in out.read_text(encoding="utf-8")
