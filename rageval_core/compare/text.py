@@ -115,9 +115,14 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
                 cells = []
                 for m in c.metrics:
                     t = next(t for t in seg["tests"] if t.candidate == cand and t.metric == m)
-                    cells.append(_f(t.diff, signed=True) + ("*" if t.significant(o.alpha) else ""))
+                    word = t.verdict(o.alpha)
+                    cells.append(_f(t.diff, signed=True) + (f"* {word}" if word else ""))
                 rows.append([group, seg["n"], cand, *cells])
-        out += ["", f"by {tag} (Holm within each group)", text_table(headers, rows)]
+        out += [
+            "",
+            f"by {tag} (Holm within each group; * = p(Holm) < {o.alpha:g}, with its verdict)",
+            text_table(headers, rows),
+        ]
     return "\n".join(out)
 
 

@@ -238,3 +238,26 @@ def test_gate_words_follow_the_direction(db: Path) -> None:
     assert code == 0
     assert lines["cost.per_query"].startswith("PASS  cost.per_query max increase 50%: ")
     assert "%, better), allowed increase" in lines["cost.per_query"]
+
+
+def test_segments_say_each_significant_change_in_its_direction(db: Path) -> None:
+    args = ("compare", "bm25", "hybrid_rerank", "--metrics", METRICS, "--by", "query_type", *FAST)
+    text = rageval(*args, db=db)
+    data = rageval(*args, "--json", db=db)
+    assert text.returncode == data.returncode == 0, text.stderr + data.stderr
+    groups = json.loads(data.stdout)["by"]["query_type"]
+    lines = text.stdout.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("by query_type"))
+    header = lines[start + 1]
+    words = []
+    for group, seg in groups.items():
+        row = next(ln for ln in lines[start + 3 :] if ln.split()[:1] == [group])
+        for m in METRICS.split():
+            vs = seg["metrics"][m]["hybrid_rerank"]
+            at = header.index(f"{m} diff")
+            cell = row[at:].split("  ")[0].strip()
+            better = vs["diff"] < 0 if m in LOWER else vs["diff"] > 0
+            want = ("improved" if better else "regressed") if vs["significant"] else ""
+            assert cell.endswith(f"* {want}" if want else f"{vs['diff']:+.4f}"), (group, m, cell)
+            words.append(want)
+    assert "regressed" in words and "improved" in words  # both directions occur
