@@ -544,9 +544,7 @@ _OPS_COLUMNS = [
 
 
 def _ops_row(x: OpsChange) -> dict[str, Any]:
-    excludes_zero = bool(x.ci_low > 0 or x.ci_high < 0)
-    word = registry.verdict(x.target, x.change, excludes_zero)
-    mark = OPS_MARKS[(x.change > 0, word)] if word else ""
+    mark = OPS_MARKS[(x.change > 0, x.verdict)] if x.verdict else ""
     return {
         "n": x.n,
         "baseline": x.baseline,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval_core.compare.comparison import Comparison, higher_is_better
 from rageval_core.compare.ops import OpsChange
+from rageval_core.metrics.registry import IMPROVED, REGRESSED
 from rageval_core.terminal import text_table
 
 if TYPE_CHECKING:
@@ -214,14 +215,18 @@ def unpaired_lines(c: Comparison) -> list[str]:
     ]
 
 
+#: a significant change of latency or cost, in the latency table's short words
+_OPS_WORDS = {IMPROVED: "better", REGRESSED: "worse"}
+
+
 def _ops_cell(change: OpsChange, digits: int) -> str:
-    pct = "" if math.isnan(change.change_pct) else f" ({change.change_pct:+.1f}%"
-    star = "*" if change.ci_low > 0 or change.ci_high < 0 else ""
-    return (
-        f"{_f(change.candidate_value, digits)}{pct}{star})"
-        if pct
-        else f"{_f(change.candidate_value, digits)}{star}"
-    )
+    """The candidate's value, its change in %, * when the interval of the change excludes 0,
+    with its verdict (latency and cost are better lower)."""
+    pct = "" if math.isnan(change.change_pct) else f"{change.change_pct:+.1f}%"
+    star = "*" if change.verdict else ""
+    word = f", {_OPS_WORDS[change.verdict]}" if change.verdict else ""
+    inside = f"{pct}{star}{word}".lstrip(", ")
+    return f"{_f(change.candidate_value, digits)}" + (f" ({inside})" if inside else "")
 
 
 def _latency_table(c: Comparison) -> str:

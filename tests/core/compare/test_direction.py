@@ -261,3 +261,26 @@ def test_segments_say_each_significant_change_in_its_direction(db: Path) -> None
             assert cell.endswith(f"* {want}" if want else f"{vs['diff']:+.4f}"), (group, m, cell)
             words.append(want)
     assert "regressed" in words and "improved" in words  # both directions occur
+
+
+def test_latency_and_cost_read_lower_as_better(db: Path) -> None:
+    """hybrid_rerank's retrieval is significantly slower (worse) and its cost significantly
+    lower (better); its total p95 moved inside its interval (no word). Checked against the
+    intervals in JSON, the direction by hand (lower is better for both)."""
+    args = ("compare", "bm25", "hybrid_rerank", "--metrics", "RR", *FAST)
+    text = rageval(*args, db=db)
+    data = json.loads(rageval(*args, "--json", db=db).stdout)
+    assert text.returncode == 0, text.stderr
+    retrieval = data["latency_ms"]["hybrid_rerank"]["retrieval"]["p95"]
+    total = data["latency_ms"]["hybrid_rerank"]["total"]["p95"]
+    cost = data["cost_usd"]["hybrid_rerank"]["per_query"]
+    assert retrieval["ci"][0] > 0 and retrieval["verdict"] == "regressed"
+    assert cost["ci"][1] < 0 and cost["verdict"] == "improved"
+    assert total["ci"][0] < 0 < total["ci"][1] and total["verdict"] is None
+    rows = {ln.split()[0]: ln for ln in text.stdout.splitlines() if ln.strip()}
+    slower = next(ln for ln in text.stdout.splitlines() if ln.startswith("retrieval"))
+    slower = text.stdout.splitlines()[text.stdout.splitlines().index(slower) + 1]
+    assert f"{retrieval['candidate']:.1f} ({retrieval['change_pct']:+.1f}%*, worse)" in slower
+    cheaper = rows["hybrid_rerank"]  # the cost table's row (the last row named so)
+    assert f"({cost['change_pct']:+.1f}%*, better)" in cheaper
+    assert "better" not in slower and "worse" not in cheaper
