@@ -17,6 +17,10 @@ from typing import Any
 from rageval_core.settings import DEFAULTS, RULES
 
 
+#: the relevance mode every preset scores in: a chunk is relevant when it covers a gold item
+PRESET_RELEVANCE = "evidence"
+
+
 @dataclass(frozen=True, slots=True)
 class Preset:
     """One project's rules (setting values) and the metrics its script prints, in its order."""
@@ -176,6 +180,7 @@ __all__ = [
     "METRIC_HELP",
     "PRESETS",
     "PRESET_METRICS",
+    "PRESET_RELEVANCE",
     "RULES",
     "Preset",
     "get_preset",

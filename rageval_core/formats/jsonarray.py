@@ -344,9 +344,7 @@ class KeyWarner:
         self.log = log
         self.seen: dict[str, tuple[int, int]] = {}  # field -> (times seen, index of its warning)
 
-    def unknown(
-        self, line: int, field: str, known: frozenset[str] | tuple[str, ...] = ()
-    ) -> None:
+    def unknown(self, line: int, field: str, known: frozenset[str] | tuple[str, ...] = ()) -> None:
         """Warn about field (known: the keys it may be a typo of, for "did you mean")."""
         count, at = self.seen.get(field, (0, -1))
         problems = self.log.problems

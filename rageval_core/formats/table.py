@@ -274,7 +274,9 @@ def _check_columns(names: list[str], shown: str, line: int, log: ProblemLog) -> 
             log.error(shown, line, field, "column name needs a key after the dot")
             ok = False
         elif not prefixed and name not in _ROW_COLUMNS and name not in _QUERY_COLUMNS:
-            log.warn(shown, line, field, unknown_key(name, _ROW_COLUMNS | _QUERY_COLUMNS, what="column"))
+            log.warn(
+                shown, line, field, unknown_key(name, _ROW_COLUMNS | _QUERY_COLUMNS, what="column")
+            )
     return ok
 
 

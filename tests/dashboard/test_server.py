@@ -172,7 +172,14 @@ def test_a_taken_port_is_refused_before_streamlit_with_what_to_do(tmp_path: Path
         held.listen()
         port = held.getsockname()[1]
         r = subprocess.run(
-            [*_rageval_command(), "--db", str(tmp_path / "s.duckdb"), "dashboard", "--port", str(port)],
+            [
+                *_rageval_command(),
+                "--db",
+                str(tmp_path / "s.duckdb"),
+                "dashboard",
+                "--port",
+                str(port),
+            ],
             capture_output=True,
             text=True,
             timeout=60,

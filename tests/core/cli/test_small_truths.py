@@ -88,9 +88,16 @@ def test_a_misnamed_column_or_repeated_key_gets_the_guess_too(tmp_path: Path) ->
     pairs.write_text(json.dumps([{"qa_pair_id": f"QA_{i}", "question": f"q{i}"} for i in range(3)]))
     results = tmp_path / "results.json"
     results.write_text(
-        json.dumps([{"qa_pair_id": f"QA_{i}", "retrieved_chunks": [], "retreival_time_ms": 3} for i in range(3)])
+        json.dumps(
+            [
+                {"qa_pair_id": f"QA_{i}", "retrieved_chunks": [], "retreival_time_ms": 3}
+                for i in range(3)
+            ]
+        )
     )
-    r = rageval("import", str(results), str(pairs), "--format", "qa_pairs", db=tmp_path / "s.duckdb")
+    r = rageval(
+        "import", str(results), str(pairs), "--format", "qa_pairs", db=tmp_path / "s.duckdb"
+    )
     assert (
         f"{results}:1: retreival_time_ms: unknown key, ignored (3 times); "
         "did you mean retrieval_time_ms?" in r.stderr
