@@ -4,20 +4,26 @@ internal index column)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
 from dashboard import keys
 from dashboard.components.text import escape_text
 from rageval_core import api, tuning
+from rageval_core.compare import compare
 from rageval_core.evaluate import Settings
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 from tests.dashboard.conftest import wait_for_scores
 from tests.dashboard.test_runs import db, names, runs_page, tiny_run  # noqa: F401 (the fixture)
 from tests.dashboard.test_threshold import bm25_db  # noqa: F401 (the fixture)
+
+#: the sidebar's defaults on the sample runs (they have qrels: relevance ids)
+DEFAULT = Settings(k=10, threshold=0.7, relevance="ids")
 
 
 def _relevance_radio(at: AppTest) -> tuple[str, bool]:
@@ -116,3 +122,69 @@ def test_the_threshold_labels_table_has_no_internal_index_column(
         "evidence",
         "labelled_at",
     ]
+
+
+def _chart(at: AppTest, key: str) -> dict[str, Any]:
+    (found,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith(key)]
+    return json.loads(found.proto.spec)  # type: ignore[no-any-return]
+
+
+def test_no_latency_ecdf_line_hides_under_another(make_app: Callable[..., AppTest]) -> None:
+    at = make_app("latency.py", run="hybrid_rerank")
+    assert not at.exception, [e.value for e in at.exception]
+    traces = _chart(at, "latency.dist.chart")["data"]
+    # the sample run's total is its generation plus a few ms: on the log axis the two coincide
+    assert {"total", "generation"} <= {t["name"] for t in traces}
+    widths = [t["line"]["width"] for t in traces]
+    dashes = [t["line"]["dash"] for t in traces]
+    # plotly draws later traces on top: each is narrower than every one beneath it, so a line
+    # under another still shows on both sides of it, and each has its own dash
+    assert all(a > b for a, b in zip(widths, widths[1:], strict=False)), widths
+    assert len(set(dashes)) == len(dashes), dashes
+
+
+def _regressed(at: AppTest) -> Any:
+    return at.selectbox(key=keys.COMPARE_REGRESSED)
+
+
+def test_compare_select_shows_the_open_query(
+    make_app: Callable[..., AppTest], app_db: Path
+) -> None:
+    with Store(app_db) as store:
+        c = compare(["bm25", "hybrid_rerank", "tfidf_char"], store=store, settings=DEFAULT)
+        every = [str(q) for q in load_run_data(store, "bm25").query_ids]
+    worst = [w["query_id"] for w in c.worst["hybrid_rerank"]["nDCG@10"]]
+    # nothing open: the select asks for a pick
+    at = make_app("compare.py", **{keys.COMPARE_SECTION: "Per query"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert _regressed(at).options[0] == "(pick a regressed query)"
+    assert _regressed(at).value == "(pick a regressed query)"
+    # a link opens a regressed query: the select shows it
+    at = make_app("compare.py", **{keys.COMPARE_QUERY: worst[1]})
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(f"Query {worst[1]}" in m.value for m in at.markdown)
+    assert _regressed(at).value == worst[1]
+    # a query that is not among the regressed ones: the select says so, not "pick one"
+    other = next(q for q in every if q not in worst)
+    at = make_app("compare.py", **{keys.COMPARE_QUERY: other})
+    assert any(f"Query {other}" in m.value for m in at.markdown)
+    assert _regressed(at).options[0] == "(the open query is not among these)"
+    assert "(pick a regressed query)" not in _regressed(at).options
+
+
+def _ticked(at: AppTest) -> list[int]:
+    return list(at.session_state[keys.QUERIES_TABLE]["selection"]["rows"])
+
+
+def test_a_query_opened_by_link_or_next_is_ticked_in_the_table(
+    make_app: Callable[..., AppTest],
+) -> None:
+    at = make_app("queries.py", run="bm25")
+    ids = list(at.dataframe[0].value["query_id"])
+    at = make_app("queries.py", run="bm25", q=ids[3])
+    assert not at.exception, [e.value for e in at.exception]
+    assert _ticked(at) == [3]
+    at.button(key="queries.next").click().run()
+    opened_id = at.query_params["q"]
+    opened_id = opened_id[0] if isinstance(opened_id, list) else opened_id
+    assert opened_id != ids[3] and _ticked(at) == [ids.index(opened_id)]
