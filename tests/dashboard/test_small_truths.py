@@ -4,6 +4,7 @@ internal index column)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -139,7 +140,7 @@ def test_no_latency_ecdf_line_hides_under_another(make_app: Callable[..., AppTes
     dashes = [t["line"]["dash"] for t in traces]
     # plotly draws later traces on top: each is narrower than every one beneath it, so a line
     # under another still shows on both sides of it, and each has its own dash
-    assert all(a > b for a, b in zip(widths, widths[1:], strict=False)), widths
+    assert all(a > b for a, b in itertools.pairwise(widths)), widths
     assert len(set(dashes)) == len(dashes), dashes
 
 

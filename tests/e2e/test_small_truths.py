@@ -50,9 +50,7 @@ def _ticked_rows(page: Any) -> list[str]:
 def _first_rows(page: Any, n: int) -> list[str]:
     grid = page.locator("[data-testid='stMain'] [data-testid='stDataFrame']").first
     grid.locator(f"tr[aria-rowindex='{n + 1}'] td").first.wait_for(state="attached")
-    return [
-        grid.locator(f"tr[aria-rowindex='{i + 2}'] td").first.text_content() for i in range(n)
-    ]
+    return [grid.locator(f"tr[aria-rowindex='{i + 2}'] td").first.text_content() for i in range(n)]
 
 
 def test_a_query_opened_by_link_or_next_is_ticked_in_the_table(app_url: str, page: Any) -> None:
