@@ -436,23 +436,26 @@ def show_side_by_side(
     ):
         with col, st.container(key=f"compare-detail-{role}"):
             st.markdown(html_label(record.name, role), unsafe_allow_html=True)
-            m1, m2, m3 = st.columns(3)
-            m1.metric(
+            # a row as wide as its labels, wrapping: three columns of half the page cut them
+            row = st.container(horizontal=True)
+            row.metric(
                 metric,
                 "—" if pd.isna(value) else f"{value:.3f}",
                 delta=None if delta is None or pd.isna(delta) else f"{delta:+.3f}",
                 delta_color=direction,
+                width="content",
             )
-            show_detail(detail, m2, m3)
+            show_detail(detail, row)
 
 
-def show_detail(detail: dd.QueryDetail, m2: Any, m3: Any) -> None:
+def show_detail(detail: dd.QueryDetail, row: Any) -> None:
     k = detail.k
-    m2.metric(
+    row.metric(
         f"Spans covered in top {k}",
         f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—",
+        width="content",
     )
-    m3.metric("Chunks retrieved", len(detail.chunks))
+    row.metric("Chunks retrieved", len(detail.chunks), width="content")
     if detail.has_qrels and detail.missed_relevant:
         st.caption(
             f"{len(detail.missed_relevant)} relevant document(s) by the qrels not in the top {k}."

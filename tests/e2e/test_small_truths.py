@@ -89,3 +89,14 @@ def _click_row(page: Any, row: int) -> None:
     grid = page.locator("[data-testid='stMain'] [data-testid='stDataFrame']").first
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 18, box["y"] + 35 * (row + 1) + 17)
+
+
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_no_compare_side_by_side_label_is_cut(app_url: str, page: Any, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 1000})
+    page.goto(f"{app_url}/compare?run={RUN}&compare.query=q0007")
+    wait_idle(page)
+    page.get_by_text("Side by side", exact=True).wait_for()
+    labels = page.evaluate(LABELS)
+    assert labels.count("Spans covered in top 10") == 2, labels  # one per run
+    assert page.evaluate(CUT_LABELS) == []
