@@ -168,7 +168,7 @@ def settings_widgets(run: RunRecord) -> Settings:
 
 def preset_relevance() -> None:
     """Under a preset, the relevance mode it scores in (a chunk is relevant when it covers a gold
-    item), shown but not movable; the run's own choice waits in the URL for rageval's own."""
+    item), shown but not movable; rageval's own under "Metrics as" brings the radio back."""
     s = BY_NAME["relevance"]
     st.radio(
         s.label,
