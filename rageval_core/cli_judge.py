@@ -238,7 +238,7 @@ def _print_summary(s: Any, rep: Any) -> None:
         if rep.disagreements:
             print(f"{len(rep.disagreements)} items where the judge disagrees with itself:")
             for d in rep.disagreements[:20]:
-                print(f"  query #{d.qidx} {d.key}: {', '.join(map(str, d.values))}")
+                print(f"  query {d.query_id} {d.key}: {', '.join(map(str, d.values))}")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

@@ -24,6 +24,8 @@ from rageval_core.errors import RagevalError
 from rageval_core.store import RunRecord
 
 NO_QUERY = "(pick a regressed query)"
+#: the select's empty choice while a query that is not among the regressed ones is open
+OTHER_QUERY = "(the open query is not among these)"
 NO_TAG = "(pick a tag)"
 NUM = st.column_config.NumberColumn(format="%.4f")
 DELTAS = {"baseline": NUM, "candidate": NUM, "delta": NUM}
@@ -371,7 +373,10 @@ def show_per_query(c: Comparison, stem: str) -> None:
         if seen:
             picked = seen[0][0] if isinstance(seen[0], list) else seen[0]
             ss[keys.COMPARE_QUERY] = str(picked)
-            ss[keys.COMPARE_REGRESSED] = NO_QUERY
+    link = st.query_params.get(keys.COMPARE_QUERY)
+    if link is not None and link != ss.get(keys.COMPARE_QUERY_MIRRORED):
+        ss[keys.COMPARE_QUERY] = link  # a link opens its query side by side
+    selected = ss.get(keys.COMPARE_QUERY)
     with right:
         worst = fc.worst_frame(c, focus, metric)
         st.markdown(f"**Most regressed queries on {metric}**")
@@ -380,17 +385,20 @@ def show_per_query(c: Comparison, stem: str) -> None:
         else:
             table_with_csv(worst, "compare.worst", f"{stem}_regressed_{metric}.csv", DELTAS)
         options = [NO_QUERY, *worst["query_id"].tolist()]
-        keep_choice(keys.COMPARE_REGRESSED, options, NO_QUERY)
+        # the select shows the open query (however it was opened) when it is a regressed one
+        ss[keys.COMPARE_REGRESSED] = selected if selected in options else NO_QUERY
 
         def _pick() -> None:
             if ss[keys.COMPARE_REGRESSED] != NO_QUERY:
                 ss[keys.COMPARE_QUERY] = ss[keys.COMPARE_REGRESSED]
 
-        st.selectbox("Open a regressed query", options, key=keys.COMPARE_REGRESSED, on_change=_pick)
-    link = st.query_params.get(keys.COMPARE_QUERY)
-    if link is not None and link != ss.get(keys.COMPARE_QUERY_MIRRORED):
-        ss[keys.COMPARE_QUERY] = link  # a link opens its query side by side
-    selected = ss.get(keys.COMPARE_QUERY)
+        st.selectbox(
+            "Open a regressed query",
+            options,
+            key=keys.COMPARE_REGRESSED,
+            on_change=_pick,
+            format_func=lambda q: q if q != NO_QUERY or selected is None else OTHER_QUERY,
+        )
     ss[keys.COMPARE_QUERY_MIRRORED] = selected
     if selected is None:
         st.query_params.pop(keys.COMPARE_QUERY, None)
@@ -438,23 +446,26 @@ def show_side_by_side(
     ):
         with col, st.container(key=f"compare-detail-{role}"):
             st.markdown(html_label(record.name, role), unsafe_allow_html=True)
-            m1, m2, m3 = st.columns(3)
-            m1.metric(
+            # a row as wide as its labels, wrapping: three columns of half the page cut them
+            row = st.container(horizontal=True)
+            row.metric(
                 metric,
                 "—" if pd.isna(value) else f"{value:.3f}",
                 delta=None if delta is None or pd.isna(delta) else f"{delta:+.3f}",
                 delta_color=direction,
+                width="content",
             )
-            show_detail(detail, m2, m3)
+            show_detail(detail, row)
 
 
-def show_detail(detail: dd.QueryDetail, m2: Any, m3: Any) -> None:
+def show_detail(detail: dd.QueryDetail, row: Any) -> None:
     k = detail.k
-    m2.metric(
+    row.metric(
         f"Spans covered in top {k}",
         f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—",
+        width="content",
     )
-    m3.metric("Chunks retrieved", len(detail.chunks))
+    row.metric("Chunks retrieved", len(detail.chunks), width="content")
     if detail.has_qrels and detail.missed_relevant:
         st.caption(
             f"{len(detail.missed_relevant)} relevant document(s) by the qrels not in the top {k}."

@@ -208,6 +208,6 @@ which = st.selectbox(
 )
 rep = state.repeatability(view.run, which)
 grid(jv.repeat_frame(rep), hide_index=True)
-dis = jv.disagreements_frame(rep, state.data(view).query_ids)
+dis = jv.disagreements_frame(rep)
 st.markdown(f"**Items the judge disagrees with itself on** ({len(dis)})")
 text_table(dis, "judge.disagreements", f"{file_stem(view.run.name)}_judge_disagreements.csv")

@@ -188,11 +188,11 @@ def estimate_line(est: Mapping[str, Any]) -> str:
     )
 
 
-def disagreements_frame(rep: Any, query_ids: Sequence[Any]) -> pd.DataFrame:
+def disagreements_frame(rep: Any) -> pd.DataFrame:
     """The items a judge disagrees with itself on (scores.Repeatability.disagreements)."""
     rows = [
         {
-            "query_id": str(query_ids[d.qidx]),
+            "query_id": d.query_id,
             "key": d.key,
             "values": ", ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in d.values),
             "agreement": d.agreement,

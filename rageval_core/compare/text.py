@@ -36,7 +36,7 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
         f"baseline {c.baseline}; candidate{'s' if len(c.candidates) > 1 else ''} "
         f"{', '.join(c.candidates)}",
         *_pair_lines(c),
-        f"settings: relevance={s['relevance']} k={s['k']} threshold={s['threshold']} "
+        f"settings: relevance={s['relevance'] or 'none'} k={s['k']} threshold={s['threshold']} "
         f"scorer={s['scorer']}" + (f" embedder={s['embedder']}" if s.get("embedder") else ""),
         f"tests: paired on queries scored in both runs; {o.n_permutations} sign-flip "
         f"permutations, {o.n_bootstrap} bootstrap resamples, seed {o.seed}; Holm over "

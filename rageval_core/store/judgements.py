@@ -238,6 +238,15 @@ def judge_set(store: Store, ref: RunRef, which: str | None = None) -> JudgeSet:
     raise NotFoundError(f"run {store.run(ref).name} has no judge {which!r} (judges: {known})")
 
 
+def query_ids(store: Store, run_id: int) -> list[str]:
+    """The run's query ids in qidx order: what a result's qidx (an internal row number) names."""
+    with store._cursor() as cur:
+        rows = cur.execute(
+            "SELECT query_id FROM queries WHERE run_id = ? ORDER BY qidx", [run_id]
+        ).fetchall()
+    return [str(q) for (q,) in rows]
+
+
 def judge_results(store: Store, judge: JudgeSet) -> list[JudgeResult]:
     """Every result of a set, by query, prompt and repeat."""
     with store._cursor() as cur:
