@@ -233,7 +233,8 @@ def show_ops(c: Comparison, stem: str) -> None:
         st.info("No latency stage is recorded in both the baseline and a candidate.")
     else:
         st.caption(
-            "Milliseconds, over the queries where both runs recorded the stage; the "
+            "Milliseconds, over the queries where both runs recorded the stage; a stage "
+            "only one run records is *added* or *removed*, at 0 ms in the other run. The "
             f"interval is a {100 * c.options.level:g}% bootstrap interval of the change. "
             "Red: significantly slower; green: significantly faster."
         )
@@ -246,13 +247,6 @@ def show_ops(c: Comparison, stem: str) -> None:
             column_config=ops_columns(1),
         )
         csv_download("Download CSV", lambda: lat, f"{stem}_latency.csv", "compare.latency.csv")
-    alone = c.stages_not_compared()
-    if alone:
-        st.caption(
-            escape_text(
-                "Stages not compared (not in both runs): " + ", ".join(alone), one_line=True
-            )
-        )
     cost = fc.cost_frame(c)
     if cost.empty:
         st.info(

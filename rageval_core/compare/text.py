@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from rageval_core.compare.comparison import Comparison, higher_is_better
-from rageval_core.compare.ops import OpsChange
+from rageval_core.compare.ops import BOTH, OpsChange
 from rageval_core.terminal import text_table
 
 if TYPE_CHECKING:
@@ -53,13 +53,11 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
     if lat:
         out += [
             "",
-            "latency (ms; queries where both runs recorded the stage; change vs "
+            "latency (ms; queries where both runs recorded the stage, or where one did for a "
+            "stage added or removed: 0 ms in the run without it; change vs "
             f"baseline; * = {level} CI of the change excludes 0)",
             lat,
         ]
-    alone = c.stages_not_compared()
-    if alone:
-        out.append("stages not compared (not in both runs): " + ", ".join(alone))
     if c.cost:
         rows: list[list[Any]] = []
         first = c.cost[0]
@@ -234,7 +232,9 @@ def _latency_table(c: Comparison) -> str:
                     ]
                 )
                 first = False
-            rows.append(["", cand, changes[0].n, *(_ops_cell(x, 1) if x else "-" for x in changes)])
+            status = "" if changes[0].status == BOTH else f"({changes[0].status})"
+            cells = (_ops_cell(x, 1) if x else "-" for x in changes)
+            rows.append([status, cand, changes[0].n, *cells])
     return text_table(["stage", "run", "n", *stats], rows) if rows else ""
 
 
