@@ -127,6 +127,32 @@ def derive_total(
     )
 
 
+def stage_label(stage: str, stats: Mapping[str, Any]) -> str:
+    """The stage as shown: "total (derived)" when no query recorded its total (each is the sum
+    of its stages), "total (3 derived)" when some did not."""
+    derived = stats.get("derived") or 0
+    if not derived:
+        return stage
+    return (
+        f"{stage} (derived)"
+        if derived >= (stats.get("count") or 0)
+        else f"{stage} ({derived} derived)"
+    )
+
+
+def ms_decimals(ms: float | None) -> int:
+    """Decimals that show a latency to about 3 significant digits: 534.0, 2.76, 0.488 (1 to 3)."""
+    size = abs(ms) if ms is not None and math.isfinite(ms) else 10.0
+    return 1 if size >= 10 else 2 if size >= 1 else 3
+
+
+def format_ms(ms: float | None) -> str:
+    """A latency in ms as printed (ms_decimals); "-" when unknown."""
+    if ms is None or not math.isfinite(ms):
+        return "-"
+    return f"{ms:.{ms_decimals(ms)}f}"
+
+
 def token_summary(
     kind: ArrayLike, tokens: ArrayLike, groups: ArrayLike | None = None
 ) -> dict[str, Summary] | dict[str, dict[str, Summary]]:

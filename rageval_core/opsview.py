@@ -34,8 +34,8 @@ class QueryOps:
     stages: dict[str, Floats]
     #: (n,) the total stage, recorded or derived (ops.derive_total)
     total_ms: Floats
-    #: queries whose total is derived: the sum of their top-level stages (none recorded)
-    n_total_derived: int
+    #: (n,) True where the total is derived: the sum of the top-level stages (none recorded)
+    total_derived: NDArray[np.bool_]
     #: token kind -> (n,) counts
     tokens: dict[str, Floats]
     #: (n,) USD; NaN without tokens or when a needed price is missing
@@ -46,6 +46,10 @@ class QueryOps:
     @property
     def n_queries(self) -> int:
         return int(self.query_ids.size)
+
+    @property
+    def n_total_derived(self) -> int:
+        return int(np.count_nonzero(self.total_derived))
 
     @property
     def has_latency(self) -> bool:
@@ -80,7 +84,7 @@ def query_ops(data: RunData) -> QueryOps:
         query_ids=data.query_ids,
         stages=stages,
         total_ms=stages.get(ops.TOTAL, np.full(n, np.nan)),
-        n_total_derived=int(np.count_nonzero(data.latency_derived)),
+        total_derived=np.isin(np.arange(n), data.latency_q[data.latency_derived]),
         tokens=tokens,
         cost_usd=costs.cost_usd,
         price_missing=costs.price_missing,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval_core.compare.comparison import Comparison, higher_is_better
 from rageval_core.compare.ops import BOTH, OpsChange
+from rageval_core import ops
 from rageval_core.terminal import text_table
 
 if TYPE_CHECKING:
@@ -228,12 +229,14 @@ def _latency_table(c: Comparison) -> str:
                         stage,
                         c.baseline,
                         changes[0].n,
-                        *(_f(x.baseline, 1) if x else "-" for x in changes),
+                        *(ops.format_ms(x.baseline) if x else "-" for x in changes),
                     ]
                 )
                 first = False
             status = "" if changes[0].status == BOTH else f"({changes[0].status})"
-            cells = (_ops_cell(x, 1) if x else "-" for x in changes)
+            cells = (
+                _ops_cell(x, ops.ms_decimals(x.candidate_value)) if x else "-" for x in changes
+            )
             rows.append([status, cand, changes[0].n, *cells])
     return text_table(["stage", "run", "n", *stats], rows) if rows else ""
 

@@ -341,3 +341,19 @@ def test_to_json_value() -> None:
     obj = {"a": np.float64(np.nan), "b": [np.int64(3), np.float32(0.5)], "c": np.bool_(True)}
     assert ops.to_json_value(obj) == {"a": None, "b": [3, 0.5], "c": True}
     _assert_plain(ops.to_json_value(obj))
+
+
+def test_latencies_print_at_about_three_significant_digits() -> None:
+    assert [ops.format_ms(x) for x in (1534.04, 534.04, 12.345, 2.764, 0.4881, 0.0123)] == [
+        "1534.0",
+        "534.0",
+        "12.3",
+        "2.76",
+        "0.488",
+        "0.012",
+    ]
+    assert ops.format_ms(None) == ops.format_ms(float("nan")) == "-"
+    assert ops.stage_label("total", {"count": 4, "derived": 4}) == "total (derived)"
+    assert ops.stage_label("total", {"count": 4, "derived": 1}) == "total (1 derived)"
+    assert ops.stage_label("total", {"count": 4, "derived": 0}) == "total"
+    assert ops.stage_label("rerank", {"count": 4}) == "rerank"
