@@ -143,7 +143,7 @@ def stage_label(stage: str, stats: Mapping[str, Any]) -> str:
 def ms_decimals(ms: float | None) -> int:
     """Decimals that show a latency to about 3 significant digits: 534.0, 2.76, 0.488 (1 to 3)."""
     size = abs(ms) if ms is not None and math.isfinite(ms) else 10.0
-    return 1 if size >= 10 else 2 if size >= 1 else 3
+    return 1 if size >= 10 or size == 0 else 2 if size >= 1 else 3
 
 
 def format_ms(ms: float | None) -> str:
