@@ -56,6 +56,7 @@ class QueryTable:
     metrics: dict[str, Floats]  # name -> (n,), NaN where the query is not scored
     tags: dict[str, Objects]  # key -> (n,) value or None
     total_ms: Floats  # (n,) the total stage, recorded or derived (rundata.total_latency)
+    total_derived: Bools  # (n,) total_ms is the sum of the query's stages (none recorded)
     n_retrieved: Ints  # (n,) after the retriever-score cut, if any
     fail_coverage: Bools  # (n,) FullCoverageRate@k == 0 (evidence runs)
     fail_hit: Bools  # (n,) Hit@k == 0 with something relevant judged (ids mode)
@@ -135,12 +136,14 @@ def query_table(
         )
         if text_col.shape != (n,):
             raise UsageError(f"expected {n} query texts, got {text_col.size}")
+    total_ms, total_derived = total_latency(data)
     return QueryTable(
         query_ids=data.query_ids,
         texts=text_col,
         metrics=metrics,
         tags=data.tags,
-        total_ms=total_latency(data),
+        total_ms=total_ms,
+        total_derived=total_derived,
         n_retrieved=retrieved_after_cut(data, report.settings.get("score_threshold")),
         fail_coverage=np.asarray(fail_coverage, dtype=bool),
         fail_hit=np.asarray(fail_hit, dtype=bool),

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rageval_core import ops
 from rageval_core.runops import query_costs
-from rageval_core.rundata import RunData
+from rageval_core.rundata import RunData, total_latency
 
 Floats = NDArray[np.float64]
 
@@ -80,11 +80,12 @@ def query_ops(data: RunData) -> QueryOps:
     )
     tokens = long_to_columns(data.tokens_q, data.tokens_kind, data.tokens_n, n, ops.TOKEN_ORDER)
     costs = query_costs(data)
+    total, derived = total_latency(data)
     return QueryOps(
         query_ids=data.query_ids,
         stages=stages,
-        total_ms=stages.get(ops.TOTAL, np.full(n, np.nan)),
-        total_derived=np.isin(np.arange(n), data.latency_q[data.latency_derived]),
+        total_ms=total,
+        total_derived=derived,
         tokens=tokens,
         cost_usd=costs.cost_usd,
         price_missing=costs.price_missing,

@@ -76,12 +76,15 @@ def memo(data: RunData, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
     return data._cache[key]
 
 
-def total_latency(data: RunData) -> Floats:
-    """Per query: its total stage, recorded or derived (ops.derive_total); NaN: no latency."""
+def total_latency(data: RunData) -> tuple[Floats, NDArray[np.bool_]]:
+    """Per query: its total stage, recorded or derived (ops.derive_total), NaN without latency;
+    and whether it is derived (the sum of its top-level stages: no total recorded)."""
     out = np.full(data.n_queries, np.nan)
     is_total = data.latency_stage == ops.TOTAL
     out[data.latency_q[is_total]] = data.latency_ms[is_total]
-    return out
+    derived = np.zeros(data.n_queries, dtype=bool)
+    derived[data.latency_q[data.latency_derived]] = True
+    return out, derived
 
 
 def load_stored(store: Store, name: str) -> RunData:
