@@ -146,6 +146,13 @@ def ms_decimals(ms: float | None) -> int:
     return 1 if size >= 10 or size == 0 else 2 if size >= 1 else 3
 
 
+def ms_decimals_of(values: ArrayLike) -> int:
+    """The decimals a column of latencies needs: ms_decimals of its smallest value but 0."""
+    v = np.abs(_floats(values))
+    v = v[np.isfinite(v) & (v > 0)]
+    return ms_decimals(float(v.min()) if v.size else None)
+
+
 def format_ms(ms: float | None) -> str:
     """A latency in ms as printed (ms_decimals); "-" when unknown."""
     if ms is None or not math.isfinite(ms):

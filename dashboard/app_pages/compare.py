@@ -19,6 +19,7 @@ from dashboard.components.view_export import view_downloads
 from dashboard.components.widgets import at_k, keep_choice
 from dashboard.components.grid import grid
 from rageval_core import drilldown as dd
+from rageval_core import ops
 from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
 from rageval_core.errors import RagevalError
 from rageval_core.store import RunRecord
@@ -244,7 +245,9 @@ def show_ops(c: Comparison, stem: str) -> None:
             width="stretch",
             key="compare.latency",
             height=min(38 + 35 * len(lat), 600),
-            column_config=ops_columns(1),
+            column_config=ops_columns(
+                ops.ms_decimals_of(lat[["baseline", "candidate value"]].to_numpy(dtype=float))
+            ),
         )
         csv_download("Download CSV", lambda: lat, f"{stem}_latency.csv", "compare.latency.csv")
     cost = fc.cost_frame(c)

@@ -67,9 +67,8 @@ def ms_format(frame: pd.DataFrame) -> str:
     """A printf format for a table's latency columns (STAT_COLUMNS): the decimals that show
     its smallest value to about 3 significant digits (ops.ms_decimals): %.1f when every
     stage takes 10 ms or more, %.3f when one takes under a millisecond."""
-    values = frame[list(STAT_COLUMNS)].to_numpy(dtype=np.float64, na_value=np.nan).reshape(-1)
-    values = np.abs(values[np.isfinite(values) & (values != 0)])
-    return f"%.{ops.ms_decimals(float(values.min()) if values.size else None)}f"
+    values = frame[list(STAT_COLUMNS)].to_numpy(dtype=np.float64, na_value=np.nan)
+    return f"%.{ops.ms_decimals_of(values)}f"
 
 
 def percentile_by_tag_frame(

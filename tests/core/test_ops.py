@@ -353,6 +353,10 @@ def test_latencies_print_at_about_three_significant_digits() -> None:
         "0.012",
     ]
     assert ops.format_ms(None) == ops.format_ms(float("nan")) == "-"
+    # a column of them: the decimals its smallest value needs (0 and NaN shown as they are)
+    assert ops.ms_decimals_of([592.3, 0.121, 0.0, np.nan]) == 3
+    assert ops.ms_decimals_of([592.3, 1.9]) == 2
+    assert ops.ms_decimals_of([592.3, 12.0]) == ops.ms_decimals_of([]) == 1
     assert ops.stage_label("total", {"count": 4, "derived": 4}) == "total (derived)"
     assert ops.stage_label("total", {"count": 4, "derived": 1}) == "total (1 derived)"
     assert ops.stage_label("total", {"count": 4, "derived": 0}) == "total"
