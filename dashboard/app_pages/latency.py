@@ -215,7 +215,12 @@ elif not tag_keys:
 else:
     stage_options = [ALL_STAGES, *qops.stages]
     keep_choice(keys.LATENCY_BY, tag_keys, tag_keys[0])
-    keep_choice(keys.LATENCY_BY_STAGE, stage_options, next(iter(qops.stages)))
+    # the total first (recorded or derived): it comes last in pipeline order
+    keep_choice(
+        keys.LATENCY_BY_STAGE,
+        stage_options,
+        ops.TOTAL if ops.TOTAL in qops.stages else next(iter(qops.stages)),
+    )
     c1, c2 = st.columns(2)
     by_tag = c1.selectbox("Tag", tag_keys, key=keys.LATENCY_BY)
     by_stage = c2.selectbox("Stage", stage_options, key=keys.LATENCY_BY_STAGE)

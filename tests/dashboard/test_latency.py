@@ -203,6 +203,7 @@ def pipeline_run(n: int, with_total: set[int]) -> list[dict]:  # type: ignore[ty
                 "retrieved": [{"doc_id": f"d{i}", "text": "t"}],
                 "relevant_ids": [f"d{i}"],
                 "latency_ms": latency,
+                "tags": {"kind": "odd" if i % 2 else "even"},
             }
         )
     return out
@@ -235,6 +236,8 @@ def test_a_run_without_total_shows_a_derived_one_in_pipeline_order(
     assert per_query["total_ms"].to_numpy() == pytest.approx(totals)
     assert per_query["total_derived"].tolist() == [i not in with_total for i in range(10)]
     assert list(per_query.columns[3:6]) == ["embed_ms", "search_ms", "generate_ms"]
+    # the by-tag breakdown opens on the total, not on the first stage
+    assert at.selectbox(key="latency.by_stage").value == "total"
 
 
 def test_a_run_with_recorded_totals_marks_none_derived(
