@@ -140,7 +140,8 @@ COMPARE_MAX_CANDIDATES = 4
 COMPARE_SECTION = "compare.section"
 COMPARE_SECTIONS = ("Metrics", "Per query", "Segments", "Latency & cost", "Trends")
 
-JUDGE_FORM, JUDGE_JOB = "judge.form", "judge.job"
+#: the form's values; the judge job this session has redrawn the whole page for since it ended
+JUDGE_FORM, JUDGE_SHOWN = "judge.form", "judge.shown"
 JUDGE_ESTIMATE = "judge.estimate"
 CALIBRATION_LABEL, CALIBRATION_GIVE = "calibration.label", "calibration.give"
 SWEEP_Y, SWEEP_SETTINGS = "sweep.y", "sweep.settings"

@@ -197,6 +197,7 @@ def judge_widget(run: RunRecord) -> str | None:
         return None
     labels = {
         str(j.judge_id): f"#{j.judge_id} {j.name} · {j.model} · {j.created_at[:16]}"
+        + ("" if j.usable else f" · {j.status}, {j.verdicts} verdicts")
         for j in reversed(sets)
     }
     found = [NEWEST, *labels, NO_JUDGE]
@@ -209,7 +210,7 @@ def judge_widget(run: RunRecord) -> str | None:
         key=keys.JUDGE,
         bind="query-params",
         format_func=lambda c: {
-            NEWEST: "newest",
+            NEWEST: "newest with verdicts",
             NO_JUDGE: "none: imported judge scores only",
         }.get(c, labels.get(c, c)),
         help=BY_NAME["judge"].help,

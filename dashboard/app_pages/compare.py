@@ -20,7 +20,7 @@ from dashboard.components.widgets import at_k, keep_choice
 from dashboard.components.grid import grid
 from rageval_core import drilldown as dd
 from rageval_core import ops
-from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
+from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better, unpaired_lines
 from rageval_core.errors import RagevalError
 from rageval_core.store import RunRecord
 
@@ -207,11 +207,21 @@ def show_metrics(c: Comparison, stem: str) -> None:
                 "metric": st.column_config.TextColumn(pinned=True, help=direction),
             },
         )
+        unpaired = unpaired_lines(c)
+        if unpaired:
+            st.caption(
+                escape_text(
+                    "Scored in one run only (left out of n, the means and the tests): "
+                    + "; ".join(unpaired)
+                    + ".",
+                    one_line=True,
+                )
+            )
         csv_download("Download CSV", lambda: frame, f"{stem}_metrics.csv", "compare.metrics.csv")
         with st.expander("How to read this table"):
             st.markdown(
-                "- **delta** = candidate mean - baseline mean over the queries both runs score "
-                f"(`n`); **CI** is its {100 * c.options.level:g}% percentile bootstrap interval "
+                "- **delta** = candidate mean - baseline mean, both over the queries both runs "
+                "score (`n`, the pairs); **CI** is its {100 * c.options.level:g}% percentile bootstrap interval "
                 f"({c.options.n_bootstrap:,} resamples of the query pairs).\n"
                 "- **p (t-test)**: paired t-test; **p (Holm)**: the paired randomisation test "
                 f"({c.options.n_permutations:,} random sign flips) after Holm's correction over "
@@ -284,7 +294,7 @@ def ops_columns(digits: int) -> dict[str, Any]:
             for name, fmt in fc.ops_formats(digits).items()
         },
         "significant": st.column_config.MultiselectColumn(
-            options=list(fc.OPS_COLOURS), color=list(fc.OPS_COLOURS.values())
+            options=list(fc.OPS_COLOURS), color=list(fc.OPS_COLOURS.values()), width="medium"
         ),
     }
 
