@@ -179,3 +179,8 @@ def test_evaluate_prints_a_derived_total_and_sensible_latency_decimals(tmp_path:
     total = as_json["ops"]["latency_ms"]["total"]
     assert total["derived"] == 20 and total["mean"] == 350.0
     assert list(as_json["ops"]["latency_ms"]) == ["embed", "search", "generate", "total"]
+    # the HTML report marks it too
+    html = tmp_path / "report.html"
+    done = rageval("report", run, "--out", str(html))
+    assert done.returncode == 0, done.stderr
+    assert '<td class="text">total (derived)</td>' in html.read_text()
