@@ -179,7 +179,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         width = max(len(k) for k in facts)
         for k, v in facts.items():
-            text = json.dumps(v) if isinstance(v, (dict, list)) else v
+            # a list (sources, tag keys) as its items, not as Python's tuple repr
+            text = json.dumps(v) if isinstance(v, dict) else v
+            if isinstance(v, (list, tuple)):
+                text = ", ".join(str(x) for x in v)
             print(f"{k.ljust(width)}  {'' if text is None else text}")
     return 0
 
@@ -408,7 +411,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="run files (a TREC run may come with its qrels file)",
     )
-    p.add_argument("--name", help="name for the run (default: from the file's header or its name)")
+    p.add_argument(
+        "--name",
+        help="name for the run (default: from the file's header or its name); an OpenInference "
+        "export's two stages become NAME and NAME@reranker",
+    )
     p.add_argument("--format", choices=FORMATS, help="force a format instead of detecting it")
     add_reader_arguments(p)
     p.add_argument(

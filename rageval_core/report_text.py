@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rageval_core import ops
 from rageval_core.terminal import text_table
 
 
@@ -18,6 +19,7 @@ def _num(value: Any) -> str:
 _MODES = {
     "ids": " (the run's qrels)",
     "evidence": " (a chunk is relevant when it covers a gold span)",
+    None: " (the run has neither qrels nor gold evidence: no ranking or evidence metrics)",
 }
 
 
@@ -37,7 +39,7 @@ def format_report(report: Any, per_query: bool = False) -> str:
     """The human-readable report: settings, counts, metrics, ops, breakdown."""
     s = report.settings
     out = [
-        f"run {report.run}: {report.n_queries} queries; relevance={s['relevance']}"
+        f"run {report.run}: {report.n_queries} queries; relevance={s['relevance'] or 'none'}"
         + _MODES.get(s["relevance"], "")
         + f" k={s['k']} "
         f"threshold={s['threshold']} scorer={s['scorer']}"
@@ -61,7 +63,11 @@ def format_report(report: Any, per_query: bool = False) -> str:
     latency = report.ops.get("latency_ms") or {}
     if latency:
         rows = [
-            [stage, st["count"], *(_num(st[p]) for p in ("mean", "p50", "p90", "p95", "p99"))]
+            [
+                ops.stage_label(stage, st),
+                st["count"],
+                *(ops.format_ms(st[p]) for p in ("mean", "p50", "p90", "p95", "p99")),
+            ]
             for stage, st in latency.items()
         ]
         out += [
