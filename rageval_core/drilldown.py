@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from rageval_core import ops
 from rageval_core.errors import UsageError
 from rageval_core.evaluate import Report, Settings
+from rageval_core.model import label_value
 from rageval_core.numbers import numbers_of, odd_numbers
 from rageval_core.presets import get_preset
 from rageval_core.rundata import RunData, total_latency
@@ -329,7 +330,7 @@ class ChunkDetail:
     doc_id: str
     text: str | None
     score: float | None  # the retriever's score
-    label: int | None  # qrels label of its document (None: unjudged or no qrels)
+    label: float | None  # qrels label of its document (None: unjudged or no qrels)
     relevant: (
         bool | None
     )  # ids mode: label >= rel_level at the document's first rank; None without qrels
@@ -364,7 +365,7 @@ class QueryDetail:
     missed_relevant: tuple[str, ...]  # ids mode: relevant documents not in the top k
     threshold: float
     k: int
-    relevance: Mapping[str, int] = field(default_factory=dict)  # the query's qrels
+    relevance: Mapping[str, float] = field(default_factory=dict)  # the query's qrels
 
     @property
     def n_covered(self) -> int:
@@ -432,7 +433,7 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
             )
         )
 
-    rel = {str(doc): int(label) for doc, label in qrels}
+    rel = {str(doc): label_value(label) for doc, label in qrels}
     has_qrels = bool(q[5])
     seen: set[str] = set()
     chunks = []

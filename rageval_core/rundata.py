@@ -39,10 +39,12 @@ class RunData:
     in_run: NDArray[np.bool_]  # (n,) False: judged only, absent from the run
     has_qrels: NDArray[np.bool_]  # (n,)
     n_ret: Ints  # (n,) chunks retrieved
-    labels: NDArray[np.int32]  # (n, depth) qrels label at each rank, >= 0 (0: unjudged)
+    #: (n, depth) qrels label at each rank, >= 0 (0: unjudged); int32, or float64 when a label
+    #: of the run is a real grade (judged_label likewise)
+    labels: NDArray[Any]
     chunk_score: Floats  # (n, depth) retriever score, NaN when absent or beyond the list
     judged_q: Ints  # one row per qrels line: query index
-    judged_label: NDArray[np.int32]  # ... and its label
+    judged_label: NDArray[Any]  # ... and its label (the labels' type)
     n_spans: Ints  # (n,) gold evidence spans
     tags: dict[str, NDArray[np.object_]]  # key -> (n,) value or None
     latency_q: Ints  # one row per (query, stage), a derived total included (ops.derive_total)
@@ -145,13 +147,17 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
     depth = run.max_depth
     cq = _ints(t.chunks, "qidx")
     cr = _ints(t.chunks, "rank") - 1
-    labels = np.zeros((n, depth), dtype=np.int32)
+    judged_label = _floats(t.qrels.column("rel"))
+    # int32 labels unless a grade is fractional: integer labels compute as trec_eval's
+    label_type = np.int32 if np.array_equal(judged_label, np.floor(judged_label)) else np.float64
+    labels = np.zeros((n, depth), dtype=label_type)
     # a negative label is "judged, never relevant" (trec_eval): gain 0, as RankedLabels expects
     lab = t.labels
-    labels[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.maximum(_ints(lab, "rel"), 0)
+    rel = _floats(lab.column("rel"))
+    labels[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.maximum(rel, 0)
     # judged (1) or in the pool with a negative label (-1); 0: not in the qrels (JUDGED etc.)
     judged = np.zeros((n, depth), dtype=np.int8)
-    judged[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.where(_ints(lab, "rel") >= 0, 1, -1)
+    judged[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.where(rel >= 0, 1, -1)
     chunk_score = np.full((n, depth), np.nan)
     chunk_score[cq, cr] = _floats(t.chunks.column("score"))
     n_ret = np.bincount(cq, minlength=n).astype(np.int64)
@@ -181,7 +187,7 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
         labels=labels,
         chunk_score=chunk_score,
         judged_q=_ints(t.qrels, "qidx"),
-        judged_label=_ints(t.qrels, "rel").astype(np.int32),
+        judged_label=judged_label.astype(label_type),
         n_spans=n_spans,
         tags=tag_values,
         latency_q=lat_q,
