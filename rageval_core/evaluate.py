@@ -438,13 +438,9 @@ def _evaluate(
         ops=report_ops,
         by=by_out,
         weights=weights,
-        # an ids-mode report's own R@k and EvidenceRecall@k columns serve the check as they are
+        # the report's own EvidenceRecall@k (and, in ids mode, R@k) columns serve the check
         warnings=checks.lenient_threshold_warning(
-            store,
-            data,
-            s,
-            per_query if relevance == "ids" else None,
-            weights if relevance == "ids" else None,
+            store, data, s, run_values, per_query, weights, relevance
         ),
     )
 

@@ -33,3 +33,57 @@ def test_import_under_the_cap_counts_nothing(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "more problems" not in done.stderr
     assert sum(": retrieved: expected an array" in x for x in done.stderr.splitlines()) == 50
+
+
+SPAN = "The committee approved the new budget for the city library"
+
+
+def _lenient_run(path: Path) -> Path:
+    """4 queries whose span a non-relevant chunk at rank 1 covers (the relevant one is at rank
+    2), and 2 with qrels but no gold spans, their relevant chunk at rank 1."""
+    header = {"rageval_run": {"name": "lenient"}}
+    lenient = [
+        {
+            "query_id": f"q{i}",
+            "query": "what was approved?",
+            "retrieved": [
+                {"doc_id": "wrong", "text": SPAN + ".", "score": 0.9},
+                {"doc_id": "right", "text": "unrelated words only", "score": 0.5},
+            ],
+            "relevant_ids": ["right"],
+            "evidence": [SPAN],
+        }
+        for i in range(4)
+    ]
+    plain = [
+        {
+            "query_id": f"x{i}",
+            "query": "q",
+            "retrieved": [{"doc_id": "right", "text": "words", "score": 0.9}],
+            "relevant_ids": ["right"],
+        }
+        for i in range(2)
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in [header, *lenient, *plain]) + "\n")
+    return path
+
+
+def test_the_lenient_warning_speaks_about_the_numbers_shown(tmp_path: Path) -> None:
+    run = _lenient_run(tmp_path / "lenient.jsonl")
+    done = rageval_subprocess("evaluate", str(run), "--k", "1", "--json", db=tmp_path / "a.duckdb")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["metrics"]["R@1"] == 2 / 6 and report["metrics"]["EvidenceRecall@1"] == 1.0
+    (warning,) = report["warnings"]
+    # the check's R@1 is over 4 queries, the report's over 6: both said, with their queries
+    assert "R@1 = 0.000 on the 4 queries scored on relevant ids and on gold evidence" in warning
+    assert "the reported R@1, 0.333, is over all 6 scored on relevant ids" in warning
+    text = rageval_subprocess("evaluate", str(run), "--k", "1", db=tmp_path / "b.duckdb")
+    assert f"warning: {warning}" in text.stdout.splitlines()
+    # metrics that do not hold EvidenceRecall@k nor R@k: no warning about them
+    for metrics in ("P@5 nDCG@10 RR", "P@1 R@5"):
+        other = rageval_subprocess(
+            "evaluate", str(run), "--k", "1", "--metrics", metrics, "--json", db=tmp_path / "c.duckdb"
+        )
+        assert other.returncode == 0, other.stderr
+        assert "warnings" not in json.loads(other.stdout), metrics
