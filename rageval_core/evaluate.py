@@ -439,7 +439,8 @@ def _evaluate(
         by=by_out,
         weights=weights,
         # the report's own EvidenceRecall@k (and, in ids mode, R@k) columns serve the check
-        warnings=checks.lenient_threshold_warning(
+        warnings=checks.depth_warning(data.depth, [m.cutoff for m in measures])
+        + checks.lenient_threshold_warning(
             store, data, s, run_values, per_query, weights, relevance
         ),
     )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from html import escape
+
+import pytest
 from pathlib import Path
 
 from tests.cli import rageval_subprocess
@@ -83,7 +86,67 @@ def test_the_lenient_warning_speaks_about_the_numbers_shown(tmp_path: Path) -> N
     # metrics that do not hold EvidenceRecall@k nor R@k: no warning about them
     for metrics in ("P@5 nDCG@10 RR", "P@1 R@5"):
         other = rageval_subprocess(
-            "evaluate", str(run), "--k", "1", "--metrics", metrics, "--json", db=tmp_path / "c.duckdb"
+            "evaluate",
+            str(run),
+            "--k",
+            "1",
+            "--metrics",
+            metrics,
+            "--json",
+            db=tmp_path / "c.duckdb",
         )
         assert other.returncode == 0, other.stderr
         assert "warnings" not in json.loads(other.stdout), metrics
+
+
+def shallow_run(path: Path, depth: int = 4) -> Path:
+    """3 queries with `depth` chunks each; d0 (rank 1) is relevant, and d9 that no list holds."""
+    chunks = [{"doc_id": f"d{j}", "text": f"chunk {j}"} for j in range(depth)]
+    lines = [json.dumps({"rageval_run": {"name": "shallow"}})]
+    lines += [
+        json.dumps({"query_id": f"q{i}", "retrieved": chunks, "relevant_ids": ["d0", "d9"]})
+        for i in range(3)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+DEPTH_WARNING = (
+    "k = 10 exceeds this run's depth of 4 (its longest ranked list): no query has a chunk at "
+    "ranks 5 to 10, which every @10 measure reads as not relevant, as trec_eval does"
+)
+
+
+def test_k_beyond_the_depth_is_said_by_evaluate_and_report(tmp_path: Path) -> None:
+    """The default k (10) on a depth-4 run: P@10 = 1/10, not P@4, and one note says why."""
+    run = shallow_run(tmp_path / "shallow.jsonl")
+    db = tmp_path / "s.duckdb"
+    done = rageval_subprocess("evaluate", str(run), "--json", db=db)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["settings"]["k"] == 10
+    assert report["metrics"]["P@10"] == pytest.approx(1 / 10) and report["metrics"]["R@10"] == 0.5
+    assert report["warnings"] == [DEPTH_WARNING]
+    text = rageval_subprocess("evaluate", str(run), db=db)
+    assert f"warning: {DEPTH_WARNING}" in text.stdout.splitlines()
+    assert rageval_subprocess("import", str(run), db=db).returncode == 0
+    out = tmp_path / "report.html"
+    html = rageval_subprocess("report", "shallow", "--out", str(out), db=db)
+    assert html.returncode == 0, html.stderr
+    assert f"Warning (shallow): {escape(DEPTH_WARNING)}." in out.read_text()
+    # two cut-offs beyond the depth: both named, and the ranks up to the larger
+    two = rageval_subprocess("evaluate", str(run), "--metrics", "P@5 P@20 R@4", "--json", db=db)
+    (warning,) = json.loads(two.stdout)["warnings"]
+    assert warning.startswith("k = 5, 20 exceed this run's depth of 4")
+    assert "ranks 5 to 20, which every @5, @20 measure" in warning
+
+
+def test_k_within_the_depth_says_nothing(tmp_path: Path) -> None:
+    run = shallow_run(tmp_path / "shallow.jsonl")
+    for args in (("--k", "4"), ("--k", "3")):
+        done = rageval_subprocess("evaluate", str(run), *args, "--json", db=tmp_path / "s.duckdb")
+        assert done.returncode == 0, done.stderr
+        assert "warnings" not in json.loads(done.stdout), args
+    deep = shallow_run(tmp_path / "deep.jsonl", depth=10)
+    done = rageval_subprocess("evaluate", str(deep), "--json", db=tmp_path / "d.duckdb")
+    assert "warnings" not in json.loads(done.stdout)

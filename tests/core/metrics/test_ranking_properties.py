@@ -136,7 +136,9 @@ def test_aqwv_false_alarms_are_a_share_of_the_top_k() -> None:
         relevance={"r1": 1, "r2": 1, "r3": 1, "n1": 0},
     )
     arrays, _ = ranked_labels_from_queries([q])
-    got = {k: float(v[0]) for k, v in compute(["AQWV@5", "AQWV@10", "AQWV(N=100)@5"], arrays).items()}
+    got = {
+        k: float(v[0]) for k, v in compute(["AQWV@5", "AQWV@10", "AQWV(N=100)@5"], arrays).items()
+    }
     assert got["AQWV@5"] == pytest.approx(1 - 1 / 3 - 40 * 3 / 5, abs=1e-12)
     assert round(got["AQWV@5"], 2) == -23.33
     # k beyond the list: the denominator is what was retrieved (5), not k
