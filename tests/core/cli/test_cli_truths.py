@@ -41,7 +41,7 @@ def test_import_under_the_cap_counts_nothing(tmp_path: Path) -> None:
 SPAN = "The committee approved the new budget for the city library"
 
 
-def _lenient_run(path: Path) -> Path:
+def lenient_run(path: Path) -> Path:
     """4 queries whose span a non-relevant chunk at rank 1 covers (the relevant one is at rank
     2), and 2 with qrels but no gold spans, their relevant chunk at rank 1."""
     header = {"rageval_run": {"name": "lenient"}}
@@ -72,7 +72,7 @@ def _lenient_run(path: Path) -> Path:
 
 
 def test_the_lenient_warning_speaks_about_the_numbers_shown(tmp_path: Path) -> None:
-    run = _lenient_run(tmp_path / "lenient.jsonl")
+    run = lenient_run(tmp_path / "lenient.jsonl")
     done = rageval_subprocess("evaluate", str(run), "--k", "1", "--json", db=tmp_path / "a.duckdb")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
