@@ -31,9 +31,9 @@ def depth_warning(depth: int, cutoffs: Iterable[int | None]) -> tuple[str, ...]:
     ats = ", ".join(f"@{c}" for c in beyond)
     first, last = depth + 1, beyond[-1]
     ranks = f"rank {last}" if first == last else f"ranks {first} to {last}"
-    verb = "exceeds" if len(beyond) == 1 else "exceed"
+    what = "cut-off k = {} exceeds" if len(beyond) == 1 else "cut-offs k = {} exceed"
     return (
-        f"k = {ks} {verb} this run's depth of {depth} (its longest ranked list): no query has a "
+        f"the {what.format(ks)} this run's depth of {depth} (its longest ranked list): no query has a "
         f"chunk at {ranks}, which every {ats} measure reads as not relevant, as trec_eval does",
     )
 

@@ -112,7 +112,7 @@ def shallow_run(path: Path, depth: int = 4) -> Path:
 
 
 DEPTH_WARNING = (
-    "k = 10 exceeds this run's depth of 4 (its longest ranked list): no query has a chunk at "
+    "the cut-off k = 10 exceeds this run's depth of 4 (its longest ranked list): no query has a chunk at "
     "ranks 5 to 10, which every @10 measure reads as not relevant, as trec_eval does"
 )
 
@@ -137,7 +137,7 @@ def test_k_beyond_the_depth_is_said_by_evaluate_and_report(tmp_path: Path) -> No
     # two cut-offs beyond the depth: both named, and the ranks up to the larger
     two = rageval_subprocess("evaluate", str(run), "--metrics", "P@5 P@20 R@4", "--json", db=db)
     (warning,) = json.loads(two.stdout)["warnings"]
-    assert warning.startswith("k = 5, 20 exceed this run's depth of 4")
+    assert warning.startswith("the cut-offs k = 5, 20 exceed this run's depth of 4")
     assert "ranks 5 to 20, which every @5, @20 measure" in warning
 
 
