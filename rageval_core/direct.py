@@ -31,7 +31,6 @@ from rageval_core.metrics.arrays import (
     QuerySelection,
     RankedLabels,
     check_rel_level,
-    judged_only,
     ranked_labels_from_rows,
 )
 
@@ -63,8 +62,6 @@ def trec_report(
     if got is None:
         return None
     query_ids, tag, arrays, selection, rows = got
-    if s.judged_only:  # trec_eval -J: unjudged documents leave the ranking (as evaluate.py)
-        arrays = judged_only(arrays)
     n = len(query_ids)
     values = registry.compute(measures, arrays)
     per_query: dict[str, np.ndarray] = {}
@@ -133,7 +130,6 @@ def _arrays(
         new_index[got.judged_query[judged]],
         got.judged_label[judged],
         rel_level=rel_level,
-        ret_judged=got.ret_judged[kept],
     )
     selection = QuerySelection(
         int(np.count_nonzero(~got.has_qrels)), int(np.count_nonzero(~got.in_run)), complete

@@ -393,9 +393,7 @@ class _Staged:
         )
         ids = [str(r[0]) for r in con.execute("SELECT qid FROM sel ORDER BY i").fetchall()]
         ret = con.execute(
-            "SELECT s.i, coalesce(j.rel, 0) AS label, "
-            "(CASE WHEN j.rel IS NULL THEN 0 WHEN j.rel >= 0 THEN 1 ELSE -1 END)::TINYINT AS seen "
-            "FROM run r JOIN sel s USING (qid) "
+            "SELECT s.i, coalesce(j.rel, 0) AS label FROM run r JOIN sel s USING (qid) "
             "LEFT JOIN qrels j ON j.qid = r.qid AND j.docno = r.docno "
             "ORDER BY s.i, r.score + 0.0 DESC, r.docno DESC"
         ).fetchnumpy()
@@ -409,7 +407,6 @@ class _Staged:
             np.asarray(judged["i"], dtype=np.int64),
             np.asarray(judged["rel"], dtype=np.int32),
             rel_level=rel_level,
-            ret_judged=np.asarray(ret["seen"], dtype=np.int8),
         )
         return arrays, QuerySelection(skipped, missing, complete)
 

@@ -139,7 +139,6 @@ class TrecArrays:
     ret_query: Ints  # per run row: index into query_ids, non-decreasing
     ret_rank: Ints  # per run row: 1-based, its place in its query
     ret_label: NDArray[np.int32]  # per run row: its judgement, 0 when unjudged
-    ret_judged: NDArray[np.int8]  # per run row: JUDGED, POOLED or NOT_IN_QRELS (arrays.py)
     judged_query: Ints  # per qrels line
     judged_label: NDArray[np.int32]
     tag: str
@@ -545,9 +544,6 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
         raise _NotClean
     ret_label = np.zeros(n_rows, dtype=np.int32)
     ret_label[hit] = qrels.rel[line]
-    # what the qrels say of each run row: 1 judged, -1 pooled (a negative label), 0 absent
-    ret_judged = np.zeros(n_rows, dtype=np.int8)
-    ret_judged[hit] = np.where(qrels.rel[line] >= 0, 1, -1)
     query_ids = [q.decode("ascii") for q in run.uniq[np.argsort(run.code)].tolist()]
     in_run = np.zeros(n, dtype=bool)
     in_run[:n_run] = True
@@ -560,7 +556,6 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
         run.qidx,
         rank,
         ret_label,
-        ret_judged,
         judged_query,
         qrels.rel,
         run.tag,
