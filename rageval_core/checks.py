@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,7 +47,7 @@ def lenient_threshold_warning(
     store: Store,
     data: RunData,
     s: Settings,
-    shown: Collection[str],
+    shown: Mapping[str, float],
     known: Mapping[str, Floats] | None = None,
     known_weights: Mapping[str, Floats] | None = None,
     relevance: str | None = None,
@@ -56,7 +56,7 @@ def lenient_threshold_warning(
     same queries): spans "covered" by chunks that are not the relevant documents, the sign of a
     fuzzy threshold that lets near-misses in. Only for a run whose qrels name retrieved chunks
     (ids mode is meaningful) and that has gold spans, and only beside the numbers it doubts
-    (shown, the report's metrics, holds EvidenceRecall@k or R@k); () otherwise.
+    (shown, the report's run values, holds EvidenceRecall@k or R@k); () otherwise.
 
     The two are compared on the queries that have both; a card among shown that averages other
     queries is named with its own value and queries, so the warning never contradicts a card.
@@ -91,18 +91,14 @@ def lenient_threshold_warning(
         return ()
     n_both = int(np.count_nonzero(both))
     cards = []
-    for name, column, weights, mode in (
-        (names[0], evidence, e_weights, "evidence"),
-        (names[1], ids, None, "ids"),
-    ):
+    for name, column, mode in ((names[0], evidence, "evidence"), (names[1], ids, "ids")):
         scored = ~np.isnan(column)
-        # a card of the same numbers that averages more queries than the two have in common
+        # a card of the same measure (R@k: in ids mode) that averages more queries than these
         if name in shown and (mode == "evidence" or relevance == "ids") and (scored & ~both).any():
-            value = registry.aggregate(
-                registry.parse(name), column[scored], None if weights is None else weights[scored]
-            )
             n = int(np.count_nonzero(scored))
-            cards.append(f"the reported {name}, {value:.3f}, is over all {n:,} {SCORED_ON[mode]}")
+            cards.append(
+                f"the reported {name}, {shown[name]:.3f}, is over all {n:,} {SCORED_ON[mode]}"
+            )
     aside = f" ({'; '.join(cards)})" if cards else ""
     return (
         f"{names[0]} = {e_value:.3f} is far above the id-based {names[1]} = {i_value:.3f} on the "
