@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,24 +18,6 @@ from rageval_core.store import Store
 #: EvidenceRecall@k this far above R@k (both over the queries that have qrels and gold spans)
 #: makes lenient_threshold_warning speak
 LENIENT_GAP = 0.25
-
-
-def depth_warning(depth: int, cutoffs: Iterable[int | None]) -> tuple[str, ...]:
-    """A note when a measure's cut-off exceeds the run's depth (its longest ranked list): the
-    ranks beyond it are empty and read as not relevant, so P@10 of a depth-4 run is at most
-    0.4. Every surface (CLI, JSON, API, HTML report, Overview) shows this one text."""
-    beyond = sorted({c for c in cutoffs if c is not None and c > depth})
-    if not beyond:
-        return ()
-    ks = ", ".join(str(c) for c in beyond)
-    ats = ", ".join(f"@{c}" for c in beyond)
-    first, last = depth + 1, beyond[-1]
-    ranks = f"rank {last}" if first == last else f"ranks {first} to {last}"
-    what = "cut-off k = {} exceeds" if len(beyond) == 1 else "cut-offs k = {} exceed"
-    return (
-        f"the {what.format(ks)} this run's depth of {depth} (its longest ranked list): no query has a "
-        f"chunk at {ranks}, which every {ats} measure reads as not relevant, as trec_eval does",
-    )
 
 
 #: the words of the Overview's counts caption (dashboard tables.counts_text) for the queries a

@@ -28,6 +28,7 @@ from rageval_core.report import (
     Relevance,
     Report,
     Settings,
+    depth_warning,
 )
 from rageval_core.metrics.arrays import (
     RankedLabels,
@@ -439,7 +440,7 @@ def _evaluate(
         by=by_out,
         weights=weights,
         # the report's own EvidenceRecall@k (and, in ids mode, R@k) columns serve the check
-        warnings=checks.depth_warning(data.depth, [m.cutoff for m in measures])
+        warnings=depth_warning(data.depth, [m.cutoff for m in measures])
         + checks.lenient_threshold_warning(
             store, data, s, run_values, per_query, weights, relevance
         ),

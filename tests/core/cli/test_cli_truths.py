@@ -83,7 +83,8 @@ def test_the_lenient_warning_speaks_about_the_numbers_shown(tmp_path: Path) -> N
     assert "the reported R@1, 0.333, is over all 6 scored on relevant ids" in warning
     text = rageval_subprocess("evaluate", str(run), "--k", "1", db=tmp_path / "b.duckdb")
     assert f"warning: {warning}" in text.stdout.splitlines()
-    # metrics that do not hold EvidenceRecall@k nor R@k: no warning about them
+    # metrics that hold neither EvidenceRecall@k nor R@k: no lenient warning about them (P@5
+    # exceeds the depth of 2: that the report says)
     for metrics in ("P@5 nDCG@10 RR", "P@1 R@5"):
         other = rageval_subprocess(
             "evaluate",
@@ -96,7 +97,8 @@ def test_the_lenient_warning_speaks_about_the_numbers_shown(tmp_path: Path) -> N
             db=tmp_path / "c.duckdb",
         )
         assert other.returncode == 0, other.stderr
-        assert "warnings" not in json.loads(other.stdout), metrics
+        (said,) = json.loads(other.stdout)["warnings"]
+        assert "this run's depth of 2" in said and "lenient" not in said, metrics
 
 
 def shallow_run(path: Path, depth: int = 4) -> Path:
