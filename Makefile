@@ -16,7 +16,7 @@ XDIST ?= 2
 # tests whose behaviour differs in CI (../shared must be there) read CI; keep the caller's value
 PYTEST := $(PY) -m pytest -n $(XDIST)
 
-.PHONY: help run test test-fast test-latest test-lowest fuzz bench bench-quick lint lock shell import \
+.PHONY: help run test test-fast test-latest test-lowest fuzz bench bench-quick lint docs-examples lock shell import \
 	setup setup-test setup-bench browser java layers clean
 
 help:  ## list the targets
@@ -83,6 +83,9 @@ bench: setup-bench  ## the issue's sizes against pytrec_eval, ranx and difflib (
 
 bench-quick: setup-bench  ## every bench scenario at small sizes (a minute; writes nothing)
 	$(PY) -m bench --quick
+
+docs-examples: setup-test  ## run every command example of README.md and docs/, and write the outputs they show anew
+	$(PY) -m tests.doc_examples --write
 
 lint: setup-test  ## ruff (lint and format), mypy, and the import layers (import-linter)
 	$(VENV)/bin/ruff check rageval rageval_core dashboard tests bench

@@ -40,7 +40,7 @@ RADIO = ("relevance",)
 #: setting -> (the option standing for None, its label). A string, not None: a select box shows
 #: a clear button on None
 NONE_OPTIONS = {"preset": ("rageval", "rageval's own")}
-#: int settings whose slider stops at the run's depth (no k beyond the longest list)
+#: int settings whose slider stops at the run's depth, or at the default on a shallower run
 DEPTH_BOUNDED = ("k",)
 #: the session flag: the link's preset has been read (preset_from_link)
 LINK_READ = "sidebar.preset_link_read"
@@ -122,12 +122,11 @@ def setting_widget(s: Setting, run: RunRecord, default: Any = None) -> Any:
         return s.type(st.number_input(s.label, value=s.start, step=s.step, **common))
     lo, hi = s.bounds()
     if s.name in DEPTH_BOUNDED:
-        hi = max(run.max_depth, 1)
+        # up to the run's depth, and to the default on a shallower run: the same default k and
+        # numbers as the CLI (the report's warning says when k exceeds the depth)
+        hi = max(run.max_depth, s.default)
         if ss.get(s.url_key, lo) > hi:  # another run may be shallower than the last
             ss[s.url_key] = hi
-        if hi <= lo:  # a slider needs min < max: every list of this run holds at most one chunk
-            st.caption(f"{s.name} = {lo:g} (every ranked list of this run holds at most one chunk)")
-            return s.type(lo)
     # the widget's default must stay the schema's: a bound widget leaves its default out of the
     # URL, and a link without the key must open on the same value
     first = s.default if default is None else default

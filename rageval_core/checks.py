@@ -20,24 +20,37 @@ from rageval_core.store import Store
 LENIENT_GAP = 0.25
 
 
+#: the words of the Overview's counts caption (dashboard tables.counts_text) for the queries a
+#: card of each relevance averages: a warning names its queries in the same words
+SCORED_ON = {"ids": "scored on relevant ids", "evidence": "scored on gold evidence"}
+
+
 def lenient_threshold_warning(
     store: Store,
     data: RunData,
     s: Settings,
+    shown: Mapping[str, float],
     known: Mapping[str, Floats] | None = None,
     known_weights: Mapping[str, Floats] | None = None,
+    relevance: str | None = None,
 ) -> tuple[str, ...]:
     """A warning when EvidenceRecall@k is far above the id-based R@k on the same run (and the
     same queries): spans "covered" by chunks that are not the relevant documents, the sign of a
     fuzzy threshold that lets near-misses in. Only for a run whose qrels name retrieved chunks
-    (ids mode is meaningful) and that has gold spans; () otherwise.
+    (ids mode is meaningful) and that has gold spans, and only beside the numbers it doubts
+    (shown, the report's run values, holds EvidenceRecall@k or R@k); () otherwise.
 
-    known / known_weights: an ids-mode report's per-query columns and weights (NaN where a
-    query is not scored); the two measures are read from them when there, computed otherwise.
+    The two are compared on the queries that have both; a card among shown that averages other
+    queries is named with its own value and queries, so the warning never contradicts a card.
+    known / known_weights: the report's per-query columns and weights (NaN where a query is not
+    scored), of relevance mode `relevance`; the two measures are read from them when there (and
+    of the right mode), computed otherwise.
     """
+    names = (f"EvidenceRecall@{s.k}", f"R@{s.k}")
+    if not any(n in shown for n in names):
+        return ()
     if not (data.run.has_qrels and data.run.has_evidence) or not bool((data.labels > 0).any()):
         return ()
-    names = (f"EvidenceRecall@{s.k}", f"R@{s.k}")
     measures = registry.parse_all(names)
     evidence, e_weights = _column(names[0], known, known_weights)
     if evidence is None:
@@ -45,7 +58,7 @@ def lenient_threshold_warning(
         evidence = _scatter(data, registry.compute([measures[0]], cov)[names[0]], cov.rows)
         w = registry.weights_of(measures[0], cov)
         e_weights = None if w is None else _scatter(data, w, cov.rows)
-    ids, _ = _column(names[1], known, known_weights)
+    ids, _ = _column(names[1], known, known_weights) if relevance == "ids" else (None, None)
     if ids is None:
         labels, rows = id_labels(data, dataclasses.replace(s, relevance="ids"))
         ids = _scatter(data, registry.compute([measures[1]], labels)[names[1]], rows)
@@ -59,11 +72,22 @@ def lenient_threshold_warning(
     if not e_value - i_value >= LENIENT_GAP:
         return ()
     n_both = int(np.count_nonzero(both))
+    cards = []
+    for name, column, mode in ((names[0], evidence, "evidence"), (names[1], ids, "ids")):
+        scored = ~np.isnan(column)
+        # a card of the same measure (R@k: in ids mode) that averages more queries than these
+        if name in shown and (mode == "evidence" or relevance == "ids") and (scored & ~both).any():
+            n = int(np.count_nonzero(scored))
+            cards.append(
+                f"the reported {name}, {shown[name]:.3f}, is over all {n:,} {SCORED_ON[mode]}"
+            )
+    aside = f" ({'; '.join(cards)})" if cards else ""
     return (
         f"{names[0]} = {e_value:.3f} is far above the id-based {names[1]} = {i_value:.3f} on the "
-        f"same {n_both} queries: the fuzzy threshold {s.threshold:g} is likely too lenient "
-        "(chunks that are not the relevant documents count as covering the spans); label "
-        "borderline pairs on the Threshold page, or raise the threshold",
+        f"{n_both:,} queries {SCORED_ON['ids']} and on gold evidence{aside}: the fuzzy threshold "
+        f"{s.threshold:g} is likely too lenient (chunks that are not the relevant documents count "
+        "as covering the spans); label borderline pairs on the Threshold page, or raise the "
+        "threshold",
     )
 
 

@@ -105,7 +105,7 @@ def _import(
             out = import_paths(store, paths, fmt, name, progress=bars, score=score)
         finally:
             bars.close()
-    _print_problems(out.problems)
+    _print_problems(out.problems, out.truncated)
     for verb, runs in (("imported", out.imported), ("already stored", out.existing)):
         for run in runs:
             print(

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core import ops
-from rageval_core.report import RANKING_DEFAULTS, Report, Settings
+from rageval_core.report import RANKING_DEFAULTS, Report, Settings, depth_warning
 from rageval_core.formats import trec_columns
 from rageval_core.formats.base import GZIP_ERRORS, HEAD_BYTES, SIDECAR_SUFFIX, open_bytes
 from rageval_core.metrics import registry
@@ -62,7 +62,7 @@ def trec_report(
     got = _arrays(run, qrels, s.rel_level, s.complete, s.judged_only)
     if got is None:
         return None
-    query_ids, tag, arrays, selection, rows = got
+    query_ids, tag, arrays, selection, rows, depth = got
     # the measures scored on every judged query (Judged@k) read them all, as evaluate.py does
     every = None
     if not s.complete and any(m.spec.every_judged_query for m in measures):
@@ -103,6 +103,7 @@ def trec_report(
             "tokens": {},
             "cost_usd": ops.cost_summary(no_costs),
         },
+        warnings=depth_warning(depth, [m.cutoff for m in measures]),
     )
 
 
@@ -117,19 +118,20 @@ def trec_arrays(
 
 def _arrays(
     run: Path, qrels: Path, rel_level: int, complete: bool, unjudged_out: bool
-) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64]] | None:
+) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64], int] | None:
     """Every query id, the run tag, trec_eval's selection and labels (unjudged documents taken
     out of the rankings when unjudged_out: trec_eval -J, as evaluate.py does), and the selected
-    queries' rows among all; None when neither bulk route vouches for the files."""
+    queries' rows among all, and the run's depth (its longest list, every query counted, as the
+    store's max_depth); None when neither bulk route vouches for the files."""
     got = _bulk_arrays(run, qrels, rel_level, complete)
     if got is None or not unjudged_out:
         return got
-    return got[0], got[1], judged_only(got[2]), got[3], got[4]
+    return got[0], got[1], judged_only(got[2]), got[3], got[4], got[5]
 
 
 def _bulk_arrays(
     run: Path, qrels: Path, rel_level: int, complete: bool
-) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64]] | None:
+) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64], int] | None:
     """_arrays from the first bulk route that vouches for the files."""
     check_rel_level(rel_level)
     got = trec_columns.read_pair(run, qrels)
@@ -154,12 +156,13 @@ def _bulk_arrays(
     selection = QuerySelection(
         int(np.count_nonzero(~got.has_qrels)), int(np.count_nonzero(~got.in_run)), complete
     )
-    return got.query_ids, got.tag, arrays, selection, rows
+    depth = int(got.ret_rank.max()) if got.ret_rank.size else 0
+    return got.query_ids, got.tag, arrays, selection, rows, depth
 
 
 def _arrays_by_duckdb(
     run: Path, qrels: Path, rel_level: int, complete: bool
-) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64]] | None:
+) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64], int] | None:
     """The same from DuckDB's CSV reader, which also takes non-ASCII files and long fields."""
     from rageval_core.formats import trec
 
@@ -169,11 +172,14 @@ def _arrays_by_duckdb(
     try:
         query_ids = staged.query_ids()
         arrays, selection = staged.ranked_labels(rel_level, complete)
+        (depth,) = staged.con.execute(
+            "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM run GROUP BY qid)"
+        ).fetchone() or (0,)
     finally:
         staged.con.close()
     position = {qid: i for i, qid in enumerate(query_ids)}
     rows = np.asarray([position[q] for q in arrays.query_ids], dtype=np.int64)
-    return query_ids, staged.tag, arrays, selection, rows
+    return query_ids, staged.tag, arrays, selection, rows, int(depth)
 
 
 def _role(path: Path) -> str | None:

@@ -28,6 +28,7 @@ from rageval_core.report import (
     Relevance,
     Report,
     Settings,
+    depth_warning,
 )
 from rageval_core.metrics.arrays import (
     RankedLabels,
@@ -440,13 +441,10 @@ def _evaluate(
         ops=report_ops,
         by=by_out,
         weights=weights,
-        # an ids-mode report's own R@k and EvidenceRecall@k columns serve the check as they are
-        warnings=checks.lenient_threshold_warning(
-            store,
-            data,
-            s,
-            per_query if relevance == "ids" else None,
-            weights if relevance == "ids" else None,
+        # the report's own EvidenceRecall@k (and, in ids mode, R@k) columns serve the check
+        warnings=depth_warning(data.depth, [m.cutoff for m in measures])
+        + checks.lenient_threshold_warning(
+            store, data, s, run_values, per_query, weights, relevance
         ),
     )
 

@@ -56,7 +56,7 @@ svg.chart { background: #fff; border: 1px solid #e4e4e4; }
 svg .chart-title { font-size: 12px; font-weight: 600; } svg .tick { font-size: 9px; fill: #555; }
 svg .axis { font-size: 10px; fill: #333; } svg .legend { font-size: 10px; }
 svg .plot { fill: none; stroke: #ccc; } svg .grid { stroke: #eee; }
-code { background: #f4f4f4; padding: 0 .2rem; }
+code { background: #f4f4f4; padding: 0 .2rem; } .warning { color: #8a4b00; }
 """
 
 
@@ -107,7 +107,13 @@ def _metric_section(reports: Sequence[Report]) -> str:
         + ("; the best value of each row in bold" if len(reports) > 1 else "")
         + ".</p>"
     )
-    return "<h2>Metrics</h2>" + _table(headers, rows, "metrics") + note
+    # the report's warnings, as `rageval evaluate` and the Overview give them
+    warnings = "".join(
+        f'<p class="warning">Warning ({escape(r.run)}): {escape(w)}.</p>'
+        for r in reports
+        for w in r.warnings
+    )
+    return "<h2>Metrics</h2>" + _table(headers, rows, "metrics") + note + warnings
 
 
 def _counts_section(reports: Sequence[Report]) -> str:

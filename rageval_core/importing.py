@@ -50,6 +50,7 @@ class ImportOutcome:
     imported: list[RunRecord] = field(default_factory=list)
     existing: list[RunRecord] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    truncated: int = 0  # problems past each file's cap, counted only
     failed: list[str] = field(default_factory=list)  # sources of the runs that stored nothing
     scorings: list[Scoring] = field(default_factory=list)
 
@@ -79,6 +80,7 @@ def import_paths(
         log.raise_if_errors()
     except InputError as e:
         out.problems.extend(e.problems)
+        out.truncated += e.truncated
         out.failed.append(", ".join(show_source(printable_path(str(p))) for p in paths))
         return out
     if name:
@@ -103,6 +105,7 @@ def import_paths(
             )
         except InputError as e:
             out.problems.extend(e.problems)
+            out.truncated += e.truncated
             out.failed.append(label)
             continue
         out.problems.extend(result.warnings)

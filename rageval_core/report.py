@@ -8,7 +8,7 @@ prints a Report with numpy alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -159,6 +159,25 @@ class Settings:
                 if getattr(self, name) != DEFAULTS[name]
             },
         }
+
+
+def depth_warning(depth: int, cutoffs: Iterable[int | None]) -> tuple[str, ...]:
+    """A note when a measure's cut-off exceeds the run's depth (its longest ranked list): the
+    ranks beyond it are empty and read as not relevant, so P@10 of a depth-4 run is at most
+    0.4. Every surface (CLI, JSON, API, HTML report, Overview) shows this one text, on both of
+    evaluate's routes (the store's, and a TREC pair's direct one)."""
+    beyond = sorted({c for c in cutoffs if c is not None and c > depth})
+    if not beyond:
+        return ()
+    ks = ", ".join(str(c) for c in beyond)
+    ats = ", ".join(f"@{c}" for c in beyond)
+    first, last = depth + 1, beyond[-1]
+    ranks = f"rank {last}" if first == last else f"ranks {first} to {last}"
+    what = "cut-off k = {} exceeds" if len(beyond) == 1 else "cut-offs k = {} exceed"
+    return (
+        f"the {what.format(ks)} this run's depth of {depth} (its longest ranked list): no query has a "
+        f"chunk at {ranks}, which every {ats} measure reads as not relevant, as trec_eval does",
+    )
 
 
 @dataclass(frozen=True)

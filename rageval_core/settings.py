@@ -372,7 +372,9 @@ def _range(s: Setting) -> str:
         return "any finite number"
     if s.maximum is None:
         return f"an integer >= {s.minimum:g}" + (
-            " (the app's slider stops at the run's depth)" if s.url_key else ""
+            " (the app's slider stops at the run's depth, or at the default on a shallower run)"
+            if s.url_key
+            else ""
         )
     return f"{s.minimum:g} to {s.maximum:g}"
 

@@ -33,6 +33,7 @@ SLOW_FILES = frozenset(
         "test_native_fast_import.py",
         "test_partition.py",
         "test_judge_sigint.py",
+        "test_doc_examples.py",
     }
 )
 TESTS = REPO / "tests"

@@ -12,6 +12,7 @@ import pandas as pd
 
 from dashboard.components.bands import read_bands
 from rageval_core.annotate import run_tags
+from rageval_core.checks import SCORED_ON
 from rageval_core.errors import Problem, UsageError
 from rageval_core.evaluate import Report
 from rageval_core.metrics import registry
@@ -180,12 +181,12 @@ def counts_text(report: Report) -> str:
     c = report.counts
     parts = [f"{c.get('queries', report.n_queries):,} queries"]
     if report.relevance == "ids":
-        parts.append(f"{c.get('scored_ids', 0):,} scored on relevant ids")
+        parts.append(f"{c.get('scored_ids', 0):,} {SCORED_ON['ids']}")
         parts.append(f"{c.get('skipped_no_qrels', 0):,} skipped without qrels")
         if c.get("missing_from_run"):
             parts.append(f"{c['missing_from_run']:,} judged but missing from the run")
     if "scored_evidence" in c:
-        parts.append(f"{c['scored_evidence']:,} scored on gold evidence")
+        parts.append(f"{c['scored_evidence']:,} {SCORED_ON['evidence']}")
         parts.append(f"{c.get('no_evidence', 0):,} without evidence")
     if "scored_answers" in c:
         parts.append(f"{c['scored_answers']:,} with an answer")

@@ -399,10 +399,10 @@ def aqwv_at_k(
     """AQWV@k = 1 - P_miss - beta * P_FA over the top k, taken as the retrieved set.
 
     P_miss = 1 - rel_ret@k / n_rel (0 when n_rel = 0: nothing to miss).
-    P_FA = nonrel_ret@k / (N - n_rel), non-relevant = every retrieved document that is not
-    relevant (unjudged included). N = collection_size when given (the MATERIAL definition);
-    otherwise N = the query's retrieved list length, i.e. the list is taken as the scored
-    candidate set (the reranking variant). P_FA = 0 when N - n_rel is 0.
+    P_FA = nonrel_ret@k / min(k, n_ret) by default: the share of the top k retrieved documents
+    that are not relevant (unjudged included), the definition for RAG without a detection
+    threshold; with collection_size N, MATERIAL's P_FA = nonrel_ret@k / (N - n_rel). P_FA = 0
+    when its denominator is 0.
     """
     k = _check_cutoff(k)
     if not np.isfinite(beta) or beta < 0:
@@ -410,9 +410,10 @@ def aqwv_at_k(
     b = prefix_sums(arrays, rel)
     rel_k = b.rel_ret(k).astype(np.float64)
     p_miss = np.where(b.n_rel > 0, 1.0 - ratio(rel_k, b.n_rel), 0.0)
-    nonrel_k = np.minimum(arrays.n_ret, k) - rel_k
+    retrieved_k = np.minimum(arrays.n_ret, k)
+    nonrel_k = retrieved_k - rel_k
     if collection_size is None:
-        negatives = arrays.n_ret - b.rel_ret(None)
+        negatives = retrieved_k
     else:
         if collection_size < 1:
             raise UsageError(f"AQWV: N (collection size) must be >= 1, got {collection_size!r}")

@@ -213,7 +213,8 @@ def test_run_without_evidence_shows_info(make_app: Callable[..., AppTest], tmp_p
     assert any("no gold evidence" in i.value for i in at.info)
     assert not any(el.proto.id.endswith("overview.curves_t") for el in at.get("plotly_chart"))
     shown = cards(at)
-    assert shown["R@3"] == "1.000" and shown["RR"] == "0.500" and shown["Hit@1"] == "0.000"
+    # the default k (10) beyond the depth (3), as the CLI: R@10 equals R@3 here
+    assert shown["R@10"] == "1.000" and shown["RR"] == "0.500" and shown["Hit@1"] == "0.000"
     assert not any(name.startswith("EvidenceRecall") for name in shown)
     at.selectbox(key="overview.tag").set_value("kind").run()
     table = next(d.value for d in at.dataframe if {"kind", "queries"} <= set(d.value.columns))

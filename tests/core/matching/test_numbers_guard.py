@@ -171,17 +171,48 @@ def test_lenient_threshold_warning() -> None:
     report = evaluate(data, store=store, k=1)
     assert report.metrics["EvidenceRecall@1"] == 1.0 and report.metrics["R@1"] == 0.0
     (warning,) = report.warnings
-    assert re.search(r"EvidenceRecall@1 = 1\.000 .* R@1 = 0\.000 on the same 4 queries", warning)
+    assert re.search(
+        r"EvidenceRecall@1 = 1\.000 .* R@1 = 0\.000 on the 4 queries scored on relevant ids "
+        r"and on gold evidence: ",
+        warning,
+    )
     assert report.to_json()["warnings"] == [warning]
     assert f"warning: {warning}" in format_report(report)
-    # a report without the two measures computes them for the check: the same warning
-    assert evaluate(data, ["P@1"], store=store, k=1).warnings == report.warnings
+    # the warning belongs to the numbers it doubts: one of the two asked, the same warning ...
+    assert evaluate(data, ["P@1", "R@1"], store=store, k=1).warnings == report.warnings
+    assert evaluate(data, ["EvidenceRecall@1"], store=store, k=1).warnings == report.warnings
     assert evaluate(data, store=store, k=1, relevance="evidence").warnings == report.warnings
+    # ... neither: no warning about numbers not shown
+    assert evaluate(data, ["P@1", "nDCG@1", "RR"], store=store, k=1).warnings == ()
     # the guard refuses the near-duplicate: no gap, no warning, and no key in the JSON
     guarded = evaluate(data, store=store, k=1, numbers_must_match=True)
     assert guarded.warnings == () and "warnings" not in guarded.to_json()
     # k = 2 reaches the relevant document: R@2 = 1, no gap
     assert evaluate(data, store=store, k=2).warnings == ()
+
+
+def test_lenient_warning_names_a_card_over_other_queries() -> None:
+    """Two more queries have qrels and no gold spans: the R@1 card averages 6 queries, the
+    check 4. The warning gives R@1 on its 4 and the card's own value on its 6, never a
+    number that contradicts a card without saying which queries it is over."""
+    lenient = _lenient_run(4, "unrelated words only")
+    extra = [
+        Query(f"x{i}", query="q", retrieved=(Chunk("right", "words", 0.9),), relevance={"right": 1})
+        for i in range(2)
+    ]
+    store = store_of(*(q for q in lenient.iter_queries(lenient.run("r").run_id)), *extra)
+    data = load_run_data(store, "r")
+    report = evaluate(data, store=store, k=1)
+    assert report.metrics["R@1"] == pytest.approx(2 / 6)
+    assert report.counts["scored_ids"] == 6 and report.counts["scored_evidence"] == 4
+    (warning,) = report.warnings
+    assert "R@1 = 0.000 on the 4 queries scored on relevant ids and on gold evidence" in warning
+    assert "(the reported R@1, 0.333, is over all 6 scored on relevant ids)" in warning
+    # the EvidenceRecall@1 card is over the same 4 queries: no aside for it
+    assert "reported EvidenceRecall" not in warning
+    # in evidence mode the R@1 card is evidence-based: not the id-based number, no aside
+    (evidence_warning,) = evaluate(data, store=store, k=1, relevance="evidence").warnings
+    assert "reported R@1" not in evidence_warning
 
 
 def test_no_warning_without_meaningful_ids() -> None:

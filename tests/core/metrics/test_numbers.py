@@ -220,7 +220,10 @@ def test_zero_denominators_follow_the_docs(metric: str, qs: list[Query], expecte
 
 
 def test_aqwv_false_alarm_denominator_zero_is_zero() -> None:
-    """Every retrieved document relevant: N - R = 0 non-relevant candidates, P_FA = 0."""
+    """Nothing retrieved: P_FA's denominator min(k, n_ret) is 0, P_FA = 0 (all missed: 0)."""
+    qs = [Query("q", retrieved=(), relevance={"d1": 1})]
+    value, _ = one(qs, "AQWV@1", relevance="ids")
+    assert value == 0.0
     qs = [Query("q", retrieved=(Chunk("d1"),), relevance={"d1": 1})]
     value, _ = one(qs, "AQWV@1", relevance="ids")
     assert value == 1.0

@@ -123,6 +123,40 @@ def test_hand_computed_aqwv() -> None:
     assert got["AQWV(N=1000,beta=2)@1"] == pytest.approx(0 - 2 * 1 / 997, abs=1e-12)
 
 
+def test_aqwv_false_alarms_are_a_share_of_the_top_k() -> None:
+    """The guide's AQWV for RAG: P_FA = non-relevant / documents retrieved in the top k.
+
+    5 retrieved, 3 relevant, one of them missed: P_miss = 1/3, 3 false alarms of 5 -> P_FA = 3/5,
+    AQWV = 1 - 1/3 - 40 * 3/5 = -23.33 (not -39.33, false alarms / non-relevant in the list, nor
+    -59.33, false alarms / (list length - R)). MATERIAL's collection form stays N=.
+    """
+    q = Query(
+        "q",
+        retrieved=tuple(Chunk(d) for d in ("r1", "n1", "r2", "n2", "n3")),
+        relevance={"r1": 1, "r2": 1, "r3": 1, "n1": 0},
+    )
+    arrays, _ = ranked_labels_from_queries([q])
+    got = {
+        k: float(v[0]) for k, v in compute(["AQWV@5", "AQWV@10", "AQWV(N=100)@5"], arrays).items()
+    }
+    assert got["AQWV@5"] == pytest.approx(1 - 1 / 3 - 40 * 3 / 5, abs=1e-12)
+    assert round(got["AQWV@5"], 2) == -23.33
+    # k beyond the list: the denominator is what was retrieved (5), not k
+    assert got["AQWV@10"] == got["AQWV@5"]
+    assert got["AQWV(N=100)@5"] == pytest.approx(1 - 1 / 3 - 40 * 3 / 97, abs=1e-12)
+    # on the hand query: top 4 = n0, r2, u, r1 -> 2 false alarms of 4, 2 of 3 relevant found
+    assert hand(["AQWV@4"])["AQWV@4"] == pytest.approx(1 - 1 / 3 - 40 * 2 / 4, abs=1e-12)
+
+
+def test_aqwv_floor_is_minus_beta() -> None:
+    """Nothing relevant in a full top k: P_miss = 1 and P_FA = 1, the floor 1 - 1 - beta."""
+    q = Query("q", retrieved=(Chunk("a"), Chunk("b")), relevance={"c": 1})
+    arrays, _ = ranked_labels_from_queries([q])
+    got = compute(["AQWV@2", "AQWV(beta=20)@2"], arrays)
+    assert got["AQWV@2"].tolist() == [-40.0]
+    assert got["AQWV(beta=20)@2"].tolist() == [-20.0]
+
+
 def test_zero_denominators() -> None:
     queries = [
         Query("empty", retrieved=(), relevance={"a": 1}),  # answered with nothing
