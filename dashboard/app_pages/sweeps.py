@@ -110,10 +110,11 @@ else:
 # sidebar (every page shows it), and a link leads to its Overview
 picked = ss.get(keys.SWEEP_PICKED)
 if picked in {r.run for r in rows}:
+    label = escape_text(picked, one_line=True)  # a label is Markdown; a run's name is user text
     with st.container(horizontal=True, vertical_alignment="center"):
-        st.button(f"Open {picked}", key="sweep.open", on_click=actions.open_run, args=(picked,))
+        st.button(f"Open {label}", key="sweep.open", on_click=actions.open_run, args=(picked,))
         if view.run.name == picked:
-            st.page_link("app_pages/overview.py", label=f"{picked} on the Overview", icon="➡️")
+            st.page_link("app_pages/overview.py", label=f"{label} on the Overview", icon="➡️")
 
 frame = fs.sweep_frame(rows, swept, metrics)
 text_table(

@@ -66,7 +66,31 @@ def test_a_picked_run_opens_on_the_overview(
     assert not at.exception, [e.value for e in at.exception]
     assert at.sidebar.selectbox(key=keys.RUN).value == "sweep-k5-mmr"
     links = at.get("page_link")
-    assert links and "sweep-k5-mmr on the Overview" in links[0].proto.label
+    assert links and "sweep-k5-mmr on the Overview" in html.unescape(links[0].proto.label)
+
+
+def test_the_open_button_reads_a_run_name_as_text(
+    make_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
+    """A run's name is user text: in the button's and the link's Markdown labels it forms no
+    link, image or emphasis (escaped as every user text on the pages)."""
+    db = tmp_path / "named.duckdb"
+    assert rageval("import", *map(str, SWEEP), db=db).returncode == 0
+    hostile = "**k5** [x](https://example.com) ![i](https://example.com/i.png)"
+    assert rageval("rename", "sweep-k5-mmr", hostile, db=db).returncode == 0
+    at = make_app(PAGE, db=db)
+    at.session_state[keys.SWEEP_PICKED] = hostile
+    at.run()
+    button = at.button(key="sweep.open")
+    for label in (button.label, *(link.proto.label for link in at.get("page_link"))):
+        assert not any(c in label for c in "*[]()!"), label
+    shown = html.unescape(button.label).replace("\u200b", "")  # the autolink breaker
+    assert shown == f"Open {hostile}"
+    button.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.selectbox(key=keys.RUN).value == hostile
+    (link,) = at.get("page_link")
+    assert html.unescape(link.proto.label).replace("\u200b", "") == f"{hostile} on the Overview"
 
 
 def test_a_store_without_a_sweep_says_so(make_app: Callable[..., AppTest], tmp_path: Path) -> None:
