@@ -438,6 +438,10 @@ def show_side_by_side(
     own = values.set_index("metric").loc[metric]
     direction = "normal" if higher_is_better(metric) else "inverse"
     shown = (("baseline", own["baseline"], None), ("candidate", own["candidate"], own["delta"]))
+    delta_text = None if pd.isna(own["delta"]) else f"{own['delta']:+.3f}"
+    # a change that rounds to nothing gets no arrow and no colour (Streamlit reads a text delta
+    # as a change: "+0.000" came green and up)
+    flat = delta_text is not None and float(delta_text) == 0
     for col, record, (role, value, delta), detail in zip(
         st.columns(2), (baseline, focus_run), shown, details, strict=True
     ):
@@ -448,8 +452,9 @@ def show_side_by_side(
             row.metric(
                 metric,
                 "—" if pd.isna(value) else f"{value:.3f}",
-                delta=None if delta is None or pd.isna(delta) else f"{delta:+.3f}",
-                delta_color=direction,
+                delta=None if delta is None else delta_text,
+                delta_color="off" if flat else direction,
+                delta_arrow="off" if flat else "auto",
                 width="content",
             )
             show_detail(detail, row)

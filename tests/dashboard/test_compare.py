@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import html
 from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -646,3 +647,30 @@ def test_page_reads_each_change_in_its_direction_and_says_the_unpaired_apart(
     assert fc.OPS_COLOURS["▼ lower, better"] == fc.GREEN
     unmoved = lat.loc[("hybrid_rerank", "total", "p95")]  # its interval holds 0
     assert list(unmoved["significant"]) == []
+
+
+def test_a_change_that_rounds_to_nothing_reads_as_none(
+    make_app: Callable[..., AppTest], ref_store: Store
+) -> None:
+    """The open query's candidate card: a delta that prints as +0.000 has no arrow and no colour
+    (it came up green and pointing up); a real change keeps its direction's arrow and colour."""
+    settings = dataclasses.replace(DEFAULT)
+    base = evaluate("bm25", store=ref_store, settings=settings)
+    cand = evaluate("hybrid_rerank", store=ref_store, settings=settings)
+    b = dict(zip(base.query_ids, base.per_query["nDCG@10"], strict=True))
+    c = dict(zip(cand.query_ids, cand.per_query["nDCG@10"], strict=True))
+    shared = [q for q in b if q in c and not (np.isnan(b[q]) or np.isnan(c[q]))]
+    same = next(q for q in shared if f"{c[q] - b[q]:+.3f}" in ("+0.000", "-0.000"))
+    better = next(q for q in shared if c[q] - b[q] > 0.01)
+
+    def candidate_card(qid: str) -> Any:
+        at = make_app(PAGE, **{"compare.query": qid})
+        assert not at.exception, [e.value for e in at.exception]
+        (card,) = [m for m in at.metric if m.label == "nDCG@10" and m.proto.delta]
+        return card.proto
+
+    flat = candidate_card(same)
+    assert flat.direction == flat.MetricDirection.NONE
+    assert flat.color == flat.MetricColor.GRAY
+    up = candidate_card(better)
+    assert up.direction == up.MetricDirection.UP and up.color == up.MetricColor.GREEN
