@@ -10,7 +10,7 @@ compare them (rageval_core.metrics.evidence), so a threshold here means the same
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -20,7 +20,7 @@ from rageval_core.evaluate import Settings
 from rageval_core.matching import Normalisation, get_scorer
 from rageval_core.semantic import canonical_key
 from rageval_core.metrics.evidence import Coverage
-from rageval_core.rundata import RunData, evidence_tensor
+from rageval_core.rundata import RunData, evidence_tensor, numbers_guard
 from rageval_core.store import Store, reads
 from rageval_core.store.labels import pair_label_rows, set_pair_label
 from rageval_core.store.store import RunRef
@@ -170,6 +170,8 @@ def borderline_pairs(
         raise UsageError(f"limit must be an integer >= 1, got {limit!r}")
     settings.check()
     scores = evidence_tensor(store, data, settings.scorer_key, settings.norm)  # (n, depth, spans)
+    if settings.numbers_must_match:  # a refused pair scores 0, as the metrics see it
+        scores = np.where(numbers_guard(store, data), scores, np.float32(0.0))
     depth = scores.shape[1] if scores.ndim == 3 else 0
     in_list = np.arange(depth)[None, :] < data.n_ret[:, None]
     cut = settings.score_threshold
@@ -338,6 +340,15 @@ def labels(store: Store, run: RunRef, scorer: str, norm: Normalisation | str) ->
         evidence=np.asarray(cols[7], dtype=object),
         labelled_at=np.asarray(cols[8], dtype=object),
     )
+
+
+def as_scored(labels: Labels, store: Store, data: RunData, settings: Settings) -> Labels:
+    """labels with the scores the metrics use at settings: with the numbers guard on, a pair
+    whose span holds a number the chunk lacks scores 0 (no threshold makes it cover)."""
+    if not settings.numbers_must_match or labels.n == 0:
+        return labels
+    ok = numbers_guard(store, data)[labels.qidx, labels.rank - 1, labels.eidx]
+    return replace(labels, score=np.where(ok, labels.score, np.float32(0.0)))
 
 
 # --- agreement with the labels ------------------------------------------------------------

@@ -85,7 +85,7 @@ with left:
 with right:
     hide = st.toggle("Hide labelled pairs", key=keys.TUNING_HIDE)
 pairs = state.borderline(view, band)
-labels = state.pair_labels(view)
+labels = tuning.as_scored(state.pair_labels(view), state.store(), state.data(view), settings)
 lookup = labels.lookup()
 shown = [p for p in pairs if not (hide and p.key in lookup)]
 if not pairs:
@@ -169,13 +169,17 @@ else:
     elif suggestion.threshold is None:  # enough labels, but no threshold beats chance
         st.warning(suggestion.message[0].upper() + suggestion.message[1:] + ".")
         match, no_match = tuning.conflicts(labels.label, labels.score)
+        guard = (
+            ""
+            if settings.numbers_must_match
+            else "**Numbers must match** in the sidebar, when they differ in a figure; "
+        )
         st.markdown(
             f"**{match.size:,} pairs of labels conflict**: a match scoring at or below a no "
-            "match, which no threshold can put on their right sides. What can separate them: "
-            "**Numbers must match** in the sidebar, when they differ in a figure; the "
-            "**semantic** scorer, when they share words but not meaning (or meaning but not "
-            "words); a different normalisation (**strip punctuation**, **strip articles**), when "
-            "they differ in formatting only."
+            f"match, which no threshold can put on their right sides. What can separate them: "
+            f"{guard}the **semantic** scorer, when they share words but not meaning (or meaning "
+            "but not words); a different normalisation (**strip punctuation**, **strip "
+            "articles**), when they differ in formatting only."
         )
         text_table(
             ft.conflicts_frame(labels, match, no_match),

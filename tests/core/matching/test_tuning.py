@@ -508,3 +508,37 @@ def test_borderline_pairs_leave_out_chunks_without_text() -> None:
     pairs = tuning.borderline_pairs(store, data, Settings(threshold=0.0), band=1.0)
     assert keys(pairs) == [(0, 2, 0)]  # d2 only, whatever its score
     assert pairs[0].doc_id == "d2" and pairs[0].cut_rank == 2
+
+
+def test_tuning_sees_the_scores_the_metrics_see() -> None:
+    """With the numbers guard on (the default) a pair stating another figure scores 0 for the
+    metrics: it is no borderline pair, and a label on it weighs in at 0, not at its fuzzy score.
+    With the guard off both see the fuzzy score again."""
+    store = Store(":memory:")
+    run = ParsedRun(
+        RunInfo(name="mb"),
+        [
+            Query(
+                query_id="a",
+                retrieved=(
+                    Chunk("near", "The default block size is 32 megabytes (32MB).", 0.9),
+                    Chunk("close", "its block size: 128 megabits (128Mb)", 0.5),
+                ),
+                evidence=("128 megabytes (128MB)",),
+            )
+        ],
+        "native",
+        ("mb.jsonl",),
+    )
+    store.import_run(run, ProblemLog())
+    data = load_run_data(store, "mb")
+    on, off = Settings(threshold=0.8), Settings(threshold=0.8, numbers_must_match=False)
+    near_on = {p.doc_id: p.score for p in tuning.borderline_pairs(store, data, on, band=0.2)}
+    near_off = {p.doc_id: p.score for p in tuning.borderline_pairs(store, data, off, band=0.2)}
+    assert "near" in near_off and "near" not in near_on  # 0.86 refused: 0 is far from 0.8
+    assert near_on.get("close") == near_off.get("close")  # the same figures: untouched
+    tuning.set_label(store, "mb", 0, 1, 0, "partial", NORM, False)
+    raw = tuning.labels(store, "mb", "partial", NORM)
+    assert raw.score.tolist() == [pytest.approx(near_off["near"])]
+    assert tuning.as_scored(raw, store, data, on).score.tolist() == [0.0]
+    assert tuning.as_scored(raw, store, data, off) is raw
