@@ -474,18 +474,37 @@ def balanced_accuracy_interval(
     s = np.asarray(scores, dtype=np.float32)
     ok = ~np.isnan(s)
     y, s = y[ok], s[ok]
-    n_pos, n_neg = int(np.count_nonzero(y)), int(np.count_nonzero(~y))
+    hit = s >= np.float32(threshold)
+    return balanced_accuracy_bounds(
+        int(np.count_nonzero(hit & y)),
+        int(np.count_nonzero(~hit & y)),
+        int(np.count_nonzero(~hit & ~y)),
+        int(np.count_nonzero(hit & ~y)),
+        confidence,
+        resamples,
+        seed,
+    )
+
+
+def balanced_accuracy_bounds(
+    tp: int,
+    fn: int,
+    tn: int,
+    fp: int,
+    confidence: float = CONFIDENCE,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """balanced_accuracy_interval from the four counts of a yes/no verdict against yes/no labels
+    (the judge calibration's sweep uses it too). NaN without labels of both kinds."""
+    n_pos, n_neg = tp + fn, tn + fp
     if n_pos == 0 or n_neg == 0:
         return float("nan"), float("nan")
-    hit = s >= np.float32(threshold)
-    tpr = np.count_nonzero(hit & y) / n_pos
-    tnr = np.count_nonzero(~hit & ~y) / n_neg
     rng = np.random.default_rng(seed)
-    ba = (
-        rng.binomial(n_pos, tpr, resamples) / n_pos + rng.binomial(n_neg, tnr, resamples) / n_neg
-    ) / 2
+    tpr = rng.binomial(n_pos, tp / n_pos, resamples) / n_pos
+    tnr = rng.binomial(n_neg, tn / n_neg, resamples) / n_neg
     alpha = 1.0 - confidence
-    lo, hi = np.quantile(ba, [alpha / 2, 1 - alpha / 2])
+    lo, hi = np.quantile((tpr + tnr) / 2, [alpha / 2, 1 - alpha / 2])
     return float(lo), float(hi)
 
 
