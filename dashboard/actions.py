@@ -62,6 +62,15 @@ def import_files(
     return out
 
 
+def open_run(name: str, note: Flash | None = None) -> None:
+    """on_click of an "Open NAME" button: the run becomes the sidebar's (a callback runs before
+    the sidebar's Run widget is drawn), so every page shows it; note: the Runs page's message
+    the button was in, kept for one more look (it then holds the link to the run's Overview)."""
+    st.session_state[keys.RUN] = name
+    if note is not None:
+        flash(note)
+
+
 def rename_run(run_id: int) -> None:
     """on_click of Rename: callbacks run before the page, so the sidebar can follow the new name."""
     new_name = str(st.session_state.get(keys.RUNS_NEW_NAME) or "").strip()

@@ -1,5 +1,6 @@
 """A judge run launched from the dashboard: run_judge in a background thread, with its progress,
-a Cancel (a threading.Event) and its outcome, for the Judge page to poll.
+a Cancel (a threading.Event) and its outcome, for the Judge page to poll (from any session:
+the page keeps the job in state.judge_jobs(), shared by the server's sessions).
 
 The API key never passes through here: JudgeConfig names the environment variable, and
 run_judge reads it in the worker thread. Nothing of the key reaches the session state, the URL
@@ -29,7 +30,6 @@ class JudgeJob:
     summary: dict[str, Any] | None = None  # JudgeSummary.to_json() once finished
     error: str | None = None  # our message, or the core's (never holds the key)
     thread: threading.Thread | None = None
-    shown: bool = False  # the page has been redrawn in full since the run ended
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property

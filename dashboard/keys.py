@@ -35,6 +35,8 @@ PRESET_SETTINGS = tuple(
     s.name for s in SETTINGS if s.url_key is not None and s.name not in ("k", "preset", "relevance")
 )
 JUDGED_ONLY = URL_KEYS["judged_only"]
+#: the sidebar's relevance radio under a preset: the preset's mode, shown, not movable
+PRESET_RELEVANCE = "sidebar.preset_relevance"
 EMBEDDER = URL_KEYS["embedder"]
 #: session key: the scorer the sidebar last showed (a threshold left at that scorer's default
 #: follows a new scorer to its own default)
@@ -115,6 +117,8 @@ RUNS_FACT_PROMPT, RUNS_FACT_COMPLETION = "runs.fact_prompt", "runs.fact_completi
 RUNS_FACT_TAGS = "runs.fact_tags"
 RUNS_FACT_QRELS = "runs.fact_qrels"
 RUNS_TARGET, RUNS_NEW_NAME, RUNS_CONFIRM = "runs.target", "runs.new_name", "runs.confirm_delete"
+#: the sidebar's run as the Runs page last saw it: its two Run selects follow it when it moves
+RUNS_SIDEBAR_RUN = "runs.sidebar_run"
 
 COMPARE_BASELINE, COMPARE_CANDIDATES = "compare.baseline", "compare.candidates"
 #: the sidebar run the baseline last followed, and the baseline before the current one
@@ -140,7 +144,8 @@ COMPARE_MAX_CANDIDATES = 4
 COMPARE_SECTION = "compare.section"
 COMPARE_SECTIONS = ("Metrics", "Per query", "Segments", "Latency & cost", "Trends")
 
-JUDGE_FORM, JUDGE_JOB = "judge.form", "judge.job"
+#: the form's values; the judge job this session has redrawn the whole page for since it ended
+JUDGE_FORM, JUDGE_SHOWN = "judge.form", "judge.shown"
 JUDGE_ESTIMATE = "judge.estimate"
 CALIBRATION_LABEL, CALIBRATION_GIVE = "calibration.label", "calibration.give"
 SWEEP_Y, SWEEP_SETTINGS = "sweep.y", "sweep.settings"

@@ -14,12 +14,16 @@ import ctypes
 import ipaddress
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+from rageval_core.errors import UsageError
 
 APP = Path(__file__).resolve().parent / "app.py"
 DEFAULT_HOST = "127.0.0.1"
@@ -82,9 +86,58 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+def _port_taken(host: str, port: int) -> bool:
+    """Whether something listens on host:port (as Streamlit binds it: SO_REUSEADDR, so a port
+    a stopped server left in TIME_WAIT counts as free)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(address)
+    except OSError:
+        return True
+    return False
+
+
+def _url(host: str, port: int) -> str:
+    shown = "localhost" if host in ("0.0.0.0", "::") else host
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+
+
+def _is_streamlit(url: str) -> bool:
+    """Whether a Streamlit app answers at url (its health check; this machine or the given host)."""
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+            return bool(r.status == 200 and r.read(16).strip() == b"ok")
+    except (OSError, ValueError):
+        return False
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """What to do when host:port is taken (Streamlit would only say "Port 8501 is not
+    available"): open the dashboard already running there, or take the next free port."""
+    if not _port_taken(host, port):
+        return None
+    url = _url(host, port)
+    free = next((p for p in range(port + 1, port + 20) if not _port_taken(host, p)), None)
+    other = f"rageval dashboard --port {free}" if free else "rageval dashboard --port N"
+    if _is_streamlit(url):
+        return (
+            f"port {port} is in use: a dashboard already runs on {url} (open it, or stop it "
+            f"with Ctrl-C in its terminal); to start another one: {other}"
+        )
+    return f"port {port} on {host} is in use by another program; start on a free port: {other}"
+
+
 def serve(db: Path, port: int, host: str = DEFAULT_HOST) -> int:
     """Run Streamlit on db until it exits or this process gets SIGTERM/SIGINT/SIGHUP (passed on;
-    Streamlit is killed if it has not stopped STOP_GRACE_S later). Returns its exit code."""
+    Streamlit is killed if it has not stopped STOP_GRACE_S later). Returns its exit code; a
+    UsageError (exit 2) before Streamlit starts when the port is taken."""
+    problem = port_problem(host, port)
+    if problem is not None:
+        raise UsageError(problem)
     env = {**os.environ, DB_ENV: str(db)}
     proc = subprocess.Popen(
         command(port, host),

@@ -17,7 +17,7 @@ from dashboard.components.text import escape_text
 from dashboard.keys import View
 from rageval_core.errors import RagevalError
 from rageval_core.evaluate import Settings
-from rageval_core.presets import preset_values
+from rageval_core.presets import PRESET_RELEVANCE, preset_values
 from rageval_core.settings import BY_NAME, DEFAULTS, Setting, default_for
 from rageval_core.store import RunRecord
 
@@ -154,6 +154,9 @@ def settings_widgets(run: RunRecord) -> Settings:
                 "(its cut-offs are fixed). Moving a setting below overrides the preset's value."
             )
         for name in TOP:
+            if name == "relevance" and preset is not None:
+                preset_relevance()
+                continue
             values[name] = setting_widget(BY_NAME[name], run, default_for(name, scorer))
         with st.expander(MATCHING_TITLE):
             for name in MATCHING:
@@ -161,6 +164,21 @@ def settings_widgets(run: RunRecord) -> Settings:
     if preset is None:
         return Settings.from_values(values)
     return Settings.from_values({**preset_values(preset), **values})
+
+
+def preset_relevance() -> None:
+    """Under a preset, the relevance mode it scores in (a chunk is relevant when it covers a gold
+    item), shown but not movable; rageval's own under "Metrics as" brings the radio back."""
+    s = BY_NAME["relevance"]
+    st.radio(
+        s.label,
+        [PRESET_RELEVANCE],
+        horizontal=True,
+        disabled=True,
+        key=keys.PRESET_RELEVANCE,
+        help="A preset scores as its script does: a chunk is relevant when it covers a gold "
+        "item. Choose rageval's own under Metrics as to pick ids or evidence.",
+    )
 
 
 def preset_from_link() -> None:
@@ -197,6 +215,7 @@ def judge_widget(run: RunRecord) -> str | None:
         return None
     labels = {
         str(j.judge_id): f"#{j.judge_id} {j.name} · {j.model} · {j.created_at[:16]}"
+        + ("" if j.usable else f" · {j.status}, {j.verdicts} verdicts")
         for j in reversed(sets)
     }
     found = [NEWEST, *labels, NO_JUDGE]
@@ -209,7 +228,7 @@ def judge_widget(run: RunRecord) -> str | None:
         key=keys.JUDGE,
         bind="query-params",
         format_func=lambda c: {
-            NEWEST: "newest",
+            NEWEST: "newest with verdicts",
             NO_JUDGE: "none: imported judge scores only",
         }.get(c, labels.get(c, c)),
         help=BY_NAME["judge"].help,

@@ -179,7 +179,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         width = max(len(k) for k in facts)
         for k, v in facts.items():
-            text = json.dumps(v) if isinstance(v, (dict, list)) else v
+            # a list (sources, tag keys) as its items, not as Python's tuple repr
+            text = json.dumps(v) if isinstance(v, dict) else v
+            if isinstance(v, (list, tuple)):
+                text = ", ".join(str(x) for x in v)
             print(f"{k.ljust(width)}  {'' if text is None else text}")
     return 0
 

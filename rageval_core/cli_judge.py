@@ -46,8 +46,15 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="USD",
         help="stop before the spend would pass this (keeps what finished)",
     )
-    p.add_argument("--price-in", type=float, metavar="P", help="USD per 1K prompt tokens")
-    p.add_argument("--price-out", type=float, metavar="P", help="USD per 1K completion tokens")
+    p.add_argument(
+        "--price-in", type=float, metavar="P", help="the judge's USD per 1K prompt tokens"
+    )
+    p.add_argument(
+        "--price-out",
+        type=float,
+        metavar="P",
+        help="the judge's USD per 1K completion tokens (without both: the cost is unknown)",
+    )
     p.add_argument(
         "--repeats", type=int, default=1, metavar="N", help="judge each item N times (default 1)"
     )
@@ -160,14 +167,22 @@ def cmd_judge(args: argparse.Namespace) -> int:
         print(json_text(out))
     else:
         _print_summary(summary, rep)
+    if summary.status == "failed":
+        from rageval_core.judging import JudgeUnreachableError
+
+        return JudgeUnreachableError.exit_code
     return 130 if summary.status == "interrupted" else 0
 
 
 def _money(value: float | None) -> str:
-    return "unknown (no prices: --price-in/--price-out)" if value is None else f"${value:.4f}"
+    return (
+        "unknown (the judge's prices: --price-in/--price-out)" if value is None else f"${value:.4f}"
+    )
 
 
 def _print_summary(s: Any, rep: Any) -> None:
+    from rageval_core.judging.client import FAST_STOP_AFTER
+
     if s.status == "dry-run":
         print(
             f"dry run of {s.run} with {s.model}: {s.tasks} judgments, {s.requests} requests to "
@@ -177,13 +192,15 @@ def _print_summary(s: Any, rep: Any) -> None:
         )
         return
     print(
-        f"judged {s.run} with {s.model}: {s.done} of {s.tasks} judgments "
+        f"{'tried to judge' if s.status == 'failed' else 'judged'} {s.run} with {s.model}: "
+        f"{s.done} of {s.tasks} judgments "
         f"({s.skipped_queries} queries had nothing to judge)"
     )
+    causes = {k: v for k, v in s.errors.items() if k != s.cause}  # the cause is said below
     print(
         f"requests {s.requests} (retried {s.retries}), cache hits {s.cache_hits}, "
         f"judge errors {s.judge_errors}"
-        + (" (" + ", ".join(f"{k}: {v}" for k, v in s.errors.items()) + ")" if s.errors else "")
+        + (" (" + ", ".join(f"{k}: {v}" for k, v in causes.items()) + ")" if causes else "")
     )
     print(
         f"tokens {s.prompt_tokens} prompt + {s.completion_tokens} completion, cost "
@@ -193,7 +210,21 @@ def _print_summary(s: Any, rep: Any) -> None:
         print("stopped: the next request would have passed --max-cost (finished results kept)")
     elif s.status in ("interrupted", "cancelled"):
         print(f"{s.status}: finished results kept")
-    if s.judge is not None:
+    if s.cause is not None:
+        print(
+            f"{s.status}: the judge endpoint gave no answer: {s.cause}; stopped after its "
+            f"first {FAST_STOP_AFTER} attempts all failed this way"
+        )
+    elif s.status == "failed":
+        print("failed: no judgment succeeded (the judge errors above say why)")
+    elif s.status == "partial":
+        print(f"partial: {s.judge_errors} of {s.done} judgments are judge errors (not scored)")
+    if s.judge is not None and not s.judge.usable:
+        print(
+            f"kept as judge {s.judge.judge_id} ({s.judge.name}), status {s.judge.status}: "
+            f"never read by default (`--judge {s.judge.judge_id}` reads it)"
+        )
+    elif s.judge is not None:
         print(
             f"kept as judge {s.judge.judge_id} ({s.judge.name}); "
             f"`rageval evaluate {s.run}` shows its judge.* metrics"
@@ -207,7 +238,7 @@ def _print_summary(s: Any, rep: Any) -> None:
         if rep.disagreements:
             print(f"{len(rep.disagreements)} items where the judge disagrees with itself:")
             for d in rep.disagreements[:20]:
-                print(f"  query #{d.qidx} {d.key}: {', '.join(map(str, d.values))}")
+                print(f"  query {d.query_id} {d.key}: {', '.join(map(str, d.values))}")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

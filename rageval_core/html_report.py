@@ -26,6 +26,7 @@ import numpy as np
 
 from rageval_core.errors import RagevalError, UsageError
 from rageval_core.evaluate import Report, Settings, evaluate, resolve_relevance
+from rageval_core.metrics.registry import higher_is_better
 from rageval_core.rundata import LoadedRun, RunData
 from rageval_core.store import Store
 from rageval_core.svg_charts import line_chart
@@ -45,7 +46,10 @@ table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
 th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: right; }
 th:first-child, td:first-child, td.text { text-align: left; }
 thead th { background: #f4f4f4; } td.best { font-weight: 600; }
-.muted { color: #666; font-size: .85rem; } .sig { color: #0a6e31; font-weight: 600; }
+table.comparison { font-size: .8rem; } table.comparison td { white-space: nowrap; }
+table.comparison td:first-child { white-space: normal; }
+.muted { color: #666; font-size: .85rem; }
+.improved { color: #0a6e31; font-weight: 600; } .regressed { color: #b3261e; font-weight: 600; }
 .charts { display: flex; flex-wrap: wrap; gap: 1rem; }
 svg.chart { background: #fff; border: 1px solid #e4e4e4; }
 svg .chart-title { font-size: 12px; font-weight: 600; } svg .tick { font-size: 9px; fill: #555; }
@@ -76,12 +80,6 @@ def _table(headers: Sequence[str], rows: Sequence[str], css: str = "") -> str:
     return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def _higher_is_better(name: str) -> bool:
-    from rageval_core.metrics.registry import parse
-
-    return parse(name).spec.higher_is_better
-
-
 def _metric_section(reports: Sequence[Report]) -> str:
     names: list[str] = []
     for r in reports:
@@ -90,7 +88,7 @@ def _metric_section(reports: Sequence[Report]) -> str:
     for name in names:
         values = [r.metrics.get(name, math.nan) for r in reports]
         finite = [v for v in values if not math.isnan(v)]
-        best = (max(finite) if _higher_is_better(name) else min(finite)) if finite else None
+        best = (max(finite) if higher_is_better(name) else min(finite)) if finite else None
         cells = "".join(
             _cell(
                 v,
@@ -99,7 +97,7 @@ def _metric_section(reports: Sequence[Report]) -> str:
             )
             for i, v in enumerate(values)
         )
-        arrow = "" if _higher_is_better(name) else " (lower is better)"
+        arrow = "" if higher_is_better(name) else " (lower is better)"
         rows.append(f'<tr><td class="text">{escape(name)}{arrow}</td>{cells}</tr>')
     headers = ["metric", *(r.run for r in reports)]
     note = (
@@ -220,44 +218,52 @@ def _ops_section(reports: Sequence[Report]) -> str:
 
 
 def _comparison_section(comparison: Any) -> str:
-    from rageval_core.compare.text import p_text
+    from rageval_core.compare.text import p_text, unpaired_lines
 
     alpha = comparison.options.alpha
     rows = []
     for m in comparison.metrics:
-        base = comparison.means[comparison.baseline][m]
-        rows.append(
-            f'<tr><td class="text">{escape(m)}</td><td class="text">{escape(comparison.baseline)}'
-            f"</td>{_cell(comparison.n_scored[comparison.baseline][m])}{_cell(base)}"
-            + "<td></td>" * 7
-            + "</tr>"
-        )
-        for cand in comparison.candidates:
+        label = escape(m) + ("" if higher_is_better(m) else " (lower is better)")
+        for i, cand in enumerate(comparison.candidates):
             t = comparison.test(cand, m)
-            sig = t.significant(alpha)
+            # green: a significant improvement, red: a significant regression, in the
+            # metric's direction (a fall of BestRank improves)
+            css = t.verdict(alpha)
             ci = "-" if math.isnan(t.ci_low) else f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]"
             rows.append(
-                '<tr><td></td><td class="text">'
+                f'<tr><td class="text">{"" if i else label}</td><td class="text">'
                 + escape(cand)
                 + "</td>"
                 + _cell(t.n)
-                + _cell(comparison.means[cand][m])
-                + _cell(t.diff, css="sig" if sig else "")
+                + _cell(t.baseline_mean)
+                + _cell(t.candidate_mean)
+                + _cell(t.diff, css=css)
+                + f'<td class="text {css}">{css}</td>'
                 + f"<td>{ci}</td>"
                 + f"<td>{p_text(t.p_t)}</td><td>{p_text(t.p_perm)}</td>"
-                + f'<td class="{"sig" if sig else ""}">{p_text(t.p_perm_holm)}</td>'
+                + f'<td class="{css}">{p_text(t.p_perm_holm)}</td>'
                 + f"<td>{t.effect_size:+.2f}</td><td>{t.wins}/{t.ties}/{t.losses}</td></tr>"
             )
-    headers = ["metric", "run", "n", "mean", "diff", f"{comparison.options.level:.0%} CI"]
-    headers += ["p(t)", "p(perm)", "p(Holm)", "d_z", "W/T/L"]
+    headers = ["metric", "candidate", "n", f"{comparison.baseline} mean", "mean", "diff"]
+    headers += ["verdict", f"{comparison.options.level:.0%} CI", "p(t)", "p(perm)", "p(Holm)"]
+    headers += ["d_z", "W/T/L"]
     pairs = "; ".join(f"{escape(p.candidate)}: {p.n_shared}" for p in comparison.alignment.pairs)
+    unpaired = unpaired_lines(comparison)
     note = (
         f'<p class="muted">Each candidate paired with the baseline '
-        f"<b>{escape(comparison.baseline)}</b> on the queries both hold ({pairs}): paired t-test, paired permutation test "
+        f"<b>{escape(comparison.baseline)}</b> on the queries both hold ({pairs}); n: the "
+        "pairs, the shared queries both runs score, over which both means and the diff are "
+        "taken. Paired t-test, paired permutation test "
         f"({comparison.options.n_permutations} sign flips) and its Holm correction over every "
-        f"candidate and metric; green: significant at alpha {alpha:g}. W/T/L: queries won, "
-        "tied, lost.</p>"
+        f"candidate and metric; green: a significant improvement, red: a significant "
+        f"regression (p(Holm) &lt; {alpha:g}), read in each metric's direction. W/T/L: queries "
+        "won, tied, lost.</p>"
     )
+    if unpaired:
+        note += (
+            '<p class="muted unpaired">Scored in one run only (left out of n, the means and '
+            "the tests): " + "; ".join(escape(line) for line in unpaired) + ".</p>"
+        )
     return "<h2>Comparison</h2>" + _table(headers, rows, "comparison") + note
 
 

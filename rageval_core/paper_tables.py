@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from rageval_core.metrics.registry import parse
+from rageval_core.metrics.registry import IMPROVED, higher_is_better
 
 FORMATS = ("markdown", "latex")
 _LATEX_SPECIAL = {
@@ -43,10 +43,6 @@ def markdown_escape(text: str) -> str:
     return "".join(out)
 
 
-def _higher_is_better(metric: str) -> bool:
-    return parse(metric).spec.higher_is_better
-
-
 def _cells(c: Any, digits: int) -> tuple[list[str], list[list[tuple[str, bool, str]]]]:
     """The run names and, per run and metric, (value text, is best, superscript letters)."""
     runs = [c.baseline, *c.candidates]
@@ -55,19 +51,15 @@ def _cells(c: Any, digits: int) -> tuple[list[str], list[list[tuple[str, bool, s
     for m in c.metrics:
         values = [c.means[r][m] for r in runs if not math.isnan(c.means[r][m])]
         if values:
-            best[m] = max(values) if _higher_is_better(m) else min(values)
+            best[m] = max(values) if higher_is_better(m) else min(values)
     for r in runs:
         row = []
         for m in c.metrics:
             value = c.means[r][m]
             text = "-" if math.isnan(value) else f"{value:.{digits}f}"
             is_best = m in best and not math.isnan(value) and value == best[m]
-            marks = ""
-            if r != c.baseline:
-                t = c.test(r, m)
-                better = t.diff > 0 if t.higher_is_better else t.diff < 0
-                if better and t.significant(c.options.alpha):
-                    marks = "a"
+            improved = r != c.baseline and c.test(r, m).verdict(c.options.alpha) == IMPROVED
+            marks = "a" if improved else ""
             row.append((text, is_best, marks))
         rows.append(row)
     return runs, rows
@@ -89,7 +81,7 @@ def comparison_table(c: Any, fmt: str = "markdown", digits: int = 4) -> str:
         raise ValueError(f"table format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     runs, rows = _cells(c, digits)
     letters = "abcdefghijklmnopqrstuvwxyz"
-    heads = [m if _higher_is_better(m) else f"{m} ↓" for m in c.metrics]
+    heads = [m if higher_is_better(m) else f"{m} ↓" for m in c.metrics]
     note = (
         f"Superscript a: significantly better than run a, the baseline (paired permutation "
         f"test, Holm-corrected, alpha {c.options.alpha:g}); best value in bold; " + _shared_note(c)
@@ -107,7 +99,7 @@ def comparison_table(c: Any, fmt: str = "markdown", digits: int = 4) -> str:
             lines.append(f"| {letters[i]} | {markdown_escape(run)} | " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n\n" + note + "\n"
     heads_tex = [
-        latex_escape(m) + ("" if _higher_is_better(m) else r" $\downarrow$") for m in c.metrics
+        latex_escape(m) + ("" if higher_is_better(m) else r" $\downarrow$") for m in c.metrics
     ]
     lines = [
         r"\begin{table}",

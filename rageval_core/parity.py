@@ -32,7 +32,7 @@ from rageval_core.matching import normalise, get_scorer
 from rageval_core.metrics import parity as formulas
 from rageval_core.model import Chunk, Query
 from rageval_core.numbers import missing_numbers
-from rageval_core.presets import Preset, get_preset, rule_steps
+from rageval_core.presets import PRESET_RELEVANCE, Preset, get_preset, rule_steps
 from rageval_core.rundata import RunData
 from rageval_core.settings import BY_NAME
 from rageval_core.store import Store
@@ -238,8 +238,8 @@ def evaluate_preset(
     )
     return Report(
         run=data.run.name,
-        settings=s.to_json("evidence"),
-        relevance="evidence",
+        settings=s.to_json(PRESET_RELEVANCE),
+        relevance=PRESET_RELEVANCE,
         metrics=run_values(preset, values, weights, scored),
         query_ids=data.query_ids,
         per_query=dict(values),

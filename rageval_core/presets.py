@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from rageval_core.settings import DEFAULTS, RULES
+
+
+#: the relevance mode every preset scores in: a chunk is relevant when it covers a gold item
+PRESET_RELEVANCE: Final = "evidence"
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +182,7 @@ __all__ = [
     "METRIC_HELP",
     "PRESETS",
     "PRESET_METRICS",
+    "PRESET_RELEVANCE",
     "RULES",
     "Preset",
     "get_preset",

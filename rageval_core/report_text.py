@@ -18,6 +18,7 @@ def _num(value: Any) -> str:
 _MODES = {
     "ids": " (the run's qrels)",
     "evidence": " (a chunk is relevant when it covers a gold span)",
+    None: " (the run has neither qrels nor gold evidence: no ranking or evidence metrics)",
 }
 
 
@@ -37,7 +38,7 @@ def format_report(report: Any, per_query: bool = False) -> str:
     """The human-readable report: settings, counts, metrics, ops, breakdown."""
     s = report.settings
     out = [
-        f"run {report.run}: {report.n_queries} queries; relevance={s['relevance']}"
+        f"run {report.run}: {report.n_queries} queries; relevance={s['relevance'] or 'none'}"
         + _MODES.get(s["relevance"], "")
         + f" k={s['k']} "
         f"threshold={s['threshold']} scorer={s['scorer']}"

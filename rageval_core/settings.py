@@ -309,7 +309,8 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         None,
         "which LLM judge result set of the run the judge.* metrics read (its id or name; "
-        "default the newest; none: only the judge scores imported with the run)",
+        "default the newest with verdicts, never a failed one; none: only the judge scores "
+        "imported with the run)",
         "--judge",
         "Judge",
         metavar="NAME_OR_ID",

@@ -9,6 +9,7 @@ back every request it saw (body and headers).
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -56,6 +57,9 @@ class FakeJudge:
         self.seen: dict[str, int] = {}
         self.fenced = False  # wrap the JSON in a ```json block, with chatter around it
         self.delay_s = 0.0  # seconds before each reply (a slow model, for Ctrl-C tests)
+        #: every reply waits until this is set (cleared: a model that answers when told to)
+        self.go = threading.Event()
+        self.go.set()
         #: (prompt name, question) -> reply text: recorded replies served as they are
         self.recorded: dict[tuple[str, str], str] = {}
 
@@ -122,6 +126,7 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
                 verdict = None if scripted is not None or bad else state.verdict(messages)
             if state.delay_s:
                 time.sleep(state.delay_s)
+            state.go.wait(60)
             if scripted is not None:
                 status, headers = scripted if isinstance(scripted, tuple) else (scripted, {})
                 self._send(status, {"error": {"message": "scripted failure"}}, headers)
@@ -159,12 +164,19 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that gave up waiting (a timeout test) is not the server's error
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 class FakeServer:
     """ThreadingHTTPServer on a free loopback port; `with FakeServer() as s: s.base_url`."""
 
     def __init__(self) -> None:
         self.state = FakeJudge()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
+        self.httpd = _QuietServer(("127.0.0.1", 0), _handler(self.state))
         self.httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -19,11 +19,13 @@ from dashboard.components.view_export import view_downloads
 from dashboard.components.widgets import at_k, keep_choice
 from dashboard.components.grid import grid
 from rageval_core import drilldown as dd
-from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
+from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better, unpaired_lines
 from rageval_core.errors import RagevalError
 from rageval_core.store import RunRecord
 
 NO_QUERY = "(pick a regressed query)"
+#: the select's empty choice while a query that is not among the regressed ones is open
+OTHER_QUERY = "(the open query is not among these)"
 NO_TAG = "(pick a tag)"
 NUM = st.column_config.NumberColumn(format="%.4f")
 DELTAS = {"baseline": NUM, "candidate": NUM, "delta": NUM}
@@ -206,11 +208,21 @@ def show_metrics(c: Comparison, stem: str) -> None:
                 "metric": st.column_config.TextColumn(pinned=True, help=direction),
             },
         )
+        unpaired = unpaired_lines(c)
+        if unpaired:
+            st.caption(
+                escape_text(
+                    "Scored in one run only (left out of n, the means and the tests): "
+                    + "; ".join(unpaired)
+                    + ".",
+                    one_line=True,
+                )
+            )
         csv_download("Download CSV", lambda: frame, f"{stem}_metrics.csv", "compare.metrics.csv")
         with st.expander("How to read this table"):
             st.markdown(
-                "- **delta** = candidate mean - baseline mean over the queries both runs score "
-                f"(`n`); **CI** is its {100 * c.options.level:g}% percentile bootstrap interval "
+                "- **delta** = candidate mean - baseline mean, both over the queries both runs "
+                "score (`n`, the pairs); **CI** is its {100 * c.options.level:g}% percentile bootstrap interval "
                 f"({c.options.n_bootstrap:,} resamples of the query pairs).\n"
                 "- **p (t-test)**: paired t-test; **p (Holm)**: the paired randomisation test "
                 f"({c.options.n_permutations:,} random sign flips) after Holm's correction over "
@@ -287,7 +299,7 @@ def ops_columns(digits: int) -> dict[str, Any]:
             for name, fmt in fc.ops_formats(digits).items()
         },
         "significant": st.column_config.MultiselectColumn(
-            options=list(fc.OPS_COLOURS), color=list(fc.OPS_COLOURS.values())
+            options=list(fc.OPS_COLOURS), color=list(fc.OPS_COLOURS.values()), width="medium"
         ),
     }
 
@@ -361,7 +373,10 @@ def show_per_query(c: Comparison, stem: str) -> None:
         if seen:
             picked = seen[0][0] if isinstance(seen[0], list) else seen[0]
             ss[keys.COMPARE_QUERY] = str(picked)
-            ss[keys.COMPARE_REGRESSED] = NO_QUERY
+    link = st.query_params.get(keys.COMPARE_QUERY)
+    if link is not None and link != ss.get(keys.COMPARE_QUERY_MIRRORED):
+        ss[keys.COMPARE_QUERY] = link  # a link opens its query side by side
+    selected = ss.get(keys.COMPARE_QUERY)
     with right:
         worst = fc.worst_frame(c, focus, metric)
         st.markdown(f"**Most regressed queries on {metric}**")
@@ -370,17 +385,20 @@ def show_per_query(c: Comparison, stem: str) -> None:
         else:
             table_with_csv(worst, "compare.worst", f"{stem}_regressed_{metric}.csv", DELTAS)
         options = [NO_QUERY, *worst["query_id"].tolist()]
-        keep_choice(keys.COMPARE_REGRESSED, options, NO_QUERY)
+        # the select shows the open query (however it was opened) when it is a regressed one
+        ss[keys.COMPARE_REGRESSED] = selected if selected in options else NO_QUERY
 
         def _pick() -> None:
             if ss[keys.COMPARE_REGRESSED] != NO_QUERY:
                 ss[keys.COMPARE_QUERY] = ss[keys.COMPARE_REGRESSED]
 
-        st.selectbox("Open a regressed query", options, key=keys.COMPARE_REGRESSED, on_change=_pick)
-    link = st.query_params.get(keys.COMPARE_QUERY)
-    if link is not None and link != ss.get(keys.COMPARE_QUERY_MIRRORED):
-        ss[keys.COMPARE_QUERY] = link  # a link opens its query side by side
-    selected = ss.get(keys.COMPARE_QUERY)
+        st.selectbox(
+            "Open a regressed query",
+            options,
+            key=keys.COMPARE_REGRESSED,
+            on_change=_pick,
+            format_func=lambda q: q if q != NO_QUERY or selected is None else OTHER_QUERY,
+        )
     ss[keys.COMPARE_QUERY_MIRRORED] = selected
     if selected is None:
         st.query_params.pop(keys.COMPARE_QUERY, None)
@@ -428,23 +446,26 @@ def show_side_by_side(
     ):
         with col, st.container(key=f"compare-detail-{role}"):
             st.markdown(html_label(record.name, role), unsafe_allow_html=True)
-            m1, m2, m3 = st.columns(3)
-            m1.metric(
+            # a row as wide as its labels, wrapping: three columns of half the page cut them
+            row = st.container(horizontal=True)
+            row.metric(
                 metric,
                 "—" if pd.isna(value) else f"{value:.3f}",
                 delta=None if delta is None or pd.isna(delta) else f"{delta:+.3f}",
                 delta_color=direction,
+                width="content",
             )
-            show_detail(detail, m2, m3)
+            show_detail(detail, row)
 
 
-def show_detail(detail: dd.QueryDetail, m2: Any, m3: Any) -> None:
+def show_detail(detail: dd.QueryDetail, row: Any) -> None:
     k = detail.k
-    m2.metric(
+    row.metric(
         f"Spans covered in top {k}",
         f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—",
+        width="content",
     )
-    m3.metric("Chunks retrieved", len(detail.chunks))
+    row.metric("Chunks retrieved", len(detail.chunks), width="content")
     if detail.has_qrels and detail.missed_relevant:
         st.caption(
             f"{len(detail.missed_relevant)} relevant document(s) by the qrels not in the top {k}."

@@ -12,7 +12,13 @@ from dashboard.components.text import escape_text
 from dashboard.components.text_tables import text_table
 from dashboard.components.grid import grid
 from rageval_core.errors import RagevalError
-from rageval_core.judging import DEFAULT_KEY_ENV, PROMPTS, JudgeConfig, estimate_judge
+from rageval_core.judging import (
+    DEFAULT_KEY_ENV,
+    PROMPTS,
+    JudgeConfig,
+    JudgeConfigError,
+    estimate_judge,
+)
 
 view = sidebar.require_view()
 ss = st.session_state
@@ -42,38 +48,48 @@ def _config() -> JudgeConfig | None:
             name=f["name"].strip() or None,
         )
         config.check()
-    except (RagevalError, KeyError) as e:
-        st.error(escape_text(f"Cannot judge with these values: {e}", one_line=True))
+    except JudgeConfigError as e:  # said with this form's labels, not the CLI's flags
+        st.error(escape_text(f"Cannot judge yet: {e.worded(jv.FORM_LABELS)}.", one_line=True))
         return None
     return config
 
 
-job: judge_jobs.JudgeJob | None = ss.get(keys.JUDGE_JOB)
+jobs = state.judge_jobs()  # one per store, seen by every tab
+job: judge_jobs.JudgeJob | None = jobs.get(state.store_path())
 busy = job is not None and job.running
 
 with st.form("judge.launch"):
     c1, c2 = st.columns(2)
     base_url = c1.text_input(
-        "Base URL", placeholder="https://api.openai.com/v1", key="judge.base_url"
+        f"{jv.FORM_LABELS['base_url']} (required)",
+        key="judge.base_url",
+        help="The endpoint rageval posts `{base URL}/chat/completions` to, e.g. "
+        "`https://api.openai.com/v1`, `http://localhost:11434/v1` (Ollama).",
     )
-    model = c2.text_input("Model", placeholder="gpt-4o-mini", key="judge.model")
+    model = c2.text_input(
+        f"{jv.FORM_LABELS['model']} (required)",
+        key="judge.model",
+        help="The judge model's name at that endpoint, e.g. `gpt-4o-mini`.",
+    )
     c1, c2, c3 = st.columns(3)
     key_env = c1.text_input(
-        "API key environment variable",
+        jv.FORM_LABELS["api_key_env"],
         value=DEFAULT_KEY_ENV,
         key="judge.key_env",
         help="The NAME of the variable holding the key in the server's environment (unset: "
         "no Authorization header, for a local server). Never the key itself.",
     )
-    name = c2.text_input("Result set name", placeholder="default: the model", key="judge.name")
+    name = c2.text_input(jv.FORM_LABELS["name"], placeholder="default: the model", key="judge.name")
     repeats = c3.number_input(
-        "Repeats", 1, 10, 1, help="judge every item N times", key="judge.repeats"
+        jv.FORM_LABELS["repeats"], 1, 10, 1, help="judge every item N times", key="judge.repeats"
     )
-    metrics = st.multiselect("Prompts", list(PROMPTS), default=list(PROMPTS), key="judge.metrics")
+    metrics = st.multiselect(
+        jv.FORM_LABELS["metrics"], list(PROMPTS), default=list(PROMPTS), key="judge.metrics"
+    )
     c1, c2, c3, c4 = st.columns(4)
-    concurrency = c1.number_input("Concurrency", 1, 64, 4, key="judge.concurrency")
+    concurrency = c1.number_input(jv.FORM_LABELS["concurrency"], 1, 64, 4, key="judge.concurrency")
     max_cost = c2.number_input(
-        "Budget (USD, 0: none)",
+        f"{jv.FORM_LABELS['max_cost_usd']} (USD, 0: none)",
         0.0,
         None,
         0.0,
@@ -82,21 +98,21 @@ with st.form("judge.launch"):
         key="judge.max_cost",
     )
     price_in = c3.number_input(
-        "Price in (USD / 1K tokens)",
+        f"{jv.FORM_LABELS['price_in_per_1k']} (USD / 1K tokens)",
         0.0,
         None,
         None,
         format="%.5f",
-        help="empty: the run's",
+        help=jv.PRICE_HELP,
         key="judge.price_in",
     )
     price_out = c4.number_input(
-        "Price out (USD / 1K tokens)",
+        f"{jv.FORM_LABELS['price_out_per_1k']} (USD / 1K tokens)",
         0.0,
         None,
         None,
         format="%.5f",
-        help="empty: the run's",
+        help=jv.PRICE_HELP,
         key="judge.price_out",
     )
     b1, b2 = st.columns(2)
@@ -129,7 +145,7 @@ if estimate or launch:
             st.error(escape_text(str(e), one_line=True))
     if config is not None and launch:
         job = judge_jobs.start(state.store(), view.run.run_id, view.run.name, config)
-        ss[keys.JUDGE_JOB] = job
+        jobs[state.store_path()] = job
         ss.pop(keys.JUDGE_ESTIMATE, None)  # the cache it counted changes as the run goes
         busy = True
 
@@ -140,7 +156,7 @@ if found_estimate is not None and found_estimate.get("run") == view.run.name:
 
 @st.fragment(run_every=1.0 if busy else None)
 def _progress() -> None:
-    current: judge_jobs.JudgeJob | None = ss.get(keys.JUDGE_JOB)
+    current: judge_jobs.JudgeJob | None = jobs.get(state.store_path())
     if current is None:
         return
     done, total = current.snapshot()
@@ -151,23 +167,19 @@ def _progress() -> None:
             current.cancel.set()
             st.caption("Cancelling: nothing new is sent; finished results are kept.")
         return
-    if not current.shown:
-        # finished since the last look: the whole page again, so the new result set shows in
-        # the list below and in the sidebar (a fragment's rerun redraws only itself)
-        current.shown = True
+    if ss.get(keys.JUDGE_SHOWN) != id(current):
+        # finished since this session's last look: the whole page again, so the new result set
+        # shows in the list below and in the sidebar (a fragment's rerun redraws only itself)
+        ss[keys.JUDGE_SHOWN] = id(current)
         st.rerun()
     if current.error is not None:
         st.error(escape_text(current.error, one_line=True))
     elif current.summary is not None:
-        status = current.summary["status"]
-        shown = st.success if status == "complete" else st.warning  # budget, cancelled
-        shown(
-            f"Judge run {escape_text(status, one_line=True)} ({who}): "
-            + jv.summary_line(current.summary)
-            + (" · what finished is kept" if status != "complete" else "")
-        )
+        kind, status, note = jv.outcome(current.summary)
+        getattr(st, kind)(f"Judge run {status} ({who}): " + jv.summary_line(current.summary) + note)
     if st.button("Dismiss", key="judge.dismiss"):
-        ss.pop(keys.JUDGE_JOB, None)
+        if jobs.get(state.store_path()) is current:  # not one another tab started since
+            jobs.pop(state.store_path())
         st.rerun()
 
 
@@ -196,6 +208,6 @@ which = st.selectbox(
 )
 rep = state.repeatability(view.run, which)
 grid(jv.repeat_frame(rep), hide_index=True)
-dis = jv.disagreements_frame(rep, state.data(view).query_ids)
+dis = jv.disagreements_frame(rep)
 st.markdown(f"**Items the judge disagrees with itself on** ({len(dis)})")
 text_table(dis, "judge.disagreements", f"{file_stem(view.run.name)}_judge_disagreements.csv")

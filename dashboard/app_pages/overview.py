@@ -14,9 +14,15 @@ from dashboard.components.view_export import bands_notice, view_downloads
 from rageval_core.compare.memo import digest
 from rageval_core.curves import THRESHOLD_RANKING, curve_names
 
-CARDS_PER_ROW = 5  # room for the longest label, "FullCoverageRate@10"
-#: judge names are longer ("judge.faithfulness.contradicted"): fewer, wider cards
-JUDGE_CARDS_PER_ROW = 3
+#: a card's width (px) per character of its group's longest label (14 px Source Sans, with
+#: room to spare), and what the help icon and the padding take: a row of equal cards that
+#: wraps to the page's width and never cuts a label ("PerQueryCoverag…")
+CARD_PX_PER_CHAR, CARD_PX_EXTRA, CARD_PX_MIN = 8, 64, 150
+
+
+def card_width(names: list[str]) -> int:
+    """The width of a group's cards: its longest label whole."""
+    return max(CARD_PX_MIN, CARD_PX_PER_CHAR * max(map(len, names)) + CARD_PX_EXTRA)
 
 
 def drawn_from(curves: dict[str, Any]) -> tuple[Any, ...]:
@@ -50,13 +56,11 @@ for family, items in tables.metric_groups(metrics, s.preset).items():
     )
     if family == "judge":
         st.caption(tables.judge_source_text(report))
-    per_row = JUDGE_CARDS_PER_ROW if family == "judge" else CARDS_PER_ROW
-    for start in range(0, len(items), per_row):
-        for col, (name, value) in zip(
-            st.columns(per_row), items[start : start + per_row], strict=False
-        ):
+    width = card_width([name for name, _ in items])
+    with st.container(horizontal=True):  # wraps: as many cards a row as the page holds
+        for name, value in items:
             band = tables.band(name, value)
-            col.metric(
+            st.metric(
                 name,
                 tables.format_value(name, value),
                 delta=band,
@@ -64,6 +68,7 @@ for family, items in tables.metric_groups(metrics, s.preset).items():
                 delta_arrow="off",
                 help=tables.describe(name, s.preset),
                 border=True,
+                width=width,
             )
 with st.expander("Metrics table"):
     frame = tables.metrics_frame(metrics, s.preset)

@@ -127,9 +127,27 @@ st.caption(
     + " · click a row to open it below"
 )
 
+# --- which query is open: a table click, prev/next, or a link with ?q=<query_id> -------------
+clicked = ss.get(keys.QUERIES_TABLE)  # the table's selection as the browser sent it
+rows = list(clicked["selection"]["rows"]) if clicked else []
+if rows != ss.get(keys.QUERIES_SEEN_ROWS, []):  # a new click (not a selection left from before)
+    ss[keys.QUERIES_SEEN_ROWS] = rows
+    if rows and rows[0] < page_rows.size:
+        ss[keys.SELECTED_QUERY] = str(table.query_ids[page_rows[rows[0]]])
+link = st.query_params.get(keys.QUERY_PARAM)
+if link is not None and link != ss.get(keys.QUERIES_MIRRORED):
+    ss[keys.SELECTED_QUERY] = link
+selected = ss.get(keys.SELECTED_QUERY)
+# the open query's row is ticked in the table, however it was opened (a link, prev/next)
+open_qidx = dd.qidx_of(data, selected) if selected is not None else None
+ticked = [] if open_qidx is None else [int(i) for i in np.flatnonzero(page_rows == open_qidx)[:1]]
+if ticked != rows:
+    ss[keys.QUERIES_TABLE] = {"selection": {"rows": ticked, "columns": []}}
+    ss[keys.QUERIES_SEEN_ROWS] = ticked
+
 # --- the table -------------------------------------------------------------------------------
 metric_cols = {name: st.column_config.NumberColumn(name, format="%.3f") for name in table.metrics}
-event = grid(
+grid(
     # the frame itself, not a pandas Styler: a Styler sends every cell twice (value and text)
     # and renders each row in Python; the metric columns' format and grid's dash do its work
     frame,
@@ -149,11 +167,6 @@ event = grid(
         dd.NO_GOLD: st.column_config.CheckboxColumn("no gold"),
     },
 )
-rows = list(event.selection.rows) if event is not None else []
-if rows != ss.get(keys.QUERIES_SEEN_ROWS, []):  # a new click (not a selection left from before)
-    ss[keys.QUERIES_SEEN_ROWS] = rows
-    if rows and rows[0] < page_rows.size:
-        ss[keys.SELECTED_QUERY] = str(table.query_ids[page_rows[rows[0]]])
 
 meta = {"run": view.run.name, "settings": state.report(view).settings}
 # built on click only (callables), from every filtered row (not only the page shown)
@@ -171,11 +184,6 @@ with st.container(horizontal=True):
         "queries.json",
     )
 
-# --- which query is open: a table click, prev/next, or a link with ?q=<query_id> -------------
-link = st.query_params.get(keys.QUERY_PARAM)
-if link is not None and link != ss.get(keys.QUERIES_MIRRORED):
-    ss[keys.SELECTED_QUERY] = link
-selected = ss.get(keys.SELECTED_QUERY)
 ss[keys.QUERIES_MIRRORED] = selected
 if selected is None:
     st.query_params.pop(keys.QUERY_PARAM, None)

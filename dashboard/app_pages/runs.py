@@ -8,12 +8,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import actions, annotations, imports, keys, state
+from dashboard import actions, annotations, imports, keys, sidebar, state
 from dashboard.components import tables
 from dashboard.components.text_tables import text_table
 from dashboard.components.text import escape_text
 from rageval_core.errors import RagevalError
 from rageval_core.importing import ImportOutcome
+from rageval_core.store import RunRecord
 
 st.title("Runs")
 PRICES = {
@@ -60,6 +61,37 @@ def show_outcome(outcome: ImportOutcome, upload_dir: Path | None) -> None:
     st.rerun()
 
 
+def open_runs(runs: list[RunRecord], note: actions.Flash) -> None:
+    """Under the import's message, each run it stored: "Open NAME" makes it the sidebar's run
+    (every page then shows it) and keeps the message; the open one links to its Overview."""
+    current = sidebar.view()
+    with st.container(horizontal=True, vertical_alignment="center"):
+        for r in runs:
+            name = escape_text(r.name, one_line=True)  # a label is Markdown; a name is user text
+            if current is not None and current.run.run_id == r.run_id:
+                st.page_link("app_pages/overview.py", label=f"{name} on the Overview", icon="➡️")
+            else:
+                st.button(
+                    f"Open {name}",
+                    key=f"runs.open.{r.run_id}",
+                    on_click=actions.open_run,
+                    args=(r.name, note),
+                )
+
+
+def follow_sidebar(by_name: dict[str, RunRecord]) -> None:
+    """The page's Run selects (rename/delete, attach) show the sidebar's run: at first, and
+    again whenever the sidebar's run changes; a run picked here stays until then."""
+    ss = st.session_state
+    current = sidebar.view()
+    shown = current.run.name if current is not None else next(iter(by_name))
+    moved = ss.get(keys.RUNS_SIDEBAR_RUN) != shown
+    ss[keys.RUNS_SIDEBAR_RUN] = shown
+    for key in (keys.RUNS_TARGET, keys.RUNS_FACT_TARGET):
+        if moved or ss.get(key) not in by_name:
+            ss[key] = shown
+
+
 def run_import(paths: list[Path], upload_dir: Path | None = None) -> None:
     bar = st.progress(0.0, text="Reading the files ...")
 
@@ -99,6 +131,7 @@ if note is not None:
     shown = [r for r in state.runs() if r.run_id in note.run_ids]
     if shown:
         text_table(tables.runs_frame(shown), "runs.imported", None, column_config=PRICES)
+        open_runs(shown, note)
     if note.problems is not None and len(note.problems):
         st.caption("Problems found while reading:")
         text_table(note.problems, "runs.import_problems", "import_problems.csv")
@@ -191,8 +224,7 @@ else:
 
     st.subheader("Rename or delete")
     by_name = {r.name: r for r in runs}
-    if st.session_state.get(keys.RUNS_TARGET) not in by_name:
-        st.session_state[keys.RUNS_TARGET] = runs[0].name
+    follow_sidebar(by_name)
     target = by_name[st.selectbox("Run", list(by_name), key=keys.RUNS_TARGET)]
     rename_col, delete_col = st.columns(2)
     with rename_col:
@@ -217,8 +249,6 @@ else:
         "labels, as if they had been imported with it; its scores, judge results and notes "
         "are kept."
     )
-    if st.session_state.get(keys.RUNS_FACT_TARGET) not in by_name:
-        st.session_state[keys.RUNS_FACT_TARGET] = runs[-1].name
     fact_run = by_name[st.selectbox("Run", list(by_name), key=keys.RUNS_FACT_TARGET)]
     f1, f2, f3 = st.columns(3)
     f1.text_input(

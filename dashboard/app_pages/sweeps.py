@@ -7,7 +7,7 @@ import math
 
 import streamlit as st
 
-from dashboard import keys, sidebar, state
+from dashboard import actions, keys, sidebar, state
 from dashboard.components import figures_sweeps as fs
 from dashboard.components.text import escape_text
 from dashboard.components.text_tables import text_table
@@ -106,16 +106,12 @@ else:
     st.plotly_chart(fs.parallel(rows, chosen, y), width="stretch", key="sweep.parallel")
 
 
-def _open(name: str) -> None:
-    ss[keys.RUN] = name  # a callback: runs before the sidebar's Run widget is drawn
-
-
 # st.switch_page would clear the URL, which the bound widgets own: the run opens in the
 # sidebar (every page shows it), and a link leads to its Overview
 picked = ss.get(keys.SWEEP_PICKED)
 if picked in {r.run for r in rows}:
     with st.container(horizontal=True, vertical_alignment="center"):
-        st.button(f"Open {picked}", key="sweep.open", on_click=_open, args=(picked,))
+        st.button(f"Open {picked}", key="sweep.open", on_click=actions.open_run, args=(picked,))
         if view.run.name == picked:
             st.page_link("app_pages/overview.py", label=f"{picked} on the Overview", icon="➡️")
 

@@ -7,6 +7,9 @@ The file is `.rageval/bands.toml` in the working folder, or the file $RAGEVAL_BA
     good = 0.8     # above: "good"
     ["Hit@1"]      # a name with a cut-off covers only that one
     good = 0.6     # a bound left out keeps the default's
+    [BestRank]     # lower is better (metrics.registry.higher_is_better): good below, poor above
+    good = 2
+    poor = 5
 
 A file that cannot be read or holds a bad table is reported (bands_problem) and the defaults
 are used; nothing here raises.
@@ -20,8 +23,20 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from rageval_core.errors import UsageError
+from rageval_core.metrics.registry import higher_is_better
+
 BANDS_ENV = "RAGEVAL_BANDS"
 BANDS_FILE = Path(".rageval") / "bands.toml"
+
+
+def _higher_is_better(name: str) -> bool:
+    """The measure's direction (registry.higher_is_better); a name it does not know is read as
+    higher-is-better (its band colours nothing until the name is a metric's)."""
+    try:
+        return higher_is_better(name.split("@", 1)[0])
+    except UsageError:
+        return True
 
 
 def bands_path() -> Path:
@@ -49,7 +64,9 @@ def read_bands(
             poor, good = float(table.get("poor", poor)), float(table.get("good", good))
         except (TypeError, ValueError):
             return dict(defaults), f"{path}: {name}: poor and good must be numbers"
-        if math.isnan(poor) or math.isnan(good) or poor > good:
-            return dict(defaults), f"{path}: {name}: needs poor <= good (both given)"
+        lower = not _higher_is_better(name)
+        if math.isnan(poor) or math.isnan(good) or (good > poor if lower else poor > good):
+            order = "good <= poor (lower is better)" if lower else "poor <= good"
+            return dict(defaults), f"{path}: {name}: needs {order} (both given)"
         out[name] = (poor, good)
     return out, None

@@ -21,14 +21,22 @@ from numpy.typing import NDArray
 from dashboard.components.tables import kind
 from dashboard.components.text import escape_text
 from rageval_core.compare import Comparison, OpsChange, PairedTest
+from rageval_core.metrics import registry
 
 if TYPE_CHECKING:  # pandas' Styler imports jinja2 (~0.1 s): only the segment table needs it
     from pandas.io.formats.style import Styler
 
-#: a change whose Holm-adjusted permutation p is below alpha, in the metric's good direction
-IMPROVED, REGRESSED = "▲ improved", "▼ regressed"
-#: latency or cost whose bootstrap interval of the change excludes 0
-HIGHER, LOWER = "▲ higher", "▼ lower"
+#: the core's verdict of a significant change (in the metric's direction) as the page labels it
+MARKS = {registry.IMPROVED: "▲ improved", registry.REGRESSED: "▼ regressed"}
+IMPROVED, REGRESSED = MARKS[registry.IMPROVED], MARKS[registry.REGRESSED]
+#: latency or cost whose bootstrap interval of the change excludes 0: which way it moved and
+#: whether that is better (both are better lower: registry.higher_is_better)
+OPS_MARKS = {
+    (True, registry.REGRESSED): "▲ higher, worse",
+    (False, registry.IMPROVED): "▼ lower, better",
+    (True, registry.IMPROVED): "▲ higher, better",
+    (False, registry.REGRESSED): "▼ lower, worse",
+}
 GREEN, RED, GREY = "#2e9e4f", "#d62728", "#9e9e9e"
 GOOD_BG, BAD_BG = (
     "background-color: rgba(46, 158, 79, 0.18)",
@@ -75,9 +83,7 @@ _SEGMENT_COLUMNS = [
 
 
 def _mark(t: PairedTest, alpha: float) -> str:
-    if not t.significant(alpha) or not t.improvement or math.isnan(t.improvement):
-        return ""
-    return IMPROVED if t.improvement > 0 else REGRESSED
+    return MARKS.get(t.verdict(alpha), "")
 
 
 # --- summary -----------------------------------------------------------------------------------
@@ -538,8 +544,7 @@ _OPS_COLUMNS = [
 
 
 def _ops_row(x: OpsChange) -> dict[str, Any]:
-    excludes_zero = x.ci_low > 0 or x.ci_high < 0
-    mark = (HIGHER if x.change > 0 else LOWER) if excludes_zero else ""
+    mark = OPS_MARKS[(x.change > 0, x.verdict)] if x.verdict else ""
     return {
         "n": x.n,
         "baseline": x.baseline,
@@ -574,7 +579,7 @@ def cost_frame(c: Comparison) -> pd.DataFrame:
 
 def ops_display(frame: pd.DataFrame) -> pd.DataFrame:
     """latency_frame() or cost_frame() for the page: the significance a list of its mark (a
-    coloured label, OPS_COLOURS: a significant increase red, a decrease green)."""
+    coloured label, OPS_COLOURS: a significant worsening red, an improvement green)."""
     out = frame.copy()
     out["significant"] = [[mark] if mark else [] for mark in frame["significant"]]
     return out
@@ -592,8 +597,10 @@ def ops_formats(digits: int) -> dict[str, str]:
     }
 
 
-#: the significance labels' colours in the latency and cost tables (more is worse)
-OPS_COLOURS = {HIGHER: RED, LOWER: GREEN}
+#: the significance labels' colours in the latency and cost tables: red worse, green better
+OPS_COLOURS = {
+    mark: GREEN if word == registry.IMPROVED else RED for (_, word), mark in OPS_MARKS.items()
+}
 
 
 def query_metrics_frame(

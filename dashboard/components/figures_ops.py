@@ -161,13 +161,19 @@ def _bars(edges: np.ndarray, counts: np.ndarray, **kwargs: Any) -> go.Bar:
     )
 
 
+#: the ECDF lines' styles: the last drawn line is ECDF_WIDTH_PX wide, each earlier one wider
+ECDF_WIDTH_PX = 1.5
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
 def stage_distribution(
     stages: Mapping[str, np.ndarray], log_x: bool = False, kind: str = "ecdf"
 ) -> go.Figure:
     """Per-stage latency distribution: ECDF step lines (kind="ecdf") or overlaid histograms."""
     traces = []
     if kind == "ecdf":
-        for name, col in stages.items():
+        last = len(stages) - 1
+        for i, (name, col) in enumerate(stages.items()):
             label = escape_text(name)
             x, y = ecdf(col)
             traces.append(
@@ -176,6 +182,9 @@ def stage_distribution(
                     y=y,
                     mode="lines",
                     line_shape="hv",
+                    # stages can coincide (total = generation + a fraction of a ms): each line
+                    # is narrower than those drawn before it, and dashed, so none hides another
+                    line={"width": ECDF_WIDTH_PX * (1 + last - i), "dash": DASHES[i % len(DASHES)]},
                     name=label,
                     hovertemplate=f"{label}<br>%{{y:.1%}} of queries ≤ %{{x:,.1f}} ms<extra></extra>",
                 )

@@ -329,7 +329,6 @@ def labels_frame(labels: Labels) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "query_id": labels.query_id,
-            "qidx": labels.qidx,
             "rank": labels.rank,
             "doc_id": labels.doc_id,
             "span": labels.eidx + 1,

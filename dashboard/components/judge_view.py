@@ -21,6 +21,23 @@ from rageval_core.store.judgements import JudgeResult, JudgeSet
 CITED_COLOUR = "#2563eb"
 #: the judge numbers the contexts it is shown [1], [2] ... (the run's first chunks with text)
 DEFAULT_CONTEXTS = 10
+#: the Judge form's names of JudgeConfig's fields: its widgets' labels and its messages' words
+FORM_LABELS = {
+    "base_url": "Base URL",
+    "model": "Model",
+    "api_key_env": "API key environment variable",
+    "name": "Result set name",
+    "repeats": "Repeats",
+    "metrics": "Prompts",
+    "concurrency": "Concurrency",
+    "max_cost_usd": "Budget",
+    "price_in_per_1k": "Price in",
+    "price_out_per_1k": "Price out",
+}
+PRICE_HELP = (
+    "The judge model's price. Empty: the cost is unknown (the run's own prices are its "
+    "generator's, never taken for the judge's)."
+)
 
 
 def context_numbers(chunks: Sequence[Any], limit: int = DEFAULT_CONTEXTS) -> dict[int, int]:
@@ -105,6 +122,7 @@ def sets_frame(sets: Sequence[JudgeSet]) -> pd.DataFrame:
             "repeats": j.repeats,
             "requests": j.requests,
             "cache hits": j.cache_hits,
+            "verdicts": j.verdicts,
             "judge errors": j.judge_errors,
             "prompt tokens": j.prompt_tokens,
             "completion tokens": j.completion_tokens,
@@ -134,13 +152,32 @@ def summary_line(summary: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def outcome(summary: Mapping[str, Any]) -> tuple[str, str, str]:
+    """How a finished judge run (JudgeSummary.to_json()) is shown: the Streamlit call (success,
+    warning or error), its status, and a note after its ledger (a failure's cause, said once)."""
+    status = escape_text(str(summary.get("status")), one_line=True)
+    cause = summary.get("cause")
+    if status == "failed":
+        why = f"the judge endpoint gave no answer: {cause}" if cause else "no judgment succeeded"
+        return (
+            "error",
+            status,
+            f" · {escape_text(why, one_line=True)} · kept, never read by default",
+        )
+    if status == "complete":
+        return "success", status, ""
+    if status == "partial":
+        return "warning", status, " · some judgments are judge errors (not scored)"
+    return "warning", status, " · what finished is kept"  # budget, cancelled
+
+
 def estimate_line(est: Mapping[str, Any]) -> str:
     """A dry run (estimate_judge(...).to_json()) in our own words."""
     cost = est.get("estimated_cost_usd")
     priced = (
         f"estimated cost ${cost:.4f}"
         if cost is not None
-        else "no estimate of the cost: give prices (the run has none)"
+        else "cost unknown: give the judge's prices (Price in, Price out)"
     )
     return (
         f"Dry run, nothing sent: {est.get('requests', 0):,} requests to send "
@@ -151,11 +188,11 @@ def estimate_line(est: Mapping[str, Any]) -> str:
     )
 
 
-def disagreements_frame(rep: Any, query_ids: Sequence[Any]) -> pd.DataFrame:
+def disagreements_frame(rep: Any) -> pd.DataFrame:
     """The items a judge disagrees with itself on (scores.Repeatability.disagreements)."""
     rows = [
         {
-            "query_id": str(query_ids[d.qidx]),
+            "query_id": d.query_id,
             "key": d.key,
             "values": ", ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in d.values),
             "agreement": d.agreement,

@@ -65,15 +65,17 @@ def preset_title(preset: str) -> str:
 
 
 def band(name: str, value: float) -> Band | None:
-    """'good' above the measure's upper bound, 'poor' below its lower one, else None."""
+    """'good' past the measure's good bound, 'poor' past its poor one, else None: above and
+    below, or below and above where lower is better (BestRank: registry.higher_is_better)."""
     bands, _ = read_bands(BANDS)  # a few bytes of TOML: read each time, so an edit shows at once
     bounds = bands.get(name) or bands.get(name.split("@", 1)[0])
     if bounds is None or value is None or math.isnan(value):
         return None
     poor, good = bounds
-    if value > good:
+    sign = 1.0 if registry.higher_is_better(name) else -1.0
+    if sign * value > sign * good:
         return "good"
-    if value < poor:
+    if sign * value < sign * poor:
         return "poor"
     return None
 

@@ -640,6 +640,13 @@ def sweep_rows(settings: Settings, metrics: Sequence[str]) -> list[SweepRow]:
 
 
 @st.cache_resource(show_spinner=False)
+def judge_jobs() -> dict[str, Any]:
+    """store path -> its newest judge_jobs.JudgeJob, shared by every session of the server: a
+    judge run started in one tab shows its progress in any tab that opens the Judge page."""
+    return {}
+
+
+@st.cache_resource(show_spinner=False)
 def scoring_jobs() -> dict[tuple[Any, ...], Any]:
     """(store, run, scorer, norm) -> its rescoring.Job, shared by every session of the server:
     a scoring started on one page goes on while the user moves to another."""

@@ -25,7 +25,7 @@ from rageval_core.compare.statistics import (
     DEFAULT_SEED,
     StatOptions,
 )
-from rageval_core.compare.text import format_comparison, format_gate
+from rageval_core.compare.text import format_comparison, format_gate, unpaired_lines
 from rageval_core.compare.trends import (
     BY_STEM,
     TrendRow,
@@ -62,4 +62,5 @@ __all__ = [
     "shared_query_counts",
     "trend_group",
     "trends",
+    "unpaired_lines",
 ]

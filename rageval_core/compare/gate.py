@@ -21,6 +21,7 @@ from rageval_core.compare.text import p_text
 from rageval_core.errors import UsageError
 from rageval_core.presets import PRESET_METRICS
 from rageval_core.metrics import registry
+from rageval_core.metrics.registry import higher_is_better
 
 RuleKind = Literal["drop", "increase"]
 _OPS_TARGET = re.compile(
@@ -42,9 +43,17 @@ class Rule:
     def is_metric(self) -> bool:
         return self.kind == "drop"
 
+    @property
+    def worsening_word(self) -> str:
+        """What a worsening of the target is called: latency's and cost's an increase (the
+        flag's word), a metric's a drop, or a rise where lower is better (BestRank,
+        HallucinationRate: registry.higher_is_better)."""
+        if self.kind == "increase":
+            return "increase"
+        return "drop" if higher_is_better(self.target) else "rise"
+
     def describe(self) -> str:
-        verb = "max drop" if self.kind == "drop" else "max increase"
-        return f"{self.target} {verb} {_limit_text(self)}"
+        return f"{self.target} max {self.worsening_word} {_limit_text(self)}"
 
 
 def _limit_text(rule: Rule) -> str:
@@ -164,12 +173,13 @@ class RuleResult:
         r = self.rule
         unit = " ms" if r.target.startswith("latency.") else ""
         digits = 6 if r.target.startswith("cost.") else (1 if unit else 4)
-        pct = "" if math.isnan(self.change_pct) else f" ({self.change_pct:+.1f}%)"
+        pct = "" if math.isnan(self.change_pct) else f"{self.change_pct:+.1f}%, "
+        way = "worse" if self.worsening > 0 else ("better" if self.worsening < 0 else "same")
         text = (
             f"{'PASS' if self.passed else 'FAIL'}  {r.describe()}: baseline "
             f"{self.baseline:.{digits}f}{unit}, candidate {self.candidate:.{digits}f}{unit}, "
-            f"change {self.change:+.{digits}f}{unit}{pct}, allowed "
-            f"{'drop' if r.kind == 'drop' else 'increase'} {self.allowed:.{digits}f}{unit}"
+            f"change {self.change:+.{digits}f}{unit} ({pct}{way}), allowed "
+            f"{r.worsening_word} {self.allowed:.{digits}f}{unit}"
         )
         if self.violated and not self.passed:
             return text + f"; {self.evidence}"
@@ -270,8 +280,10 @@ def gate(
                 raise UsageError(
                     f"rule {rule.text!r}: " + _missing_ops(comparison, candidate, rule)
                 )
-            base, cand, worse = c.baseline, c.candidate_value, c.change
-            significant = bool(c.ci_low > 0)
+            # the change's interval read in the target's direction (latency and cost: lower)
+            sign = -1.0 if higher_is_better(rule.target) else 1.0
+            base, cand, worse = c.baseline, c.candidate_value, sign * c.change
+            significant = bool(min(sign * c.ci_low, sign * c.ci_high) > 0)
             level = f"{100 * comparison.options.level:g}%"
             evidence = (
                 f"{level} CI of the change [{c.ci_low:+.6g}, {c.ci_high:+.6g}]"

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core import ops
+from rageval_core.metrics import registry
 from rageval_core.compare.statistics import StatOptions, _row_blocks, percentile_interval
 from rageval_core.rundata import RunData
 from rageval_core.runops import query_costs
@@ -45,6 +46,13 @@ class OpsChange:
     def change_pct(self) -> float:
         return 100.0 * self.change / self.baseline if self.baseline else math.nan
 
+    @property
+    def verdict(self) -> str:
+        """IMPROVED or REGRESSED when the interval of the change excludes 0, read in the
+        target's direction (registry.higher_is_better: latency and cost are better lower)."""
+        excludes_zero = bool(self.ci_low > 0 or self.ci_high < 0)
+        return registry.verdict(self.target, self.change, excludes_zero)
+
     def to_json(self) -> dict[str, Any]:
         return ops.to_json_value(
             {  # type: ignore[no-any-return]
@@ -54,6 +62,7 @@ class OpsChange:
                 "change": self.change,
                 "change_pct": self.change_pct,
                 "ci": [self.ci_low, self.ci_high],
+                "verdict": self.verdict or None,
             }
         )
 

@@ -28,20 +28,12 @@ from rageval_core.compare.statistics import (
     paired_t_test,
     permutation_tests,
 )
-from rageval_core.metrics import registry
-from rageval_core.presets import LOWER_IS_BETTER, PRESET_METRICS
+from rageval_core.metrics.registry import higher_is_better, verdict
 
 #: |per-query difference| at or below this is a tie
 _TIE = 1e-12
 #: why a test with fewer than two pairs has no p-value
 NOTE_SMALL = "n < 2"
-
-
-def higher_is_better(metric: str) -> bool:
-    """The registry's direction of a metric (BestRank and HallucinationRate: lower is better)."""
-    if metric in PRESET_METRICS:  # a preset's own names (rageval_core.presets)
-        return metric not in LOWER_IS_BETTER
-    return registry.parse(metric).spec.higher_is_better
 
 
 # --- one paired comparison -------------------------------------------------------------------
@@ -71,6 +63,10 @@ class PairedTest:
     p_t_holm: float = math.nan
     p_perm_holm: float = math.nan
     note: str = ""
+    #: the pair's shared queries each run scores; n counts those both score, and only those
+    #: enter the means and the tests (the others are said apart, never averaged in)
+    n_baseline_scored: int = 0
+    n_candidate_scored: int = 0
 
     @property
     def improvement(self) -> float:
@@ -80,10 +76,23 @@ class PairedTest:
     def significant(self, alpha: float) -> bool:
         return bool(self.p_perm_holm < alpha)
 
+    def verdict(self, alpha: float) -> str:
+        """IMPROVED, REGRESSED (significant, in the metric's direction) or ""."""
+        return verdict(self.metric, self.diff, self.significant(alpha))
+
+    @property
+    def unpaired(self) -> bool:
+        """Whether either run scores shared queries the other does not (left out of n)."""
+        return max(self.n_baseline_scored, self.n_candidate_scored) > self.n
+
     def to_json(self, alpha: float) -> dict[str, Any]:
         return ops.to_json_value(
             {  # type: ignore[no-any-return]
                 "n": self.n,
+                "n_scored": {
+                    "baseline": self.n_baseline_scored,
+                    "candidate": self.n_candidate_scored,
+                },
                 "baseline_mean": self.baseline_mean,
                 "candidate_mean": self.candidate_mean,
                 "diff": self.diff,
@@ -95,6 +104,7 @@ class PairedTest:
                 "p_t_holm": self.p_t_holm,
                 "p_perm_holm": self.p_perm_holm,
                 "significant": self.significant(alpha),
+                "verdict": self.verdict(alpha) or None,
                 "effect_size": self.effect_size,
                 "wins": self.wins,
                 "ties": self.ties,
@@ -131,10 +141,13 @@ class _Pairs:
     wc: Floats
     d: Floats
     weighted: bool
+    n_base_scored: int  # of the shared queries given, those each run scores
+    n_cand_scored: int
 
 
 def _pairs(base: Floats, cand: Floats, w_base: Floats | None, w_cand: Floats | None) -> _Pairs:
-    paired = ~np.isnan(base) & ~np.isnan(cand)
+    base_scored, cand_scored = ~np.isnan(base), ~np.isnan(cand)
+    paired = base_scored & cand_scored
     b, c = base[paired], cand[paired]
     wb = np.ones(b.size) if w_base is None else w_base[paired]
     wc = np.ones(c.size) if w_cand is None else w_cand[paired]
@@ -147,7 +160,7 @@ def _pairs(base: Floats, cand: Floats, w_base: Floats | None, w_cand: Floats | N
             d = n * (wc * c / wc.sum() - wb * b / wb.sum())
     else:
         d = c - b
-    return _Pairs(b, c, wb, wc, d, weighted)
+    return _Pairs(b, c, wb, wc, d, weighted, int(base_scored.sum()), int(cand_scored.sum()))
 
 
 def _resampling(
@@ -212,7 +225,12 @@ def paired_tests(
         if found is None:
             found = _cheap_test(metric, candidate, x)
             memo.put(("test", metric, candidate, key), found)
-        out.append(found)
+        # the unpaired counts are not in the digest of the paired values: set them here
+        out.append(
+            dataclasses.replace(
+                found, n_baseline_scored=x.n_base_scored, n_candidate_scored=x.n_cand_scored
+            )
+        )
     if not resample:
         return out
     o = options

@@ -20,6 +20,8 @@ from rageval_core.store import RunRecord, Store
 NOT_SETTINGS = frozenset({"stage", "trace_group", "tags"})
 #: what can be plotted besides the metrics, and what a budget can be put on
 LATENCY, COST = "p95 latency (ms)", "cost per query (USD)"
+#: the quantity each of them is, as a comparison names it (for its direction)
+_TARGETS = {LATENCY: "latency.total.p95", COST: "cost.per_query"}
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ def best_under(
     """The row with the best value of metric (its good direction) among the rows whose
     budget_on (LATENCY or COST) is at most budget; a row with no value there is out of budget.
     None when no row qualifies. Ties go to the cheaper row (lower budget_on), then the first."""
-    higher = metric not in (LATENCY, COST) and higher_is_better(metric)
+    higher = higher_is_better(_TARGETS.get(metric, metric))
     ok = [
         r
         for r in rows

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval_core.compare.comparison import Comparison, higher_is_better
 from rageval_core.compare.ops import OpsChange
+from rageval_core.metrics.registry import IMPROVED, REGRESSED
 from rageval_core.terminal import text_table
 
 if TYPE_CHECKING:
@@ -35,20 +36,23 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
         f"baseline {c.baseline}; candidate{'s' if len(c.candidates) > 1 else ''} "
         f"{', '.join(c.candidates)}",
         *_pair_lines(c),
-        f"settings: relevance={s['relevance']} k={s['k']} threshold={s['threshold']} "
+        f"settings: relevance={s['relevance'] or 'none'} k={s['k']} threshold={s['threshold']} "
         f"scorer={s['scorer']}" + (f" embedder={s['embedder']}" if s.get("embedder") else ""),
         f"tests: paired on queries scored in both runs; {o.n_permutations} sign-flip "
         f"permutations, {o.n_bootstrap} bootstrap resamples, seed {o.seed}; Holm over "
         f"{len(c.tests)} tests; * = p(Holm) < {o.alpha:g}",
     ]
     if c.metrics:
-        out += ["", _metric_table(c, level)]
-        if not c.alignment.same_queries:
-            out.append(
-                f"(the pairs hold different queries: {c.baseline}'s row is over its queries "
-                "paired with any candidate; each diff is against its mean on that candidate's "
-                "pair)"
-            )
+        out += [
+            "",
+            "n = pairs: shared queries both runs score; both means and the diff are over them; "
+            "verdict: a significant change read in the metric's direction",
+            _metric_table(c, level),
+        ]
+        unpaired = unpaired_lines(c)
+        if unpaired:
+            out += ["", "scored in one run only (left out of n, the means and the tests):"]
+            out += [f"  {line}" for line in unpaired]
     lat = _latency_table(c)
     if lat:
         out += [
@@ -112,9 +116,14 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
                 cells = []
                 for m in c.metrics:
                     t = next(t for t in seg["tests"] if t.candidate == cand and t.metric == m)
-                    cells.append(_f(t.diff, signed=True) + ("*" if t.significant(o.alpha) else ""))
+                    word = t.verdict(o.alpha)
+                    cells.append(_f(t.diff, signed=True) + (f"* {word}" if word else ""))
                 rows.append([group, seg["n"], cand, *cells])
-        out += ["", f"by {tag} (Holm within each group)", text_table(headers, rows)]
+        out += [
+            "",
+            f"by {tag} (Holm within each group; * = p(Holm) < {o.alpha:g}, with its verdict)",
+            text_table(headers, rows),
+        ]
     return "\n".join(out)
 
 
@@ -146,26 +155,13 @@ def _pair_lines(c: Comparison) -> list[str]:
 
 
 def _metric_table(c: Comparison, level: str) -> str:
+    """One row per (metric, candidate): the pair's n, both means over those n pairs, their
+    difference and its tests, and the verdict in the metric's direction."""
     o = c.options
     rows: list[list[Any]] = []
     for m in c.metrics:
         label = m if higher_is_better(m) else f"{m} (lower=better)"
-        rows.append(
-            [
-                label,
-                c.baseline,
-                c.n_scored[c.baseline][m],
-                _f(c.means[c.baseline][m]),
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-            ]
-        )
-        for cand in c.candidates:
+        for i, cand in enumerate(c.candidates):
             t = c.test(cand, m)
             star = "*" if t.significant(o.alpha) else ""
             ci = (
@@ -175,11 +171,13 @@ def _metric_table(c: Comparison, level: str) -> str:
             )
             rows.append(
                 [
-                    "",
+                    "" if i else label,
                     cand,
                     t.n,
-                    _f(c.means[cand][m]),
+                    _f(t.baseline_mean),
+                    _f(t.candidate_mean),
                     _f(t.diff, signed=True) + star,
+                    t.verdict(o.alpha),
                     ci,
                     p_text(t.p_t),
                     p_text(t.p_perm),
@@ -190,10 +188,12 @@ def _metric_table(c: Comparison, level: str) -> str:
             )
     headers = [
         "metric",
-        "run",
+        "candidate",
         "n",
+        f"{c.baseline} mean" if len(c.baseline) <= 12 else "baseline mean",
         "mean",
         "diff",
+        "verdict",
         f"{level} CI",
         "p(t)",
         "p(perm)",
@@ -204,14 +204,29 @@ def _metric_table(c: Comparison, level: str) -> str:
     return text_table(headers, rows)
 
 
+def unpaired_lines(c: Comparison) -> list[str]:
+    """Per (metric, candidate) whose runs score different shared queries: how many each scores
+    and how many both do (only those are in the means, the diff and the tests)."""
+    return [
+        f"{t.metric}, {t.candidate}: {c.baseline} scores {t.n_baseline_scored} of the shared "
+        f"queries, {t.candidate} {t.n_candidate_scored}; the {t.n} both score are compared"
+        for t in c.tests
+        if t.unpaired
+    ]
+
+
+#: a significant change of latency or cost, in the latency table's short words
+_OPS_WORDS = {IMPROVED: "better", REGRESSED: "worse"}
+
+
 def _ops_cell(change: OpsChange, digits: int) -> str:
-    pct = "" if math.isnan(change.change_pct) else f" ({change.change_pct:+.1f}%"
-    star = "*" if change.ci_low > 0 or change.ci_high < 0 else ""
-    return (
-        f"{_f(change.candidate_value, digits)}{pct}{star})"
-        if pct
-        else f"{_f(change.candidate_value, digits)}{star}"
-    )
+    """The candidate's value, its change in %, * when the interval of the change excludes 0,
+    with its verdict (latency and cost are better lower)."""
+    pct = "" if math.isnan(change.change_pct) else f"{change.change_pct:+.1f}%"
+    star = "*" if change.verdict else ""
+    word = f", {_OPS_WORDS[change.verdict]}" if change.verdict else ""
+    inside = f"{pct}{star}{word}".lstrip(", ")
+    return f"{_f(change.candidate_value, digits)}" + (f" ({inside})" if inside else "")
 
 
 def _latency_table(c: Comparison) -> str:

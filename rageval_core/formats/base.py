@@ -16,7 +16,9 @@ Readers report problems to the log as file:line: field: problem and never raise 
 
 from __future__ import annotations
 
+import difflib
 import errno
+import functools
 import json
 import math
 import re
@@ -33,7 +35,9 @@ HEAD_BYTES = 64 * 1024
 HEADER_KEY = "rageval_run"
 SIDECAR_SUFFIX = ".run.json"
 
-_INFO_KEYS = {"name", "created_at", "description", "settings", "price_per_1k", "prices_per_1k"}
+_INFO_KEYS = frozenset(
+    {"name", "created_at", "description", "settings", "price_per_1k", "prices_per_1k"}
+)
 
 
 #: a lone surrogate in a str: from a "\\ud800" escape in JSON, or a file name that is not UTF-8
@@ -123,6 +127,17 @@ def is_file(path: Path) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=256)  # a misnamed key on every line of a large file: one guess
+def unknown_key(
+    key: str, known: frozenset[str] | tuple[str, ...], times: int = 1, what: str = "key"
+) -> str:
+    """The warning for a key the format does not have, naming the known key it is closest to
+    (`retrived`: "did you mean retrieved?"); no guess when none is close."""
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+    count = f" ({times} times)" if times > 1 else ""
+    return f"unknown {what}, ignored{count}" + (f"; did you mean {close[0]}?" if close else "")
+
+
 def parse_run_info(obj: Any, file: str, line: int, log: ProblemLog) -> RunInfo:
     """Validate the run facts object ({"name", "created_at", "settings", "prices_per_1k", ...})."""
     if not isinstance(obj, Mapping):
@@ -130,7 +145,7 @@ def parse_run_info(obj: Any, file: str, line: int, log: ProblemLog) -> RunInfo:
         return RunInfo()
     for key in obj:
         if key not in _INFO_KEYS:
-            log.warn(file, line, f"{HEADER_KEY}.{key}", "unknown key, ignored")
+            log.warn(file, line, f"{HEADER_KEY}.{key}", unknown_key(key, _INFO_KEYS))
 
     def text(key: str) -> str | None:
         value = obj.get(key)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import finite_number, type_name, unreadable
+from rageval_core.formats.base import finite_number, type_name, unknown_key, unreadable
 from rageval_core.model import Chunk
 
 from rageval_core.formats.safejson import DECODER as DECODER
@@ -344,18 +344,20 @@ class KeyWarner:
         self.log = log
         self.seen: dict[str, tuple[int, int]] = {}  # field -> (times seen, index of its warning)
 
-    def unknown(self, line: int, field: str) -> None:
+    def unknown(self, line: int, field: str, known: frozenset[str] | tuple[str, ...] = ()) -> None:
+        """Warn about field (known: the keys it may be a typo of, for "did you mean")."""
         count, at = self.seen.get(field, (0, -1))
         problems = self.log.problems
+        key = field.rpartition("[].")[2]
         if count == 0:
-            self.log.warn(self.file, line, field, "unknown key, ignored")
+            self.log.warn(self.file, line, field, unknown_key(key, known))
             at = len(problems) - 1
             first = problems[at] if at >= 0 else None
             if first is None or first.field != field or first.file != self.file:
                 at = -1  # the log is full: the warning was not kept
         elif 0 <= at < len(problems) and problems[at].field == field:
             problems[at] = dataclasses.replace(
-                problems[at], problem=f"unknown key, ignored ({count + 1} times)"
+                problems[at], problem=unknown_key(key, known, count + 1)
             )
         self.seen[field] = (count + 1, at)
 

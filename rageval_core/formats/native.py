@@ -29,6 +29,7 @@ from rageval_core.formats.base import (
     parse_run_info,
     read_sidecar,
     type_name,
+    unknown_key,
 )
 from rageval_core.formats.fields import (
     Check,
@@ -397,7 +398,7 @@ def parse_query(obj: Any, check: Check, warned: set[str]) -> Query | None:
         return None
     for key in obj:
         if key not in QUERY_KEYS:
-            check.warn_once(key, "unknown key, ignored", warned)
+            check.warn_once(key, unknown_key(key, QUERY_KEYS), warned)
     query_id = obj.get("query_id")
     if "query_id" not in obj:
         check.error("query_id", "missing")
@@ -445,7 +446,7 @@ def parse_chunks(value: Any, check: Check, warned: set[str]) -> tuple[Chunk, ...
             continue
         for key in item:
             if key not in CHUNK_KEYS:
-                check.warn_once(f"retrieved[].{key}", "unknown key, ignored", warned)
+                check.warn_once(f"retrieved[].{key}", unknown_key(key, CHUNK_KEYS), warned)
         doc_id = item.get("doc_id")
         if "doc_id" not in item:
             check.error(f"{where}.doc_id", "missing")

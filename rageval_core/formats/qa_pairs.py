@@ -45,6 +45,7 @@ DOC_KEYS = ("results", "documents", "retrieved", "contexts", "retrieved_chunks")
 _TIME_KEY = "retrieval_time_ms"
 _PAIR_KEYS = ("qa_pair_id", "question", "answer", "context", "source_document")
 _TEXT_KEYS = ("text", "content")
+_RESULT_KEYS = (*DOC_KEYS, *EXTRA_KEYS, _TIME_KEY, "qa_pair_id", "question")
 
 
 # -- sniffing ----------------------------------------------------------------------------------
@@ -166,7 +167,7 @@ def _parse_pair(
             tags["source_document"] = source
     for key in entry:
         if key not in _PAIR_KEYS:
-            keys.unknown(line, key)
+            keys.unknown(line, key, _PAIR_KEYS)
     if not ok:  # keep what is known, so a result list for it is not reported again
         broken.query_id = query_id or ""
         broken.query = question if isinstance(question, str) else ""
@@ -228,8 +229,8 @@ class _Joiner(EntryReader):
             self.log.error(self.file, line, "qa_pair_id", "required (or question)")
             pair = None
         for key in entry:
-            if key not in (*DOC_KEYS, *EXTRA_KEYS, _TIME_KEY, "qa_pair_id", "question"):
-                self.keys.unknown(line, key)
+            if key not in _RESULT_KEYS:
+                self.keys.unknown(line, key, _RESULT_KEYS)
         if pair is not None and chunks is not None and extras is not None:
             self._add(pair, Hit(line, chunks, extras), line)
 

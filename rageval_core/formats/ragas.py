@@ -50,16 +50,18 @@ COMPANION = None
 COMPANION_REQUIRED = False
 
 _ID_KEYS = ("query_id", "id")
-_KNOWN = {
-    "user_input",
-    "retrieved_contexts",
-    "retrieved_context_ids",
-    "reference_contexts",
-    "reference_context_ids",
-    "response",
-    "reference",
-    *_ID_KEYS,
-}
+_KNOWN = frozenset(
+    {
+        "user_input",
+        "retrieved_contexts",
+        "retrieved_context_ids",
+        "reference_contexts",
+        "reference_context_ids",
+        "response",
+        "reference",
+        *_ID_KEYS,
+    }
+)
 #: Columns pandas adds for the index when a frame is written with to_csv(index=True).
 _INDEX_COLUMNS = {"", "Unnamed: 0"}
 #: Contexts can be long: allow CSV cells far above the csv module's default 128 KiB.
@@ -261,7 +263,7 @@ class _RowParser:
                 continue
             score = self._number(value)
             if score is None:
-                self.keys.unknown(line, name)
+                self.keys.unknown(line, name, _KNOWN)
             elif math.isfinite(score):
                 judge[name] = score
             elif name not in self.bad_judge:  # a RAGAS metric that failed is written as NaN

@@ -24,6 +24,7 @@ from rageval_core.formats.base import (
     merge_info,
     read_sidecar,
     type_name,
+    unknown_key,
 )
 from rageval_core.formats.fields import (
     Check,
@@ -273,7 +274,9 @@ def _check_columns(names: list[str], shown: str, line: int, log: ProblemLog) -> 
             log.error(shown, line, field, "column name needs a key after the dot")
             ok = False
         elif not prefixed and name not in _ROW_COLUMNS and name not in _QUERY_COLUMNS:
-            log.warn(shown, line, field, "unknown column, ignored")
+            log.warn(
+                shown, line, field, unknown_key(name, _ROW_COLUMNS | _QUERY_COLUMNS, what="column")
+            )
     return ok
 
 

@@ -55,6 +55,8 @@ _ID_KEYS = ("query_id", "id")
 _IGNORED_ENTRY_KEYS = {"metrics", "contexts", "model", "ground_truth", "reference"}
 #: Keys of a gold item in the real golden_set.json that have no place in the model.
 _IGNORED_GOLD_KEYS = {"page", "para_index"}
+_GOLD_ENTRY_KEYS = ("query", "answer", "source", "gold", *_ID_KEYS)
+_ENTRY_KEYS = (*DOC_KEYS, *_ID_KEYS, *_QUERY_KEYS, *EXTRA_KEYS, *_IGNORED_ENTRY_KEYS)
 
 
 # -- sniffing ----------------------------------------------------------------------------------
@@ -245,10 +247,10 @@ def _parse_gold(
                 files[content] = 1  # a file name is a document id
             for key in item:
                 if key not in ("content", "type") and key not in _IGNORED_GOLD_KEYS:
-                    keys.unknown(line, f"gold[].{key}")
+                    keys.unknown(line, f"gold[].{key}", ("content", "type"))
     for key in entry:
-        if key not in ("query", "answer", "source", "gold", *_ID_KEYS):
-            keys.unknown(line, key)
+        if key not in _GOLD_ENTRY_KEYS:
+            keys.unknown(line, key, _GOLD_ENTRY_KEYS)
     if not ok:  # keep what is known, so a retrieval entry for it is not reported again
         broken.query_id = query_id or broken.query_id
         broken.query = query if isinstance(query, str) else ""
@@ -329,9 +331,8 @@ class _Joiner(EntryReader):
         else:
             matched = self._by_index(index, line)
         for key in entry:
-            known = (*DOC_KEYS, *_ID_KEYS, *_QUERY_KEYS, *EXTRA_KEYS, *_IGNORED_ENTRY_KEYS)
-            if key not in known:
-                self.keys.unknown(line, key)
+            if key not in _ENTRY_KEYS:
+                self.keys.unknown(line, key, _ENTRY_KEYS)
         if matched is not None and chunks is not None and extras is not None:
             self._add(matched, Hit(line, chunks, extras), line)
 

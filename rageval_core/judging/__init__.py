@@ -10,11 +10,17 @@ docs/judging.md describes the prompts, the cache, the cost ledger and the calibr
 
 from __future__ import annotations
 
-from rageval_core.judging.client import ChatClient, JudgeAuthError, RateLimiter
+from rageval_core.judging.client import (
+    ChatClient,
+    JudgeAuthError,
+    JudgeUnreachableError,
+    RateLimiter,
+)
 from rageval_core.judging.prompts import PROMPTS, metric_names
 from rageval_core.judging.runner import (
     DEFAULT_KEY_ENV,
     JudgeConfig,
+    JudgeConfigError,
     JudgeSummary,
     estimate_judge,
     run_judge,
@@ -27,7 +33,9 @@ __all__ = [
     "ChatClient",
     "JudgeAuthError",
     "JudgeConfig",
+    "JudgeConfigError",
     "JudgeSummary",
+    "JudgeUnreachableError",
     "RateLimiter",
     "Repeatability",
     "estimate_judge",

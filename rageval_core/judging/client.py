@@ -3,6 +3,10 @@
 Errors are classified as the remote-judge clients do it: 401/403 are never retried (the key is
 wrong: the whole run stops); 429, 5xx, timeouts and dropped connections are retried with
 exponential backoff and jitter, honouring Retry-After; any other 4xx fails that one request.
+A failure to get any answer is named in plain words (`describe_failure`, the one place that
+classifies them: refused, name not resolved, TLS, timeout, closed), and when the endpoint has
+never answered and its first FAST_STOP_AFTER attempts all failed the same way, the client stops
+every request with JudgeUnreachableError instead of retrying each one for minutes.
 An adaptive limiter spaces request starts and widens the spacing on every 429, so a rate-limited
 endpoint is not hammered by all threads at once. The API key lives in the Authorization header
 of the request only: never in an error, a log line or the cache key.
@@ -10,8 +14,11 @@ of the request only: never in an error, a log line or the cache key.
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
+import socket
+import ssl
 import threading
 import time
 import urllib.error
@@ -26,6 +33,9 @@ from rageval_core.errors import RagevalError, UsageError
 
 #: the longest a Retry-After or a backoff makes a thread wait, in seconds
 MAX_WAIT_S = 60.0
+#: an endpoint that has never answered is given up on when its first this-many attempts all
+#: failed the same way at the connection level (docs/judging.md, "The client")
+FAST_STOP_AFTER = 3
 
 
 class JudgeAuthError(RagevalError):
@@ -34,8 +44,28 @@ class JudgeAuthError(RagevalError):
     exit_code = 2
 
 
+class JudgeUnreachableError(RagevalError):
+    """The endpoint never answered: its first attempts all failed the same way (refused, name
+    not resolved, TLS, timeout). The cause is named once; the run stops as a `failed` set."""
+
+    exit_code = 4
+
+    def __init__(self, cause: str, attempts: int) -> None:
+        self.cause = cause
+        self.attempts = attempts
+        super().__init__(
+            f"the judge endpoint gave no answer: {cause} "
+            f"(the first {attempts} attempts all failed this way; nothing more was sent)"
+        )
+
+
 class EndpointError(Exception):
-    """One request failed for good (retries spent, or a 4xx that retrying cannot fix)."""
+    """One request failed for good (retries spent, or a 4xx that retrying cannot fix);
+    cause: the failure in plain words, without the attempts (what a summary counts by)."""
+
+    def __init__(self, cause: str, attempts: int = 1) -> None:
+        self.cause = cause
+        super().__init__(cause if attempts == 1 else f"{cause} after {attempts} attempts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +84,57 @@ def base_host(base_url: str) -> str:
     return f"{host}:{parts.port}" if parts.port else host
 
 
-def check_base_url(base_url: str) -> str:
-    """base_url without a trailing slash; UsageError unless it is an http(s) URL."""
+def host_port(base_url: str) -> str:
+    """host:port the endpoint is reached at (the scheme's port when the URL gives none)."""
+    parts = urlsplit(base_url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.hostname or ''}:{port}"
+
+
+def describe_failure(error: BaseException, base_url: str, timeout_s: float) -> tuple[str, bool]:
+    """(the cause in plain words, whether it is connection-level: no HTTP answer at all).
+
+    The one place that classifies a request's failure below HTTP; urllib wraps most of these
+    in URLError(reason)."""
+    if isinstance(error, urllib.error.URLError) and isinstance(error.reason, BaseException):
+        error = error.reason
+    where = host_port(base_url)
+    host = urlsplit(base_url).hostname or ""
+    if isinstance(error, TimeoutError):
+        return f"{where} did not answer within {timeout_s:g} s (timeout)", True
+    if isinstance(error, ConnectionRefusedError):
+        return f"{where} refused the connection (nothing listens there?)", True
+    if isinstance(error, socket.gaierror):
+        return f"the name {host} could not be resolved (DNS)", True
+    if isinstance(error, ssl.SSLError):
+        reason = getattr(error, "reason", None) or type(error).__name__
+        return f"the TLS handshake with {where} failed ({reason})", True
+    if isinstance(error, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+        return f"{where} closed the connection without an answer", True
+    if isinstance(error, http.client.HTTPException):
+        return f"{where} sent something that is not HTTP ({type(error).__name__})", True
+    if isinstance(error, OSError) and error.strerror:
+        return f"cannot connect to {where}: {error.strerror.lower()}", True
+    return f"cannot connect to {where} ({type(error).__name__})", True
+
+
+def base_url_problem(base_url: str) -> str | None:
+    """What is wrong with a base URL, in words that follow its name (None: nothing)."""
+    if not base_url.strip():
+        return "is empty: give the endpoint's address, e.g. https://api.openai.com/v1"
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--base-url must be an http(s) URL, got {base_url!r}")
+        return f"must be an http(s) URL, got {base_url!r}"
     if parts.username or parts.password:
-        raise UsageError(
-            "--base-url must not hold a user or password: give the key by --api-key-env"
-        )
+        return "must not hold a user or password: the key is read from an environment variable"
+    return None
+
+
+def check_base_url(base_url: str) -> str:
+    """base_url without a trailing slash; UsageError unless it is an http(s) URL."""
+    problem = base_url_problem(base_url)
+    if problem is not None:
+        raise UsageError(f"--base-url {problem}")
     return base_url.rstrip("/")
 
 
@@ -140,6 +212,9 @@ class ChatClient:
         self.limiter = limiter or RateLimiter()
         self.retries = 0  # requests sent again (429, 5xx, timeouts)
         self.waits: list[float] = []  # each wait before a retry, in seconds
+        self.ever_answered = False  # any HTTP answer at all, even an error status
+        self.first_failures: list[str] = []  # connection-level causes before any answer
+        self.unreachable: JudgeUnreachableError | None = None  # set once given up on
         self._lock = threading.Lock()
 
     def _backoff(self, attempt: int) -> float:
@@ -148,10 +223,13 @@ class ChatClient:
 
     def chat(self, body: Mapping[str, Any], stop: threading.Event | None = None) -> Reply:
         """The reply to one request; EndpointError when it fails for good, JudgeAuthError on
-        401/403. stop: an event that ends the retry waits early (cancel, Ctrl-C, auth error)."""
+        401/403, JudgeUnreachableError once the endpoint is given up on (FAST_STOP_AFTER).
+        stop: an event that ends the retry waits early (cancel, Ctrl-C, auth error)."""
         data = json.dumps(body).encode("utf-8")
         problem = "no attempt made"
         for attempt in range(self.max_attempts):
+            if self.unreachable is not None:
+                raise self.unreachable
             if stop is not None and stop.is_set():
                 raise EndpointError("cancelled")
             self.limiter.wait(self.sleep)
@@ -159,10 +237,12 @@ class ChatClient:
             wait: float | None = None
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                    self._answered()
                     payload = response.read()
                 self.limiter.succeeded()
                 return _reply(payload)
             except urllib.error.HTTPError as e:
+                self._answered()
                 status = e.code
                 e.close()
                 if status in (401, 403):
@@ -177,27 +257,42 @@ class ChatClient:
                     raise EndpointError(f"HTTP {status}") from None
                 problem = f"HTTP {status}"
                 wait = retry_after_s(e.headers.get("Retry-After") if e.headers else None)
-            except TimeoutError:
-                problem = "timed out"
-            except urllib.error.URLError as e:
-                if isinstance(e.reason, TimeoutError):
-                    problem = "timed out"
-                else:
-                    problem = f"connection failed ({type(e.reason).__name__})"
-            except (ConnectionError, OSError) as e:  # reset mid-read, etc.
-                problem = f"connection failed ({type(e).__name__})"
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+                # refused, not resolved, TLS, timeout, reset mid-read ...
+                problem, _ = describe_failure(e, self.url, self.timeout_s)
+                self._no_answer(problem)
             if attempt + 1 == self.max_attempts:
                 break
             delay = min(MAX_WAIT_S, wait) if wait is not None else self._backoff(attempt)
             with self._lock:
-                self.retries += 1
                 self.waits.append(delay)
             if stop is not None:
                 if stop.wait(delay):
-                    raise EndpointError("cancelled")
+                    # given up on while waiting: this request failed for that reason too
+                    raise self.unreachable or EndpointError("cancelled")
             else:
                 self.sleep(delay)
-        raise EndpointError(f"{problem} after {self.max_attempts} attempts")
+            with self._lock:
+                self.retries += 1
+        raise EndpointError(problem, self.max_attempts)
+
+    def _answered(self) -> None:
+        with self._lock:
+            self.ever_answered = True
+
+    def _no_answer(self, cause: str) -> None:
+        """Count a connection-level failure; give the endpoint up (raise) when it has never
+        answered and its first FAST_STOP_AFTER attempts all failed with this same cause."""
+        with self._lock:
+            if self.ever_answered:
+                return
+            self.first_failures.append(cause)
+            first = self.first_failures[:FAST_STOP_AFTER]
+            if self.unreachable is None and len(first) == FAST_STOP_AFTER and len(set(first)) == 1:
+                self.unreachable = JudgeUnreachableError(cause, FAST_STOP_AFTER)
+            found = self.unreachable
+        if found is not None:
+            raise found
 
 
 def _reply(payload: bytes) -> Reply:

@@ -3,7 +3,9 @@
 Plan (one task per query x prompt x repeat) -> cached replies answered from the store -> the
 rest sent by a thread pool (bounded by concurrency, a budget checked before each request) ->
 every finished result kept in one transaction at the end, also after a budget stop, a cancel or
-Ctrl-C. A 401/403 stops everything and keeps nothing.
+Ctrl-C. A 401/403 stops everything and keeps nothing. An endpoint that never answers stops the
+run early (client.FAST_STOP_AFTER); a run in which no judgment succeeded is `failed`, one with
+some judge errors `partial`.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from rageval_core.judging.client import (
     ChatClient,
     EndpointError,
     JudgeAuthError,
+    JudgeUnreachableError,
     Reply,
     base_host,
-    check_base_url,
+    base_url_problem,
 )
 from rageval_core.judging.prompts import PROMPTS, RETRY_NOTE, BadReply, Item, Prompt, parse_reply
 from rageval_core.store import Store
@@ -40,6 +43,43 @@ EST_COMPLETION_TOKENS = 120
 CHARS_PER_TOKEN = 4.0
 
 
+#: JudgeConfig's fields as `rageval judge` names them (a JudgeConfigError's default words)
+CLI_FLAGS = {
+    "base_url": "--base-url",
+    "model": "--model",
+    "api_key_env": "--api-key-env",
+    "metrics": "--metrics",
+    "concurrency": "--concurrency",
+    "max_cost_usd": "--max-cost",
+    "price_in_per_1k": "--price-in",
+    "price_out_per_1k": "--price-out",
+    "repeats": "--repeats",
+    "name": "--name",
+    "contexts": "--contexts",
+    "timeout_s": "--timeout",
+    "max_tokens": "max_tokens",
+    "max_attempts": "max_attempts",
+    "temperature": "temperature",
+    "backoff_s": "backoff_s",
+}
+
+
+class JudgeConfigError(UsageError):
+    """A bad JudgeConfig value, worded for whichever front end shows it: `field` is the
+    JudgeConfig field, `problem` follows its name and may name others as {field}; str() uses
+    the CLI's flags, worded(labels) a form's labels."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(self.worded(CLI_FLAGS))
+
+    def worded(self, names: dict[str, str]) -> str:
+        """The problem with names for the fields (the CLI's flags where names has none)."""
+        names = {**CLI_FLAGS, **names}
+        return f"{names[self.field]} {self.problem.format_map(names)}"
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     """Everything a judge run depends on besides the run; the key is read from api_key_env."""
@@ -50,7 +90,7 @@ class JudgeConfig:
     metrics: tuple[str, ...] = tuple(PROMPTS)
     concurrency: int = 4
     max_cost_usd: float | None = None
-    price_in_per_1k: float | None = None  # USD per 1,000 prompt tokens; None: the run's price
+    price_in_per_1k: float | None = None  # the judge's USD per 1,000 prompt tokens (None: unknown)
     price_out_per_1k: float | None = None
     repeats: int = 1
     name: str | None = None  # the result set's name (default: the model)
@@ -61,25 +101,40 @@ class JudgeConfig:
     max_attempts: int = 6
     backoff_s: float = 0.5
 
+    @property
+    def priced(self) -> bool:
+        """Both of the judge's prices are known (the run's own are its generator's, not these)."""
+        return self.price_in_per_1k is not None and self.price_out_per_1k is not None
+
     def check(self) -> None:
-        check_base_url(self.base_url)
+        """JudgeConfigError naming the first bad value."""
+        problem = base_url_problem(self.base_url)
+        if problem is not None:
+            raise JudgeConfigError("base_url", problem)
+        if not self.model.strip():
+            raise JudgeConfigError("model", "is empty: give the judge model's name")
         unknown = [m for m in self.metrics if m not in PROMPTS]
         if unknown or not self.metrics:
-            raise UsageError(
-                f"unknown judge metrics {', '.join(unknown) or '(none given)'}; "
-                f"known: {', '.join(PROMPTS)}"
+            raise JudgeConfigError(
+                "metrics",
+                f"names {'unknown prompts ' + ', '.join(unknown) if unknown else 'no prompt'}; "
+                f"known: {', '.join(PROMPTS)}",
             )
-        if not self.model.strip():
-            raise UsageError("--model must not be empty")
         for name in ("concurrency", "repeats", "contexts", "max_tokens", "max_attempts"):
             if getattr(self, name) < 1:
-                raise UsageError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise JudgeConfigError(name, f"must be >= 1, got {getattr(self, name)}")
         for name in ("max_cost_usd", "price_in_per_1k", "price_out_per_1k"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
-                raise UsageError(f"{name} must be a finite number >= 0, got {value}")
+                raise JudgeConfigError(name, f"must be a finite number >= 0, got {value}")
+        if self.max_cost_usd is not None and not self.priced:
+            raise JudgeConfigError(
+                "max_cost_usd",
+                "needs the judge's prices: give {price_in_per_1k} and {price_out_per_1k} "
+                "(USD per 1K tokens)",
+            )
         if not self.api_key_env.strip():
-            raise UsageError("--api-key-env must name an environment variable")
+            raise JudgeConfigError("api_key_env", "must name an environment variable")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +155,7 @@ class JudgeSummary:
 
     run: str
     model: str
-    status: str  # complete, budget, interrupted, cancelled, dry-run
+    status: str  # complete, partial, failed, budget, interrupted, cancelled, dry-run
     tasks: int  # query x prompt x repeat judgments planned
     skipped_queries: int  # queries no prompt applies to (no query text, answer or contexts)
     done: int = 0  # judgments finished (answered from the cache, judged, or judge errors)
@@ -112,9 +167,10 @@ class JudgeSummary:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     estimated_cost_usd: float | None = None
-    priced: bool = True  # prices known (given, or the run's)
+    priced: bool = True  # the judge's prices were given
     judge: JudgeSet | None = None
-    errors: dict[str, int] = field(default_factory=dict)  # problem -> count
+    errors: dict[str, int] = field(default_factory=dict)  # cause -> count
+    cause: str | None = None  # why the endpoint was given up on (JudgeUnreachableError)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -129,6 +185,7 @@ class JudgeSummary:
             "cache_hits": self.cache_hits,
             "judge_errors": self.judge_errors,
             "errors": self.errors,
+            "cause": self.cause,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost_usd": self.cost_usd if self.priced else None,
@@ -179,17 +236,10 @@ def _tokens(chars: int) -> int:
     return max(1, math.ceil(chars / CHARS_PER_TOKEN))
 
 
-def _prices(store: Store, ref: RunRef, config: JudgeConfig) -> tuple[float, float, bool]:
-    """(USD per 1K prompt tokens, per 1K completion tokens, known): given, else the run's."""
-    run = store.run(ref)
-    p_in = config.price_in_per_1k if config.price_in_per_1k is not None else run.price_prompt_per_1k
-    p_out = (
-        config.price_out_per_1k
-        if config.price_out_per_1k is not None
-        else run.price_completion_per_1k
-    )
-    known = p_in is not None and p_out is not None
-    return float(p_in or 0.0), float(p_out or 0.0), known
+def _prices(config: JudgeConfig) -> tuple[float, float]:
+    """(USD per 1K prompt tokens, per 1K completion tokens): the judge's, 0 when not given (the
+    cost is then unknown: config.priced)."""
+    return float(config.price_in_per_1k or 0.0), float(config.price_out_per_1k or 0.0)
 
 
 def estimate_judge(store: Store, ref: RunRef, config: JudgeConfig) -> JudgeSummary:
@@ -198,7 +248,7 @@ def estimate_judge(store: Store, ref: RunRef, config: JudgeConfig) -> JudgeSumma
     config.check()
     tasks, skipped = plan(store, ref, config)
     cached = jstore.cached_replies(store, [t.key for t in tasks])
-    p_in, p_out, known = _prices(store, ref, config)
+    p_in, p_out = _prices(config)
     todo = [t for t in tasks if t.key not in cached]
     estimate = sum(
         t.est_prompt_tokens * p_in / 1000 + EST_COMPLETION_TOKENS * p_out / 1000 for t in todo
@@ -213,8 +263,8 @@ def estimate_judge(store: Store, ref: RunRef, config: JudgeConfig) -> JudgeSumma
         cache_hits=len(tasks) - len(todo),
         prompt_tokens=sum(t.est_prompt_tokens for t in todo),
         completion_tokens=EST_COMPLETION_TOKENS * len(todo),
-        estimated_cost_usd=estimate if known else None,
-        priced=known,
+        estimated_cost_usd=estimate if config.priced else None,
+        priced=config.priced,
     )
 
 
@@ -222,6 +272,7 @@ def estimate_judge(store: Store, ref: RunRef, config: JudgeConfig) -> JudgeSumma
 class _Outcome:
     verdict: dict[str, Any] | None
     error: str | None
+    kind: str | None  # the error's cause, what the summary counts it by
     prompt_tokens: int
     completion_tokens: int
     requests: int
@@ -245,7 +296,7 @@ def _judge_one(client: ChatClient, task: Task, prompt: Prompt, stop: threading.E
         reply = send(task.body)
         try:
             verdict = parse_reply(reply.content, prompt)
-            return _Outcome(verdict, None, tokens[0], tokens[1], requests, reply.content)
+            return _Outcome(verdict, None, None, tokens[0], tokens[1], requests, reply.content)
         except BadReply as e:
             retry = dict(task.body)
             retry["messages"] = [
@@ -256,14 +307,34 @@ def _judge_one(client: ChatClient, task: Task, prompt: Prompt, stop: threading.E
             second = send(retry)
             try:
                 verdict = parse_reply(second.content, prompt)
-                return _Outcome(verdict, None, tokens[0], tokens[1], requests, second.content)
+                return _Outcome(verdict, None, None, tokens[0], tokens[1], requests, second.content)
             except BadReply as e2:
-                return _Outcome(None, f"invalid reply: {e2}", tokens[0], tokens[1], requests, None)
+                return _Outcome(
+                    None,
+                    f"invalid reply: {e2}",
+                    "invalid reply",
+                    tokens[0],
+                    tokens[1],
+                    requests,
+                    None,
+                )
     except EndpointError as e:
-        return _Outcome(None, f"request failed: {e}", tokens[0], tokens[1], requests, None)
+        return _Outcome(None, f"request failed: {e}", e.cause, tokens[0], tokens[1], requests, None)
 
 
 Progress = Callable[[int, int], None]
+
+
+def _outcome_status(status: str, results: list[JudgeResult], cause: str | None) -> str:
+    """The run's status said as it is: `failed` when no judgment succeeded (or the endpoint was
+    given up on with none), `partial` when some did and others are judge errors; a stop by the
+    user or the budget keeps its own name."""
+    verdicts = sum(r.verdict is not None for r in results)
+    if (results or cause is not None) and verdicts == 0:
+        return "failed"
+    if status == "complete" and (cause is not None or verdicts < len(results)):
+        return "partial"
+    return status
 
 
 def run_judge(
@@ -281,18 +352,16 @@ def run_judge(
     The key is read from the environment variable config.api_key_env (api_key: given directly,
     for a caller that has it already; never stored). progress(done, total) after each task;
     cancel: set it to stop (finished results are kept). Ctrl-C does the same. JudgeAuthError
-    (exit 2) on a 401/403, with nothing kept.
+    (exit 2) on a 401/403, with nothing kept. An endpoint that never answers ends the run at once
+    with status `failed` and summary.cause saying why, once.
     """
     config.check()
     run = store.run(ref)
     tasks, skipped = plan(store, ref, config)
-    p_in, p_out, known = _prices(store, ref, config)
-    if config.max_cost_usd is not None and not known:
-        raise UsageError(
-            "--max-cost needs prices: give --price-in and --price-out (USD per 1K tokens), "
-            f"run {run.name} has none"
-        )
-    summary = JudgeSummary(run.name, config.model, "complete", len(tasks), skipped, priced=known)
+    p_in, p_out = _prices(config)
+    summary = JudgeSummary(
+        run.name, config.model, "complete", len(tasks), skipped, priced=config.priced
+    )
     key = api_key if api_key is not None else os.environ.get(config.api_key_env) or None
     if client is None:
         client = ChatClient(
@@ -310,9 +379,8 @@ def run_judge(
     def cost(pt: int, ct: int) -> float:
         return pt * p_in / 1000 + ct * p_out / 1000
 
-    def note(problem: str) -> None:
+    def note(kind: str) -> None:
         summary.judge_errors += 1
-        kind = problem.split(":")[0]
         summary.errors[kind] = summary.errors.get(kind, 0) + 1
 
     cached = jstore.cached_replies(store, [t.key for t in tasks])
@@ -348,6 +416,8 @@ def run_judge(
         progress(summary.cache_hits, total)
 
     def finish(t: Task, out: _Outcome) -> None:
+        if out.kind == "cancelled":
+            return  # stopped while waiting to retry: not judged, and no fault of the judge
         summary.requests += out.requests
         summary.prompt_tokens += out.prompt_tokens
         summary.completion_tokens += out.completion_tokens
@@ -355,7 +425,7 @@ def run_judge(
         summary.cost_usd += spent
         summary.done += 1
         if out.error is not None:
-            note(out.error)
+            note(out.kind or out.error)
         elif out.content is not None:
             jstore.keep_reply(
                 store,
@@ -408,10 +478,17 @@ def run_judge(
             done, _ = cf.wait(running, timeout=0.2, return_when=cf.FIRST_COMPLETED)
             for fut in done:
                 t = running.pop(fut)
-                finish(t, fut.result())  # JudgeAuthError propagates from here
-            if stop.is_set() and summary.status == "complete":
+                try:
+                    outcome = fut.result()  # JudgeAuthError propagates from here
+                except JudgeUnreachableError as e:
+                    # given up on: this task is a judge error, nothing more is sent
+                    summary.cause = e.cause
+                    stop.set()
+                    outcome = _Outcome(None, f"request failed: {e.cause}", e.cause, 0, 0, 1, None)
+                finish(t, outcome)
+            if stop.is_set() and summary.status == "complete" and summary.cause is None:
                 summary.status = "cancelled"
-                exhausted = True
+            exhausted = exhausted or stop.is_set()
     except JudgeAuthError:
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
@@ -431,6 +508,7 @@ def run_judge(
         stop_now = stop.is_set() or interrupted
         pool.shutdown(wait=not stop_now, cancel_futures=True)
     summary.retries = client.retries
+    summary.status = _outcome_status(summary.status, results, summary.cause)
     if results:
         summary.judge = jstore.save_judge_set(
             store,

@@ -144,6 +144,7 @@ class ItemRepeats:
     """One (query, verdict key) judged several times."""
 
     qidx: int
+    query_id: str  # what is shown: qidx is the store's row number
     key: str  # e.g. faithfulness, retrieval_quality_score
     values: tuple[Any, ...]  # one per repeat that was not an error
     agreement: float  # share of repeats giving the most common value (labels) / 1 - range (scores)
@@ -168,7 +169,7 @@ class Repeatability:
             "spread": self.spread,
             "disagreements": [
                 {
-                    "qidx": d.qidx,
+                    "query_id": d.query_id,
                     "key": d.key,
                     "values": list(d.values),
                     "agreement": d.agreement,
@@ -195,6 +196,7 @@ def repeatability(
         for key in (*p.scores, *p.labels):
             by_item[(r.qidx, key)].append(r.verdict[key])
     items: list[ItemRepeats] = []
+    ids = jstore.query_ids(store, chosen.run_id) if by_item else []
     for (qidx, key), values in sorted(by_item.items()):
         if len(values) < 2:
             continue
@@ -204,7 +206,7 @@ def repeatability(
         else:
             spread = float(max(values) - min(values))
             agreement = 1.0 - spread
-        items.append(ItemRepeats(qidx, key, tuple(values), agreement, spread))
+        items.append(ItemRepeats(qidx, ids[qidx], key, tuple(values), agreement, spread))
     agreements: dict[str, list[float]] = defaultdict(list)
     spreads: dict[str, list[float]] = defaultdict(list)
     for it in items:

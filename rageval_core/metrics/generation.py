@@ -465,7 +465,7 @@ for _metric in GENERATION_METRICS.values():
             range=(0.0, 1.0),
             input=AnswerInputs,
             aliases=("ROUGE_L", "RougeL") if _metric.name == "ROUGE-L" else (),
-            higher_is_better=_metric.name != "HallucinationRate",
+            higher_is_better=_metric.higher_is_better,
             kind_of=KINDS["semantic"] if _metric.kind == "semantic" else None,
         )
     )

@@ -22,6 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core.errors import UsageError
+from rageval_core.presets import LOWER_IS_BETTER as _PRESET_LOWER
+from rageval_core.presets import PRESET_METRICS
 
 Aggregate = Literal["mean", "sum"]
 
@@ -129,6 +131,41 @@ def _dynamic_spec(name: str) -> MeasureSpec:
                 spec = _DYNAMIC[name] = factory(name)
             return spec
     raise UsageError(_unknown(name, name))
+
+
+#: what a comparison, a gate or a report shows besides metrics, by the head of its name
+#: (latency.<stage>.<stat>, latency_ms; cost.per_query, cost.total, cost_usd; tokens.<kind>):
+#: every one of them is better when lower
+LOWER_IS_BETTER_QUANTITIES = frozenset({"latency", "cost", "tokens"})
+
+
+def higher_is_better(name: str) -> bool:
+    """Whether a larger value of name is better: the one answer every report, table, colour
+    and gate reads.
+
+    A measure's own spec says it (BestRank, HallucinationRate and judge labels such as
+    judge.faithfulness.contradicted are better lower); a preset's own names are declared in
+    rageval_core.presets (best_match_position); latency, cost and tokens are always better
+    lower. UsageError for a name that is none of these.
+    """
+    if re.split(r"[._]", name, maxsplit=1)[0] in LOWER_IS_BETTER_QUANTITIES:
+        return False
+    if name in PRESET_METRICS:
+        return name not in _PRESET_LOWER
+    return parse(name).spec.higher_is_better
+
+
+#: the words of a significant change in a quantity's good and bad direction
+IMPROVED, REGRESSED = "improved", "regressed"
+
+
+def verdict(name: str, change: float, significant: bool) -> str:
+    """IMPROVED or REGRESSED for a significant change (candidate - baseline) of name, read in
+    its direction (a fall of BestRank or latency improves); "" when not significant, no change
+    or NaN."""
+    if not significant or not change or math.isnan(change):
+        return ""
+    return IMPROVED if (change > 0) == higher_is_better(name) else REGRESSED
 
 
 def describe(name: str) -> tuple[str, str]:

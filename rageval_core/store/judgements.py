@@ -77,13 +77,19 @@ class JudgeSet:
     prompts: dict[str, str]  # prompt name -> prompt version
     repeats: int
     created_at: str
-    status: str  # complete, budget, interrupted, cancelled
+    status: str  # complete, partial, failed, budget, interrupted, cancelled
     requests: int
     cache_hits: int
     judge_errors: int
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
+    verdicts: int  # results that hold a verdict (not a judge error)
+
+    @property
+    def usable(self) -> bool:
+        """Worth choosing by default: it holds a verdict and its run did not fail."""
+        return self.verdicts > 0 and self.status != "failed"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,6 +107,7 @@ class JudgeSet:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost_usd": self.cost_usd,
+            "verdicts": self.verdicts,
         }
 
 
@@ -122,6 +129,13 @@ class JudgeResult:
 _SET_COLUMNS = (
     "judge_id, run_id, name, model, base_host, prompts, repeats, created_at, status, requests, "
     "cache_hits, judge_errors, prompt_tokens, completion_tokens, cost_usd"
+)
+
+
+#: what a set is read with: its columns and its count of verdicts
+_SET_READ = (
+    f"SELECT {_SET_COLUMNS}, (SELECT count(*) FROM judge_results r "
+    "WHERE r.judge_id = s.judge_id AND r.verdict IS NOT NULL) FROM judge_sets s"
 )
 
 
@@ -199,24 +213,38 @@ def judge_sets(store: Store, ref: RunRef) -> list[JudgeSet]:
     """The run's judge result sets, oldest first."""
     run_id = _run_id(store, ref)
     with store._cursor() as cur:
-        rows = cur.execute(
-            f"SELECT {_SET_COLUMNS} FROM judge_sets WHERE run_id = ? ORDER BY judge_id", [run_id]
-        ).fetchall()
+        rows = cur.execute(f"{_SET_READ} WHERE run_id = ? ORDER BY judge_id", [run_id]).fetchall()
     return [_set(row) for row in rows]
 
 
 def judge_set(store: Store, ref: RunRef, which: str | None = None) -> JudgeSet:
-    """One result set of the run: by id or name (the newest of that name); None: the newest."""
+    """One result set of the run: by id or name (the newest of that name); None: the newest
+    usable one (a failed set, or one without a verdict, is chosen only by name or id)."""
     sets = judge_sets(store, ref)
     if not sets:
         raise NotFoundError(f"run {store.run(ref).name} has no judge results (rageval judge)")
     if which is None:
-        return sets[-1]
+        usable = [s for s in sets if s.usable]
+        if not usable:
+            raise NotFoundError(
+                f"run {store.run(ref).name} has no judge result set with verdicts "
+                f"(sets: {', '.join(f'{s.judge_id} ({s.status})' for s in sets)})"
+            )
+        return usable[-1]
     for s in reversed(sets):
         if str(s.judge_id) == str(which) or s.name == which:
             return s
     known = ", ".join(f"{s.judge_id} ({s.name})" for s in sets)
     raise NotFoundError(f"run {store.run(ref).name} has no judge {which!r} (judges: {known})")
+
+
+def query_ids(store: Store, run_id: int) -> list[str]:
+    """The run's query ids in qidx order: what a result's qidx (an internal row number) names."""
+    with store._cursor() as cur:
+        rows = cur.execute(
+            "SELECT query_id FROM queries WHERE run_id = ? ORDER BY qidx", [run_id]
+        ).fetchall()
+    return [str(q) for (q,) in rows]
 
 
 def judge_results(store: Store, judge: JudgeSet) -> list[JudgeResult]:

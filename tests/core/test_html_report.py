@@ -104,10 +104,82 @@ def test_numbers_equal_evaluate_and_compare(two_runs: tuple[Path, Path]) -> None
     for row in compared["metrics"]:
         test = row["vs_baseline"]["hybrid_rerank"]
         assert f'data-value="{test["diff"]!r}"' in html, row["metric"]
-        assert f'data-value="{row["means"]["hybrid_rerank"]!r}"' in html, row["metric"]
+        assert f'data-value="{test["candidate_mean"]!r}"' in html, row["metric"]
+        assert f'data-value="{test["baseline_mean"]!r}"' in html, row["metric"]
     assert "Comparison" in page.text
     assert "Curves over k" in page.text and "Curves over the coverage threshold" in page.text
     assert html.count("<svg") >= 8  # a chart per curve metric
+
+
+class Rows(HTMLParser):
+    """The rows of the comparison table: each cell's text, class and data-value."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[dict[str, str]]] = []
+        self.inside = False
+        self.cell: dict[str, str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "table":
+            self.inside = a.get("class") == "comparison"
+        elif self.inside and tag == "tr":
+            self.rows.append([])
+        elif self.inside and tag == "td":
+            self.cell = {"class": a.get("class", ""), "value": a.get("data-value", ""), "text": ""}
+            self.rows[-1].append(self.cell)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self.inside = False
+
+    def handle_data(self, data: str) -> None:
+        if self.inside and self.cell is not None:
+            self.cell["text"] += data
+
+
+def test_comparison_rows_are_paired_and_coloured_by_direction(
+    two_runs: tuple[Path, Path],
+) -> None:
+    """Each row: the pairs' n, both means over them, the diff; a significant regression red
+    (ContextRelevance fell: it was green), a significant fall of BestRank green; the queries
+    scored in one run only said under the table."""
+    db, out = two_runs
+    compared = json.loads(
+        rageval("compare", "bm25", "hybrid_rerank", "--k", "5", "--json", db=db).stdout
+    )
+    parser = Rows()
+    parser.feed(out.read_text(encoding="utf-8"))
+    rows = {r[0]["text"].split(" (")[0]: r for r in parser.rows if r and r[0]["text"]}
+    verdicts = {}
+    for m in compared["metrics"]:
+        vs = m["vs_baseline"]["hybrid_rerank"]
+        cells = rows[m["metric"]]
+        assert cells[1]["text"] == "hybrid_rerank"
+        assert int(cells[2]["value"]) == vs["n"]
+        assert float(cells[3]["value"]) == vs["baseline_mean"], m["metric"]
+        assert float(cells[4]["value"]) == vs["candidate_mean"], m["metric"]
+        assert float(cells[5]["value"]) == vs["diff"]
+        # the colour and the word, read in the metric's direction (by hand: lower is better
+        # for BestRank and HallucinationRate only)
+        lower = m["metric"].split("@")[0] in ("BestRank", "HallucinationRate")
+        better = vs["diff"] < 0 if lower else vs["diff"] > 0
+        want = ("improved" if better else "regressed") if vs["significant"] else ""
+        assert cells[5]["class"] == want and cells[6]["text"] == want, m["metric"]
+        assert ("(lower is better)" in cells[0]["text"]) == lower
+        verdicts[m["metric"]] = want
+    assert verdicts["ContextRelevance"] == "regressed"
+    assert "improved" in verdicts.values() and "" in verdicts.values()
+    rank = next(m for m in compared["metrics"] if m["metric"].startswith("BestRank"))
+    vs = rank["vs_baseline"]["hybrid_rerank"]
+    assert vs["n"] < vs["n_scored"]["baseline"]
+    text = out.read_text(encoding="utf-8")
+    assert (
+        f"{rank['metric']}, hybrid_rerank: bm25 scores {vs['n_scored']['baseline']} of the "
+        f"shared queries, hybrid_rerank {vs['n_scored']['candidate']}; the {vs['n']} both "
+        "score are compared"
+    ) in text
 
 
 def test_hostile_text_is_escaped(tmp_path: Path) -> None:
@@ -126,3 +198,23 @@ def test_bad_input_exits_2(tmp_path: Path) -> None:
     missing = rageval("report", "no-such-run", "--out", str(tmp_path / "r.html"), db=db)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_preset_report_reads_its_lower_is_better_name(
+    two_runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A preset's own names have a direction too (main stopped: unknown measure 'recall_score');
+    best_match_position's best value is its lowest."""
+    db, _ = two_runs
+    out = tmp_path / "preset.html"
+    fast = ("--permutations", "1000", "--bootstrap", "100")
+    made = rageval(
+        "report", "bm25", "hybrid_rerank", "--preset", "eggai", *fast, "--out", str(out), db=db
+    )
+    assert made.returncode == 0, made.stderr
+    cells = [c for c in parse(out).cells() if c.get("data-metric") == "best_match_position"]
+    values = {c["data-run"]: float(c["data-value"] or "nan") for c in cells}
+    assert len(values) == 2 and values["0"] != values["1"]
+    best = [c["data-run"] for c in cells if c.get("class") == "best"]
+    assert best == [min(values, key=values.__getitem__)]
+    assert "best_match_position (lower is better)" in out.read_text(encoding="utf-8")

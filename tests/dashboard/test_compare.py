@@ -605,3 +605,38 @@ def test_only_the_open_tab_runs(make_app: Callable[..., AppTest]) -> None:
     assert any("dated from" in cols for cols in tables)
     assert not any("95% CI" in cols for cols in tables)
     assert any("rageval-summary" in m for m in markdown(at))
+
+
+def test_page_reads_each_change_in_its_direction_and_says_the_unpaired_apart(
+    make_app: Callable[..., AppTest], reference: Comparison
+) -> None:
+    """The issue's case on the page: ContextRelevance's significant fall is "regressed", a
+    fall of BestRank never is; BestRank's queries scored in one run only are said under the table
+    (the means beside each delta are over the n pairs); hybrid_rerank's significantly slower
+    retrieval is "higher, worse" in red, never green."""
+    at = make_app(PAGE)
+    assert not at.exception, [e.value for e in at.exception]
+    table = frame_with(at, "95% CI").set_index(["candidate", "metric"])
+    assert list(table.loc[("hybrid_rerank", "ContextRelevance"), "significant"]) == [fc.REGRESSED]
+    t = reference.test("hybrid_rerank", "BestRank")
+    assert t.diff < 0  # a fall of BestRank: better, marked so when significant after Holm
+    marked = [fc.IMPROVED] if t.p_perm_holm < reference.options.alpha else []
+    assert list(table.loc[("hybrid_rerank", "BestRank"), "significant"]) == marked
+    assert t.n < min(t.n_baseline_scored, t.n_candidate_scored)
+    caption = html.unescape(" ".join(c.value for c in at.caption))
+    assert (
+        f"BestRank, hybrid_rerank: bm25 scores {t.n_baseline_scored} of the shared queries, "
+        f"hybrid_rerank {t.n_candidate_scored}; the {t.n} both score are compared"
+    ) in caption
+    assert "ContextRelevance, hybrid_rerank" not in caption  # both score all 360
+
+    open_section(at, "Latency & cost")
+    lat = frame_with(at, "statistic").set_index(["candidate", "stage", "statistic"])
+    slower = lat.loc[("hybrid_rerank", "retrieval", "p95")]
+    change = reference.ops_change("hybrid_rerank", "latency.retrieval.p95")
+    assert change is not None and change.ci_low > 0  # significantly slower
+    assert list(slower["significant"]) == ["▲ higher, worse"]
+    assert fc.OPS_COLOURS["▲ higher, worse"] == fc.RED
+    assert fc.OPS_COLOURS["▼ lower, better"] == fc.GREEN
+    unmoved = lat.loc[("hybrid_rerank", "total", "p95")]  # its interval holds 0
+    assert list(unmoved["significant"]) == []

@@ -7,7 +7,9 @@ go to the fake OpenAI-compatible server on 127.0.0.1 (no network).
 
 from __future__ import annotations
 
+import html
 import shutil
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -57,6 +59,28 @@ def _report(db: Path, judge: str | None = None) -> dict[str, float]:
 
 def _judge_cards(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric if m.label.startswith("judge.")}
+
+
+def _job() -> Any:
+    """The judge job of the app's store (state.judge_jobs(): one per store, every tab sees it)."""
+    from dashboard import state
+
+    return state.judge_jobs()[state.store_path()]
+
+
+def _launch(at: AppTest, base_url: str, model: str, concurrency: int = 1) -> Any:
+    """Fill in the form's endpoint and model, press Run judge; the job it started."""
+    at.text_input(key="judge.base_url").input(base_url)
+    at.text_input(key="judge.model").input(model)
+    at.number_input(key="judge.concurrency").set_value(concurrency)
+    at.button(key="judge.run_button").click().run()
+    return _job()
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
 
 
 def test_overview_judge_cards_match_the_core(
@@ -147,7 +171,7 @@ def test_judge_page_estimates_runs_and_never_keeps_the_key(
         assert f"{est.requests:,} requests to send" in shown
         assert f"${est.estimated_cost_usd:.4f}" in shown
         at.button(key="judge.run_button").click().run()
-        job = at.session_state["judge.job"]
+        job = _job()
         job.thread.join(60)
         assert not job.thread.is_alive() and job.error is None
         at.run()
@@ -278,11 +302,7 @@ def test_cancel_keeps_what_finished(make_app: Callable[..., AppTest], fresh_db: 
     at = make_app("judge.py", db=fresh_db, run="judged")
     with FakeServer() as server:
         server.state.delay_s = 2.0  # a slow model: the cancel lands mid-run
-        at.text_input(key="judge.base_url").input(server.base_url)
-        at.text_input(key="judge.model").input("slow-judge")
-        at.number_input(key="judge.concurrency").set_value(1)
-        at.button(key="judge.run_button").click().run()
-        job = at.session_state["judge.job"]
+        job = _launch(at, server.base_url, "slow-judge")
         assert job.running
         for _ in range(600):  # the first reply (2 s), so the cancel lands mid-run
             if job.snapshot()[0] >= 1 or not job.running:
@@ -336,3 +356,104 @@ def test_judge_page_lists_the_items_a_judge_disagrees_with_itself_on(
     dis = next(d.value for d in at.dataframe if "values" in d.value.columns)
     assert list(dis["query_id"]) == ["q2"] and list(dis["key"]) == ["faithfulness"]
     assert sorted(dis["values"].iloc[0].split(", ")) == ["contradicted", "supported"]
+
+
+def test_a_running_judge_shows_its_progress_in_any_tab_that_opens_the_page(
+    make_app: Callable[..., AppTest], fresh_db: Path
+) -> None:
+    first = make_app("judge.py", db=fresh_db, run="judged")
+    with FakeServer() as server:
+        server.state.go.clear()  # the model answers nothing until the end of the test
+        job = _launch(first, server.base_url, "slow-judge")
+        assert job.running
+        # another tab, its own session (wait=False: the judge's progress bar is no rescoring)
+        other = make_app("judge.py", db=fresh_db, run="judged", wait=False)
+        assert not other.exception
+        texts = [html.unescape(p.proto.text) for p in other.progress]
+        assert job.running, (job.error, job.summary)  # still under way while the other tab looked
+        assert any(t.startswith("Judging (slow-judge on judged): ") for t in texts), texts
+        # that tab can launch nothing while the run goes on, and can cancel it
+        assert other.button(key="judge.run_button").disabled
+        other.button(key="judge.cancel").click().run()
+        assert job.cancel.is_set()
+        server.state.go.set()
+        job.thread.join(60)
+    other.run()
+    assert not other.progress
+    assert any("cancelled (slow-judge on judged)" in html.unescape(w.value) for w in other.warning)
+
+
+def test_a_judge_that_gets_no_answer_shows_failed_and_is_never_picked(
+    make_app: Callable[..., AppTest], fresh_db: Path
+) -> None:
+    at = make_app(db=fresh_db, run="judged")
+    before = _judge_cards(at)
+    assert before  # the recorded judge's cards
+    at.switch_page("app_pages/judge.py").run()
+    job = _launch(at, _closed_port_url(), "nobody-home", concurrency=4)
+    job.thread.join(60)
+    at.run()
+    assert not at.exception
+    assert job.summary["status"] == "failed"
+    cause = job.summary["cause"]
+    assert cause and "refused the connection" in cause
+    shown = [html.unescape(e.value) for e in at.error]
+    assert len(shown) == 1 and shown[0].startswith("Judge run failed (nobody-home on judged)")
+    assert " ".join(shown).count("refused the connection") == 1  # the cause, once
+    assert not any("nobody-home" in s.value for s in at.success)
+    sets = next(d.value for d in at.dataframe if "cache hits" in d.value.columns)
+    row = sets[sets["name"] == "nobody-home"].iloc[0]
+    assert row["status"] == "failed" and row["verdicts"] == 0
+    # the sidebar's default still reads the set with verdicts: the Overview is unchanged
+    options = at.selectbox(key="judge").options
+    assert any("nobody-home" in o and "failed, 0 verdicts" in o for o in options)
+    at.switch_page("app_pages/overview.py").run()
+    assert not at.exception
+    assert _judge_cards(at) == before
+
+
+def test_the_judge_form_says_what_it_will_do(
+    make_app: Callable[..., AppTest], fresh_db: Path
+) -> None:
+    at = make_app("judge.py", db=fresh_db, run="judged")
+    for key, label in (("judge.base_url", "Base URL"), ("judge.model", "Model")):
+        box = at.text_input(key=key)
+        # visibly empty and required: no example value greyed in to look filled in
+        assert box.value == "" and box.proto.placeholder == ""
+        assert box.proto.label == f"{label} (required)"
+
+    def said() -> str:
+        return html.unescape(" ".join(e.value for e in at.error))
+
+    at.button(key="judge.estimate_button").click().run()
+    assert "Base URL is empty" in said() and "--" not in said()
+    with FakeServer() as server:
+        at.text_input(key="judge.base_url").input(server.base_url)
+        at.button(key="judge.estimate_button").click().run()
+        assert "Model is empty" in said() and "--" not in said()
+        at.text_input(key="judge.model").input("fake-judge")
+        at.number_input(key="judge.max_cost").set_value(1.0)
+        at.button(key="judge.estimate_button").click().run()
+        assert "Budget needs the judge's prices: give Price in and Price out" in said()
+        assert "--" not in said()
+        at.number_input(key="judge.max_cost").set_value(0.0)
+        # no prices given: the run's own (its generator's, 0.5 / 1.5) are never taken for them
+        at.button(key="judge.estimate_button").click().run()
+        assert not at.error
+        line = " ".join(i.value for i in at.info if "Dry run" in i.value)
+        assert "cost unknown: give the judge's prices (Price in, Price out)" in line
+        assert "$" not in line
+        at.number_input(key="judge.price_in").set_value(2.0)
+        at.number_input(key="judge.price_out").set_value(4.0)
+        at.button(key="judge.estimate_button").click().run()
+        with Store(fresh_db) as store:
+            config = JudgeConfig(
+                base_url=server.base_url,
+                model="fake-judge",
+                price_in_per_1k=2.0,
+                price_out_per_1k=4.0,
+            )
+            est = estimate_judge(store, "judged", config)
+        line = " ".join(i.value for i in at.info if "Dry run" in i.value)
+        assert est.estimated_cost_usd and f"estimated cost ${est.estimated_cost_usd:.4f}" in line
+        assert server.n_requests == 0

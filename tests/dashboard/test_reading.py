@@ -75,6 +75,26 @@ def test_the_cards_follow_the_bands_file(tmp_path: Path, monkeypatch: pytest.Mon
     assert tables.band("R@10", 0.95) == "good"
 
 
+def test_a_lower_is_better_band_reads_its_direction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BestRank: a small rank is good. Its band is good below 2 and poor above 5 (main refused
+    the file: it wanted poor <= good, which would have called a rank of 6 good)."""
+    path = tmp_path / "bands.toml"
+    path.write_text("[BestRank]\ngood = 2\npoor = 5\n")
+    bands, problem = read_bands(BANDS, path)
+    assert problem is None and bands["BestRank"] == (5.0, 2.0)
+    monkeypatch.setenv("RAGEVAL_BANDS", str(path))
+    assert tables.band("BestRank", 1.5) == "good"
+    assert tables.band("BestRank@10", 6.0) == "poor"
+    assert tables.band("BestRank", 3.0) is None
+    # the honest negative: the higher-is-better order given for a lower-is-better metric
+    path.write_text("[BestRank]\ngood = 5\npoor = 2\n")
+    bands, problem = read_bands(BANDS, path)
+    assert bands == BANDS and problem is not None and "good <= poor" in problem
+    assert tables.band("BestRank", 6.0) is None and tables.band("R@10", 0.85) == "good"
+
+
 def _view_page() -> None:
     import streamlit as st
 

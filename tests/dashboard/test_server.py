@@ -162,3 +162,53 @@ def test_another_host_is_warned_about(tmp_path: Path, monkeypatch: pytest.Monkey
     quiet = rageval("dashboard", db=tmp_path / "x.duckdb")
     assert quiet.returncode == 0 and "warning" not in quiet.stderr
     assert seen[-1] == (tmp_path / "x.duckdb", 8501, "127.0.0.1")
+
+
+def test_a_taken_port_is_refused_before_streamlit_with_what_to_do(tmp_path: Path) -> None:
+    """A second `rageval dashboard` (a second `make run`) on a port another program holds: exit
+    2 at once with the next free port, not Streamlit's bare "Port 8501 is not available"."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        r = subprocess.run(
+            [
+                *_rageval_command(),
+                "--db",
+                str(tmp_path / "s.duckdb"),
+                "dashboard",
+                "--port",
+                str(port),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "is not available" not in r.stderr
+    assert f"rageval: port {port} on 127.0.0.1 is in use by another program" in r.stderr
+    assert "start on a free port: rageval dashboard --port " in r.stderr
+
+
+def test_a_second_dashboard_on_the_port_points_at_the_running_one(tmp_path: Path) -> None:
+    port = free_port()
+    command = [*_rageval_command(), "--db", str(tmp_path / "s.duckdb"), "dashboard"]
+    first = subprocess.Popen(
+        [*command, "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", first)
+        second = subprocess.run(
+            [*command, "--port", str(port)], capture_output=True, text=True, timeout=60
+        )
+        assert second.returncode == 2 and "Traceback" not in second.stderr
+        assert (
+            f"port {port} is in use: a dashboard already runs on http://127.0.0.1:{port} "
+            "(open it, or stop it" in second.stderr
+        )
+        assert "to start another one: rageval dashboard --port " in second.stderr
+        assert first.poll() is None  # the running one is left alone
+    finally:
+        first.terminate()
+        first.communicate(timeout=10)
+    assert server.port_problem("127.0.0.1", port) is None  # once stopped, the port is free again

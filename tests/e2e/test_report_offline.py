@@ -4,6 +4,7 @@ and no page error, makes no request beyond its own file, runs no script, and sho
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -79,3 +80,60 @@ def test_hostile_report_runs_nothing(browser: Any, tmp_path: Path) -> None:
     found, messages, requests = open_offline(browser, out)
     assert messages == [] and requests == []
     assert found["xss"] == "undefined" and found["scripts"] == 0
+
+
+#: as the browser draws it: each comparison row's metric, diff cell's colour and verdict text;
+#: each chart's frame and the boxes of its markers and lines; the y tick labels
+DRAWN = """() => ({
+  rows: Array.from(document.querySelectorAll('table.comparison tbody tr')).map(tr => {
+    const td = tr.querySelectorAll('td');
+    return [td[0].textContent, getComputedStyle(td[5]).color, td[6].textContent];
+  }),
+  charts: Array.from(document.querySelectorAll('svg.chart')).map(svg => {
+    const frame = svg.querySelector('rect.plot').getBoundingClientRect();
+    const marks = Array.from(svg.querySelectorAll('circle, polyline')).map(el => {
+      const b = el.getBoundingClientRect();
+      return [b.left, b.top, b.right, b.bottom];
+    });
+    const ticks = Array.from(svg.querySelectorAll('text.tick[text-anchor="end"]'))
+      .map(t => t.textContent);
+    return [[frame.left, frame.top, frame.right, frame.bottom], marks, ticks];
+  }),
+})"""
+GREEN, RED = "rgb(10, 110, 49)", "rgb(179, 38, 30)"
+
+
+def test_report_colours_follow_each_metrics_direction(browser: Any, tmp_path: Path) -> None:
+    """The issue's case as a reader sees it: hybrid_rerank's significant fall of
+    ContextRelevance (higher is better) in red, its significant fall of BestRank (lower is
+    better) in green, an insignificant change in neither; the charts' lines inside their plots
+    and their ticks round."""
+    db = tmp_path / "s.duckdb"
+    runs = [REPO / "sample_runs" / f"{n}.jsonl" for n in ("bm25", "hybrid_rerank")]
+    assert rageval("import", *map(str, runs), db=db).returncode == 0
+    out = tmp_path / "report.html"
+    metrics = ("--metrics", "ContextRelevance BestRank PerQueryCoverage@10 nDCG@10")
+    fast = ("--permutations", "2000", "--bootstrap", "200")
+    made = rageval("report", "bm25", "hybrid_rerank", *metrics, *fast, "--out", str(out), db=db)
+    assert made.returncode == 0, made.stderr
+    ctx = browser.new_context(offline=True, viewport={"width": 1300, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.goto(out.as_uri(), wait_until="load")
+        drawn = page.evaluate(DRAWN)
+    finally:
+        ctx.close()
+    colour = {name.split(" (")[0]: (c, word) for name, c, word in drawn["rows"]}
+    assert colour["ContextRelevance"] == (RED, "regressed")
+    assert colour["BestRank"] == (GREEN, "improved")
+    assert colour["nDCG@10"] == (GREEN, "improved")
+    neutral, word = colour["PerQueryCoverage@10"]
+    assert neutral not in (GREEN, RED) and word == ""
+    assert drawn["charts"]
+    for (left, top, right, bottom), marks, ticks in drawn["charts"]:
+        assert marks
+        for x0, y0, x1, y1 in marks:
+            assert left < x0 and x1 < right and top < y0 and y1 < bottom
+        values = [float(t) for t in ticks]
+        steps = {round(b - a, 9) for a, b in itertools.pairwise(values)}
+        assert len(steps) == 1 and all(round(v / min(steps), 9).is_integer() for v in values)

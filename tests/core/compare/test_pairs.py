@@ -148,9 +148,19 @@ def test_a_candidate_sharing_nothing_is_left_out_and_named(store) -> None:  # ty
     assert out["alignment"]["pairs"]["B"]["baseline_only"]["n"] == 9
     text = format_comparison(c)
     assert "left out: Z (shares no query_id with the baseline)" in text
-    many = format_comparison(compare(["base", "B", "C"], ["RR"], store=store, options=FAST))
+    three = compare(["base", "B", "C"], ["RR"], store=store, options=FAST)
+    many = format_comparison(three)
     assert "  B: 3 shared; not shared: base 9" in many and "  C: 10 shared" in many
-    assert "the pairs hold different queries" in many
+    # each candidate's row holds the baseline's mean on that candidate's own pair
+    for cand in ("B", "C"):
+        t = three.test(cand, "RR")
+        row = next(ln.split() for ln in many.splitlines() if cand in ln.split()[:2])
+        assert row[row.index(cand) + 1 : row.index(cand) + 4] == [
+            str(t.n),
+            f"{t.baseline_mean:.4f}",
+            f"{t.candidate_mean:.4f}",
+        ]
+    assert three.test("B", "RR").baseline_mean != three.test("C", "RR").baseline_mean
 
 
 def test_one_shared_query_does_not_break_the_others() -> None:

@@ -3,16 +3,23 @@ judge replies."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import threading
 import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
 from rageval_core.errors import UsageError
 from rageval_core.judging.client import (
+    FAST_STOP_AFTER,
     ChatClient,
     EndpointError,
     JudgeAuthError,
+    JudgeUnreachableError,
     RateLimiter,
     base_host,
     retry_after_s,
@@ -82,7 +89,7 @@ def test_a_dead_endpoint_is_a_failed_request() -> None:
     with FakeServer() as server:
         url = server.base_url
     client = ChatClient(url, None, "VAR", max_attempts=2, sleep=lambda s: None, timeout_s=2)
-    with pytest.raises(EndpointError, match="connection failed"):
+    with pytest.raises(EndpointError, match=r"refused the connection .* after 2 attempts"):
         client.chat(body())
 
 
@@ -168,3 +175,93 @@ def test_prompts_carry_the_texts_and_a_version() -> None:
     assert "X is 1 [1]." in PROMPTS["faithfulness"].messages(ITEM)[1]["content"]
     assert not PROMPTS["faithfulness"].applies(Item("q", ("c",), None, None, ()))
     assert not PROMPTS["retrieval_quality"].applies(Item("q", (), "a", None, ()))
+
+
+def closed_port_url() -> str:
+    """A loopback URL nothing listens on (a port just let go of)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@contextlib.contextmanager
+def hanging_up() -> Iterator[str]:
+    """A loopback server that accepts every connection and closes it without a word."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    finally:
+        listener.close()
+
+
+def no_answer(url: str, timeout_s: float = 5.0) -> tuple[str, int]:
+    """The cause a one-attempt request to url fails with, and the port it names."""
+    client = ChatClient(url, None, "VAR", max_attempts=1, sleep=lambda s: None, timeout_s=timeout_s)
+    with pytest.raises(EndpointError) as e:
+        client.chat(body())
+    return e.value.cause, urlsplit(url).port or 0
+
+
+def test_each_way_of_getting_no_answer_is_named_in_plain_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cause, port = no_answer(closed_port_url())
+    assert cause == f"127.0.0.1:{port} refused the connection (nothing listens there?)"
+    with FakeServer() as server:  # plain HTTP spoken to as https: the handshake fails
+        cause, port = no_answer(server.base_url.replace("http://", "https://"))
+        assert cause.startswith(f"the TLS handshake with 127.0.0.1:{port} failed (")
+        server.state.delay_s = 2.0  # a model slower than the timeout
+        cause, port = no_answer(server.base_url, timeout_s=0.3)
+        assert cause == f"127.0.0.1:{port} did not answer within 0.3 s (timeout)"
+    with hanging_up() as url:
+        cause, port = no_answer(url)
+        assert cause == f"127.0.0.1:{port} closed the connection without an answer"
+
+    def unresolved(*args: object, **kwargs: object) -> None:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unresolved)  # no DNS query leaves the machine
+    cause, _ = no_answer("https://judge.example.invalid/v1")
+    assert cause == "the name judge.example.invalid could not be resolved (DNS)"
+
+
+def test_an_endpoint_that_never_answers_is_given_up_on_after_the_first_attempts() -> None:
+    client = ChatClient(closed_port_url(), None, "VAR", sleep=lambda s: None)  # 6 attempts
+    with pytest.raises(JudgeUnreachableError) as e:
+        client.chat(body())
+    assert len(client.waits) == FAST_STOP_AFTER - 1  # three attempts, not six
+    assert "refused the connection" in e.value.cause and e.value.exit_code == 4
+    with pytest.raises(JudgeUnreachableError):  # every later request stops at once
+        client.chat(body())
+    assert len(client.waits) == FAST_STOP_AFTER - 1
+
+
+def test_an_endpoint_that_answered_once_is_retried_to_the_last_attempt() -> None:
+    # the honest negative case: the same refusals after one answer are an outage, not a typo
+    with FakeServer() as server:
+        client = ChatClient(server.base_url, None, "VAR", sleep=lambda s: None)
+        client.chat(body())
+    with pytest.raises(EndpointError, match=r"refused the connection .* after 6 attempts"):
+        client.chat(body())
+    assert len(client.waits) == 5 and client.unreachable is None
+
+
+def test_first_failures_that_differ_are_not_given_up_on() -> None:
+    client = ChatClient(closed_port_url(), None, "VAR", sleep=lambda s: None, max_attempts=4)
+    client.first_failures.append("something else first")
+    with pytest.raises(EndpointError, match="after 4 attempts"):
+        client.chat(body())
+    assert client.unreachable is None

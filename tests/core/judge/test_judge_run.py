@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import secrets
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ from rageval_core.judging import JudgeAuthError, JudgeConfig, metric_names, run_
 from rageval_core.judging.prompts import PROMPTS
 from rageval_core.store import Store
 from rageval_core.store import judgements
-from tests.cli import rageval
+from tests.cli import rageval, rageval_subprocess
 from tests.core.judge.conftest import FAITHFULNESS, RUN_FILE
 from tests.fakellm import COMPLETION_TOKENS, PROMPT_TOKENS, FakeServer
 
@@ -81,7 +83,7 @@ def test_fills_every_judge_metric_for_every_query(server: FakeServer, db: Path) 
 def test_a_repeat_sends_zero_requests(server: FakeServer, db: Path) -> None:
     first = json.loads(judge_cli(server, db, "--json").stdout)
     sent = server.n_requests
-    again = judge_cli(server, db, "--json")
+    again = judge_cli(server, db, "--json", "--price-in", "1", "--price-out", "1")
     second = json.loads(again.stdout)
     assert server.n_requests == sent == first["requests"]
     assert second["requests"] == 0 and second["cache_hits"] == N_TASKS
@@ -105,7 +107,8 @@ def test_retries_that_never_succeed_are_judge_errors_not_zeros(
 ) -> None:
     server.state.fail.extend([500] * 3)  # the first task's three attempts
     summary = judge_api(server, db, concurrency=1, max_attempts=3)
-    assert summary.judge_errors == 1 and summary.errors == {"request failed": 1}
+    assert summary.judge_errors == 1 and summary.errors == {"HTTP 500": 1}  # by cause
+    assert summary.status == "partial" and summary.cause is None
     with Store(db) as store:
         results = judgements.judge_results(store, judgements.judge_set(store, "judged"))
     failed = [r for r in results if r.error is not None]
@@ -187,22 +190,30 @@ def test_cost_is_tokens_times_prices(server: FakeServer, db: Path) -> None:
     assert sum(per_query.values()) == pytest.approx(expected)
 
 
-def test_the_runs_prices_are_used_when_none_are_given(server: FakeServer, db: Path) -> None:
+def test_the_runs_prices_are_never_taken_for_the_judges(server: FakeServer, db: Path) -> None:
+    # the run's prices are its generator's: the judge's cost is unknown until its own are given
     header = json.loads(RUN_FILE.read_text(encoding="utf-8").splitlines()[0])["rageval_run"]
-    prices = header["prices_per_1k"]
-    summary = judge_api(server, db)
-    expected = (
-        N_TASKS * PROMPT_TOKENS * prices["prompt"]
-        + N_TASKS * COMPLETION_TOKENS * prices["completion"]
-    ) / 1000
-    assert summary.cost_usd == pytest.approx(expected)
+    assert header["prices_per_1k"]["prompt"] > 0
+    dry = json.loads(judge_cli(server, db, "--dry-run", "--json").stdout)
+    assert dry["estimated_cost_usd"] is None
+    text = judge_cli(server, db, "--dry-run").stdout
+    assert "estimated cost unknown (the judge's prices: --price-in/--price-out)" in text
+    priced = json.loads(
+        judge_cli(server, db, "--dry-run", "--json", "--price-in", "2", "--price-out", "4").stdout
+    )
+    by_hand = (priced["prompt_tokens"] * 2 + N_TASKS * 120 * 4) / 1000
+    assert priced["estimated_cost_usd"] == pytest.approx(by_hand)
+    done = json.loads(judge_cli(server, db, "--json").stdout)
+    assert done["cost_usd"] is None and done["prompt_tokens"] == N_TASKS * PROMPT_TOKENS
 
 
 def test_max_cost_stops_before_the_budget_and_keeps_what_finished(
     server: FakeServer, db: Path
 ) -> None:
     budget = 0.5
-    summary = judge_api(server, db, concurrency=1, max_cost_usd=budget)
+    summary = judge_api(
+        server, db, concurrency=1, max_cost_usd=budget, price_in_per_1k=0.5, price_out_per_1k=1.5
+    )
     assert summary.status == "budget"
     assert 0 < summary.done < N_TASKS
     assert summary.cost_usd <= budget
@@ -213,14 +224,15 @@ def test_max_cost_stops_before_the_budget_and_keeps_what_finished(
 
 
 def test_dry_run_sends_nothing_and_estimates(server: FakeServer, db: Path) -> None:
-    done = judge_cli(server, db, "--dry-run", "--json")
+    prices = ("--price-in", "0.5", "--price-out", "1.5")
+    done = judge_cli(server, db, "--dry-run", "--json", *prices)
     out = json.loads(done.stdout)
     assert server.n_requests == 0
     assert out["requests"] == N_TASKS and out["estimated_cost_usd"] > 0
     with Store(db) as store:
         assert store.table_counts()["judge_sets"] == 0
     judge_api(server, db)
-    after = json.loads(judge_cli(server, db, "--dry-run", "--json").stdout)
+    after = json.loads(judge_cli(server, db, "--dry-run", "--json", *prices).stdout)
     assert after["requests"] == 0 and after["estimated_cost_usd"] == 0
 
 
@@ -387,3 +399,73 @@ def test_ragas_result_columns_are_judge_metrics(tmp_path: Path) -> None:
         values = [r[column] for r in rows]
         assert out["metrics"][f"judge.{column}"] == pytest.approx(sum(values) / len(values))
         assert [q[f"judge.{column}"] for q in out["per_query"].values()] == values
+
+
+def test_a_judge_that_gets_no_answer_fails_fast_with_exit_4(db: Path) -> None:
+    # nothing listens on the port: the cause named once, a quick stop, exit 4, a failed set
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    done = rageval_subprocess(
+        "judge", "judged", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m", db=db
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 4, done.stderr
+    assert took < 20  # the first attempts, not 6 attempts with backoff for every item
+    cause = f"127.0.0.1:{port} refused the connection (nothing listens there?)"
+    assert (done.stdout + done.stderr).count(cause) == 1, done.stdout
+    assert "Traceback" not in done.stderr
+    assert "failed: the judge endpoint gave no answer" in done.stdout
+    with Store(db) as store:
+        (kept,) = judgements.judge_sets(store, "judged")
+    assert kept.status == "failed" and kept.verdicts == 0 and kept.judge_errors >= 1
+    assert kept.requests == kept.judge_errors and not kept.usable
+    # never read by default: evaluate shows the run file's own judge scores only
+    report = evaluate_json(db)
+    assert report["settings"].get("judge") is None
+    assert report["metrics"] == evaluate_json(db, "--judge", "none")["metrics"]
+    explicit = evaluate_json(db, "--judge", str(kept.judge_id))  # by id it is still read
+    assert explicit["settings"]["judge"]["judge_id"] == kept.judge_id
+
+
+def test_every_reply_invalid_is_a_failed_run_not_a_complete_one(
+    server: FakeServer, db: Path
+) -> None:
+    # the endpoint answers (no fast stop: every item is tried), but nothing can be read
+    server.state.malformed = "always"
+    done = judge_cli(server, db, "--json")
+    assert done.returncode == 4
+    out = json.loads(done.stdout)
+    assert out["status"] == "failed" and out["cause"] is None
+    assert out["judge_errors"] == out["done"] == N_TASKS
+    assert out["errors"] == {"invalid reply": N_TASKS}
+    assert server.n_requests == 2 * N_TASKS
+    assert out["judge"]["verdicts"] == 0 and out["judge"]["status"] == "failed"
+
+
+def test_some_judge_errors_make_a_partial_set_that_is_still_read(
+    server: FakeServer, db: Path
+) -> None:
+    server.state.malformed_questions = {"Who audits charities?"}
+    done = judge_cli(server, db)
+    assert done.returncode == 0, done.stderr
+    assert f"partial: {len(PROMPTS)} of {N_TASKS} judgments are judge errors" in done.stdout
+    with Store(db) as store:
+        (kept,) = judgements.judge_sets(store, "judged")
+    assert kept.status == "partial" and kept.verdicts == N_TASKS - len(PROMPTS)
+    assert evaluate_json(db)["settings"]["judge"]["judge_id"] == kept.judge_id
+
+
+def test_the_newest_usable_set_is_read_by_default_past_a_failed_one(
+    server: FakeServer, db: Path
+) -> None:
+    good = judge_api(server, db, name="good", metrics=("faithfulness",))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    with Store(db) as store:
+        failed = run_judge(store, "judged", JudgeConfig(base_url=dead, model="m2"), api_key="")
+    assert failed.status == "failed" and failed.cause and failed.judge is not None
+    assert good.judge is not None
+    assert evaluate_json(db)["settings"]["judge"]["judge_id"] == good.judge.judge_id
