@@ -49,7 +49,7 @@ class ThresholdAgreement:
     agreement: float
     kappa: float
     #: 95% bootstrap interval of the balanced accuracy of coverage against the judge's verdict
-    #: (tuning.balanced_accuracy_bounds); above 0.5 exactly when kappa is confidently above 0
+    #: (tuning.balanced_accuracy_interval); above 0.5 exactly when kappa is confidently above 0
     interval: tuple[float, float] = (math.nan, math.nan)
 
     @property
@@ -297,7 +297,7 @@ def threshold_sweep(
     if not data.run.has_evidence:
         return [], None
     from rageval_core.evaluate import Settings, evaluate
-    from rageval_core.tuning import balanced_accuracy_bounds
+    from rageval_core.tuning import balanced_accuracy_interval
 
     verdict, basis = _judge_verdict_per_query(store, ref, data.n_queries, judge)
     if basis is None:
@@ -320,7 +320,7 @@ def threshold_sweep(
                 int(both.sum()),
                 float(np.trace(matrix)) / both.sum(),
                 cohen_kappa(matrix),
-                balanced_accuracy_bounds(tp, fn, tn, fp),
+                balanced_accuracy_interval(tp, fn, tn, fp),
             )
         )
     return out, basis

@@ -455,38 +455,6 @@ RESAMPLES = 2000
 
 
 def balanced_accuracy_interval(
-    labels: ArrayLike,
-    scores: ArrayLike,
-    threshold: float,
-    confidence: float = CONFIDENCE,
-    resamples: int = RESAMPLES,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """The percentile bootstrap interval of the balanced accuracy of "score >= threshold".
-
-    Matches and no-matches are resampled apart (each kind keeps its count, so TPR and TNR are
-    always defined). Resampling n labels of which a share p agree with the threshold draws
-    Binomial(n, p) agreeing ones, so each resample is two binomial draws, not n index draws.
-    Fixed seed: the page and a test get the same interval for the same labels.
-    NaN without labels of both kinds.
-    """
-    y = np.asarray(labels, dtype=bool)
-    s = np.asarray(scores, dtype=np.float32)
-    ok = ~np.isnan(s)
-    y, s = y[ok], s[ok]
-    hit = s >= np.float32(threshold)
-    return balanced_accuracy_bounds(
-        int(np.count_nonzero(hit & y)),
-        int(np.count_nonzero(~hit & y)),
-        int(np.count_nonzero(~hit & ~y)),
-        int(np.count_nonzero(hit & ~y)),
-        confidence,
-        resamples,
-        seed,
-    )
-
-
-def balanced_accuracy_bounds(
     tp: int,
     fn: int,
     tn: int,
@@ -495,8 +463,16 @@ def balanced_accuracy_bounds(
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """balanced_accuracy_interval from the four counts of a yes/no verdict against yes/no labels
-    (the judge calibration's sweep uses it too). NaN without labels of both kinds."""
+    """The percentile bootstrap interval of the balanced accuracy of a yes/no verdict against
+    yes/no labels, from its four counts (a threshold against match labels; the judge
+    calibration's coverage against the judge).
+
+    Matches and no-matches are resampled apart (each kind keeps its count, so TPR and TNR are
+    always defined). Resampling n labels of which a share p agree with the verdict draws
+    Binomial(n, p) agreeing ones, so each resample is two binomial draws, not n index draws.
+    Fixed seed: the page and a test get the same interval for the same labels.
+    NaN without labels of both kinds.
+    """
     n_pos, n_neg = tp + fn, tn + fp
     if n_pos == 0 or n_neg == 0:
         return float("nan"), float("nan")
@@ -573,7 +549,13 @@ def suggest_threshold(
     best = np.flatnonzero(balanced == balanced.max())
     distance = np.round(np.abs(ts[best] - current), 9)  # 0.65 and 0.75 are equally far from 0.7
     pick = int(best[np.argmin(distance)])  # argmin takes the first: the lower threshold
-    lo, hi = balanced_accuracy_interval(y, s, float(ts[pick]), confidence)
+    lo, hi = balanced_accuracy_interval(
+        int(curve.tp[pick]),
+        int(curve.fn[pick]),
+        int(curve.tn[pick]),
+        int(curve.fp[pick]),
+        confidence,
+    )
     ba, mcc = float(curve.balanced_accuracy[pick]), float(curve.mcc[pick])
     facts = (
         f"balanced accuracy {ba:.3f} ({confidence:.0%} interval {lo:.3f}-{hi:.3f}), "

@@ -24,7 +24,7 @@ from rageval_core.calibration import (
 )
 from rageval_core.judging import JudgeConfig, run_judge
 from rageval_core.store import Store, judgements
-from rageval_core.tuning import balanced_accuracy_bounds
+from rageval_core.tuning import balanced_accuracy_interval
 from tests.cli import rageval
 from tests.core.judge.conftest import FAITHFULNESS, RUN_FILE
 from tests.fakellm import FakeServer
@@ -182,8 +182,8 @@ def test_best_threshold_needs_an_interval_above_chance() -> None:
     assert c.best_threshold == sure and c.to_json()["best_threshold"] == 0.7
     assert "best agreement with the judge at threshold 0.70" in format_calibration(c)
     # the counts' interval: a constant verdict is exactly chance; full agreement is 1
-    assert balanced_accuracy_bounds(4, 0, 0, 1) == (0.5, 0.5)
-    assert balanced_accuracy_bounds(4, 0, 1, 0) == (1.0, 1.0)
+    assert balanced_accuracy_interval(4, 0, 0, 1) == (0.5, 0.5)
+    assert balanced_accuracy_interval(4, 0, 1, 0) == (1.0, 1.0)
 
 
 def test_labels_given_later_override_the_files(db: Path) -> None:

@@ -460,14 +460,15 @@ def test_interval_matches_an_index_bootstrap() -> None:
     y = np.asarray([True] * 12 + [False] * 9)
     s = np.where(y, rng.uniform(0.5, 1.0, y.size), rng.uniform(0.3, 0.8, y.size))
     t = 0.65
-    lo, hi = tuning.balanced_accuracy_interval(y, s, t, resamples=20000)
     pos, neg = s[y] >= np.float32(t), s[~y] < np.float32(t)
+    counts = (int(pos.sum()), int((~pos).sum()), int(neg.sum()), int((~neg).sum()))
+    lo, hi = tuning.balanced_accuracy_interval(*counts, resamples=20000)
     i = rng.integers(0, pos.size, (20000, pos.size))
     j = rng.integers(0, neg.size, (20000, neg.size))
     ba = (pos[i].mean(axis=1) + neg[j].mean(axis=1)) / 2
     ref = np.quantile(ba, [0.025, 0.975])
     assert lo == pytest.approx(ref[0], abs=0.03) and hi == pytest.approx(ref[1], abs=0.03)
-    assert np.isnan(tuning.balanced_accuracy_interval([True, True], [0.9, 0.1], 0.5)).all()
+    assert np.isnan(tuning.balanced_accuracy_interval(1, 1, 0, 0)).all()  # no no-match labels
 
 
 def test_conflicts_are_the_inverted_pairs() -> None:
