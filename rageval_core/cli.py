@@ -411,7 +411,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="run files (a TREC run may come with its qrels file)",
     )
-    p.add_argument("--name", help="name for the run (default: from the file's header or its name)")
+    p.add_argument(
+        "--name",
+        help="name for the run (default: from the file's header or its name); an OpenInference "
+        "export's two stages become NAME and NAME@reranker",
+    )
     p.add_argument("--format", choices=FORMATS, help="force a format instead of detecting it")
     add_reader_arguments(p)
     p.add_argument(

@@ -22,7 +22,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "fuse",
         parents=[common],
-        help="fuse runs into one (reciprocal rank fusion, CombSUM, CombMNZ), as ranx's fuse",
+        help="fuse runs into one (reciprocal rank fusion, CombSUM, CombMNZ), as ranx's fuse (RRF ties ranked as trec_eval does)",
     )
     p.add_argument(
         "runs", nargs="+", metavar="RUN", help="two or more stored run names or run files"

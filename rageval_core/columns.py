@@ -41,7 +41,7 @@ BATCH_SCHEMAS: dict[str, pa.Schema] = {
     ),
     "evidence": pa.schema([("qidx", pa.int32()), ("eidx", pa.int32()), ("text", pa.string())]),
     "qrels": pa.schema(
-        [("qidx", pa.int32()), ("pos", pa.int32()), ("doc_id", pa.string()), ("rel", pa.int32())]
+        [("qidx", pa.int32()), ("pos", pa.int32()), ("doc_id", pa.string()), ("rel", pa.float64())]
     ),
     "latency": pa.schema(
         [("qidx", pa.int32()), ("pos", pa.int32()), ("stage", pa.string()), ("ms", pa.float64())]
@@ -59,6 +59,9 @@ BATCH_SCHEMAS: dict[str, pa.Schema] = {
 #: tables a run without them hashes as if they did not exist (content hashes from before the
 #: table was added stay valid)
 OPTIONAL_TABLES = frozenset({"labels"})
+#: real-valued columns that held integers until they could hold fractions (relevance labels):
+#: a whole value hashes as the integer it was, so content hashes from before stay valid
+WHOLE_AS_INTEGER = frozenset({("qrels", "rel")})
 
 
 # Built once: json.dumps with any non-default option builds a new encoder per call, which

@@ -25,12 +25,13 @@ from numpy.typing import NDArray
 from rageval_core import ops
 from rageval_core.report import RANKING_DEFAULTS, Report, Settings
 from rageval_core.formats import trec_columns
-from rageval_core.formats.base import HEAD_BYTES, SIDECAR_SUFFIX
+from rageval_core.formats.base import GZIP_ERRORS, HEAD_BYTES, SIDECAR_SUFFIX, open_bytes
 from rageval_core.metrics import registry
 from rageval_core.metrics.arrays import (
     QuerySelection,
     RankedLabels,
     check_rel_level,
+    judged_only,
     ranked_labels_from_rows,
 )
 
@@ -58,20 +59,27 @@ def trec_report(
     measures = registry.parse_all(names)
     if any(m.spec.family != "ranking" for m in measures):
         return None
-    got = _arrays(run, qrels, s.rel_level, s.complete)
+    got = _arrays(run, qrels, s.rel_level, s.complete, s.judged_only)
     if got is None:
         return None
     query_ids, tag, arrays, selection, rows = got
+    # the measures scored on every judged query (Judged@k) read them all, as evaluate.py does
+    every = None
+    if not s.complete and any(m.spec.every_judged_query for m in measures):
+        every = _arrays(run, qrels, s.rel_level, True, s.judged_only)
     n = len(query_ids)
-    values = registry.compute(measures, arrays)
     per_query: dict[str, np.ndarray] = {}
     run_values: dict[str, float] = {}
     for m in measures:
         name = str(m)
+        m_arrays, m_rows = (arrays, rows)
+        if every is not None and m.spec.every_judged_query:
+            m_arrays, m_rows = every[2], every[4]
+        values = registry.compute([m], m_arrays)[name]
         full = np.full(n, np.nan)
-        full[rows] = values[name]
+        full[m_rows] = values
         per_query[name] = full
-        run_values[name] = registry.aggregate(m, values[name], None)
+        run_values[name] = registry.aggregate(m, values, None)
     # no query has token counts: what ops.cost_per_query gives for all-NaN counts, built here
     # because reading the counts loads numpy.ma (6 ms)
     no_costs = ops.QueryCosts(
@@ -103,15 +111,26 @@ def trec_arrays(
 ) -> tuple[RankedLabels, QuerySelection] | None:
     """trec_eval's selection and labels of a clean run and qrels (the route trec_report takes);
     None when the files need the line reader."""
-    got = _arrays(run, qrels, rel_level, complete)
+    got = _arrays(run, qrels, rel_level, complete, False)
     return None if got is None else (got[2], got[3])
 
 
 def _arrays(
+    run: Path, qrels: Path, rel_level: int, complete: bool, unjudged_out: bool
+) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64]] | None:
+    """Every query id, the run tag, trec_eval's selection and labels (unjudged documents taken
+    out of the rankings when unjudged_out: trec_eval -J, as evaluate.py does), and the selected
+    queries' rows among all; None when neither bulk route vouches for the files."""
+    got = _bulk_arrays(run, qrels, rel_level, complete)
+    if got is None or not unjudged_out:
+        return got
+    return got[0], got[1], judged_only(got[2]), got[3], got[4]
+
+
+def _bulk_arrays(
     run: Path, qrels: Path, rel_level: int, complete: bool
 ) -> tuple[list[str], str, RankedLabels, QuerySelection, NDArray[np.int64]] | None:
-    """Every query id, the run tag, trec_eval's selection and labels, and the selected queries'
-    rows among all; None when neither bulk route vouches for the files."""
+    """_arrays from the first bulk route that vouches for the files."""
     check_rel_level(rel_level)
     got = trec_columns.read_pair(run, qrels)
     if got is None:
@@ -130,6 +149,7 @@ def _arrays(
         new_index[got.judged_query[judged]],
         got.judged_label[judged],
         rel_level=rel_level,
+        ret_judged=got.ret_judged[kept],
     )
     selection = QuerySelection(
         int(np.count_nonzero(~got.has_qrels)), int(np.count_nonzero(~got.in_run)), complete
@@ -159,8 +179,8 @@ def _arrays_by_duckdb(
 def _role(path: Path) -> str | None:
     """'run' or 'qrels' as the TREC reader sniffs the file's head; None for anything else."""
     try:
-        with path.open("rb") as fh:
+        with open_bytes(path) as fh:  # a .gz file by what it holds
             head = fh.read(HEAD_BYTES)
-    except OSError:
+    except GZIP_ERRORS:
         return None
     return trec_columns.sniff(path, head)

@@ -19,9 +19,10 @@ from numpy.typing import NDArray
 from rageval_core import ops
 from rageval_core.errors import UsageError
 from rageval_core.evaluate import Report, Settings
+from rageval_core.model import label_value
 from rageval_core.numbers import numbers_of, odd_numbers
 from rageval_core.presets import get_preset
-from rageval_core.rundata import RunData
+from rageval_core.rundata import RunData, total_latency
 from rageval_core.store import Store, reads
 from rageval_core.store.scores import ensure_scored
 
@@ -55,7 +56,8 @@ class QueryTable:
     texts: Objects  # (n,) query text or None
     metrics: dict[str, Floats]  # name -> (n,), NaN where the query is not scored
     tags: dict[str, Objects]  # key -> (n,) value or None
-    total_ms: Floats  # (n,) the "total" stage, else the sum of the stages; NaN without latency
+    total_ms: Floats  # (n,) the total stage, recorded or derived (rundata.total_latency)
+    total_derived: Bools  # (n,) total_ms is the sum of the query's stages (none recorded)
     n_retrieved: Ints  # (n,) after the retriever-score cut, if any
     fail_coverage: Bools  # (n,) FullCoverageRate@k == 0 (evidence runs)
     fail_hit: Bools  # (n,) Hit@k == 0 with something relevant judged (ids mode)
@@ -135,12 +137,14 @@ def query_table(
         )
         if text_col.shape != (n,):
             raise UsageError(f"expected {n} query texts, got {text_col.size}")
+    total_ms, total_derived = total_latency(data)
     return QueryTable(
         query_ids=data.query_ids,
         texts=text_col,
         metrics=metrics,
         tags=data.tags,
-        total_ms=total_latency(data),
+        total_ms=total_ms,
+        total_derived=total_derived,
         n_retrieved=retrieved_after_cut(data, report.settings.get("score_threshold")),
         fail_coverage=np.asarray(fail_coverage, dtype=bool),
         fail_hit=np.asarray(fail_hit, dtype=bool),
@@ -170,18 +174,6 @@ def _haystack(ids: Objects, texts: Objects) -> NDArray[Any]:
         for i, t in zip(ids.tolist(), texts.tolist(), strict=True)
     ]
     return np.asarray(joined, dtype=np.dtypes.StringDType())
-
-
-def total_latency(data: RunData) -> Floats:
-    """Per query: its "total" stage when recorded, else the sum of its stages (NaN: none)."""
-    n = data.n_queries
-    ms = np.where(np.isfinite(data.latency_ms), data.latency_ms, 0.0)
-    summed = np.bincount(data.latency_q, weights=ms, minlength=n)
-    has_any = np.bincount(data.latency_q, minlength=n) > 0
-    out = np.where(has_any, summed, np.nan)
-    is_total = data.latency_stage == "total"
-    out[data.latency_q[is_total]] = data.latency_ms[is_total]
-    return out
 
 
 def retrieved_after_cut(data: RunData, score_threshold: float | None) -> Ints:
@@ -338,7 +330,7 @@ class ChunkDetail:
     doc_id: str
     text: str | None
     score: float | None  # the retriever's score
-    label: int | None  # qrels label of its document (None: unjudged or no qrels)
+    label: float | None  # qrels label of its document (None: unjudged or no qrels)
     relevant: (
         bool | None
     )  # ids mode: label >= rel_level at the document's first rank; None without qrels
@@ -375,7 +367,7 @@ class QueryDetail:
     missed_relevant: tuple[str, ...]  # ids mode: relevant documents not in the top k
     threshold: float
     k: int
-    relevance: Mapping[str, int] = field(default_factory=dict)  # the query's qrels
+    relevance: Mapping[str, float] = field(default_factory=dict)  # the query's qrels
 
     @property
     def n_covered(self) -> int:
@@ -443,7 +435,7 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
             )
         )
 
-    rel = {str(doc): int(label) for doc, label in qrels}
+    rel = {str(doc): label_value(label) for doc, label in qrels}
     has_qrels = bool(q[5])
     seen: set[str] = set()
     chunks = []

@@ -103,7 +103,7 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
             judged = np.where(inside, judged, 0).astype(np.int8)[rows]
         arrays = RankedLabels(
             query_ids=tuple(data.query_ids[rows]),
-            labels=labels[rows],
+            labels=labels[rows],  # int32, or float64 for real grades
             n_ret=n_ret[rows],
             n_rel=full.n_rel[rows],
             ideal=full.ideal[rows],
@@ -411,6 +411,8 @@ def _evaluate(
         if family not in inputs:
             raise UsageError(f"measure {m} ({family}) is not supported for run {data.run.name}")
         data_in, rows = inputs[family]
+        if relevance == "ids" and m.spec.every_judged_query and not s.complete:
+            data_in, rows = id_labels(data, dataclasses.replace(s, complete=True))
         name = str(m)
         values = registry.compute([m], data_in)[name]
         w = registry.weights_of(m, data_in)

@@ -1,4 +1,6 @@
-"""Rank fusion of several runs into one, as ranx's ``fuse`` computes it (docs/outputs.md).
+"""Rank fusion of several runs into one, as ranx's ``fuse`` computes it (docs/outputs.md), but
+for RRF over tied retriever scores: a tie group is ranked in the list's order (the TREC reader's
+is trec_eval's, doc id descending), where ranx leaves its unstable sort's order.
 
 Methods (per query, over the runs that retrieved something for it):
 
@@ -199,6 +201,6 @@ def write_trec_run(fused: FusedRun, path: Path) -> int:
     return n
 
 
-def relevance_of(fused: FusedRun) -> Mapping[str, Mapping[str, int]]:
+def relevance_of(fused: FusedRun) -> Mapping[str, Mapping[str, float]]:
     """{query id: {doc id: label}} of the fused queries that have qrels (for a TREC qrels file)."""
     return {q.query_id: q.relevance for q in fused.queries if q.relevance is not None}

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from rageval_core import ops
 from rageval_core.errors import RagevalError, UsageError
 from rageval_core.evaluate import Report, Settings, evaluate, resolve_relevance
 from rageval_core.metrics.registry import higher_is_better
@@ -177,20 +178,23 @@ def _range_of(name: str) -> tuple[float, float] | None:
 def _ops_section(reports: Sequence[Report]) -> str:
     parts = []
     for r in reports:
-        ops = r.ops
-        latency = ops.get("latency_ms") or {}
+        summary = r.ops
+        latency = summary.get("latency_ms") or {}
         block = f"<h3>{escape(r.run)}</h3>"
         if latency:
             rows = [
-                f'<tr><td class="text">{escape(str(stage))}</td>'
-                + "".join(_cell(st.get(c), 0 if c == "count" else 1) for c in LATENCY_COLUMNS)
+                f'<tr><td class="text">{escape(ops.stage_label(str(stage), st))}</td>'
+                + "".join(
+                    _cell(st.get(c), 0 if c == "count" else ops.ms_decimals(st.get(c)))
+                    for c in LATENCY_COLUMNS
+                )
                 + "</tr>"
                 for stage, st in latency.items()
             ]
             block += _table(["latency (ms)", *LATENCY_COLUMNS], rows, "latency")
         else:
             block += '<p class="muted">No latencies recorded.</p>'
-        tokens = ops.get("tokens") or {}
+        tokens = summary.get("tokens") or {}
         if tokens:
             rows = [
                 f'<tr><td class="text">{escape(str(kind))}</td>'
@@ -201,7 +205,7 @@ def _ops_section(reports: Sequence[Report]) -> str:
                 for kind, st in tokens.items()
             ]
             block += _table(["tokens", "count", "mean", "total"], rows, "tokens")
-        cost = ops.get("cost_usd") or {}
+        cost = summary.get("cost_usd") or {}
         if cost.get("n_queries_with_tokens"):
             if cost.get("total") is not None:
                 block += (

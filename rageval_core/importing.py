@@ -70,6 +70,7 @@ def import_paths(
     (e.g. a temporary upload folder) to the name the user knows.
     """
     from rageval_core.formats import read_inputs
+    from rageval_core.formats.options import named
 
     log = ProblemLog()
     out = ImportOutcome()
@@ -80,8 +81,14 @@ def import_paths(
         out.problems.extend(e.problems)
         out.failed.append(", ".join(show_source(printable_path(str(p))) for p in paths))
         return out
-    if name and len(parsed_runs) != 1:
-        raise UsageError(f"--name needs exactly one run, but the files hold {len(parsed_runs)}")
+    if name:
+        renamed = named(parsed_runs, name)
+        if renamed is None:
+            raise UsageError(
+                f"--name needs exactly one run (or one trace export's stages), but the files "
+                f"hold {len(parsed_runs)}"
+            )
+        parsed_runs = renamed
     for i, parsed in enumerate(parsed_runs):
         if i:
             log.clear()  # the readers' lazy streams share the log: judge each run on its own
@@ -89,7 +96,10 @@ def import_paths(
         label = ", ".join(parsed.sources)
         try:
             result = store.import_run(
-                parsed, log, name=name, progress=_stage(progress, "import", label)
+                parsed,
+                log,
+                name=parsed.info.name if name else None,
+                progress=_stage(progress, "import", label),
             )
         except InputError as e:
             out.problems.extend(e.problems)

@@ -20,6 +20,13 @@ class Chunk:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
+def label_value(value: float) -> int | float:
+    """A stored relevance label as given: an int when whole (the store keeps labels as DOUBLE,
+    so an integer label reads back as the int it was), else the real grade."""
+    number = float(value)
+    return int(number) if number.is_integer() else number
+
+
 @dataclass(frozen=True, slots=True)
 class Query:
     """One query of a run with what the retriever returned and whatever gold is known.
@@ -28,12 +35,13 @@ class Query:
     trec_eval skips such queries unless -c (rageval's --complete). An empty tuple is a query the
     retriever answered with nothing, which scores 0.
     relevance is None when the query has no qrels; {} when it is judged with nothing relevant.
+    Its labels are ints (trec_eval's) or real grades (0.3: docs/metrics.md, "Fractional labels").
     """
 
     query_id: str
     retrieved: tuple[Chunk, ...] | None = ()
     query: str | None = None
-    relevance: Mapping[str, int] | None = None
+    relevance: Mapping[str, float] | None = None
     evidence: tuple[str, ...] = ()
     answer: str | None = None
     reference_answer: str | None = None

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-#: Stages reported first, in this order; any other stage present follows, sorted by name.
-STAGE_ORDER = ("total", "retrieval", "rerank", "generation")
+#: The stage holding a query's end-to-end latency; when a query records none, it is derived
+#: (derive_total) as the sum of the query's top-level stages.
+TOTAL = "total"
 #: Token kinds reported first, in this order; any other kind follows, sorted by name.
 TOKEN_ORDER = ("prompt", "completion", "total")
 #: Percentiles of latency_summary, numpy.percentile's default (linear, Hyndman & Fan type 7).
@@ -29,16 +30,134 @@ Summary = dict[str, float | int | None]
 
 
 def latency_summary(
-    stage: ArrayLike, ms: ArrayLike, groups: ArrayLike | None = None
+    stage: ArrayLike,
+    ms: ArrayLike,
+    groups: ArrayLike | None = None,
+    order: Iterable[str] = (),
+    derived: ArrayLike | None = None,
 ) -> dict[str, Summary] | dict[str, dict[str, Summary]]:
     """Per stage: count, mean, p50, p90, p95, p99 of latency in ms (per group when groups given).
 
     stage, ms (and groups) are parallel arrays, one row per (query, stage) that was recorded;
     count is the number of queries that have the stage. Rows with a non-finite ms are dropped
-    (missing). Without groups: {stage: stats}; with groups: {group: {stage: stats}}, groups
-    sorted with NO_TAG last.
+    (missing). Stages come in order (pipeline_order), any other in the order the rows first
+    hold them. derived (parallel, bool) marks the rows derive_total added: the total stage then
+    also counts them ("derived", 0 when every total was recorded). Without groups:
+    {stage: stats}; with groups: {group: {stage: stats}}, groups sorted with NO_TAG last.
     """
-    return _long_summary(stage, ms, groups, STAGE_ORDER, _latency_stats)
+    names = _labels(stage)
+    seen = names[np.sort(np.unique(names, return_index=True)[1])].tolist()
+    first = (*order, *seen)
+    flags = None if derived is None else np.asarray(derived, dtype=bool).reshape(-1)
+    return _long_summary(names, ms, groups, first, _latency_stats, flags)
+
+
+def pipeline_order(q: ArrayLike, stage: ArrayLike) -> tuple[str, ...]:
+    """The stages in pipeline order: each query's stages in the order its record lists them,
+    merged over the queries (rows sorted by query, then by position in the record).
+
+    A stage that only some queries have goes after the stage it follows in them (a rerank
+    recorded by a few queries still sits between retrieval and generation); stages no query
+    orders among themselves keep the order the rows first hold them. TOTAL, not a step of the
+    pipeline, comes last wherever the records put it.
+    """
+    rows = np.asarray(q, dtype=np.int64).reshape(-1)
+    names = _labels(stage)
+    has_total = bool((names == TOTAL).any())
+    rows, names = rows[names != TOTAL], names[names != TOTAL]
+    if names.size == 0:
+        return (TOTAL,) if has_total else ()
+    uniq, first, codes = np.unique(names, return_index=True, return_inverse=True)
+    same = rows[1:] == rows[:-1]
+    # every (stage, stage right after it in one query) pair, once
+    pairs = np.unique(codes[:-1][same] * uniq.size + codes[1:][same])
+    before: list[set[int]] = [set() for _ in range(uniq.size)]
+    for a, b in zip(*np.divmod(pairs, uniq.size), strict=True):
+        if a != b:
+            before[int(b)].add(int(a))
+    left = [int(i) for i in np.argsort(first, kind="stable")]  # first-seen order
+    out: list[int] = []
+    while left:  # Kahn's sort over a handful of stages; a cycle yields to first-seen order
+        ready = next((i for i in left if not before[i].difference(out)), left[0])
+        out.append(ready)
+        left.remove(ready)
+    return tuple(str(uniq[i]) for i in out) + ((TOTAL,) if has_total else ())
+
+
+def derive_total(
+    q: ArrayLike, stage: ArrayLike, ms: ArrayLike
+) -> tuple[NDArray[np.int64], NDArray[np.str_], NDArray[np.float64], NDArray[np.bool_]]:
+    """The rows with a TOTAL row added for every query that has stages but no total: the sum
+    of its top-level stages. Returns (q, stage, ms, derived), derived marking the added rows.
+
+    A stage named parent.child (retrieval.embed) is part of parent when the query records
+    parent, so it is not added again; otherwise it is top-level. The sum assumes the stages
+    run one after another, as a pipeline that records no total usually does; a recorded total
+    is kept as it is (stages may overlap or leave gaps).
+    """
+    rows = np.asarray(q, dtype=np.int64).reshape(-1)
+    names = _labels(stage)
+    values = _floats(ms)
+    if not (rows.size == names.size == values.size):
+        raise ValueError(f"{rows.size} query indices, {names.size} stages and {values.size} ms")
+    none = np.zeros(rows.size, dtype=bool)
+    if rows.size == 0:
+        return rows, names, values, none
+    n = int(rows.max()) + 1
+    uniq, codes = np.unique(names, return_inverse=True)
+    index = {str(name): i for i, name in enumerate(uniq)}
+    present = rows * uniq.size + codes
+    nested = np.zeros(rows.size, dtype=bool)
+    for i, name in enumerate(uniq.tolist()):
+        parts = name.split(".")
+        parents = [index.get(".".join(parts[:j])) for j in range(1, len(parts))]
+        for p in (p for p in parents if p is not None):
+            sel = codes == i
+            nested[sel] |= np.isin(rows[sel] * uniq.size + p, present)
+    has_total = np.zeros(n, dtype=bool)
+    has_total[rows[names == TOTAL]] = True
+    top = ~nested & (names != TOTAL) & np.isfinite(values)
+    summed = np.bincount(rows[top], weights=values[top], minlength=n)
+    need = np.flatnonzero((np.bincount(rows[top], minlength=n) > 0) & ~has_total)
+    return (
+        np.concatenate([rows, need]),
+        np.concatenate([names, np.full(need.size, TOTAL)]),
+        np.concatenate([values, summed[need]]),
+        np.concatenate([none, np.ones(need.size, dtype=bool)]),
+    )
+
+
+def stage_label(stage: str, stats: Mapping[str, Any]) -> str:
+    """The stage as shown: "total (derived)" when no query recorded its total (each is the sum
+    of its stages), "total (3 derived)" when some did not."""
+    derived = stats.get("derived") or 0
+    if not derived:
+        return stage
+    return (
+        f"{stage} (derived)"
+        if derived >= (stats.get("count") or 0)
+        else f"{stage} ({derived} derived)"
+    )
+
+
+def ms_decimals(ms: float | None) -> int:
+    """Decimals that show a latency to about 3 significant digits: 534.0, 2.76, 0.488 (1 to 3)."""
+    size = abs(ms) if ms is not None and math.isfinite(ms) else 10.0
+    return 1 if size >= 10 or size == 0 else 2 if size >= 1 else 3
+
+
+def ms_decimals_of(values: ArrayLike) -> int:
+    """The decimals a column of latencies needs: ms_decimals of its smallest value but 0."""
+    v = np.abs(_floats(values))
+    v = v[np.isfinite(v) & (v > 0)]
+    return ms_decimals(float(v.min()) if v.size else None)
+
+
+def format_ms(ms: float | None) -> str:
+    """A latency in ms as printed (ms_decimals); "-" when unknown."""
+    if ms is None or not math.isfinite(ms):
+        return "-"
+    return f"{ms:.{ms_decimals(ms)}f}"
 
 
 def token_summary(
@@ -183,6 +302,7 @@ def _long_summary(
     groups: ArrayLike | None,
     first: tuple[str, ...],
     stats: Any,
+    derived: NDArray[np.bool_] | None = None,
 ) -> Any:
     keys = _labels(key)
     values = _floats(value)
@@ -191,6 +311,8 @@ def _long_summary(
     group_labels = None if groups is None else _labels(groups)
     if group_labels is not None and group_labels.shape != keys.shape:
         raise ValueError(f"{keys.size} keys but {group_labels.size} groups")
+    if derived is not None and derived.shape != keys.shape:
+        raise ValueError(f"{keys.size} keys but {derived.size} derived flags")
     keep = np.isfinite(values)
     keys, values = keys[keep], values[keep]
     if group_labels is not None:
@@ -205,11 +327,18 @@ def _long_summary(
         group_names, group_codes = np.unique(group_labels, return_inverse=True)
     segment = group_codes * key_names.size + key_codes
     seg_ids, columns = stats(segment, values)
+    if derived is not None:
+        counts = np.bincount(segment[derived[keep]], minlength=group_names.size * key_names.size)
+        columns["derived"] = counts[seg_ids].tolist()
     # seg_ids are the (group, key) segments present; a loop per segment only assembles dicts.
     by_group: dict[str, dict[str, Summary]] = {}
     for j, seg in enumerate(seg_ids.tolist()):
         g, k = divmod(seg, key_names.size)
-        row = {name: col[j] for name, col in columns.items()}
+        row = {
+            name: col[j]
+            for name, col in columns.items()
+            if name != "derived" or key_names[k] == TOTAL
+        }
         by_group.setdefault(str(group_names[g]), {})[str(key_names[k])] = row
     ordered = {
         g: {k: by_group[g][k] for k in _key_order(by_group[g], first)}
@@ -313,7 +442,9 @@ def _floats(values: ArrayLike) -> NDArray[np.float64]:
 
 def _key_order(present: Iterable[str], first: tuple[str, ...]) -> list[str]:
     present = set(present)
-    return [k for k in first if k in present] + sorted(present.difference(first))
+    return list(dict.fromkeys(str(k) for k in first if k in present)) + sorted(
+        present.difference(first)
+    )
 
 
 def _group_order(present: Iterable[Any]) -> list[str]:

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rageval_core import ops
 from rageval_core.runops import query_costs
-from rageval_core.rundata import RunData
+from rageval_core.rundata import RunData, total_latency
 
 Floats = NDArray[np.float64]
 
@@ -30,12 +30,12 @@ class QueryOps:
     """One value per query (row q = query q of the run, file order); NaN where not recorded."""
 
     query_ids: NDArray[np.object_]
-    #: stage -> (n,) ms, stages in ops.STAGE_ORDER first, then by name
+    #: stage -> (n,) ms, stages in pipeline order (RunData.latency_stages), total included
     stages: dict[str, Floats]
-    #: (n,) the recorded "total" stage, else the sum of the query's recorded stages
+    #: (n,) the total stage, recorded or derived (ops.derive_total)
     total_ms: Floats
-    #: queries whose total_ms is a sum of stages (no "total" stage recorded for them)
-    n_total_summed: int
+    #: (n,) True where the total is derived: the sum of the top-level stages (none recorded)
+    total_derived: NDArray[np.bool_]
     #: token kind -> (n,) counts
     tokens: dict[str, Floats]
     #: (n,) USD; NaN without tokens or when a needed price is missing
@@ -46,6 +46,10 @@ class QueryOps:
     @property
     def n_queries(self) -> int:
         return int(self.query_ids.size)
+
+    @property
+    def n_total_derived(self) -> int:
+        return int(np.count_nonzero(self.total_derived))
 
     @property
     def has_latency(self) -> bool:
@@ -72,16 +76,16 @@ def query_ops(data: RunData) -> QueryOps:
     """Latency per stage, total latency, tokens and cost of every query of the run."""
     n = data.n_queries
     stages = long_to_columns(
-        data.latency_q, data.latency_stage, data.latency_ms, n, ops.STAGE_ORDER
+        data.latency_q, data.latency_stage, data.latency_ms, n, data.latency_stages
     )
     tokens = long_to_columns(data.tokens_q, data.tokens_kind, data.tokens_n, n, ops.TOKEN_ORDER)
-    total, n_summed = total_latency(stages, n)
     costs = query_costs(data)
+    total, derived = total_latency(data)
     return QueryOps(
         query_ids=data.query_ids,
         stages=stages,
         total_ms=total,
-        n_total_summed=n_summed,
+        total_derived=derived,
         tokens=tokens,
         cost_usd=costs.cost_usd,
         price_missing=costs.price_missing,
@@ -97,7 +101,13 @@ def latency_by_tag(data: RunData, tag: str) -> dict[str, dict[str, ops.Summary]]
     ops.NO_TAG; an unknown tag is a KeyError.
     """
     labels = _labels(data.tags[tag])
-    out = ops.latency_summary(data.latency_stage, data.latency_ms, labels[data.latency_q])
+    out = ops.latency_summary(
+        data.latency_stage,
+        data.latency_ms,
+        labels[data.latency_q],
+        data.latency_stages,
+        data.latency_derived,
+    )
     return out  # type: ignore[return-value]
 
 
@@ -123,23 +133,6 @@ def long_to_columns(
         col[rows[sel]] = values[sel]
         out[name] = col
     return out
-
-
-def total_latency(stages: dict[str, Floats], n: int) -> tuple[Floats, int]:
-    """(total ms per query, queries whose total is a sum): "total" when recorded, else the sum.
-
-    A query with no stage at all stays NaN. The sum assumes the stages run one after another,
-    which is how a RAG pipeline that does not record a total usually runs.
-    """
-    recorded = stages.get("total", np.full(n, np.nan))
-    parts = [col for name, col in stages.items() if name != "total"]
-    if not parts:
-        return recorded.copy(), 0
-    stacked = np.vstack(parts)
-    any_part = np.isfinite(stacked).any(axis=0)
-    summed = np.where(any_part, np.nansum(stacked, axis=0), np.nan)
-    use_sum = ~np.isfinite(recorded) & any_part
-    return np.where(use_sum, summed, recorded), int(np.count_nonzero(use_sum))
 
 
 def ecdf(values: ArrayLike, max_points: int = ECDF_POINTS) -> tuple[Floats, Floats]:

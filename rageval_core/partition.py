@@ -169,6 +169,8 @@ def evaluate_partition(
     weight_columns: dict[str, pa.Array] = {}
     for m in measures:
         data_in, selected = inputs[m.spec.family]
+        if want_ids and m.spec.every_judged_query and not s.complete:
+            data_in, selected = _id_labels(part, dataclasses.replace(s, complete=True))
         name = str(m)
         values = np.full(n, np.nan)
         weights = np.full(n, np.nan)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rageval_core import ops
 from rageval_core.terminal import text_table
 
 
@@ -62,7 +63,11 @@ def format_report(report: Any, per_query: bool = False) -> str:
     latency = report.ops.get("latency_ms") or {}
     if latency:
         rows = [
-            [stage, st["count"], *(_num(st[p]) for p in ("mean", "p50", "p90", "p95", "p99"))]
+            [
+                ops.stage_label(stage, st),
+                st["count"],
+                *(ops.format_ms(st[p]) for p in ("mean", "p50", "p90", "p95", "p99")),
+            ]
             for stage, st in latency.items()
         ]
         out += [

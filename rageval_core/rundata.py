@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from rageval_core import ops
 from rageval_core.errors import UsageError
 from rageval_core.matching import Normalisation
 from rageval_core.semantic import canonical_key
@@ -38,13 +39,15 @@ class RunData:
     in_run: NDArray[np.bool_]  # (n,) False: judged only, absent from the run
     has_qrels: NDArray[np.bool_]  # (n,)
     n_ret: Ints  # (n,) chunks retrieved
-    labels: NDArray[np.int32]  # (n, depth) qrels label at each rank, >= 0 (0: unjudged)
+    #: (n, depth) qrels label at each rank, >= 0 (0: unjudged); int32, or float64 when a label
+    #: of the run is a real grade (judged_label likewise)
+    labels: NDArray[Any]
     chunk_score: Floats  # (n, depth) retriever score, NaN when absent or beyond the list
     judged_q: Ints  # one row per qrels line: query index
-    judged_label: NDArray[np.int32]  # ... and its label
+    judged_label: NDArray[Any]  # ... and its label (the labels' type)
     n_spans: Ints  # (n,) gold evidence spans
     tags: dict[str, NDArray[np.object_]]  # key -> (n,) value or None
-    latency_q: Ints  # one row per (query, stage)
+    latency_q: Ints  # one row per (query, stage), a derived total included (ops.derive_total)
     latency_stage: NDArray[np.str_]  # fixed-width strings: ops groups them without a Python loop
     latency_ms: Floats
     tokens_q: Ints  # one row per (query, kind)
@@ -53,6 +56,10 @@ class RunData:
     #: (n, depth) what the qrels say of the chunk at each rank (metrics.arrays: JUDGED, POOLED
     #: or NOT_IN_QRELS); None: not known (Bpref, Judged@k and judged_only then refuse)
     judged: NDArray[np.int8] | None = None
+    #: (rows of latency_q) True on the total rows ops.derive_total added (no total recorded)
+    latency_derived: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    #: the stages in pipeline order (ops.pipeline_order), a derived total last
+    latency_stages: tuple[str, ...] = ()
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -69,6 +76,17 @@ def memo(data: RunData, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
     if key not in data._cache:
         data._cache[key] = make()
     return data._cache[key]
+
+
+def total_latency(data: RunData) -> tuple[Floats, NDArray[np.bool_]]:
+    """Per query: its total stage, recorded or derived (ops.derive_total), NaN without latency;
+    and whether it is derived (the sum of its top-level stages: no total recorded)."""
+    out = np.full(data.n_queries, np.nan)
+    is_total = data.latency_stage == ops.TOTAL
+    out[data.latency_q[is_total]] = data.latency_ms[is_total]
+    derived = np.zeros(data.n_queries, dtype=bool)
+    derived[data.latency_q[data.latency_derived]] = True
+    return out, derived
 
 
 def load_stored(store: Store, name: str) -> RunData:
@@ -129,13 +147,17 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
     depth = run.max_depth
     cq = _ints(t.chunks, "qidx")
     cr = _ints(t.chunks, "rank") - 1
-    labels = np.zeros((n, depth), dtype=np.int32)
+    judged_label = _floats(t.qrels.column("rel"))
+    # int32 labels unless a grade is fractional: integer labels compute as trec_eval's
+    label_type = np.int32 if np.array_equal(judged_label, np.floor(judged_label)) else np.float64
+    labels = np.zeros((n, depth), dtype=label_type)
     # a negative label is "judged, never relevant" (trec_eval): gain 0, as RankedLabels expects
     lab = t.labels
-    labels[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.maximum(_ints(lab, "rel"), 0)
+    rel = _floats(lab.column("rel"))
+    labels[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.maximum(rel, 0)
     # judged (1) or in the pool with a negative label (-1); 0: not in the qrels (JUDGED etc.)
     judged = np.zeros((n, depth), dtype=np.int8)
-    judged[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.where(_ints(lab, "rel") >= 0, 1, -1)
+    judged[_ints(lab, "qidx"), _ints(lab, "rank") - 1] = np.where(rel >= 0, 1, -1)
     chunk_score = np.full((n, depth), np.nan)
     chunk_score[cq, cr] = _floats(t.chunks.column("score"))
     n_ret = np.bincount(cq, minlength=n).astype(np.int64)
@@ -151,6 +173,11 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
         sel = key_codes == code
         col[tag_q[sel]] = values[sel]
         tag_values[key] = col
+    stage = _names(t.latency.column("stage"))
+    order = ops.pipeline_order(_ints(t.latency, "qidx"), stage)
+    lat_q, lat_stage, lat_ms, lat_derived = ops.derive_total(
+        _ints(t.latency, "qidx"), stage, _floats(t.latency.column("ms"))
+    )
     return RunData(
         run=run,
         query_ids=_strings(t.queries.column("query_id"), dictionary=False),
@@ -160,12 +187,14 @@ def load_run_data(store: Store, ref: RunRef) -> RunData:
         labels=labels,
         chunk_score=chunk_score,
         judged_q=_ints(t.qrels, "qidx"),
-        judged_label=_ints(t.qrels, "rel").astype(np.int32),
+        judged_label=judged_label.astype(label_type),
         n_spans=n_spans,
         tags=tag_values,
-        latency_q=_ints(t.latency, "qidx"),
-        latency_stage=_names(t.latency.column("stage")),
-        latency_ms=_floats(t.latency.column("ms")),
+        latency_q=lat_q,
+        latency_stage=lat_stage,
+        latency_ms=lat_ms,
+        latency_derived=lat_derived,
+        latency_stages=order + ((ops.TOTAL,) if lat_derived.any() else ()),
         tokens_q=_ints(t.tokens, "qidx"),
         tokens_kind=_names(t.tokens.column("kind")),
         tokens_n=_ints(t.tokens, "n"),

@@ -39,6 +39,8 @@ class OpsRows:
     latency_q: NDArray[np.int64]
     latency_stage: NDArray[np.str_]
     latency_ms: Floats
+    latency_derived: NDArray[np.bool_]
+    latency_stages: tuple[str, ...]
     tokens_q: NDArray[np.int64]
     tokens_kind: NDArray[np.str_]
     tokens_n: NDArray[np.int64]
@@ -57,7 +59,11 @@ class OpsRows:
 
         def make() -> dict[str, dict[str, Any]]:
             latency = ops.latency_summary(
-                self.latency_stage, self.latency_ms, labels[self.latency_q]
+                self.latency_stage,
+                self.latency_ms,
+                labels[self.latency_q],
+                self.latency_stages,
+                self.latency_derived,
             )
             tokens = ops.token_summary(self.tokens_kind, self.tokens_n, labels[self.tokens_q])
             out = {}
@@ -84,7 +90,12 @@ class OpsRows:
     def _summary(self, rows: NDArray[np.bool_] | None) -> dict[str, Any]:
         lat_sel = slice(None) if rows is None else rows[self.latency_q]
         tok_sel = slice(None) if rows is None else rows[self.tokens_q]
-        latency = ops.latency_summary(self.latency_stage[lat_sel], self.latency_ms[lat_sel])
+        latency = ops.latency_summary(
+            self.latency_stage[lat_sel],
+            self.latency_ms[lat_sel],
+            order=self.latency_stages,
+            derived=self.latency_derived[lat_sel],
+        )
         tokens = ops.token_summary(self.tokens_kind[tok_sel], self.tokens_n[tok_sel])
         costs = self.costs
         if rows is not None:
@@ -102,6 +113,8 @@ def ops_rows(data: RunData) -> OpsRows:
             data.latency_q,
             data.latency_stage,
             data.latency_ms,
+            data.latency_derived,
+            data.latency_stages,
             data.tokens_q,
             data.tokens_kind,
             data.tokens_n,

@@ -19,6 +19,7 @@ from dashboard.components.view_export import view_downloads
 from dashboard.components.widgets import at_k, keep_choice
 from dashboard.components.grid import grid
 from rageval_core import drilldown as dd
+from rageval_core import ops
 from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better, unpaired_lines
 from rageval_core.errors import RagevalError
 from rageval_core.store import RunRecord
@@ -245,7 +246,8 @@ def show_ops(c: Comparison, stem: str) -> None:
         st.info("No latency stage is recorded in both the baseline and a candidate.")
     else:
         st.caption(
-            "Milliseconds, over the queries where both runs recorded the stage; the "
+            "Milliseconds, over the queries where both runs recorded the stage; a stage "
+            "only one run records is *added* or *removed*, at 0 ms in the other run. The "
             f"interval is a {100 * c.options.level:g}% bootstrap interval of the change. "
             "Red: significantly slower; green: significantly faster."
         )
@@ -255,16 +257,11 @@ def show_ops(c: Comparison, stem: str) -> None:
             width="stretch",
             key="compare.latency",
             height=min(38 + 35 * len(lat), 600),
-            column_config=ops_columns(1),
+            column_config=ops_columns(
+                ops.ms_decimals_of(lat[["baseline", "candidate value"]].to_numpy(dtype=float))
+            ),
         )
         csv_download("Download CSV", lambda: lat, f"{stem}_latency.csv", "compare.latency.csv")
-    alone = c.stages_not_compared()
-    if alone:
-        st.caption(
-            escape_text(
-                "Stages not compared (not in both runs): " + ", ".join(alone), one_line=True
-            )
-        )
     cost = fc.cost_frame(c)
     if cost.empty:
         st.info(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,14 +14,19 @@ from dashboard.components.downloads import csv_download, json_download, table_wi
 from dashboard.components.text import escape_text
 from dashboard.components.widgets import follow_k, keep_choice, page_picker
 from dashboard.components.grid import grid
+from rageval_core import ops
 from rageval_core.compare.memo import digest
 from rageval_core.errors import RagevalError
 from rageval_core.opsview import scatter_points
 
-MS = st.column_config.NumberColumn(format="%.1f")
-STATS_MS = {c: MS for c in fo.STAT_COLUMNS}
 NO_TAG_CHOICE = "(no colour)"
 ALL_STAGES = "(all stages)"
+
+
+def ms_columns(frame: pd.DataFrame) -> dict[str, Any]:
+    """The table's latency columns, at the decimals its smallest value needs (fo.ms_format)."""
+    column = st.column_config.NumberColumn(format=fo.ms_format(frame))
+    return {c: column for c in fo.STAT_COLUMNS}
 
 
 st.title("Latency & cost")
@@ -55,11 +61,20 @@ else:
         "latency.bars", view, (log_scale,), lambda: fo.percentile_bars(table, log_y=log_scale)
     )
     st.plotly_chart(bars, width="stretch", key="latency.bars")
+    derived = latency.get(ops.TOTAL, {}).get("derived") or 0
     st.caption(
-        "Milliseconds, over the queries that recorded each stage; percentiles are "
-        "numpy.percentile's (linear)."
+        "Milliseconds, over the queries that recorded each stage, in the order the run's "
+        "records list them; percentiles are numpy.percentile's (linear)."
+        + (
+            f" **total (derived)**: {derived} of {latency[ops.TOTAL]['count']} queries record no "
+            "`total`, so theirs is the sum of their top-level stages."
+            if derived
+            else ""
+        )
     )
-    table_with_csv(table, "latency.table", f"{file_stem}_latency_percentiles.csv", STATS_MS)
+    table_with_csv(
+        table, "latency.table", f"{file_stem}_latency_percentiles.csv", ms_columns(table)
+    )
 
     st.subheader("Distribution")
     kind = st.radio("Show as", ["ECDF", "Histogram"], key=keys.LATENCY_DIST, horizontal=True)
@@ -112,7 +127,12 @@ else:
             f"${run.price_completion_per_1k}."
         )
     token_table = fo.token_frame(tokens)
-    table_with_csv(token_table, "latency.tokens", f"{file_stem}_tokens.csv", {"mean": MS})
+    table_with_csv(
+        token_table,
+        "latency.tokens",
+        f"{file_stem}_tokens.csv",
+        {"mean": st.column_config.NumberColumn(format="%.1f")},
+    )
 
 if qops.has_latency or qops.has_tokens:
     with st.expander("Per-query latency, tokens and cost"):
@@ -128,6 +148,7 @@ if qops.has_latency or qops.has_tokens:
                 {k: v[rows] for k, v in qops.stages.items()},
                 {k: v[rows] for k, v in qops.tokens.items()},
                 qops.cost_usd[rows],
+                qops.total_derived[rows] if qops.n_total_derived else None,
             )
 
         grid(per_query(rows), hide_index=True, width="stretch", key="latency.per_query")
@@ -181,8 +202,8 @@ else:
     notes = [f"{points.x_ms.size} queries at k = {view.settings.k}"]
     if points.n_dropped:
         notes.append(f"{points.n_dropped} left out (no latency, or not scored on {metric})")
-    if qops.n_total_summed:
-        notes.append(f"{qops.n_total_summed} without a `total` stage: their stages are summed")
+    if qops.n_total_derived:
+        notes.append(f"{qops.n_total_derived} without a `total` stage: their stages are summed")
     st.caption("; ".join(notes) + ".")
 
 # --- percentiles by tag ---
@@ -194,11 +215,18 @@ elif not tag_keys:
 else:
     stage_options = [ALL_STAGES, *qops.stages]
     keep_choice(keys.LATENCY_BY, tag_keys, tag_keys[0])
-    keep_choice(keys.LATENCY_BY_STAGE, stage_options, next(iter(qops.stages)))
+    # the total first (recorded or derived): it comes last in pipeline order
+    keep_choice(
+        keys.LATENCY_BY_STAGE,
+        stage_options,
+        ops.TOTAL if ops.TOTAL in qops.stages else next(iter(qops.stages)),
+    )
     c1, c2 = st.columns(2)
     by_tag = c1.selectbox("Tag", tag_keys, key=keys.LATENCY_BY)
     by_stage = c2.selectbox("Stage", stage_options, key=keys.LATENCY_BY_STAGE)
     by_frame = fo.percentile_by_tag_frame(
         by_tag, state.latency_by_tag(view, by_tag), None if by_stage == ALL_STAGES else by_stage
     )
-    table_with_csv(by_frame, "latency.by_tag", f"{file_stem}_latency_by_tag.csv", STATS_MS)
+    table_with_csv(
+        by_frame, "latency.by_tag", f"{file_stem}_latency_by_tag.csv", ms_columns(by_frame)
+    )

@@ -18,6 +18,7 @@ from dashboard.components.text_tables import text_column, text_table
 from dashboard.components.widgets import page_picker
 from dashboard.components.grid import grid
 from rageval_core import drilldown as dd
+from rageval_core import ops
 from rageval_core.errors import RagevalError
 
 ANY_TAG = "(any tag)"
@@ -242,7 +243,11 @@ m3.metric(
     help=f"{detail.n_dropped} dropped by the score cut-off" if detail.n_dropped else None,
 )
 m4.metric(
-    "Total latency (ms)", "—" if math.isnan(table.total_ms[qidx]) else f"{table.total_ms[qidx]:.1f}"
+    "Total latency (ms)",
+    "—" if math.isnan(table.total_ms[qidx]) else ops.format_ms(table.total_ms[qidx]),
+    help="derived: the query records no `total`, so this is the sum of its stages"
+    if table.total_derived[qidx]
+    else None,
 )
 # --- a note on this query, kept with the run ---------------------------------------------------
 note_box = annotations.note_key(view.run.run_id, detail.query_id)

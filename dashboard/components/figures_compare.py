@@ -561,10 +561,10 @@ def latency_frame(c: Comparison, stats: Sequence[str] = LATENCY_STATS) -> pd.Dat
     """One row per (candidate, stage, statistic) in ms, the change and its bootstrap interval."""
     rows = []
     for x in c.latency:
-        _, stage, stat = x.target.split(".")
+        stat = x.target.split(".")[2]
         if stat in stats:
             rows.append(
-                {"candidate": x.candidate, "stage": stage, "statistic": stat, **_ops_row(x)}
+                {"candidate": x.candidate, "stage": x.stage, "statistic": stat, **_ops_row(x)}
             )
     return pd.DataFrame(rows, columns=["candidate", "stage", "statistic", *_OPS_COLUMNS])
 

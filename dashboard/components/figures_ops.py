@@ -53,10 +53,22 @@ def _escape_all(values: Sequence[Any] | np.ndarray) -> list[str]:
 def percentile_frame(latency: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per stage: queries, p50, p90, p95, p99, mean (ms), from ops.latency_summary."""
     rows = [
-        {"stage": stage, "queries": s.get("count"), **{c: s.get(c) for c in STAT_COLUMNS}}
+        {
+            "stage": ops.stage_label(stage, s),
+            "queries": s.get("count"),
+            **{c: s.get(c) for c in STAT_COLUMNS},
+        }
         for stage, s in latency.items()
     ]
     return pd.DataFrame(rows, columns=["stage", "queries", *STAT_COLUMNS])
+
+
+def ms_format(frame: pd.DataFrame) -> str:
+    """A printf format for a table's latency columns (STAT_COLUMNS): the decimals that show
+    its smallest value to about 3 significant digits (ops.ms_decimals): %.1f when every
+    stage takes 10 ms or more, %.3f when one takes under a millisecond."""
+    values = frame[list(STAT_COLUMNS)].to_numpy(dtype=np.float64, na_value=np.nan)
+    return f"%.{ops.ms_decimals_of(values)}f"
 
 
 def percentile_by_tag_frame(
@@ -77,7 +89,7 @@ def percentile_by_tag_frame(
                 {
                     "tag": tag,
                     "value": value,
-                    "stage": name,
+                    "stage": ops.stage_label(name, s),
                     "queries": s.get("count"),
                     **{c: s.get(c) for c in STAT_COLUMNS},
                 }
@@ -100,10 +112,14 @@ def per_query_frame(
     stages: Mapping[str, np.ndarray],
     tokens: Mapping[str, np.ndarray],
     cost_usd: np.ndarray,
+    total_derived: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """One row per query: total and stage latencies, token counts and cost (empty cell = unknown)."""
+    """One row per query: total and stage latencies, token counts and cost (empty cell = unknown);
+    total_derived marks the totals that are the sum of the query's stages (none recorded)."""
     cols: dict[str, Any] = {"query_id": query_ids.astype(str), "total_ms": total_ms}
-    cols.update({f"{name}_ms": col for name, col in stages.items() if name != "total"})
+    if total_derived is not None:
+        cols["total_derived"] = total_derived
+    cols.update({f"{name}_ms": col for name, col in stages.items() if name != ops.TOTAL})
     cols.update({f"{name}_tokens": col for name, col in tokens.items()})
     cols["cost_usd"] = cost_usd
     return pd.DataFrame(cols)

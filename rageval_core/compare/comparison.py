@@ -256,23 +256,6 @@ class Comparison:
             None,
         )
 
-    def stages_not_compared(self) -> list[str]:
-        """ "stage (run)" for every latency stage only one side of a (baseline, candidate) pair
-        records: the candidates' own stages, then the baseline's that some candidate lacks."""
-        base = self.stages[self.baseline]
-        out = [
-            f"{stage} ({cand})"
-            for cand in self.candidates
-            for stage in self.stages[cand]
-            if stage not in base
-        ]
-        out += [
-            f"{stage} ({self.baseline})"
-            for stage in base
-            if any(stage not in self.stages[cand] for cand in self.candidates)
-        ]
-        return out
-
     def to_json(self) -> dict[str, Any]:
         alpha = self.options.alpha
         metrics = []
@@ -291,7 +274,8 @@ class Comparison:
         latency: dict[str, dict[str, dict[str, Any]]] = {}
         for c in self.latency:
             _, stage, stat = c.target.split(".")
-            latency.setdefault(c.candidate, {}).setdefault(stage, {"n": c.n})[stat] = c.to_json()
+            per_stage = latency.setdefault(c.candidate, {})
+            per_stage.setdefault(stage, {"n": c.n, "status": c.status})[stat] = c.to_json()
         cost: dict[str, dict[str, Any]] = {}
         for c in self.cost:
             cost.setdefault(c.candidate, {})[c.target.split(".")[1]] = c.to_json()

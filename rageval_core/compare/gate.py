@@ -312,7 +312,7 @@ def _missing_ops(comparison: Comparison, candidate: str, rule: Rule) -> str:
         f"{run}: {', '.join(comparison.stages[run]) or 'none'}"
         for run in (comparison.baseline, candidate)
     )
-    return f"no latency stage {stage!r} recorded in both runs (stages of {known})"
+    return f"no latency stage {stage!r} recorded in either run (stages of {known})"
 
 
 def metrics_of(rules: Sequence[Rule]) -> list[str]:

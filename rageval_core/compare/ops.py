@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 Floats = NDArray[np.float64]
 
 LATENCY_STATS = ("mean", "p50", "p90", "p95", "p99")
+#: OpsChange.status: the stage is in both runs, only in the candidate, only in the baseline
+BOTH, ADDED, REMOVED = "both", "added", "removed"
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,15 @@ class OpsChange:
     candidate_value: float
     ci_low: float  # bootstrap interval of the change, over resampled paired queries
     ci_high: float
+    #: a latency stage recorded by both runs, or only by the candidate ("added": 0 ms in the
+    #: baseline, so its whole cost is the change) or only by the baseline ("removed")
+    status: str = BOTH
+
+    @property
+    def stage(self) -> str:
+        """The latency stage, "rerank (added)" when only one of the runs records it."""
+        stage = self.target.split(".")[1]
+        return stage if self.status == BOTH else f"{stage} ({self.status})"
 
     @property
     def change(self) -> float:
@@ -90,6 +101,7 @@ class _Target:
     candidate: str
     b: Floats  # the baseline's values where both runs hold one
     c: Floats
+    status: str = BOTH
 
 
 class _Ranks:
@@ -245,6 +257,7 @@ def _changes(targets: Sequence[_Target], options: StatOptions, resample: bool) -
                 float(values_c[k]),
                 float(lo[k]),
                 float(hi[k]),
+                t.status,
             )
             for k, name in enumerate(t.names)
         ]
@@ -252,19 +265,23 @@ def _changes(targets: Sequence[_Target], options: StatOptions, resample: bool) -
 
 
 def _target(
-    target: str, names: tuple[str, ...], candidate: str, base: Floats, cand: Floats
+    target: str,
+    names: tuple[str, ...],
+    candidate: str,
+    base: Floats,
+    cand: Floats,
+    status: str = BOTH,
 ) -> _Target | None:
     paired = np.isfinite(base) & np.isfinite(cand)
     if not paired.any():
         return None
-    return _Target(target, names, candidate, base[paired], cand[paired])
+    return _Target(target, names, candidate, base[paired], cand[paired], status)
 
 
 def stage_columns(data: RunData) -> dict[str, Floats]:
     """stage -> (n,) latency in ms per query, NaN where the stage is not recorded."""
-    stages = ops._key_order(set(data.latency_stage.astype(str).tolist()), ops.STAGE_ORDER)
     out: dict[str, Floats] = {}
-    for stage in stages:
+    for stage in data.latency_stages:
         col = np.full(data.n_queries, np.nan)
         sel = data.latency_stage == stage
         col[data.latency_q[sel]] = data.latency_ms[sel]
@@ -297,17 +314,16 @@ def ops_changes(
     latency: list[_Target | None] = []
     cost: list[_Target | None] = []
     for i, p in zip(index[1:], alignment.pairs, strict=True):
-        for stage, col in stages[0].items():
-            if stage in stages[i]:
-                latency.append(
-                    _target(
-                        f"latency.{stage}",
-                        LATENCY_STATS,
-                        p.candidate,
-                        col[p.base_rows],
-                        stages[i][stage][p.cand_rows],
-                    )
-                )
+        # both pipelines merged: the candidate's own stages where its pipeline has them
+        both = [*stages[0], *stages[i]]
+        runs = [0] * len(stages[0]) + [1] * len(stages[i])
+        for stage in ops.pipeline_order(runs, both):
+            base, cand = stages[0].get(stage), stages[i].get(stage)
+            status = ADDED if base is None else REMOVED if cand is None else BOTH
+            # a stage one run lacks costs it nothing: 0 ms where the other recorded it
+            b = np.zeros(p.base_rows.size) if base is None else base[p.base_rows]
+            c = np.zeros(p.cand_rows.size) if cand is None else cand[p.cand_rows]
+            latency.append(_target(f"latency.{stage}", LATENCY_STATS, p.candidate, b, c, status))
         if not note:
             cost.append(
                 _target(

@@ -6,7 +6,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from rageval_core.compare.comparison import Comparison, higher_is_better
-from rageval_core.compare.ops import OpsChange
+from rageval_core import ops
+from rageval_core.compare.ops import BOTH, OpsChange
 from rageval_core.metrics.registry import IMPROVED, REGRESSED
 from rageval_core.terminal import text_table
 
@@ -57,13 +58,11 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
     if lat:
         out += [
             "",
-            "latency (ms; queries where both runs recorded the stage; change vs "
+            "latency (ms; queries where both runs recorded the stage, or where one did for a "
+            "stage added or removed: 0 ms in the run without it; change vs "
             f"baseline; * = {level} CI of the change excludes 0)",
             lat,
         ]
-    alone = c.stages_not_compared()
-    if alone:
-        out.append("stages not compared (not in both runs): " + ", ".join(alone))
     if c.cost:
         rows: list[list[Any]] = []
         first = c.cost[0]
@@ -232,7 +231,11 @@ def _ops_cell(change: OpsChange, digits: int) -> str:
 def _latency_table(c: Comparison) -> str:
     stats = ("mean", "p50", "p95", "p99")
     rows: list[list[Any]] = []
-    stages = list(dict.fromkeys(x.target.split(".")[1] for x in c.latency))
+    # the candidates' pipelines merged: a stage one of them added sits where it runs
+    means = [x for x in c.latency if x.target.endswith(".mean")]
+    stages = ops.pipeline_order(
+        [c.candidates.index(x.candidate) for x in means], [x.target.split(".")[1] for x in means]
+    )
     for stage in stages:
         first = True
         for cand in c.candidates:
@@ -245,11 +248,15 @@ def _latency_table(c: Comparison) -> str:
                         stage,
                         c.baseline,
                         changes[0].n,
-                        *(_f(x.baseline, 1) if x else "-" for x in changes),
+                        *(ops.format_ms(x.baseline) if x else "-" for x in changes),
                     ]
                 )
                 first = False
-            rows.append(["", cand, changes[0].n, *(_ops_cell(x, 1) if x else "-" for x in changes)])
+            status = "" if changes[0].status == BOTH else f"({changes[0].status})"
+            cells = (
+                _ops_cell(x, ops.ms_decimals(x.candidate_value)) if x else "-" for x in changes
+            )
+            rows.append([status, cand, changes[0].n, *cells])
     return text_table(["stage", "run", "n", *stats], rows) if rows else ""
 
 

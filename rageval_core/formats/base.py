@@ -19,10 +19,12 @@ from __future__ import annotations
 import difflib
 import errno
 import functools
+import io
 import json
 import math
 import re
 import stat
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,13 @@ HEAD_BYTES = 64 * 1024
 #: The key of the header record that may open a native JSONL file (or a sidecar's only key).
 HEADER_KEY = "rageval_run"
 SIDECAR_SUFFIX = ".run.json"
+
+#: the first bytes of a gzip stream (RFC 1952): TREC runs and qrels are often given as .gz
+GZIP_MAGIC = b"\x1f\x8b"
+#: the formats whose readers take a gzip-compressed file as they take the plain one
+GZIP_FORMATS = ("trec",)
+#: what a compressed file that does not decompress raises while it is read
+GZIP_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error)
 
 _INFO_KEYS = frozenset(
     {"name", "created_at", "description", "settings", "price_per_1k", "prices_per_1k"}
@@ -98,11 +107,33 @@ def first_line(text: str) -> str:
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
-def unreadable(e: OSError | UnicodeDecodeError) -> str:
-    """The problem to report for a file that could not be read, or not decoded as UTF-8."""
+def is_gzip(path: Path) -> bool:
+    """Whether the file starts as a gzip stream (by its bytes, not its name)."""
+    with path.open("rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def open_bytes(path: Path) -> io.BufferedIOBase:
+    """The file's bytes, decompressed when it is gzip-compressed: the TREC readers read a .gz
+    run or qrels file (as TREC and ranx distribute them) as they read the plain one."""
+    if not is_gzip(path):
+        return path.open("rb")
+    import gzip  # only for a compressed file (zlib is not needed at start-up)
+
+    return gzip.open(path, "rb")
+
+
+def unreadable(e: Exception) -> str:
+    """The problem to report for a file that could not be read, or not decoded as UTF-8 (e is
+    one of GZIP_ERRORS or a UnicodeDecodeError)."""
     if isinstance(e, UnicodeDecodeError):
         return f"not valid UTF-8 (byte {e.start})"
-    return f"cannot read: {e.strerror or e}"
+    if isinstance(e, EOFError):
+        return "compressed data ends early (a truncated .gz file)"
+    if isinstance(e, zlib.error):
+        return f"corrupt compressed data ({e})"
+    strerror = e.strerror if isinstance(e, OSError) else None
+    return f"cannot read: {strerror or e}"
 
 
 def file_problem(path: Path) -> str | None:

@@ -24,11 +24,15 @@ from types import ModuleType
 
 from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.formats.base import (
+    GZIP_ERRORS,
+    GZIP_FORMATS,
     HEAD_BYTES,
     SIDECAR_SUFFIX,
     display_path,
     file_problem,
     is_file,
+    is_gzip,
+    open_bytes,
     path_problem,
     unreadable,
 )
@@ -223,12 +227,30 @@ def _detect(path: Path, forced: str | None, log: ProblemLog) -> _Detected | None
         log.error(shown, 0, "file", problem)
         return None
     try:
-        with path.open("rb") as fh:
+        compressed = is_gzip(path)
+        with open_bytes(path) as fh:  # a .gz file is sniffed by what it holds
             head = fh.read(HEAD_BYTES)
             complete = not fh.read(1)
-    except OSError as e:
+    except GZIP_ERRORS as e:
         log.error(shown, 0, "file", unreadable(e))
         return None
+    found = _sniffed(path, shown, head, complete, forced, log)
+    if found is not None and compressed and found.format not in GZIP_FORMATS:
+        log.error(
+            shown,
+            0,
+            "file",
+            f"a gzip-compressed {found.format} file: only TREC runs and qrels are read "
+            "compressed; decompress it (gunzip) and give the plain file",
+        )
+        return None
+    return found
+
+
+def _sniffed(
+    path: Path, shown: str, head: bytes, complete: bool, forced: str | None, log: ProblemLog
+) -> _Detected | None:
+    """The format and role its head shows, or None after logging why it has none."""
     if not head.strip():
         log.error(shown, 0, "file", "empty file")
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -45,11 +46,23 @@ def optional_text(value: Any, field: str, check: Check) -> str | None:
     return None
 
 
-def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, int] | None:
-    """relevant_ids (label 1 each) merged with relevance (which wins); None when neither given."""
+def label_problem(label: float) -> str | None:
+    """Why a relevance label (an int, or a real grade such as 0.3) cannot be kept, or None."""
+    if not math.isfinite(label):
+        return f"expected a finite number, got {label!r}"
+    if not MIN_LABEL <= label <= MAX_LABEL:  # the store keeps labels of 32-bit range
+        return f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {label!r}"
+    if label != 0 and abs(label) < sys.float_info.min:  # hashed apart from integers (rows.py)
+        return f"label too close to 0 (below {sys.float_info.min:g}), got {label!r}"
+    return None
+
+
+def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, float] | None:
+    """relevant_ids (label 1 each) merged with relevance (which wins); None when neither given.
+    A label is an integer or a real grade (0.3), kept as given."""
     if ids is None and labels is None:
         return None
-    out: dict[str, int] = {}
+    out: dict[str, float] = {}
     if ids is not None:
         if not isinstance(ids, list):
             check.error("relevant_ids", f"expected an array of strings, got {type_name(ids)}")
@@ -69,16 +82,13 @@ def parse_relevance(ids: Any, labels: Any, check: Check) -> dict[str, int] | Non
             for doc_id, label in labels.items():
                 if not doc_id:
                     check.error("relevance", "empty doc_id")
-                elif isinstance(label, bool) or not isinstance(label, int):
+                elif isinstance(label, bool) or not isinstance(label, (int, float)):
                     check.error(
                         f"relevance.{doc_id}",
-                        f"expected an integer label, got {shown_value(label)}",
+                        f"expected a number label, got {shown_value(label)}",
                     )
-                elif not MIN_LABEL <= label <= MAX_LABEL:  # the store keeps 32-bit labels
-                    check.error(
-                        f"relevance.{doc_id}",
-                        f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {label}",
-                    )
+                elif (problem := label_problem(label)) is not None:
+                    check.error(f"relevance.{doc_id}", problem)
                 else:
                     out[doc_id] = label
     return out

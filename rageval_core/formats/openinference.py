@@ -12,8 +12,9 @@ Per trace: the RETRIEVER span's retrieval.documents (in the order given) are the
 stage's ranking and its input.value the query; a RERANKER span's reranker.output_documents are
 the reranker stage's ranking; LLM spans' llm.token_count.prompt / completion are summed into
 the query's token counts. The two stages read as two runs, NAME and NAME@reranker, whose
-settings carry stage and trace_group (formats/options.py); each has its spans' times as latency
-(retrieve; rerank). The query id is metadata.query_id when the trace's spans carry one, else the
+settings carry stage and trace_group (formats/options.py); each has the whole trace's latency
+(retrieve, rerank, llm in the order they started, and total: the trace's first start to its
+last end) and token counts. The query id is metadata.query_id when the trace's spans carry one, else the
 trace id. Span exports hold no relevance: judgements come from a qrels file given beside them
 (TREC, BEIR TSV or ranx JSON), keyed by those query ids.
 """
@@ -59,11 +60,14 @@ _KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
 _RETRIEVER = OpenInferenceSpanKindValues.RETRIEVER.value
 _RERANKER = OpenInferenceSpanKindValues.RERANKER.value
 _LLM = OpenInferenceSpanKindValues.LLM.value
-#: (stage, span kind, documents attribute, run name suffix, latency stage)
+#: (stage, span kind, documents attribute, run name suffix)
 _STAGES = (
-    ("retriever", _RETRIEVER, SpanAttributes.RETRIEVAL_DOCUMENTS, "", "retrieve"),
-    ("reranker", _RERANKER, RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, "@reranker", "rerank"),
+    ("retriever", _RETRIEVER, SpanAttributes.RETRIEVAL_DOCUMENTS, ""),
+    ("reranker", _RERANKER, RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, "@reranker"),
 )
+#: (span kind, latency stage, every span of the kind summed or only the first): the stages
+#: every run of a trace gets, whichever stage's ranking it holds
+_LATENCY = (("retrieve", _RETRIEVER, False), ("rerank", _RERANKER, False), ("llm", _LLM, True))
 _TOKENS = (
     ("prompt", SpanAttributes.LLM_TOKEN_COUNT_PROMPT),
     ("completion", SpanAttributes.LLM_TOKEN_COUNT_COMPLETION),
@@ -128,8 +132,8 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> list[ParsedR
     traces = _read_traces(primary, file, log)
     qrels = read_qrels(companion, log) if companion is not None else None
     runs = []
-    for stage, kind, docs_key, suffix, latency in _STAGES:
-        queries = _stage_queries(traces, file, log, kind, docs_key, latency, qrels)
+    for stage, kind, docs_key, suffix in _STAGES:
+        queries = _stage_queries(traces, file, log, kind, docs_key, qrels)
         if queries is None:
             continue
         info = merge_info(RunInfo(), sidecar)
@@ -299,7 +303,6 @@ def _stage_queries(
     log: ProblemLog,
     kind: str,
     docs_key: str,
-    latency: str,
     qrels: Judgements | None,
 ) -> list[Query] | None:
     """The queries of one stage (None when no trace has a span of that kind)."""
@@ -331,18 +334,13 @@ def _stage_queries(
         text = span.attributes.get(SpanAttributes.INPUT_VALUE)
         if kind == _RERANKER:
             text = span.attributes.get(RerankerAttributes.RERANKER_QUERY, text)
-        stage_ms = {} if span.duration_ms is None else {latency: span.duration_ms}
-        if kind == _RERANKER:
-            earlier = [s.duration_ms for s in trace.spans if s.kind == _RETRIEVER]
-            if earlier and earlier[0] is not None:
-                stage_ms = {"retrieve": earlier[0], **stage_ms}
         queries.append(
             Query(
                 query_id=query_id,
                 retrieved=chunks,
                 query=text if isinstance(text, str) else None,
                 relevance=qrels.labels.get(query_id) if qrels is not None else None,
-                latency_ms=stage_ms,
+                latency_ms=_latency(trace),
                 tokens=_tokens(trace, file, log),
                 line=span.line,
             )
@@ -447,6 +445,26 @@ def _query_id(trace: _Trace) -> str | None:
         if query_id is not None:
             return query_id
     return None
+
+
+def _latency(trace: _Trace) -> dict[str, float]:
+    """The whole trace's stages in the order they started: its first RETRIEVER and RERANKER
+    span, its LLM spans summed, and the total, from the trace's first start to its last end."""
+    found: list[tuple[float, str, float]] = []
+    for stage, kind, summed in _LATENCY:
+        spans = sorted(
+            (s for s in trace.spans if s.kind == kind and s.duration_ms is not None),
+            key=lambda s: s.start_ms or 0.0,
+        )
+        if spans:
+            ms = sum(s.duration_ms or 0.0 for s in spans) if summed else spans[0].duration_ms
+            found.append((spans[0].start_ms or 0.0, stage, ms or 0.0))
+    timed = [s for s in trace.spans if s.duration_ms is not None]
+    out = {stage: ms for _, stage, ms in sorted(found)}
+    if timed:
+        end = max(s.end_ms or 0.0 for s in timed)
+        out["total"] = max(0.0, end - min(s.start_ms or 0.0 for s in timed))
+    return out
 
 
 def _tokens(trace: _Trace, file: str, log: ProblemLog) -> dict[str, int]:

@@ -75,6 +75,29 @@ def apply_options(runs: list[ParsedRun], options: ReadOptions | None = None) -> 
     return runs
 
 
+def named(runs: list[ParsedRun], name: str) -> list[ParsedRun] | None:
+    """The runs named name, or None when they are several runs that are not the stages of one
+    trace export: one run is name; a trace export's stages are name and name@reranker (each
+    keeps its suffix after the name the export gave them all)."""
+    if len(runs) == 1:
+        return [dataclasses.replace(runs[0], info=dataclasses.replace(runs[0].info, name=name))]
+    groups = {r.info.settings.get(GROUP_KEY) for r in runs}
+    group = groups.pop() if len(groups) == 1 else None
+    if not isinstance(group, str) or not all((r.info.name or "").startswith(group) for r in runs):
+        return None
+    return [
+        dataclasses.replace(
+            r,
+            info=dataclasses.replace(
+                r.info,
+                name=name + (r.info.name or "")[len(group) :],
+                settings={**r.info.settings, GROUP_KEY: name},
+            ),
+        )
+        for r in runs
+    ]
+
+
 def _without_identical_ids(queries: Iterable[Query]) -> Iterator[Query]:
     for query in queries:
         if query.retrieved and any(c.doc_id == query.query_id for c in query.retrieved):

@@ -37,7 +37,7 @@ class Judgements:
     """qid -> {doc_id: label}, each query with the line where it is first judged."""
 
     file: str
-    labels: dict[str, dict[str, int]] = field(default_factory=dict)
+    labels: dict[str, dict[str, float]] = field(default_factory=dict)
     first_line: dict[str, int] = field(default_factory=dict)
 
 

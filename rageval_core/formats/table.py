@@ -304,8 +304,8 @@ def _query(
     tokens: dict[str, int] = {}
     tags: dict[str, str] = {}
     judge: dict[str, float] = {}
-    from_ids: dict[str, int] | None = None
-    from_labels: dict[str, int] | None = None
+    from_ids: dict[str, float] | None = None
+    from_labels: dict[str, float] | None = None
     for col, (raw, line) in group.cells.items():
         check = Check(shown, line, log)
         stem, _, key = col.partition(".")

@@ -30,7 +30,15 @@ import pyarrow as pa
 
 from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import display_path, merge_info, read_sidecar
+from rageval_core.formats.base import (
+    GZIP_ERRORS,
+    display_path,
+    is_gzip,
+    merge_info,
+    open_bytes,
+    read_sidecar,
+    unreadable,
+)
 
 # the sniffer, the format's names and the number patterns live with the numpy route
 from rageval_core.formats.trec_columns import (  # noqa: F401 (FORMAT ... sniff: this reader's)
@@ -43,6 +51,7 @@ from rageval_core.formats.trec_columns import (  # noqa: F401 (FORMAT ... sniff:
     ranks_within,
     sniff,
 )
+from rageval_core.formats.fields import label_problem
 from rageval_core.metrics.arrays import (
     QuerySelection,
     RankedLabels,
@@ -50,7 +59,7 @@ from rageval_core.metrics.arrays import (
     ranked_labels_from_queries,
     ranked_labels_from_rows,
 )
-from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
+from rageval_core.model import Chunk, ParsedRun, Query, RunInfo, label_value
 
 COMPANION_REQUIRED = False
 
@@ -176,7 +185,7 @@ class _Staged:
             con.execute(
                 "CREATE TABLE run AS SELECT c0 AS qid, c2 AS docno, "
                 "TRY_CAST(c4 AS DOUBLE) AS score "
-                f"FROM {_csv_source(6)} WHERE NOT coalesce("
+                f"FROM {_csv_source(6, run_layout)} WHERE NOT coalesce("
                 "c0 IS NULL OR c1 IS NULL OR c2 IS NULL OR c3 IS NULL OR c4 IS NULL "
                 " OR c5 IS NULL OR starts_with(c0, '#') OR c5 <> ? "
                 f" OR {_SCORE_BAD_SQL.format(field='c4')} "
@@ -222,7 +231,7 @@ class _Staged:
             return None
         con.execute(
             "CREATE TABLE qrels AS SELECT c0 AS qid, c2 AS docno, TRY_CAST(c3 AS INTEGER) AS rel "
-            f"FROM {_csv_source(4)} WHERE NOT coalesce("
+            f"FROM {_csv_source(4, layout)} WHERE NOT coalesce("
             "c0 IS NULL OR c1 IS NULL OR c2 IS NULL OR c3 IS NULL OR starts_with(c0, '#') "
             " OR NOT regexp_full_match(c3, ?) OR TRY_CAST(c3 AS INTEGER) IS NULL "
             f" {_unicode_spaces(layout, 4)}, true)",
@@ -348,11 +357,11 @@ class _Staged:
         docs = chunks.column("doc_id").to_pylist()
         scores = chunks.column("score").to_pylist()
         c_cut = np.searchsorted(c_qidx, np.arange(len(q["qidx"]) + 1))
-        judged: dict[int, dict[str, int]] = {}
+        judged: dict[int, dict[str, float]] = {}
         if "qrels" in tables:
             qrels = tables["qrels"].to_pydict()
             for qidx, doc, rel in zip(qrels["qidx"], qrels["doc_id"], qrels["rel"], strict=True):
-                judged.setdefault(qidx, {})[doc] = rel
+                judged.setdefault(qidx, {})[doc] = label_value(rel)
         lines = self._lines
         for qidx, qid, in_run in zip(q["qidx"], q["query_id"], q["in_run"], strict=True):
             lo, hi = int(c_cut[qidx]), int(c_cut[qidx + 1])
@@ -393,7 +402,9 @@ class _Staged:
         )
         ids = [str(r[0]) for r in con.execute("SELECT qid FROM sel ORDER BY i").fetchall()]
         ret = con.execute(
-            "SELECT s.i, coalesce(j.rel, 0) AS label FROM run r JOIN sel s USING (qid) "
+            "SELECT s.i, coalesce(j.rel, 0) AS label, "
+            "(CASE WHEN j.rel IS NULL THEN 0 WHEN j.rel >= 0 THEN 1 ELSE -1 END)::TINYINT AS seen "
+            "FROM run r JOIN sel s USING (qid) "
             "LEFT JOIN qrels j ON j.qid = r.qid AND j.docno = r.docno "
             "ORDER BY s.i, r.score + 0.0 DESC, r.docno DESC"
         ).fetchnumpy()
@@ -407,6 +418,7 @@ class _Staged:
             np.asarray(judged["i"], dtype=np.int64),
             np.asarray(judged["rel"], dtype=np.int32),
             rel_level=rel_level,
+            ret_judged=np.asarray(ret["seen"], dtype=np.int8),
         )
         return arrays, QuerySelection(skipped, missing, complete)
 
@@ -438,11 +450,14 @@ def _unicode_spaces(layout: _Layout, n_columns: int) -> str:
     return f"OR regexp_matches(concat({fields}), '{_SPACE_CHARS}')"
 
 
-def _csv_source(n_columns: int) -> str:
+def _csv_source(n_columns: int, layout: _Layout) -> str:
     """DuckDB's CSV reader over one file (path and delimiter as its two parameters)."""
     columns = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(n_columns))
+    # by the file's bytes, not its name (DuckDB's own guess goes by a .gz suffix)
+    compression = "gzip" if layout.gzip else "none"
     return (
         f"read_csv(?, delim = ?, header = false, quote = '', escape = '', columns = {{{columns}}}, "
+        f"compression = '{compression}', "
         "auto_detect = false, strict_mode = true, null_padding = false)"
     )
 
@@ -452,6 +467,7 @@ class _Layout(NamedTuple):
     first: list[str]  # tokens of the first line
     n_lines: int
     ascii: bool  # False: fields must be searched for Unicode spaces in SQL
+    gzip: bool  # the file is gzip-compressed
 
 
 #: ASCII bytes Python's str.split() splits on, besides " ", "\t", "\n" and a "\r" before "\n"
@@ -465,7 +481,16 @@ def _layout(path: Path) -> _Layout | None:
     silently, and row i must be line i + 1), and separators the CSV reader would not split on
     are looked for.
     """
-    with path.open("rb") as fh:
+    try:
+        return _scan(path)
+    except GZIP_ERRORS:  # a corrupt .gz: the line reader says where
+        return None
+
+
+def _scan(path: Path) -> _Layout | None:
+    """_layout's pass over the file."""
+    compressed = is_gzip(path)
+    with open_bytes(path) as fh:
         head = fh.readline()
         if head.startswith(b"\xef\xbb\xbf"):
             return None  # the line reader keeps a BOM as part of the first qid
@@ -490,7 +515,7 @@ def _layout(path: Path) -> _Layout | None:
             chunk = fh.read(1 << 24)
     if last and not last.endswith(b"\n"):
         n_lines += 1
-    return _Layout(delim, text.split(), n_lines, is_ascii)
+    return _Layout(delim, text.split(), n_lines, is_ascii, compressed)
 
 
 @dataclass(slots=True)
@@ -504,7 +529,7 @@ class _Run:
 @dataclass(slots=True)
 class _Qrels:
     file: str
-    labels: dict[str, dict[str, int]] = field(default_factory=dict)
+    labels: dict[str, dict[str, float]] = field(default_factory=dict)
     first_line: dict[str, int] = field(default_factory=dict)
 
 
@@ -526,18 +551,24 @@ def _queries(run: _Run, qrels: _Qrels | None, missing: list[str]) -> Iterator[Qu
 
 def _lines(path: Path, file: str, log: ProblemLog) -> Iterator[tuple[int, list[str]]]:
     """(line number, tokens) of each content line; blank and '#' comment lines are skipped."""
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if log.full:
-                return
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                log.error(file, number, "line", f"not valid UTF-8 ({e.reason} at byte {e.start})")
-                continue
-            tokens = line.split()
-            if tokens and not tokens[0].startswith("#"):
-                yield number, tokens
+    number = 0
+    try:
+        with open_bytes(path) as fh:
+            for number, raw in enumerate(fh, start=1):
+                if log.full:
+                    return
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    log.error(
+                        file, number, "line", f"not valid UTF-8 ({e.reason} at byte {e.start})"
+                    )
+                    continue
+                tokens = line.split()
+                if tokens and not tokens[0].startswith("#"):
+                    yield number, tokens
+    except GZIP_ERRORS as e:  # a .gz file that stops decompressing: where it stopped
+        log.error(file, number + 1, "file", unreadable(e))
 
 
 def _read_run(path: Path, log: ProblemLog) -> _Run:
@@ -610,16 +641,17 @@ def _read_qrels(path: Path, log: ProblemLog) -> _Qrels:
             )
             continue
         qid, docno, rel_text = tokens[0], tokens[2], tokens[3]
-        if not _INTEGER.match(rel_text):
-            log.error(qrels.file, number, "rel", f"expected an integer, got {rel_text!r}")
+        # an integer (trec_eval's labels) or a decimal grade such as 0.3, kept as given
+        if _INTEGER.match(rel_text):
+            label: float = int(rel_text)
+        elif _is_number(rel_text):
+            label = float(rel_text)
+        else:
+            log.error(qrels.file, number, "rel", f"expected a number, got {rel_text!r}")
             continue
-        if not -(2**31) <= int(rel_text) < 2**31:  # the store keeps 32-bit labels
-            log.error(
-                qrels.file,
-                number,
-                "rel",
-                f"label out of range (-2147483648 to 2147483647), got {rel_text!r}",
-            )
+        problem = label_problem(label)
+        if problem is not None:
+            log.error(qrels.file, number, "rel", problem)
             continue
         first = lines.get((qid, docno))
         if first is not None:
@@ -635,7 +667,7 @@ def _read_qrels(path: Path, log: ProblemLog) -> _Qrels:
         if qid not in qrels.labels:
             qrels.labels[qid] = {}
             qrels.first_line[qid] = number
-        qrels.labels[qid][docno] = int(rel_text)
+        qrels.labels[qid][docno] = label
     if not lines and not log.errors:
         log.error(qrels.file, 0, "qrels", f"no judgement lines ({QRELS_COLUMNS})")
     return qrels

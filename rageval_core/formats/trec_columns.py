@@ -1,7 +1,8 @@
 """TREC run and qrels files parsed with numpy, for `rageval evaluate` straight from the files.
 
 The fastest of the TREC reader's routes (formats/trec.py has the line reader and the DuckDB
-route), and the only one that imports nothing but numpy: the file is read in blocks of whole
+route), and the only one that imports nothing but numpy (and formats/base.py, which gunzips a
+.gz file): the file is read in blocks of whole
 lines whose bytes are split on their separators with vectorised numpy; query ids are coded in
 order of first appearance, rows are sorted as trec_eval sorts them (score descending, ties by
 docno descending: only tie groups are sorted by docno) and qrels labels are joined on 64-bit
@@ -32,6 +33,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from rageval_core.formats.base import GZIP_ERRORS, open_bytes
 
 FORMAT = "trec"
 PRIMARY = "run"
@@ -139,6 +142,7 @@ class TrecArrays:
     ret_query: Ints  # per run row: index into query_ids, non-decreasing
     ret_rank: Ints  # per run row: 1-based, its place in its query
     ret_label: NDArray[np.int32]  # per run row: its judgement, 0 when unjudged
+    ret_judged: NDArray[np.int8]  # per run row: JUDGED, POOLED or NOT_IN_QRELS (arrays.py)
     judged_query: Ints  # per qrels line
     judged_label: NDArray[np.int32]
     tag: str
@@ -176,7 +180,7 @@ def sniff(path: Path, head: bytes) -> str | None:
             and _is_number(tokens[4])
         ):
             return PRIMARY
-        if len(tokens) == 4 and _INTEGER.match(tokens[3]):
+        if len(tokens) == 4 and _is_number(tokens[3]):  # an integer label, or a grade (0.3)
             return COMPANION
         return None
     return None
@@ -194,6 +198,8 @@ def read_pair(run: Path, qrels: Path | None) -> TrecArrays | None:
         return _join(parsed, judged)
     except _NotClean:
         return None
+    except GZIP_ERRORS:  # a corrupt .gz: the line reader says where
+        return None
 
 
 def _blocks(path: Path) -> Iterator[tuple[NDArray[np.uint8], int]]:
@@ -210,7 +216,7 @@ def _blocks(path: Path) -> Iterator[tuple[NDArray[np.uint8], int]]:
     capacity = _BLOCK_BYTES
     buf = bytearray(capacity + _SLACK)
     kept = 0  # bytes of a line cut at the end of the last block, now at the front
-    with path.open("rb", buffering=0) as fh:
+    with open_bytes(path) as fh:
         while True:
             if kept == capacity:  # no line ends in a whole block: a longer buffer
                 if capacity >= 16 * _BLOCK_BYTES:
@@ -544,6 +550,9 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
         raise _NotClean
     ret_label = np.zeros(n_rows, dtype=np.int32)
     ret_label[hit] = qrels.rel[line]
+    # what the qrels say of each run row: 1 judged, -1 pooled (a negative label), 0 absent
+    ret_judged = np.zeros(n_rows, dtype=np.int8)
+    ret_judged[hit] = np.where(qrels.rel[line] >= 0, 1, -1)
     query_ids = [q.decode("ascii") for q in run.uniq[np.argsort(run.code)].tolist()]
     in_run = np.zeros(n, dtype=bool)
     in_run[:n_run] = True
@@ -556,6 +565,7 @@ def _join(run: _Run, qrels: _Qrels) -> TrecArrays:
         run.qidx,
         rank,
         ret_label,
+        ret_judged,
         judged_query,
         qrels.rel,
         run.tag,

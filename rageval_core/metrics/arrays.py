@@ -120,11 +120,11 @@ def ranked_labels_from_queries(
     query_ids: list[str] = []
     seen_ids: set[str] = set()
     ret_query: list[int] = []
-    ret_label: list[int] = []
+    ret_label: list[float] = []
     ret_rank: list[int] = []
     ret_judged: list[int] = []
     judged_query: list[int] = []
-    judged_label: list[int] = []
+    judged_label: list[float] = []
     skipped = missing = 0
     for q in queries:
         if q.relevance is None:
@@ -153,13 +153,16 @@ def ranked_labels_from_queries(
             ret_judged.append(NOT_IN_QRELS if label is None else JUDGED if label >= 0 else POOLED)
         judged_query.extend([index] * len(relevance))
         judged_label.extend(relevance.values())
+    # int32 labels unless a grade is fractional (0.3): integer labels compute as trec_eval's
+    fractional = any(type(label) is not int for label in judged_label)
+    label_type = np.float64 if fractional else np.int32
     arrays = ranked_labels_from_rows(
         query_ids,
         np.asarray(ret_query, dtype=np.int64),
         np.asarray(ret_rank, dtype=np.int64),
-        np.asarray(ret_label, dtype=np.int32),
+        np.asarray(ret_label, dtype=label_type),
         np.asarray(judged_query, dtype=np.int64),
-        np.asarray(judged_label, dtype=np.int32),
+        np.asarray(judged_label, dtype=label_type),
         rel_level=rel_level,
         ret_judged=np.asarray(ret_judged, dtype=np.int8),
     )

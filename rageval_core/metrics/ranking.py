@@ -457,7 +457,9 @@ def bpref(arrays: RankedLabels, rel: int | None = None) -> Floats:
 
 def judged_at_k(arrays: RankedLabels, k: int) -> Floats:
     """Judged@k = documents of the top k that are in the qrels / min(k, n_ret); 0 for an empty
-    list (ir_measures Judged). Any label counts as judged, negative ones too."""
+    list (ir_measures Judged), so 0 for a judged query absent from the run, which ir_measures
+    scores with or without -c (MeasureSpec.every_judged_query). Any label counts as judged,
+    negative ones too."""
     k = _check_cutoff(k)
     judged, _ = arrays.judgements("Judged")
     top = judged[:, : min(k, arrays.depth)] != NOT_IN_QRELS
@@ -518,6 +520,7 @@ def _spec(
     aliases: tuple[str, ...] = (),
     aggregate: Aggregate = "mean",
     trec_eval: str | None = None,
+    every_judged_query: bool = False,
 ) -> None:
     register(
         MeasureSpec(
@@ -533,6 +536,7 @@ def _spec(
             aggregate=aggregate,
             input=RankedLabels,
             trec_eval=trec_eval,
+            every_judged_query=every_judged_query,
         )
     )
 
@@ -622,6 +626,7 @@ _spec(
     "share of the top k that is in the qrels (judged)",
     cutoff="required",
     params={},
+    every_judged_query=True,  # ir_measures: 0 for a judged query the run lacks
 )
 _spec(
     "SetP",

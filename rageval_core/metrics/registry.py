@@ -64,6 +64,9 @@ class MeasureSpec:
     #: the kind, when not its family's (answer metrics by meaning share the answer family's
     #: inputs but are semantic, not lexical)
     kind_of: str | None = None
+    #: True when a judged query absent from the run is scored (0) with or without --complete,
+    #: as ir_measures scores every qrels query (Judged@k); False: trec_eval's selection (-c)
+    every_judged_query: bool = False
 
     @property
     def kind(self) -> str:

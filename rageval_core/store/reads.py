@@ -56,7 +56,8 @@ def run_tables(store: Store, run_id: int) -> RunTables:
         judged = fetch("SELECT qidx, rel FROM qrels WHERE run_id = ?")
         spans = fetch("SELECT qidx, count(*) AS n FROM evidence WHERE run_id = ? GROUP BY qidx")
         tags = fetch("SELECT qidx, key, value FROM tags WHERE run_id = ?")
-        lat = fetch("SELECT qidx, stage, ms FROM latency WHERE run_id = ?")
+        # in each record's order: the stages' pipeline order (ops.pipeline_order) comes from it
+        lat = fetch("SELECT qidx, stage, ms FROM latency WHERE run_id = ? ORDER BY qidx, pos")
         tok = fetch("SELECT qidx, kind, n FROM tokens WHERE run_id = ?")
     return RunTables(q, ch, lab, judged, spans, tags, lat, tok)
 

@@ -10,12 +10,20 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from numpy.typing import NDArray
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rageval_core.columns import BATCH_SCHEMAS, OPTIONAL_TABLES, ColumnBatch, store_json
-from rageval_core.model import Chunk, Query, RunInfo, info_to_json
+from rageval_core.columns import (
+    BATCH_SCHEMAS,
+    OPTIONAL_TABLES,
+    WHOLE_AS_INTEGER,
+    ColumnBatch,
+    store_json,
+)
+from rageval_core.model import Chunk, Query, RunInfo, info_to_json, label_value
 
 T = TypeVar("T")
 
@@ -93,9 +101,10 @@ class ContentHasher:
                 pc.fill_null(array, False if kind == "bool" else 0) if array.null_count else array
             )
             dtype = {"bool": "u1", "int": "<i8", "float": "<f8"}[kind]
-            self._streams[(*key, "data")].update(
-                values.to_numpy(zero_copy_only=False).astype(dtype).tobytes()
-            )
+            data = values.to_numpy(zero_copy_only=False).astype(dtype)
+            if key in WHOLE_AS_INTEGER:
+                data = _whole_as_integer(data)
+            self._streams[(*key, "data")].update(data.tobytes())
 
     def hexdigest(self) -> str:
         sha = hashlib.sha256(self._facts)
@@ -104,6 +113,16 @@ class ContentHasher:
                 continue
             sha.update(f"{table}.{column}.{part} {stream.hexdigest()}\n".encode())
         return sha.hexdigest()
+
+
+def _whole_as_integer(values: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Each whole value as its int64, any other as its double's bits: whole labels hash as they
+    did when the column was an integer. The two never meet: the bits of a double that is not
+    whole and within the label range (readers refuse subnormal ones) lie outside that range."""
+    whole = values == np.floor(values)
+    out = values.view("<i8").copy()
+    out[whole] = values[whole].astype("<i8")
+    return out
 
 
 _PARTS = {
@@ -296,7 +315,9 @@ def build_queries(
                 if in_run
                 else None,
                 query=query,
-                relevance={d: r for _, d, r in qrels.get(qidx, ())} if has_qrels else None,
+                relevance={d: label_value(r) for _, d, r in qrels.get(qidx, ())}
+                if has_qrels
+                else None,
                 evidence=tuple(text for _, text in evidence.get(qidx, ())),
                 answer=answer,
                 reference_answer=reference_answer,

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rageval_core.errors import UsageError
+from rageval_core.model import label_value
 from rageval_core.store.schema import (
     DERIVED_TABLES,
     QUERY_TABLES,
@@ -122,7 +123,7 @@ def take_over(store: Store, old: int, new: int) -> RunRecord:
         return store._record(cur, new)
 
 
-def stored_labels(store: Store, ref: RunRef) -> dict[str, dict[str, int]]:
+def stored_labels(store: Store, ref: RunRef) -> dict[str, dict[str, float]]:
     """{query_id: {doc_id: label}} of every query of the run that has qrels ({} when judged with
     nothing), in stored order."""
     with store._cursor() as cur:
@@ -130,12 +131,12 @@ def stored_labels(store: Store, ref: RunRef) -> dict[str, dict[str, int]]:
         judged = cur.execute(
             "SELECT query_id FROM queries WHERE run_id = ? AND has_qrels ORDER BY qidx", [run_id]
         ).fetchall()
-        out: dict[str, dict[str, int]] = {str(q): {} for (q,) in judged}
+        out: dict[str, dict[str, float]] = {str(q): {} for (q,) in judged}
         rows = cur.execute(
             "SELECT q.query_id, r.doc_id, r.rel FROM qrels r JOIN queries q "
             "ON q.run_id = r.run_id AND q.qidx = r.qidx WHERE r.run_id = ? ORDER BY r.qidx, r.pos",
             [run_id],
         ).fetchall()
     for qid, doc, rel in rows:
-        out[str(qid)][str(doc)] = int(rel)
+        out[str(qid)][str(doc)] = label_value(rel)
     return out

@@ -272,6 +272,15 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             )""",
         ),
     ),
+    (
+        9,
+        (
+            # Relevance labels may be real grades (0.3, from a native file or decimal TREC
+            # qrels); integer labels are kept exactly (every 32-bit integer is a double) and
+            # hash as before (rows.ContentHasher).
+            "ALTER TABLE qrels ALTER rel TYPE DOUBLE",
+        ),
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

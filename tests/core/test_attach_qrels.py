@@ -124,7 +124,7 @@ def test_a_malformed_qrels_file_is_reported_and_changes_nothing(
     with pytest.raises(InputError) as e:
         attach_qrels(store, name, bad)
     assert [str(p).split("bad.qrels", 1)[1] for p in e.value.problems] == [
-        ":2: rel: expected an integer, got 'lots'"
+        ":2: rel: expected a number, got 'lots'"
     ]
     assert store.run(name) == before and store.table_counts() == counts
 

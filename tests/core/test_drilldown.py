@@ -209,9 +209,11 @@ def test_failing_flags(tiny) -> None:  # type: ignore[no-untyped-def]
     assert list(at2.fail_coverage) == [True, True, True, False, False]  # a's span 2 is at rank 3
     assert list(at2.failing) == [True, True, True, False, False]
     assert table.k == 3 and "Hit@3" in table.metrics and "Hit@3" in table.columns()
-    # latency: the "total" stage when there is one, else the sum of the stages
+    # latency: the "total" stage when there is one, else the sum of the stages (derived: the
+    # same total the Latency page, compare and the gate read, marked as such)
     assert table.total_ms[0] == pytest.approx(100.0) and table.total_ms[1] == pytest.approx(50.0)
     assert np.isnan(table.total_ms[2])
+    assert list(table.total_derived[:3]) == [True, False, False]
     assert list(table.n_retrieved) == [3, 1, 0, 1, 1]
     cut = table_for(store, data, k=3, score_threshold=0.5)
     assert list(cut.n_retrieved) == [2, 1, 0, 1, 1]

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from ranx import Run, fuse
 
-from rageval_core.errors import UsageError
+from rageval_core.errors import ProblemLog, UsageError
+from rageval_core.formats import trec
 from rageval_core.fusion import fuse_queries, fuse_rankings, min_max
 from rageval_core.model import Chunk, Query
 from tests.cli import rageval
@@ -202,3 +203,56 @@ def test_cli_errors_exit_2(tmp_path: Path) -> None:
     assert one.returncode == 2 and "two runs" in one.stderr and "Traceback" not in one.stderr
     missing = rageval("fuse", "a", "nope", db=db)
     assert missing.returncode == 2 and "nope" in missing.stderr
+
+
+def test_rrf_with_tied_scores_differs_from_ranx_only_inside_tie_groups(tmp_path: Path) -> None:
+    """Tied retriever scores: RRF needs each document's rank, and rageval ranks a tie group by
+    doc id descending (trec_eval's order, as every other measure reads the list), where ranx
+    ranks it in the order its unstable sort leaves. Every fused score outside a tie group, and
+    each query's total, equal ranx's; inside a tie group they may differ, as the docs say."""
+    rng = random.Random(4)
+    runs = []
+    for _ in range(2):
+        runs.append(
+            {
+                f"q{q}": {d: float(rng.choice([1, 2, 3, 4])) for d in rng.sample(range(30), 12)}
+                for q in range(10)
+            }
+        )
+    runs = [{q: {f"d{d}": s for d, s in docs.items()} for q, docs in r.items()} for r in runs]
+    theirs = fuse([Run(r) for r in runs], norm="min-max", method="rrf").to_dict()
+    differing = 0
+    for q in runs[0]:
+        lists = [sorted(r[q].items(), key=lambda x: (x[1], x[0]), reverse=True) for r in runs]
+        ours = dict(fuse_rankings(lists, "rrf", 60))
+        assert sum(ours.values()) == pytest.approx(sum(theirs[q].values()), abs=1e-12)
+        tied = {d for r in runs for d, s in r[q].items() if list(r[q].values()).count(s) > 1}
+        for doc, score in theirs[q].items():
+            if ours[doc] != pytest.approx(score, abs=1e-12, rel=0):
+                assert doc in tied, (q, doc)
+                differing += 1
+    assert differing > 0  # the stated difference is real on such runs
+    # the rule, by hand: ranks are list positions, and the TREC reader lists x and y (tied at
+    # 1.0) as trec_eval does, y (the larger id) first, so y takes rank 1
+    path = tmp_path / "tied.run"
+    path.write_text("q Q0 x 1 1.0 t\nq Q0 y 2 1.0 t\n", encoding="utf-8")
+    (query,) = trec.read(path, None, ProblemLog()).queries
+    listed = [(c.doc_id, c.score) for c in query.retrieved or ()]
+    assert [d for d, _ in listed] == ["y", "x"]
+    assert fuse_rankings([listed, [("z", 0.0)]], "rrf", 60) == [
+        ("z", 1 / 61),
+        ("y", 1 / 61),
+        ("x", 1 / 62),
+    ]
+
+
+def test_the_docs_state_where_rrf_differs_from_ranx() -> None:
+    """Wherever fusion is said to equal ranx's fuse, the tie exception is stated."""
+    from tests.paths import REPO
+
+    outputs = (REPO / "docs" / "outputs.md").read_text(encoding="utf-8")
+    section = outputs.split("## `rageval fuse", 1)[1].split("\n## ", 1)[0]
+    assert "tied retriever scores" in section
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    line = next(x for x in readme.splitlines() if "equal to ranx's `fuse`" in x)
+    assert "except" in line

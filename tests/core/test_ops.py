@@ -52,10 +52,67 @@ def test_latency_hand_computed() -> None:
 
 
 def test_latency_single_value_and_stage_order() -> None:
+    # stages as the rows first hold them, not alphabetically; a given order comes first
     stages = ["zeta", "generation", "alpha", "total", "rerank", "retrieval"]
     out = ops.latency_summary(stages, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
-    assert list(out) == ["total", "retrieval", "rerank", "generation", "alpha", "zeta"]
+    assert list(out) == stages
     assert out["zeta"] == {"count": 1, "mean": 1.0, "p50": 1.0, "p90": 1.0, "p95": 1.0, "p99": 1.0}
+    ordered = ops.latency_summary(stages, [1.0] * 6, order=("retrieval", "rerank"))
+    assert list(ordered) == ["retrieval", "rerank", "zeta", "generation", "alpha", "total"]
+
+
+def test_pipeline_order_merges_each_records_order() -> None:
+    # q0: embed, search, generate; q1 adds a rerank between search and generate; q2 records
+    # a total first (it goes last) and has no embed
+    q = [0, 0, 0, 1, 1, 1, 1, 2, 2, 2]
+    stage = ["embed", "search", "generate"]
+    stage += ["embed", "search", "rerank", "generate", "total", "search", "generate"]
+    assert ops.pipeline_order(q, stage) == ("embed", "search", "rerank", "generate", "total")
+    # not alphabetical, and not the first query's order alone
+    assert ops.pipeline_order([0, 0, 1, 1], ["b", "a", "a", "c"]) == ("b", "a", "c")
+    # two records disagreeing (a cycle) fall back to the order first seen
+    assert ops.pipeline_order([0, 0, 1, 1], ["x", "y", "y", "x"]) == ("x", "y")
+    assert ops.pipeline_order([], []) == ()
+    assert ops.pipeline_order([0], ["total"]) == ("total",)
+
+
+def test_derive_total_sums_top_level_stages_of_queries_without_one() -> None:
+    q = [0, 0, 0, 1, 1, 2, 2, 2, 2]
+    stage = ["embed", "search", "generate", "search", "total"]
+    stage += ["retrieval", "retrieval.embed", "retrieval.search", "generate"]
+    ms = [2.0, 30.0, 400.0, 20.0, 500.0, 50.0, 10.0, 35.0, 300.0]
+    rq, rs, rms, derived = ops.derive_total(q, stage, ms)
+    # the input rows unchanged, then one derived total per query without a recorded one
+    assert rq.tolist() == [*q, 0, 2] and rs.tolist() == [*stage, "total", "total"]
+    assert rms[:9].tolist() == ms
+    # q0: 2 + 30 + 400; q1 keeps its recorded 500 (not 20); q2: retrieval.* are parts of
+    # retrieval, counted once: 50 + 300
+    assert rms[9:].tolist() == [432.0, 350.0]
+    assert derived.tolist() == [False] * 9 + [True, True]
+    # a dotted stage whose parent is not recorded is top-level
+    _, _, alone, _ = ops.derive_total([0, 0], ["retrieval.embed", "generate"], [4.0, 6.0])
+    assert alone[-1] == 10.0
+    empty = ops.derive_total([], [], [])
+    assert all(a.size == 0 for a in empty)
+
+
+def test_latency_summary_counts_derived_totals() -> None:
+    q, stage, ms, derived = ops.derive_total(
+        [0, 0, 1, 1, 2],
+        ["retrieval", "generation", "retrieval", "total", "retrieval"],
+        [10.0, 90.0, 5.0, 50.0, 7.0],
+    )
+    out = ops.latency_summary(stage, ms, order=ops.pipeline_order(q, stage), derived=derived)
+    assert list(out) == ["retrieval", "generation", "total"]
+    # totals: 100 (derived), 50 (recorded), 7 (derived)
+    assert out["total"]["count"] == 3 and out["total"]["derived"] == 2
+    assert out["total"]["p50"] == 50.0 and out["total"]["mean"] == pytest.approx(157 / 3)
+    assert "derived" not in out["retrieval"]
+    recorded = ops.latency_summary(["total"], [3.0], derived=[False])
+    assert recorded["total"]["derived"] == 0
+    grouped = ops.latency_summary(stage, ms, ["a", "a", "b", "b", "b", "a", "b"], derived=derived)
+    assert grouped["a"]["total"]["derived"] == 1 and grouped["b"]["total"]["derived"] == 1
+    _strict_json(out)
 
 
 def test_latency_drops_missing_and_counts_queries_with_the_stage() -> None:
@@ -284,3 +341,23 @@ def test_to_json_value() -> None:
     obj = {"a": np.float64(np.nan), "b": [np.int64(3), np.float32(0.5)], "c": np.bool_(True)}
     assert ops.to_json_value(obj) == {"a": None, "b": [3, 0.5], "c": True}
     _assert_plain(ops.to_json_value(obj))
+
+
+def test_latencies_print_at_about_three_significant_digits() -> None:
+    assert [ops.format_ms(x) for x in (1534.04, 534.04, 12.345, 2.764, 0.4881, 0.0123)] == [
+        "1534.0",
+        "534.0",
+        "12.3",
+        "2.76",
+        "0.488",
+        "0.012",
+    ]
+    assert ops.format_ms(None) == ops.format_ms(float("nan")) == "-"
+    # a column of them: the decimals its smallest value needs (0 and NaN shown as they are)
+    assert ops.ms_decimals_of([592.3, 0.121, 0.0, np.nan]) == 3
+    assert ops.ms_decimals_of([592.3, 1.9]) == 2
+    assert ops.ms_decimals_of([592.3, 12.0]) == ops.ms_decimals_of([]) == 1
+    assert ops.stage_label("total", {"count": 4, "derived": 4}) == "total (derived)"
+    assert ops.stage_label("total", {"count": 4, "derived": 1}) == "total (1 derived)"
+    assert ops.stage_label("total", {"count": 4, "derived": 0}) == "total"
+    assert ops.stage_label("rerank", {"count": 4}) == "rerank"

@@ -16,7 +16,6 @@ from rageval_core.opsview import (
     long_to_columns,
     query_ops,
     scatter_points,
-    total_latency,
 )
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
@@ -28,7 +27,7 @@ def test_long_to_columns_puts_each_row_at_its_query_and_orders_keys() -> None:
         ["zeta", "total", "retrieval", "total"],
         [1.0, 2.0, 3.0, 4.0],
         n=4,
-        first=ops.STAGE_ORDER,
+        first=("total", "retrieval"),
     )
     assert list(cols) == ["total", "retrieval", "zeta"]
     np.testing.assert_array_equal(cols["total"], [np.nan, 4.0, 2.0, np.nan])
@@ -37,24 +36,6 @@ def test_long_to_columns_puts_each_row_at_its_query_and_orders_keys() -> None:
     assert long_to_columns([], [], [], n=3) == {}
     with pytest.raises(ValueError):
         long_to_columns([0], ["a", "b"], [1.0], n=1)
-
-
-def test_total_is_recorded_else_the_sum_of_stages_else_nan() -> None:
-    nan = np.nan
-    stages = {
-        "total": np.array([100.0, nan, nan, nan]),
-        "retrieval": np.array([10.0, 5.0, nan, nan]),
-        "generation": np.array([80.0, 50.0, 7.0, nan]),
-    }
-    total, n_summed = total_latency(stages, 4)
-    # q0 keeps its recorded total (not 90: stages may overlap or leave gaps)
-    np.testing.assert_array_equal(total, [100.0, 55.0, 7.0, nan])
-    assert n_summed == 2
-    only_total, n = total_latency({"total": np.array([1.0, nan])}, 2)
-    np.testing.assert_array_equal(only_total, [1.0, nan])
-    assert n == 0
-    empty, n = total_latency({}, 2)
-    assert np.isnan(empty).all() and n == 0
 
 
 def test_ecdf_small_case_by_hand() -> None:
@@ -129,9 +110,11 @@ def test_query_ops_of_a_stored_run() -> None:
         store.import_run(_run(), ProblemLog())
         q = query_ops(load_run_data(store, "r"))
     assert q.query_ids.tolist() == ["a", "b", "c"]
-    assert list(q.stages) == ["total", "retrieval", "generation"]
+    # pipeline order: as the records list them, total last; b's total is derived (5 + 20)
+    assert list(q.stages) == ["retrieval", "generation", "total"]
     np.testing.assert_array_equal(q.total_ms, [40.0, 25.0, np.nan])
-    assert q.n_total_summed == 1
+    np.testing.assert_array_equal(q.stages["total"], [40.0, 25.0, np.nan])
+    assert q.n_total_derived == 1
     np.testing.assert_array_equal(q.tokens["prompt"], [1000.0, 2000.0, np.nan])
     np.testing.assert_array_equal(q.tokens["completion"], [10.0, np.nan, np.nan])
     # a: 1000/1000*0.5 + 10/1000*2 = 0.52; b: 2000/1000*0.5 = 1.0; c: no tokens

@@ -66,6 +66,8 @@ def rebuilt(store: Store, run: str) -> dict[str, object]:
         for key, value in q.tags.items():
             tags.setdefault(key, [None] * n)[i] = value
         latency += [(i, stage, ms) for stage, ms in q.latency_ms.items()]
+        if q.latency_ms and "total" not in q.latency_ms:  # derived: the sum of the stages
+            latency.append((i, "total", sum(q.latency_ms.values())))
         tokens += [(i, kind, count) for kind, count in q.tokens.items()]
     return {
         "ids": [q.query_id for q in qs],
@@ -137,7 +139,9 @@ def test_lazy_ops_equal_the_eager_summaries(sample: Path) -> None:
         assert "latency_ms" in report.ops and "nope" not in report.ops  # without computing
         # the eager definition, straight from ops on the long rows
         eager = {
-            "latency_ms": ops.latency_summary(data.latency_stage, data.latency_ms),
+            "latency_ms": ops.latency_summary(
+                data.latency_stage, data.latency_ms, derived=data.latency_derived
+            ),
             "tokens": ops.token_summary(data.tokens_kind, data.tokens_n),
         }
         assert dict(report.ops)["latency_ms"] == eager["latency_ms"]
@@ -149,7 +153,9 @@ def test_lazy_ops_equal_the_eager_summaries(sample: Path) -> None:
             assert entry["n"] == int(mask.sum())
             lat_rows = mask[data.latency_q]
             assert entry["latency_ms"] == ops.latency_summary(
-                data.latency_stage[lat_rows], data.latency_ms[lat_rows]
+                data.latency_stage[lat_rows],
+                data.latency_ms[lat_rows],
+                derived=data.latency_derived[lat_rows],
             )
             assert list(entry) == ["n", "metrics", "latency_ms", "tokens", "cost_usd"]
         # a pickle (st.cache_data) or a JSON holds plain dicts

@@ -256,6 +256,21 @@ def test_segment_latency_cost_and_trend_tables(
     data = load_run_data(ref_store, "bm25")
     total = data.latency_ms[data.latency_stage == "total"]
     assert p95["baseline"] == pytest.approx(float(np.percentile(total, 95)))
+    # bm25 has no reranker, hybrid_rerank has: its rerank stage is compared as added, at its
+    # whole cost (0 ms in the baseline), between retrieval and generation as the file has it
+    hybrid = lat[lat["candidate"] == "hybrid_rerank"]
+    assert list(dict.fromkeys(hybrid["stage"])) == [
+        "retrieval",
+        "rerank (added)",
+        "generation",
+        "total",
+    ]
+    added = hybrid[(hybrid["stage"] == "rerank (added)") & (hybrid["statistic"] == "mean")]
+    rerank = load_run_data(ref_store, "hybrid_rerank")
+    rerank_ms = rerank.latency_ms[rerank.latency_stage == "rerank"]
+    assert added["baseline"].iloc[0] == 0.0
+    assert added["candidate value"].iloc[0] == pytest.approx(float(rerank_ms.mean()))
+    assert "rerank (added)" not in set(lat[lat["candidate"] == "tfidf_char"]["stage"])
     cost = frame_with(at, "cost")
     assert set(cost["cost"]) == {"per_query", "total"} and len(cost) == 4
 

@@ -187,3 +187,65 @@ def test_priced_small_run_cost(make_app: Callable[..., AppTest], tmp_path: Path)
     expected = sum((1000 + i) * 0.5 / 1000 + 10 * i * 1.5 / 1000 for i in range(6))
     shown = {m.label: m.value for m in at.metric}
     assert shown["Total cost"] == f"${expected:,.4f}" == "$3.2325"
+
+
+def pipeline_run(n: int, with_total: set[int]) -> list[dict]:  # type: ignore[type-arg]
+    """Queries logging embed/search/generate (file order, not alphabetical); the queries in
+    with_total also record a total (200 ms more than their stages: it is kept, not re-summed)."""
+    out: list[dict] = [{"rageval_run": {"name": "pipe"}}]  # type: ignore[type-arg]
+    for i in range(n):
+        latency = {"embed": 0.25 + 0.01 * i, "search": 20.0 + i, "generate": 300.0 + 7 * i}
+        if i in with_total:
+            latency["total"] = sum(latency.values()) + 200.0
+        out.append(
+            {
+                "query_id": f"q{i}",
+                "retrieved": [{"doc_id": f"d{i}", "text": "t"}],
+                "relevant_ids": [f"d{i}"],
+                "latency_ms": latency,
+                "tags": {"kind": "odd" if i % 2 else "even"},
+            }
+        )
+    return out
+
+
+@pytest.mark.parametrize("with_total", [set(), {0, 1, 2}])
+def test_a_run_without_total_shows_a_derived_one_in_pipeline_order(
+    make_app: Callable[..., AppTest], tmp_path: Path, with_total: set[int]
+) -> None:
+    db = import_run(tmp_path, "pipe", pipeline_run(10, with_total))
+    at = make_app(PAGE, db=db)
+    assert not at.exception, [e.value for e in at.exception]
+    table = frame_with(at, "stage", "queries", "p50")
+    n_derived = 10 - len(with_total)
+    label = "total (derived)" if not with_total else f"total ({n_derived} derived)"
+    # the stages as the file lists them (not alphabetical), the total last and marked
+    assert list(table["stage"]) == ["embed", "search", "generate", label]
+    totals = np.array(
+        [
+            0.25 + 0.01 * i + 20.0 + i + 300.0 + 7 * i + (200.0 if i in with_total else 0.0)
+            for i in range(10)
+        ]
+    )
+    row = table.set_index("stage").loc[label]
+    assert row["queries"] == 10
+    for p in (50, 90, 95, 99):
+        assert row[f"p{p}"] == pytest.approx(np.percentile(totals, p), rel=1e-12)
+    assert any(f"{n_derived} of 10 queries record no `total`" in c.value for c in at.caption)
+    per_query = frame_with(at, "query_id", "total_ms", "total_derived")
+    assert per_query["total_ms"].to_numpy() == pytest.approx(totals)
+    assert per_query["total_derived"].tolist() == [i not in with_total for i in range(10)]
+    assert list(per_query.columns[3:6]) == ["embed_ms", "search_ms", "generate_ms"]
+    # the by-tag breakdown opens on the total, not on the first stage
+    assert at.selectbox(key="latency.by_stage").value == "total"
+
+
+def test_a_run_with_recorded_totals_marks_none_derived(
+    make_app: Callable[..., AppTest], app_db: Path
+) -> None:
+    at = make_app(PAGE, run="bm25")
+    table = frame_with(at, "stage", "queries", "p50")
+    # the sample file's order: retrieval, generation, total (every total recorded)
+    assert list(table["stage"]) == ["retrieval", "generation", "total"]
+    assert not any("derived" in c.value for c in at.caption)
+    assert "total_derived" not in frame_with(at, "query_id", "total_ms").columns

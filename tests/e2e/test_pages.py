@@ -37,13 +37,13 @@ def test_latency_page_draws_its_charts(app_url: str, page: Any) -> None:
     # percentiles, distribution, cost and latency-against-quality: four plotly charts
     page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for()
     assert page.locator("[data-testid='stPlotlyChart']").count() == 4
-    # the bar chart's categories are the stages, in the core's order
+    # the bar chart's categories are the stages, in the file's (pipeline) order, total last
     ticks = (
         page.locator("[data-testid='stPlotlyChart']")
         .first.locator(".xtick text")
         .all_text_contents()
     )
-    assert ticks == ["total", "retrieval", "rerank", "generation"]
+    assert ticks == ["retrieval", "rerank", "generation", "total"]
     for message in ("This run has no latency", "This run has no token counts"):
         assert page.get_by_text(message).count() == 0
 

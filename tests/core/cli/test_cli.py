@@ -156,3 +156,31 @@ def test_smoke_help_through_a_process() -> None:
     r = rageval_subprocess("--help")
     assert r.returncode == 0 and "usage: rageval" in r.stdout
     assert rageval_subprocess("nosuchcommand").returncode == 2
+
+
+def test_evaluate_prints_a_derived_total_and_sensible_latency_decimals(tmp_path: Path) -> None:
+    from tests.core.cli.test_gate_cli import write_pipeline_run
+
+    run = str(write_pipeline_run(tmp_path / "pipe.jsonl", None))
+    done = rageval_subprocess("evaluate", run)
+    assert done.returncode == 0, done.stderr
+    rows = {
+        line.split()[0]: line.split()
+        for line in done.stdout.split("latency (ms)", 1)[1].splitlines()[3:7]
+    }
+    # file order, the total last and marked; mean and p50 of embed 5/6 ms, search 20..39 ms,
+    # generate 300..330 ms, total their sums (350 ms on average) at about 3 significant digits
+    assert list(rows) == ["embed", "search", "generate", "total"]
+    assert rows["total"][:4] == ["total", "(derived)", "20", "350.0"]
+    assert rows["embed"][1:4] == ["20", "5.50", "5.50"]
+    assert rows["search"][2] == "29.5" and rows["generate"][2] == "315.0"
+    assert "350.0000" not in done.stdout
+    as_json = json.loads(rageval_subprocess("evaluate", run, "--json").stdout)
+    total = as_json["ops"]["latency_ms"]["total"]
+    assert total["derived"] == 20 and total["mean"] == 350.0
+    assert list(as_json["ops"]["latency_ms"]) == ["embed", "search", "generate", "total"]
+    # the HTML report marks it too
+    html = tmp_path / "report.html"
+    done = rageval("report", run, "--out", str(html))
+    assert done.returncode == 0, done.stderr
+    assert '<td class="text">total (derived)</td>' in html.read_text()

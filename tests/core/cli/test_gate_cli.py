@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from tests.cli import rageval
+from tests.cli import rageval, rageval_subprocess
 from tests.paths import REPO
 
 FAST = ("--permutations", "2000", "--bootstrap", "500")
@@ -325,3 +327,98 @@ def test_sample_runs_hybrid_beats_bm25(sample_db: Path) -> None:
         db=sample_db,
     )
     assert unknown.returncode == 2 and "known runs: bm25, hybrid_rerank" in unknown.stderr
+
+
+def write_pipeline_run(path: Path, rerank_ms: float | None) -> Path:
+    """A native run whose queries log embed/search[/rerank]/generate and no total."""
+    lines = [json.dumps({"rageval_run": {"name": path.stem}})]
+    for i in range(20):
+        latency = {"embed": 5.0 + i % 2, "search": 20.0 + i}
+        if rerank_ms is not None:
+            latency["rerank"] = rerank_ms + i % 3
+        latency["generate"] = 300.0 + 10 * (i % 4)
+        lines.append(
+            json.dumps(
+                {
+                    "query_id": f"q{i}",
+                    "retrieved": [{"doc_id": "d1", "text": "x"}],
+                    "relevant_ids": ["d1"],
+                    "latency_ms": latency,
+                }
+            )
+        )
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_gate_on_a_derived_total_and_an_added_stage(tmp_path: Path) -> None:
+    # Runs without a total: the gate reads the derived total (the sum of the stages), and a
+    # reranker only the candidate has is compared as added, at its full cost (real processes).
+    base = str(write_pipeline_run(tmp_path / "base.jsonl", None))
+    same = str(write_pipeline_run(tmp_path / "same.jsonl", None))
+    rerank = str(write_pipeline_run(tmp_path / "rerank.jsonl", 100.0))
+
+    def gate(candidate: str, rule: str) -> subprocess.CompletedProcess[str]:
+        return rageval_subprocess(
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            candidate,
+            "--max-increase",
+            rule,
+            *FAST,
+            db=tmp_path / "s.duckdb",
+        )
+
+    ok = gate(same, "latency.total.p95=10%")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    # p95 of the totals 5+i%2 + 20+i + 300+10(i%4), by hand from numpy's linear percentile
+    totals = [5.0 + i % 2 + 20.0 + i + 300.0 + 10 * (i % 4) for i in range(20)]
+    p95 = float(np.percentile(totals, 95))
+    assert f"baseline {p95:.1f} ms, candidate {p95:.1f} ms" in ok.stdout
+    slower = gate(rerank, "latency.total.p95=10%")
+    assert slower.returncode == 1, slower.stdout + slower.stderr
+    with_rerank = [t + 100.0 + i % 3 for i, t in enumerate(totals)]
+    assert f"candidate {float(np.percentile(with_rerank, 95)):.1f} ms" in slower.stdout
+    # the reranker itself: 0 ms in the baseline, so its mean is the change (and is not free)
+    added = gate(rerank, "latency.rerank.mean=50")
+    assert added.returncode == 1, added.stdout + added.stderr
+    mean = sum(100.0 + i % 3 for i in range(20)) / 20
+    assert f"baseline 0.0 ms, candidate {mean:.1f} ms" in added.stdout
+    within = gate(rerank, "latency.rerank.mean=150")
+    assert within.returncode == 0, within.stdout + within.stderr
+    # a stage neither run records is still a usage error
+    unknown = gate(rerank, "latency.llm.p95=10%")
+    assert unknown.returncode == 2 and "no latency stage 'llm'" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+
+def test_compare_shows_stages_in_pipeline_order_with_added_ones(tmp_path: Path) -> None:
+    base = str(write_pipeline_run(tmp_path / "base.jsonl", None))
+    rerank = str(write_pipeline_run(tmp_path / "rerank.jsonl", 100.0))
+    db = tmp_path / "s.duckdb"
+    out = rageval("compare", base, rerank, "--json", *FAST, db=db)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    latency = doc["latency_ms"]["rerank"]
+    # the file's order (not alphabetical), the candidate's reranker where its pipeline has it
+    assert list(latency) == ["embed", "search", "rerank", "generate", "total"]
+    assert doc["latency_stages"] == {
+        "base": ["embed", "search", "generate", "total"],
+        "rerank": ["embed", "search", "rerank", "generate", "total"],
+    }
+    assert latency["rerank"]["status"] == "added" and latency["total"]["status"] == "both"
+    assert latency["rerank"]["mean"]["baseline"] == 0.0
+    assert latency["rerank"]["mean"]["change"] == pytest.approx(
+        sum(i % 3 for i in range(20)) / 20 + 100
+    )
+    assert latency["total"]["mean"]["change"] == pytest.approx(latency["rerank"]["mean"]["change"])
+    # the other way round the stage is removed, and saves its cost
+    back = json.loads(rageval("compare", rerank, base, "--json", *FAST, db=db).stdout)
+    removed = back["latency_ms"]["base"]["rerank"]
+    assert removed["status"] == "removed" and removed["mean"]["candidate"] == 0.0
+    text = rageval("compare", base, rerank, *FAST, db=db).stdout
+    stages = [line.split()[0] for line in text.splitlines() if line[:1].isalpha()]
+    assert [s for s in stages if s in latency] == ["embed", "search", "rerank", "generate", "total"]
+    assert "(added)" in text

@@ -98,7 +98,7 @@ CASES = [
     (
         "native_relevance_label.jsonl",
         None,
-        'native_relevance_label.jsonl:1: relevance.d1: expected an integer label, got "high"',
+        'native_relevance_label.jsonl:1: relevance.d1: expected a number label, got "high"',
     ),
     (
         "native_relevant_ids_string.jsonl",

@@ -497,7 +497,7 @@ def test_trec_read_arrays_equals_the_query_route(
     assert selection == expected_sel
     assert [str(p) for p in log.problems] == [str(p) for p in slow_log.problems]
     assert arrays.query_ids == expected.query_ids
-    for name in ("labels", "n_ret", "n_rel", "ideal"):
+    for name in ("labels", "n_ret", "n_rel", "ideal", "n_judged", "judged"):
         np.testing.assert_array_equal(getattr(arrays, name), getattr(expected, name), err_msg=name)
 
 

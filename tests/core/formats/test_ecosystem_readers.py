@@ -22,7 +22,8 @@ from rageval_core.formats import read_inputs
 from rageval_core.formats.options import ReadOptions, reading_with
 from rageval_core.importing import import_paths
 from rageval_core.store import Store
-from tests.cli import rageval
+from tests.cli import rageval, rageval_subprocess
+from tests.paths import REPO
 
 #: rageval's names -> pytrec_eval's
 MEASURES = {
@@ -480,13 +481,16 @@ def test_openinference_reads_as_two_stage_runs(spans_file: Path, oi_qrels: Path)
             ]
             assert q.relevance == OI_QRELS[q.query_id]
             assert q.tokens == {"prompt": trace["tokens"][0], "completion": trace["tokens"][1]}
-    for q in retriever:
-        assert q.latency_ms == {"retrieve": pytest.approx(120, abs=1e-3)}
-    for q in reranker:
+    # both stage runs hold the whole trace's stages, in the order they ran: the retriever
+    # 0-120 ms, the reranker 120-170, the LLM 170-900; total = first start to last end
+    for q in (*retriever, *reranker):
         assert q.latency_ms == {
             "retrieve": pytest.approx(120, abs=1e-3),
             "rerank": pytest.approx(50, abs=1e-3),
+            "llm": pytest.approx(730, abs=1e-3),
+            "total": pytest.approx(900, abs=1e-3),
         }
+        assert list(q.latency_ms) == ["retrieve", "rerank", "llm", "total"]
 
 
 def test_each_openinference_stage_equals_pytrec_eval(spans_file: Path, oi_qrels: Path) -> None:
@@ -521,6 +525,33 @@ def test_openinference_stage_on_the_cli(spans_file: Path, oi_qrels: Path, tmp_pa
     with Store(db) as store:
         names = sorted(r.name for r in store.runs())
     assert names == [spans_file.stem, spans_file.stem + "@reranker"]
+
+
+def test_openinference_name_names_both_stages(
+    spans_file: Path, oi_qrels: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "store.duckdb"
+    done = rageval_subprocess("import", str(spans_file), str(oi_qrels), "--name", "prod", db=db)
+    assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        runs = {r.name: r for r in store.runs()}
+        assert sorted(runs) == ["prod", "prod@reranker"]
+        # the two stay one trace group under the new name (the sidebar's stage picker)
+        assert {r.settings["trace_group"] for r in runs.values()} == {"prod"}
+        assert runs["prod@reranker"].settings["stage"] == "reranker"
+    # the name is then taken: a second import under it refuses with exit 2
+    again = rageval_subprocess("import", str(spans_file), "--name", "prod", db=db)
+    assert again.returncode == 2 and "already exists" in again.stderr
+    # one stage picked: one run, the name as given
+    one = rageval("import", str(spans_file), "--stage", "reranker", "--name", "rr", db=db)
+    assert one.returncode == 0, one.stderr
+    with Store(db) as store:
+        assert "rr" in {r.name for r in store.runs()}
+    # runs of different files are still not one name
+    mixed = rageval(
+        "import", str(spans_file), str(REPO / "sample_runs" / "bm25.jsonl"), "--name", "x", db=db
+    )
+    assert mixed.returncode == 2 and "--name needs exactly one run" in mixed.stderr
 
 
 def test_openinference_stage_elsewhere_is_a_usage_error(ranx_files: tuple[Path, Path]) -> None:
@@ -770,7 +801,11 @@ def test_openinference_nested_attributes_as_phoenix_keeps_them(tmp_path: Path) -
         ("d4", "Shakespeare.", 1.5),
         ("d8", "A play.", 0.4),
     ]
-    assert query.latency_ms == {"retrieve": pytest.approx(40, abs=1e-3)}
+    # a trace of one span: its total is that span
+    assert query.latency_ms == {
+        "retrieve": pytest.approx(40, abs=1e-3),
+        "total": pytest.approx(40, abs=1e-3),
+    }
 
 
 def test_deepeval_saved_test_run_gives_judge_scores(tmp_path: Path) -> None:

@@ -52,7 +52,8 @@ def assert_same(got: tuple[object, object], expected: tuple[object, object]) -> 
     want, want_selection = expected
     assert selection == want_selection
     assert arrays.query_ids == want.query_ids  # type: ignore[attr-defined]
-    for name in ("labels", "n_ret", "n_rel", "ideal", "n_judged"):
+    # judged too: Bpref, Judged@k and --judged-only read it (a route without it refused them)
+    for name in ("labels", "n_ret", "n_rel", "ideal", "n_judged", "judged"):
         np.testing.assert_array_equal(getattr(arrays, name), getattr(want, name), err_msg=name)
 
 

@@ -192,7 +192,7 @@ def test_bad_qrels_rel(tmp_path: Path) -> None:
     run = write(tmp_path / "r.run", "1 Q0 d1 1 0.9 t\n")
     qrels = BAD / "trec_bad_rel.qrels"
     assert problems_of(run, qrels) == [
-        f"{display_path(qrels)}:2: rel: expected an integer, got 'yes'"
+        f"{display_path(qrels)}:2: rel: expected a number, got 'yes'"
     ]
 
 
