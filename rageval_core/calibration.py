@@ -48,6 +48,13 @@ class ThresholdAgreement:
     n: int
     agreement: float
     kappa: float
+    #: 95% bootstrap interval of the balanced accuracy of coverage against the judge's verdict
+    #: (tuning.balanced_accuracy_interval); above 0.5 exactly when kappa is confidently above 0
+    interval: tuple[float, float] = (math.nan, math.nan)
+
+    @property
+    def beats_chance(self) -> bool:
+        return self.interval[0] > 0.5
 
 
 @dataclass(frozen=True)
@@ -71,9 +78,17 @@ class Calibration:
     threshold_basis: str | None = None  # which judge verdict the sweep compares with
 
     @property
-    def best_threshold(self) -> ThresholdAgreement | None:
+    def best_agreeing(self) -> ThresholdAgreement | None:
+        """The threshold of highest kappa (then agreement), whether or not it beats chance."""
         rows = [t for t in self.thresholds if not math.isnan(t.kappa)]
         return max(rows, key=lambda t: (t.kappa, t.agreement)) if rows else None
+
+    @property
+    def best_threshold(self) -> ThresholdAgreement | None:
+        """best_agreeing when it agrees with the judge better than chance with confidence (the
+        Threshold page's rule, tuning.suggest_threshold); else None: no advice at chance."""
+        best = self.best_agreeing
+        return best if best is not None and best.beats_chance else None
 
     def to_json(self) -> dict[str, Any]:
         best = self.best_threshold
@@ -96,7 +111,13 @@ class Calibration:
                     for q, h, j in zip(self.query_ids, self.human, self.judged, strict=True)
                 ],
                 "thresholds": [
-                    {"threshold": t.threshold, "n": t.n, "agreement": t.agreement, "kappa": t.kappa}
+                    {
+                        "threshold": t.threshold,
+                        "n": t.n,
+                        "agreement": t.agreement,
+                        "kappa": t.kappa,
+                        "balanced_accuracy_interval": list(t.interval),
+                    }
                     for t in self.thresholds
                 ],
                 "threshold_basis": self.threshold_basis,
@@ -276,6 +297,7 @@ def threshold_sweep(
     if not data.run.has_evidence:
         return [], None
     from rageval_core.evaluate import Settings, evaluate
+    from rageval_core.tuning import balanced_accuracy_interval
 
     verdict, basis = _judge_verdict_per_query(store, ref, data.n_queries, judge)
     if basis is None:
@@ -290,10 +312,15 @@ def threshold_sweep(
             continue
         a = ["yes" if v >= 0.5 else "no" for v in covered[both]]
         b = ["yes" if v >= 0.5 else "no" for v in verdict[both]]
-        matrix = confusion_matrix(a, b, ["yes", "no"])
+        matrix = confusion_matrix(a, b, ["yes", "no"])  # [coverage][judge]
+        (tp, fp), (fn, tn) = matrix.tolist()
         out.append(
             ThresholdAgreement(
-                t, int(both.sum()), float(np.trace(matrix)) / both.sum(), cohen_kappa(matrix)
+                t,
+                int(both.sum()),
+                float(np.trace(matrix)) / both.sum(),
+                cohen_kappa(matrix),
+                balanced_accuracy_interval(tp, fn, tn, fp),
             )
         )
     return out, basis
@@ -337,4 +364,12 @@ def format_calibration(c: Calibration) -> str:
         ]
         if best is not None:
             out.append(f"best agreement with the judge at threshold {best.threshold:.2f}")
+        elif c.best_agreeing is not None:
+            top = c.best_agreeing
+            out.append(
+                "no threshold agrees with the judge better than chance with confidence: the "
+                f"best, {top.threshold:.2f} (kappa {num(top.kappa)}), has a 95% bootstrap "
+                f"interval of balanced accuracy {num(top.interval[0])}-{num(top.interval[1])}, "
+                "which reaches 0.5"
+            )
     return "\n".join(out)

@@ -27,6 +27,7 @@ SPARK_SETTINGS = frozenset(
         "rel_level",
         "complete",
         "judged_only",
+        "numbers_must_match",
     }
 )
 

@@ -31,9 +31,7 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     for s in SETTINGS:
         kwargs: dict[str, Any] = {"dest": s.name, "help": s.flag_help(), "action": Given}
         if s.type is bool:
-            if s.default is not False:  # a switch can only turn a setting on
-                raise ValueError(f"{s.name}: a bool setting's default must be False")
-            kwargs.update(nargs=0, const=True, default=False)
+            kwargs.update(nargs=0, const=True, default=s.default)
         else:
             kwargs["default"] = s.default
             if s.type is not str:
@@ -43,6 +41,8 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
             if s.metavar:
                 kwargs["metavar"] = s.metavar
         p.add_argument(s.flag, **kwargs)
+        if s.off_flag:  # on by default: --no-flag turns it off
+            p.add_argument(s.off_flag, **{**kwargs, "const": False, "help": f"turn {s.flag} off"})
 
 
 def settings_from_args(args: argparse.Namespace) -> Any:

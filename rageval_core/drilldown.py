@@ -334,7 +334,9 @@ class ChunkDetail:
     relevant: (
         bool | None
     )  # ids mode: label >= rel_level at the document's first rank; None without qrels
-    match_eidx: int  # the gold span it matches best (-1: no spans or no text)
+    #: the gold span it matches best, among those it covers when it covers any (-1: no spans
+    #: or no text)
+    match_eidx: int
     match_score: float | None
     match_start: int  # window of that span in the ORIGINAL chunk text, [start, end); -1: none
     match_end: int
@@ -445,8 +447,10 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
             # a repeated document is found once, at its first rank (as the metrics count it)
             relevant = doc_id not in seen and label is not None and label >= settings.rel_level
             seen.add(doc_id)
-        # the window shown is the best raw match, so a match the guard refused is still seen
-        col = raw_kept[:, new_rank - 1]
+        # a covering chunk shows the match that counts; another shows its best raw match, so a
+        # match the guard refused is still seen (marked weakly, as not covering)
+        covers = bool(hits[:, new_rank - 1].any())
+        col = (scores if covers else raw_kept)[:, new_rank - 1]
         m = int(np.argmax(col)) if col.size else -1
         has_match = m >= 0 and text is not None
         differ = has_match and bool(lacking[m, orig]) and col[m] >= t32
@@ -464,7 +468,7 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
                 match_score=float(col[m]) if m >= 0 else None,
                 match_start=window[0],
                 match_end=window[1],
-                covers=bool(hits[:, new_rank - 1].any()),
+                covers=covers,
                 in_top_k=new_rank <= k,
                 numbers_differ=differ,
                 odd_numbers=(

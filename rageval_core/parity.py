@@ -301,7 +301,7 @@ class Explanation:
 
 
 def _shown(value: Any) -> str:
-    return "on" if value is True else str(value)
+    return "on" if value is True else "off" if value is False else str(value)
 
 
 def _num(value: float, signed: bool = False) -> str:

@@ -51,6 +51,7 @@ from rageval_core.metrics.arrays import (
 )
 from rageval_core.metrics.evidence import Coverage, covers, prepare_coverage
 from rageval_core.model import Query
+from rageval_core.numbers import numbers_of
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
@@ -627,7 +628,16 @@ def _coverage(part: _Partition, s: Settings, workers: int) -> Coverage:
         )
         span_first = np.searchsorted(part.span_q, part.span_q, "left")  # spans come in row order
         eidx = pair_sp - span_first[pair_sp]
-        tensor[part.chunk_q[pair_ch], part.chunk_rank[pair_ch], eidx] = scored.score
+        score = np.asarray(scored.score, dtype=np.float32)
+        if s.numbers_must_match:  # evaluate.coverage's guard, on the raw texts as the store's
+            span_numbers = [numbers_of(t) for t in part.span_text]
+            chunk_numbers = {c: numbers_of(part.chunk_text[c]) for c in np.unique(pair_ch).tolist()}
+            lacking = [
+                bool(span_numbers[e] - chunk_numbers[c])
+                for e, c in zip(pair_sp.tolist(), pair_ch.tolist(), strict=True)
+            ]
+            score = np.where(np.asarray(lacking, dtype=bool), np.float32(0.0), score)
+        tensor[part.chunk_q[pair_ch], part.chunk_rank[pair_ch], eidx] = score
     cov = prepare_coverage(
         tensor, n_spans, part.n_ret, retriever_scores=part.chunk_score, score_cut=s.score_threshold
     )

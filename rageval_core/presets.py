@@ -57,6 +57,7 @@ PRESETS: Mapping[str, Preset] = {
             "scorer": "difflib",
             "threshold": 0.7,  # its --fuzzy-threshold default
             "score_threshold": 0.1,  # RAG_SCORE_THRESHOLD's default: the retriever drops the rest
+            "numbers_must_match": False,  # its fuzzy match reads no figures
             "chunk_inside_span_covers": True,
             "one_chunk_one_span": True,
             "file_gold_by_metadata": True,
@@ -97,6 +98,7 @@ PRESETS: Mapping[str, Preset] = {
         {
             "scorer": "difflib",
             "threshold": 0.5,  # ContextMetrics' similarity_threshold
+            "numbers_must_match": False,  # its similarity reads no figures
             "keep_whitespace": True,
             "plain_similarity": True,
             "precision_divisor": "retrieved",

@@ -38,7 +38,9 @@ class Setting:
     """One setting: its value's type, default and bounds, and how each front end shows it."""
 
     name: str  # the Settings field (or of Settings.<part_of>); also the CLI's argparse dest
-    type: builtins.type  # int, float, str or bool (a bool is an off-by-default switch: --flag)
+    #: int, float, str or bool (a bool is a switch: --flag turns it on; one on by default also
+    #: has --no-flag, off_flag, to turn it off)
+    type: builtins.type
     default: Any
     help: str  # one text for --help, the sidebar's tooltip and the docs table
     flag: str  # the CLI flag, e.g. "--threshold"
@@ -73,11 +75,18 @@ class Setting:
             math.inf if self.maximum is None else self.maximum,
         )
 
+    @property
+    def off_flag(self) -> str | None:
+        """--no-<flag>, the CLI's way to turn off a switch that is on by default (else None)."""
+        return f"--no-{self.flag[2:]}" if self.type is bool and self.default is True else None
+
     def flag_help(self) -> str:
         """--help's text: the help, the choices argparse does not list, and the default."""
         text = self.help
         if self.choices and not self.choices_in_flag:
             text += ": " + ", ".join(self.choices)
+        if self.off_flag:
+            return f"{text} (default on; {self.off_flag} turns it off)"
         if self.type is bool or self.default is None:
             return text
         text = f"{text} (default {self.default})"
@@ -194,7 +203,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "numbers_must_match",
         bool,
-        False,
+        True,
         "a chunk covers a gold span only when every number of the span (48,881; 2019; 3.5) "
         "appears in the chunk: a near-duplicate with another figure is a miss",
         "--numbers-must-match",
@@ -390,7 +399,7 @@ def settings_table_markdown() -> str:
         if s.url_switch:
             url = f"`{s.url_switch}` + {url}"
         rows.append(
-            f"| `{s.name}` | `{s.flag}` | {url} | {_shown(s.default)} | {_range(s)} | "
+            f"| `{s.name}` | `{s.flag}`{f' / `{s.off_flag}`' if s.off_flag else ''} | {url} | {_shown(s.default)} | {_range(s)} | "
             f"{'yes' if s.rescores else 'no'} | {s.help} |"
         )
     return "\n".join(rows) + "\n"

@@ -10,7 +10,7 @@ compare them (rageval_core.metrics.evidence), so a threshold here means the same
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -20,7 +20,7 @@ from rageval_core.evaluate import Settings
 from rageval_core.matching import Normalisation, get_scorer
 from rageval_core.semantic import canonical_key
 from rageval_core.metrics.evidence import Coverage
-from rageval_core.rundata import RunData, evidence_tensor
+from rageval_core.rundata import RunData, evidence_tensor, numbers_guard
 from rageval_core.store import Store, reads
 from rageval_core.store.labels import pair_label_rows, set_pair_label
 from rageval_core.store.store import RunRef
@@ -170,6 +170,8 @@ def borderline_pairs(
         raise UsageError(f"limit must be an integer >= 1, got {limit!r}")
     settings.check()
     scores = evidence_tensor(store, data, settings.scorer_key, settings.norm)  # (n, depth, spans)
+    if settings.numbers_must_match:  # a refused pair scores 0, as the metrics see it
+        scores = np.where(numbers_guard(store, data), scores, np.float32(0.0))
     depth = scores.shape[1] if scores.ndim == 3 else 0
     in_list = np.arange(depth)[None, :] < data.n_ret[:, None]
     cut = settings.score_threshold
@@ -340,6 +342,15 @@ def labels(store: Store, run: RunRef, scorer: str, norm: Normalisation | str) ->
     )
 
 
+def as_scored(labels: Labels, store: Store, data: RunData, settings: Settings) -> Labels:
+    """labels with the scores the metrics use at settings: with the numbers guard on, a pair
+    whose span holds a number the chunk lacks scores 0 (no threshold makes it cover)."""
+    if not settings.numbers_must_match or labels.n == 0:
+        return labels
+    ok = numbers_guard(store, data)[labels.qidx, labels.rank - 1, labels.eidx]
+    return replace(labels, score=np.where(ok, labels.score, np.float32(0.0)))
+
+
 # --- agreement with the labels ------------------------------------------------------------
 
 
@@ -418,10 +429,15 @@ def agreement_curve(labels: ArrayLike, scores: ArrayLike, thresholds: ArrayLike)
 
 @dataclass(frozen=True, slots=True)
 class Suggestion:
-    """The threshold that agrees best with the labels (None when there are too few labels)."""
+    """The threshold that agrees best with the labels, when it beats chance with confidence.
+
+    best is the threshold of highest balanced accuracy (None with too few labels); threshold is
+    best when the lower end of its bootstrap interval is above 0.5 (chance), else None: then no
+    threshold separates the labels, and the page says so instead of suggesting one.
+    """
 
     threshold: float | None
-    balanced_accuracy: float  # at the suggested threshold (NaN when none): what is maximised
+    balanced_accuracy: float  # at best (NaN when none): what is maximised
     mcc: float
     f1: float
     accuracy: float
@@ -429,6 +445,57 @@ class Suggestion:
     n_match: int
     n_no_match: int
     message: str
+    best: float | None = None
+    interval: tuple[float, float] = (float("nan"), float("nan"))  # of balanced accuracy at best
+
+
+#: the bootstrap interval a suggestion's balanced accuracy must clear 0.5 with
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+
+
+def balanced_accuracy_interval(
+    tp: int,
+    fn: int,
+    tn: int,
+    fp: int,
+    confidence: float = CONFIDENCE,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the balanced accuracy of a yes/no verdict against
+    yes/no labels, from its four counts (a threshold against match labels; the judge
+    calibration's coverage against the judge).
+
+    Matches and no-matches are resampled apart (each kind keeps its count, so TPR and TNR are
+    always defined). Resampling n labels of which a share p agree with the verdict draws
+    Binomial(n, p) agreeing ones, so each resample is two binomial draws, not n index draws.
+    Fixed seed: the page and a test get the same interval for the same labels.
+    NaN without labels of both kinds.
+    """
+    n_pos, n_neg = tp + fn, tn + fp
+    if n_pos == 0 or n_neg == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    tpr = rng.binomial(n_pos, tp / n_pos, resamples) / n_pos
+    tnr = rng.binomial(n_neg, tn / n_neg, resamples) / n_neg
+    alpha = 1.0 - confidence
+    lo, hi = np.quantile((tpr + tnr) / 2, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+def conflicts(labels: ArrayLike, scores: ArrayLike) -> tuple[Ints, Ints]:
+    """The pairs of labels no threshold can put on their right sides: a match scoring at or
+    below a no match. (i, j): positions in labels of the match and the no match, the widest
+    gap first (then by i, j). Pairs whose score is NaN are left out."""
+    y = np.asarray(labels, dtype=bool)
+    s = np.asarray(scores, dtype=np.float32)
+    ok = ~np.isnan(s)
+    pos, neg = np.flatnonzero(y & ok), np.flatnonzero(~y & ok)
+    gap = s[neg][None, :].astype(np.float64) - s[pos][:, None]  # (matches, no matches)
+    a, b = np.nonzero(gap >= 0)
+    order = np.lexsort((neg[b], pos[a], -gap[a, b]))
+    return pos[a][order].astype(np.int64), neg[b][order].astype(np.int64)
 
 
 def suggest_threshold(
@@ -437,16 +504,22 @@ def suggest_threshold(
     current: float,
     thresholds: ArrayLike | None = None,
     min_each: int = MIN_LABELS_EACH,
+    confidence: float = CONFIDENCE,
 ) -> Suggestion:
-    """The threshold with the best balanced accuracy against the labels; ties: the one closest
-    to current.
+    """The threshold with the best balanced accuracy against the labels (ties: the one closest
+    to current), suggested only when it is better than chance with confidence.
 
     Balanced accuracy, not F1: F1 ignores the true negatives, so it stays flat over every
     threshold below the lowest labelled match and rewards a low, lenient threshold when the
     labels are mostly matches; balanced accuracy weighs a missed match and a false match alike
     whatever the mix of labels (MCC is reported beside it). Equally close on both sides: the
-    lower one. thresholds None: 0.00, 0.01, ... 1.00 (the
-    slider's steps). No suggestion with fewer than min_each labels of either kind.
+    lower one. thresholds None: 0.00, 0.01, ... 1.00 (the slider's steps).
+
+    The rule: at least min_each labels of each kind, and the lower end of the bootstrap
+    interval (balanced_accuracy_interval, at confidence) of the best threshold's balanced
+    accuracy above 0.5, the value of a coin toss or a constant verdict. Otherwise threshold is
+    None and best, the interval and the message say why. The interval is taken at the threshold
+    the labels chose, so it leans optimistic on few labels: the rule is a floor, not a proof.
     """
     y = np.asarray(labels, dtype=bool)
     s = np.asarray(scores, dtype=np.float32)
@@ -455,13 +528,15 @@ def suggest_threshold(
     kept = y[~np.isnan(s)] if s.shape == y.shape else y
     n_match = int(np.count_nonzero(kept))
     n_no = int(kept.size - n_match)
+    counts = f"{kept.size} labels ({n_match} match, {n_no} no match)"
     if n_match < min_each or n_no < min_each:
+        nan = float("nan")
         return Suggestion(
             None,
-            float("nan"),
-            float("nan"),
-            float("nan"),
-            float("nan"),
+            nan,
+            nan,
+            nan,
+            nan,
             int(kept.size),
             n_match,
             n_no,
@@ -474,17 +549,34 @@ def suggest_threshold(
     best = np.flatnonzero(balanced == balanced.max())
     distance = np.round(np.abs(ts[best] - current), 9)  # 0.65 and 0.75 are equally far from 0.7
     pick = int(best[np.argmin(distance)])  # argmin takes the first: the lower threshold
+    lo, hi = balanced_accuracy_interval(
+        int(curve.tp[pick]),
+        int(curve.fn[pick]),
+        int(curve.tn[pick]),
+        int(curve.fp[pick]),
+        confidence,
+    )
+    ba, mcc = float(curve.balanced_accuracy[pick]), float(curve.mcc[pick])
+    facts = (
+        f"balanced accuracy {ba:.3f} ({confidence:.0%} interval {lo:.3f}-{hi:.3f}), "
+        f"MCC {mcc:.3f}, on {counts}"
+    )
+    beats_chance = lo > 0.5
     return Suggestion(
-        threshold=float(ts[pick]),
-        balanced_accuracy=float(curve.balanced_accuracy[pick]),
-        mcc=float(curve.mcc[pick]),
+        threshold=float(ts[pick]) if beats_chance else None,
+        balanced_accuracy=ba,
+        mcc=mcc,
         f1=float(curve.f1[pick]),
         accuracy=float(curve.accuracy[pick]),
         n_labels=int(kept.size),
         n_match=n_match,
         n_no_match=n_no,
-        message=(
-            f"balanced accuracy {curve.balanced_accuracy[pick]:.3f} (MCC {curve.mcc[pick]:.3f}) "
-            f"on {kept.size} labels ({n_match} match, {n_no} no match)"
+        message=facts
+        if beats_chance
+        else (
+            f"no threshold separates these labels better than chance with confidence: the best, "
+            f"{ts[pick]:.2f}, has {facts}; its interval reaches 0.5, a coin toss"
         ),
+        best=float(ts[pick]),
+        interval=(lo, hi),
     )

@@ -96,6 +96,15 @@ if c is not None:
             f"({escape_text(str(c.threshold_basis), one_line=True)})?"
             + (f" Best kappa at {best.threshold:.2f}." if best else "")
         )
+        top = c.best_agreeing
+        if best is None and top is not None:
+            lo, hi = top.interval
+            st.info(
+                "No threshold agrees with the judge better than chance with confidence: the "
+                f"best, {top.threshold:.2f} (kappa {top.kappa:.3f}), has a 95% bootstrap "
+                f"interval of balanced accuracy {lo:.3f}-{hi:.3f}, which reaches 0.5. More "
+                "judged queries narrow it."
+            )
         st.plotly_chart(
             jv.threshold_figure(c, view.settings.threshold), key="calibration.thresholds"
         )

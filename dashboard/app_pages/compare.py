@@ -477,7 +477,7 @@ def show_detail(detail: dd.QueryDetail, row: Any) -> None:
         return
 
     def card(ch: dd.ChunkDetail) -> str:
-        header = fq.chunk_header(ch, detail.threshold)
+        header = fq.chunk_header(ch)
         return chunk_card(
             header, ch.text, ch.match_start, ch.match_end, ch.covers, odd=ch.odd_numbers
         )

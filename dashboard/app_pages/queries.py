@@ -342,7 +342,7 @@ else:
         )
 
     def _card(c: dd.ChunkDetail) -> str:
-        header = fq.chunk_header(c, detail.threshold)
+        header = fq.chunk_header(c)
         card = chunk_card(
             header,
             c.text,

@@ -85,7 +85,7 @@ with left:
 with right:
     hide = st.toggle("Hide labelled pairs", key=keys.TUNING_HIDE)
 pairs = state.borderline(view, band)
-labels = state.pair_labels(view)
+labels = tuning.as_scored(state.pair_labels(view), state.store(), state.data(view), settings)
 lookup = labels.lookup()
 shown = [p for p in pairs if not (hide and p.key in lookup)]
 if not pairs:
@@ -164,8 +164,28 @@ else:
         width="stretch",
         key="threshold.agreement",
     )
-    if suggestion.threshold is None:
+    if suggestion.best is None:  # too few labels of a kind
         st.info(suggestion.message[0].upper() + suggestion.message[1:] + ".")
+    elif suggestion.threshold is None:  # enough labels, but no threshold beats chance
+        st.warning(suggestion.message[0].upper() + suggestion.message[1:] + ".")
+        match, no_match = tuning.conflicts(labels.label, labels.score)
+        guard = (
+            ""
+            if settings.numbers_must_match
+            else "**Numbers must match** in the sidebar, when they differ in a figure; "
+        )
+        st.markdown(
+            f"**{match.size:,} pairs of labels conflict**: a match scoring at or below a no "
+            f"match, which no threshold can put on their right sides. What can separate them: "
+            f"{guard}the **semantic** scorer, when they share words but not meaning (or meaning "
+            "but not words); a different normalisation (**strip punctuation**, **strip "
+            "articles**), when they differ in formatting only."
+        )
+        text_table(
+            ft.conflicts_frame(labels, match, no_match),
+            "threshold.conflicts",
+            f"{file_stem}_conflicts.csv",
+        )
     else:
         sug_col, use_col = st.columns([1, 3], vertical_alignment="bottom")
         same = suggestion.threshold == t
@@ -191,6 +211,11 @@ else:
             "correct no-match verdicts, so it favours lenient thresholds when most labels are "
             "matches."
         )
+    st.caption(
+        f"A threshold is suggested when there are at least {tuning.MIN_LABELS_EACH} labels of "
+        f"each kind and the {tuning.CONFIDENCE:.0%} bootstrap interval of its balanced accuracy "
+        "lies above 0.5 (a coin toss, or one verdict for every pair); otherwise none is."
+    )
     table = ft.labels_frame(labels)
     text_table(table, "threshold.labels", f"{file_stem}_labels.csv")
 st.caption(

@@ -69,7 +69,7 @@ def spans_frame(detail: QueryDetail) -> pd.DataFrame:
     )
 
 
-def chunk_header(ch: ChunkDetail, threshold: float) -> str:
+def chunk_header(ch: ChunkDetail) -> str:
     """The plain-text line above a chunk (escaped by the caller's HTML helper)."""
     rank = ch.rank
     was = f" (was #{ch.original_rank})" if ch.original_rank != rank else ""
@@ -81,7 +81,7 @@ def chunk_header(ch: ChunkDetail, threshold: float) -> str:
             + ("" if ch.label is None else f" (qrels {ch.label})")
         )
     if ch.match_eidx >= 0 and ch.match_score is not None:
-        verdict = "covers" if ch.match_score >= np.float32(threshold) else "below threshold"
+        verdict = "covers" if ch.covers else "below threshold"  # covers: what the metrics count
         if ch.numbers_differ:  # a fuzzy match with another figure (refused with the guard on)
             verdict = "numbers differ" + ("" if ch.covers else ", not counted")
         parts.append(f"best match: span {ch.match_eidx + 1} ({ch.match_score:.2f}, {verdict})")

@@ -163,8 +163,8 @@ def agreement_figure(
     scores = np.asarray(label_scores, dtype=np.float64)
     values = np.asarray(label_values, dtype=bool)
     for sel, y, name, colour in (
-        (values, 1.06, "labelled match", MATCH),
-        (~values, -0.06, "labelled no match", NO_MATCH),
+        (values, 1.08, "labelled match", MATCH),
+        (~values, -1.08, "labelled no match", NO_MATCH),
     ):
         if np.any(sel):
             traces.append(
@@ -203,7 +203,8 @@ def agreement_figure(
         **_LAYOUT,
         "title": "Agreement of each threshold with your labels",
         "xaxis": {"title": "threshold (zoomed to the labelled scores)", "range": x_range},
-        "yaxis": {"range": [-0.12, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1]},
+        # MCC runs from -1 (every verdict the labels' opposite) to 1: the axis shows it whole
+        "yaxis": {"range": [-1.15, 1.3], "tickvals": [-1, -0.5, 0, 0.5, 1]},
     }
     return figure(traces, layout, markers)
 
@@ -301,6 +302,26 @@ def borderline_frame(
         for p in pairs
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def conflicts_frame(labels: Labels, match: ArrayLike, no_match: ArrayLike) -> pd.DataFrame:
+    """One row per conflicting pair of labels (tuning.conflicts): the match, the no match
+    scoring at least as high, and the gap between their scores."""
+    i, j = np.asarray(match, dtype=np.int64), np.asarray(no_match, dtype=np.int64)
+    score = labels.score.astype(np.float64)
+    return pd.DataFrame(
+        {
+            "match: query_id": labels.query_id[i],
+            "match: rank": labels.rank[i],
+            "match: span": labels.eidx[i] + 1,
+            "match: score": score[i],
+            "no match: query_id": labels.query_id[j],
+            "no match: rank": labels.rank[j],
+            "no match: span": labels.eidx[j] + 1,
+            "no match: score": score[j],
+            "gap": score[j] - score[i],
+        }
+    )
 
 
 def labels_frame(labels: Labels) -> pd.DataFrame:

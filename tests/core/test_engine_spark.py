@@ -294,7 +294,6 @@ def test_a_missing_input_is_one_line_and_exit_2(session: Any, tmp_path: Path) ->
         (["--qrels", "x.qrels"], "--qrels"),
         (["--format", "trec"], "--format trec"),
         (["--preset", "tat-rag"], "--preset"),
-        (["--numbers-must-match"], "--numbers-must-match"),
         (["--scorer", "semantic"], "--scorer semantic"),
         (["--by", "topic"], "--by"),
         (["--explain-preset", "eggai"], "--explain-preset"),

@@ -418,3 +418,38 @@ def test_plan_refuses_what_a_partition_cannot_decide() -> None:
         "ContextCoverage",
         "BestRank",
     ]
+
+
+def test_the_numbers_guard_equals_evaluate() -> None:
+    """The guard (on by default) in a partition: the near-duplicate with another figure covers
+    nothing, as evaluate() rules on a stored run; with it off both agree again, and differ."""
+    gold = "the default block size is 128 megabytes (128MB)"
+    queries = [
+        Query(
+            query_id=f"q{i}",
+            retrieved=(
+                Chunk("near", "The default block size is 32 megabytes (32MB).", 0.9),
+                Chunk("same", "default block size: 128 megabytes (128MB), set in hdfs", 0.5)
+                if i % 2
+                else Chunk("other", "no figure here at all", 0.5),
+            ),
+            evidence=(gold, "no figure") if i % 3 == 0 else (gold,),
+        )
+        for i in range(9)
+    ]
+    store, data = stored(queries)
+    table = partition.to_arrow(queries)
+    metrics = ["RR", "Hit@1", *EVIDENCE_METRICS]
+    got = {}
+    for guard in (True, False):
+        report = evaluate(
+            data, metrics, store=store, relevance="evidence", numbers_must_match=guard
+        )
+        means, _ = run_split(table, 3, metrics, relevance="evidence", numbers_must_match=guard)
+        assert_same(means, report.metrics)
+        got[guard] = report.metrics
+    default, _ = run_split(table, 2, metrics, relevance="evidence")
+    assert_same(default, got[True])
+    # rank 1 is the near-duplicate in every query: relevant only without the guard
+    assert got[True]["Hit@1"] == 0.0 and got[False]["Hit@1"] == 1.0
+    assert got[True]["EvidenceRecall@3"] < got[False]["EvidenceRecall@3"]

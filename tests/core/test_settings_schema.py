@@ -224,7 +224,10 @@ def test_cli_help_says_each_default() -> None:
     text = subcommands()["evaluate"].format_help()
     for s in SETTINGS:
         assert s.flag in text
-        if s.default not in (None, False):
+        if s.default is True:  # a switch on by default: said, with the flag that turns it off
+            assert f"(default on; --no-{s.flag[2:]} turns it off)" in " ".join(text.split())
+            assert s.off_flag is not None and s.off_flag in text
+        elif s.default not in (None, False):
             assert f"(default {s.default})" in " ".join(text.split()), s.name
 
 
@@ -335,12 +338,12 @@ def test_cache_key_keeps_its_shape() -> None:
 
     # (k, threshold, scorer, punct, articles, relevance, cut, rel_level, complete): the order
     # every cached result was keyed by before the schema; then the numbers guard, the preset and
-    # its rules
+    # its rules (the guard on by default)
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
     assert keys.settings_key(Settings())[9:-3] == (
-        False, None, False, False, False, "k", *[False] * 4
+        True, None, False, False, False, "k", *[False] * 4
     )  # fmt: skip
     # judged_only, judge and embedder: added last
     assert keys.settings_key(Settings())[-3:] == (False, None, "wordllama")

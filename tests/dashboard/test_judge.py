@@ -457,3 +457,21 @@ def test_the_judge_form_says_what_it_will_do(
         line = " ".join(i.value for i in at.info if "Dry run" in i.value)
         assert est.estimated_cost_usd and f"estimated cost ${est.estimated_cost_usd:.4f}" in line
         assert server.n_requests == 0
+
+
+def test_calibration_page_gives_no_threshold_at_chance(
+    make_app: Callable[..., AppTest], fresh_db: Path
+) -> None:
+    """The recorded judge fails one query whose gold span is quoted verbatim: coverage says yes
+    for every query at every threshold, kappa 0 (a constant verdict). No "Use threshold" button
+    (it offered 0.50), and the page says why."""
+    with Store(fresh_db) as store:
+        c = calibrate(store, "judged")
+    assert c.best_agreeing is not None and c.best_agreeing.kappa == 0.0
+    assert c.best_threshold is None
+    at = make_app("calibration.py", db=fresh_db, run="judged")
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [b for b in at.button if b.key == "calibration.use_threshold"]
+    info = " ".join(i.value for i in at.info)
+    assert "No threshold agrees with the judge better than chance with confidence" in info
+    assert "0.500-0.500" in info

@@ -300,30 +300,29 @@ def test_highlight_marks_odd_figures_inside_the_window_escaped() -> None:
     assert html.unescape(re.sub(r"<[^>]+>", "", inner.split(">", 1)[1])) == text  # nothing lost
 
 
+def store_one_query(
+    store: Store, name: str, retrieved: tuple[Chunk, ...], evidence: tuple[str, ...]
+) -> None:
+    """Import a run of one query, "a", with these chunks and gold spans."""
+    query = Query(query_id="a", query="q?", retrieved=retrieved, evidence=evidence)
+    store.import_run(
+        ParsedRun(RunInfo(name=name), [query], "native", (f"{name}.jsonl",)), ProblemLog()
+    )
+
+
 def test_drilldown_says_numbers_differ_and_marks_the_figure(
     make_app: Callable[..., AppTest], tmp_path: Path
 ) -> None:
     db = tmp_path / "numbers.duckdb"
-    span = "Net revenue was $48,881 in 2019"
     with Store(db) as store:
-        store.import_run(
-            ParsedRun(
-                RunInfo(name="fig"),
-                [
-                    Query(
-                        query_id="a",
-                        query="revenue?",
-                        retrieved=(
-                            Chunk("near", "Net revenue was $48,811 in 2019.", 0.9),
-                            Chunk("same", "net revenue was $48881 in 2019", 0.5),
-                        ),
-                        evidence=(span,),
-                    )
-                ],
-                "native",
-                ("fig.jsonl",),
+        store_one_query(
+            store,
+            "fig",
+            (
+                Chunk("near", "Net revenue was $48,811 in 2019.", 0.9),
+                Chunk("same", "net revenue was $48881 in 2019", 0.5),
             ),
-            ProblemLog(),
+            ("Net revenue was $48,881 in 2019",),
         )
     for guard, covers in (("false", "true"), ("true", "false")):
         at = make_app("queries.py", db=db, run="fig", q="a", numbers=guard)
@@ -334,6 +333,51 @@ def test_drilldown_says_numbers_differ_and_marks_the_figure(
         assert [html.unescape(m) for m in ODD.findall(first)] == ["48,811"]
         assert ("not counted" in first) == (guard == "true")
         assert at.sidebar.checkbox(key="numbers").value is (guard == "true")
+
+
+def test_drilldown_guard_is_on_by_default(make_app: Callable[..., AppTest], tmp_path: Path) -> None:
+    """A link without `numbers`: the guard is on (issue 27): the chunk stating another figure
+    ("32MB" for "128MB", 0.86 to partial) is drawn as not covering and said not to count, the
+    span is not covered, and the switch shows on; `numbers=false` turns it off."""
+    db = tmp_path / "default.duckdb"
+    with Store(db) as store:
+        store_one_query(
+            store,
+            "mb",
+            (
+                Chunk("near", "The default block size is 32 megabytes (32MB).", 0.9),
+                Chunk("other", "unrelated text", 0.5),
+            ),
+            ("128 megabytes (128MB)",),
+        )
+    at = make_app("queries.py", db=db, run="mb", q="a")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.checkbox(key="numbers").value is True
+    cards = [m.value for m in at.markdown if 'class="rageval-chunk"' in m.value]
+    first = cards[0].split('<div class="rageval-chunk"')[1]
+    assert 'data-covers="false"' in first and "not counted" in first
+    assert 'class="rageval-hit weak"' in first  # its window marked weakly: not a match
+    assert [html.unescape(m) for m in ODD.findall(first)] == ["32"]
+    at = make_app("queries.py", db=db, run="mb", q="a", numbers="false")
+    first = next(m.value for m in at.markdown if 'class="rageval-chunk"' in m.value)
+    assert 'data-covers="true"' in first and "not counted" not in first
+
+
+def test_a_covering_chunk_shows_the_match_that_counts() -> None:
+    """A chunk that covers one span and is a near-duplicate of another: the drilldown shows the
+    window of the span it covers (not the refused one's), so what is drawn as covering counts."""
+    store = Store(":memory:")
+    chunk = "Revenue was $48,811 in 2019. The board met in Paris on Monday."
+    # partial: 0.96 to the first span (another figure), 0.91 to the second
+    spans = ("Revenue was $48,881 in 2019", "the board met at Paris")
+    store_one_query(store, "two", (Chunk("c", chunk, 0.9),), spans)
+    data = load_run_data(store, "two")
+    (c,) = dd.query_detail(store, data, 0, Settings(k=1)).chunks
+    assert c.covers and c.match_eidx == 1 and not c.numbers_differ and not c.odd_numbers
+    assert "board met in Paris" in chunk[c.match_start : c.match_end]
+    assert "48,811" not in chunk[c.match_start : c.match_end]
+    (off,) = dd.query_detail(store, data, 0, Settings(k=1, numbers_must_match=False)).chunks
+    assert off.covers and off.match_eidx in (0, 1)  # both count without the guard
 
 
 # --- search in every text --------------------------------------------------------------------

@@ -19,7 +19,7 @@ from rageval_core.evaluate import Settings
 from rageval_core.formats import read_inputs
 from rageval_core.matching import Normalisation
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
-from rageval_core.rundata import evidence_tensor, load_run_data
+from rageval_core.rundata import evidence_tensor, load_run_data, numbers_guard
 from rageval_core.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,10 +63,12 @@ def test_page_renders_the_histogram_and_flip_share(
 ) -> None:
     at = make_app(PAGE, db=bm25_db, run="bm25")
     assert not at.exception, [e.value for e in at.exception]
-    # the reference: best scores from the raw tensor (not the Coverage the page reads)
+    # the reference: best scores from the raw tensor (not the Coverage the page reads), a pair
+    # the numbers guard (on by default) refuses at 0
     with Store(bm25_db) as store:
         data = load_run_data(store, "bm25")
-        best = tuning.span_best_scores(evidence_tensor(store, data), k=10, n_spans=data.n_spans)
+        tensor = np.where(numbers_guard(store, data), evidence_tensor(store, data), 0)
+        best = tuning.span_best_scores(tensor, k=10, n_spans=data.n_spans)
     flip = tuning.flip_share(best, 0.7, 0.05)
     assert flip.n_spans > 100 and 0 < flip.lost + flip.gained < flip.n_spans
 
@@ -226,3 +228,37 @@ def test_zoomed_range_without_labels_is_the_whole_axis() -> None:
 
     assert ft.zoomed_range([]) == [0.0, 1.0]
     assert ft.zoomed_range([0.8]) == pytest.approx([0.75, 0.85])
+
+
+def test_no_suggestion_at_chance_level(make_app: Callable[..., AppTest], bm25_db: Path) -> None:
+    """The issue's case: 14 labels (7 of each) no threshold separates. No "Suggested threshold",
+    no "use it"; the page says so, lists the conflicting pairs and where to look; MCC's axis
+    shows its whole range."""
+    with Store(bm25_db) as store:
+        pairs = tuning.borderline_pairs(store, load_run_data(store, "bm25"), Settings(), band=0.1)
+        by_score: dict[float, Any] = {}
+        for p in pairs:  # distinct scores, so the inversion below is strict
+            by_score.setdefault(round(p.score, 6), p)
+        chosen = sorted(by_score.values(), key=lambda p: p.score)[::3][:14]
+        assert len(chosen) == 14
+        # the person calls the 7 lowest scores "match" and the 7 highest "no match": every
+        # threshold's balanced accuracy is at most 1/2
+        for n, p in enumerate(chosen):
+            tuning.set_label(store, "bm25", *p.key, "partial", NORM, n < 7)
+    at = make_app(PAGE, db=bm25_db, run="bm25")
+    assert not at.exception, [e.value for e in at.exception]
+    assert metric(at, "Labelled pairs") == "14"
+    assert "Suggested threshold" not in [m.label for m in at.metric]
+    assert not [b for b in at.button if b.key == "threshold.use"]
+    warning = " ".join(w.value for w in at.warning)
+    assert "No threshold separates these labels better than chance" in warning
+    assert "balanced accuracy 0.500" in warning
+    text = " ".join(m.value for m in at.markdown)
+    assert "**49 pairs of labels conflict**" in text  # 7 x 7: every match below every no match
+    assert "semantic" in text and "strip punctuation" in text
+    assert "Numbers must match" not in text  # on already (the default): not offered
+    frame = [d.value for d in at.dataframe if "gap" in d.value.columns]
+    assert len(frame) == 1 and len(frame[0]) == 49 and (frame[0]["gap"] > 0).all()
+    spec = chart(at, "threshold.agreement")
+    assert spec["layout"]["yaxis"]["range"][0] <= -1 and spec["layout"]["yaxis"]["range"][1] >= 1
+    assert not [s for s in spec["layout"]["shapes"] if s.get("line", {}).get("color") == "#2ca02c"]

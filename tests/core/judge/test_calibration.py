@@ -13,9 +13,18 @@ import numpy as np
 import pytest
 from scipy.stats.contingency import crosstab
 
-from rageval_core.calibration import SWEEP, cohen_kappa, confusion_matrix, label_rates
+from rageval_core.calibration import (
+    SWEEP,
+    Calibration,
+    ThresholdAgreement,
+    cohen_kappa,
+    confusion_matrix,
+    format_calibration,
+    label_rates,
+)
 from rageval_core.judging import JudgeConfig, run_judge
 from rageval_core.store import Store, judgements
+from rageval_core.tuning import balanced_accuracy_interval
 from tests.cli import rageval
 from tests.core.judge.conftest import FAITHFULNESS, RUN_FILE
 from tests.fakellm import FakeServer
@@ -135,6 +144,46 @@ def test_the_sweep_follows_the_judge_as_coverage_changes(server: FakeServer, db:
         if row["threshold"] in covered:
             expected = float(np.mean(covered[row["threshold"]] == verdict))
             assert row["agreement"] == pytest.approx(expected)
+
+
+def test_no_threshold_advice_at_chance(server: FakeServer, db: Path) -> None:
+    """The judge fails q2's retrieval, but every gold span is quoted verbatim, so coverage says
+    yes for all five queries at every threshold: kappa 0, a constant verdict. No threshold is
+    advised (the sweep used to call 0.50 the best agreement)."""
+    server.state.retrieval = {"Who audits charities?": 0.1}
+    with Store(db) as store:
+        run_judge(store, "judged", JudgeConfig(base_url=server.base_url, model="fake"))
+    out = calibrate_json(db)
+    assert out["thresholds"] and out["best_threshold"] is None
+    for row in out["thresholds"]:
+        # TPR 4/4, TNR 0/1 in every resample: balanced accuracy 1/2 exactly
+        assert row["kappa"] == 0.0 and row["balanced_accuracy_interval"] == [0.5, 0.5]
+    text = rageval("calibrate", "judged", db=db).stdout
+    assert "no threshold agrees with the judge better than chance with confidence" in text
+    assert "best agreement with the judge at threshold" not in text
+
+
+def calibration_with(rows: list[ThresholdAgreement]) -> Calibration:
+    nan = math.nan
+    return Calibration(
+        "r", "faithfulness", None, [], [], 0, 0, nan, nan, [], [], [], [], rows, "judge.pass_rate"
+    )
+
+
+def test_best_threshold_needs_an_interval_above_chance() -> None:
+    shaky = ThresholdAgreement(0.6, 20, 0.7, 0.3, (0.45, 0.9))
+    sure = ThresholdAgreement(0.7, 20, 0.65, 0.25, (0.55, 0.8))
+    # the highest kappa is shaky: no advice (not a fallback to a lower kappa)
+    c = calibration_with([shaky, sure])
+    assert c.best_agreeing == shaky and c.best_threshold is None
+    assert c.to_json()["best_threshold"] is None
+    assert "no threshold agrees with the judge better than chance" in format_calibration(c)
+    c = calibration_with([sure])
+    assert c.best_threshold == sure and c.to_json()["best_threshold"] == 0.7
+    assert "best agreement with the judge at threshold 0.70" in format_calibration(c)
+    # the counts' interval: a constant verdict is exactly chance; full agreement is 1
+    assert balanced_accuracy_interval(4, 0, 0, 1) == (0.5, 0.5)
+    assert balanced_accuracy_interval(4, 0, 1, 0) == (1.0, 1.0)
 
 
 def test_labels_given_later_override_the_files(db: Path) -> None:

@@ -122,14 +122,15 @@ def test_metrics_with_and_without_the_guard() -> None:
     )
     data = load_run_data(store, "r")
     names = ["EvidenceRecall@1", "EvidenceRecall@2", "RR"]
-    off = evaluate(data, names, store=store, relevance="evidence")
-    on = evaluate(data, names, store=store, relevance="evidence", numbers_must_match=True)
+    off = evaluate(data, names, store=store, relevance="evidence", numbers_must_match=False)
+    on = evaluate(data, names, store=store, relevance="evidence")  # the guard is on by default
     # off: the near-duplicate at rank 1 covers; on: only the chunk with the same figures, rank 2
     assert off.per_query["EvidenceRecall@1"].tolist() == [1.0, 1.0]
     assert on.per_query["EvidenceRecall@1"].tolist() == [0.0, 1.0]
     assert on.per_query["EvidenceRecall@2"].tolist() == [1.0, 1.0]
     assert on.per_query["RR"].tolist() == [0.5, 1.0]
-    assert on.settings["numbers_must_match"] is True and "numbers_must_match" not in off.settings
+    # the JSON names the setting only when it is not the default
+    assert off.settings["numbers_must_match"] is False and "numbers_must_match" not in on.settings
 
 
 def test_drilldown_labels_and_marks_the_differing_figure() -> None:
@@ -168,7 +169,7 @@ def _lenient_run(n: int, right_text: str) -> Store:
 def test_lenient_threshold_warning() -> None:
     store = _lenient_run(4, "unrelated words only")
     data = load_run_data(store, "r")
-    report = evaluate(data, store=store, k=1)
+    report = evaluate(data, store=store, k=1, numbers_must_match=False)
     assert report.metrics["EvidenceRecall@1"] == 1.0 and report.metrics["R@1"] == 0.0
     (warning,) = report.warnings
     assert re.search(
@@ -179,16 +180,17 @@ def test_lenient_threshold_warning() -> None:
     assert report.to_json()["warnings"] == [warning]
     assert f"warning: {warning}" in format_report(report)
     # the warning belongs to the numbers it doubts: one of the two asked, the same warning ...
-    assert evaluate(data, ["P@1", "R@1"], store=store, k=1).warnings == report.warnings
-    assert evaluate(data, ["EvidenceRecall@1"], store=store, k=1).warnings == report.warnings
-    assert evaluate(data, store=store, k=1, relevance="evidence").warnings == report.warnings
+    off = {"numbers_must_match": False}
+    assert evaluate(data, ["P@1", "R@1"], store=store, k=1, **off).warnings == report.warnings
+    assert evaluate(data, ["EvidenceRecall@1"], store=store, k=1, **off).warnings == report.warnings
+    assert evaluate(data, store=store, k=1, relevance="evidence", **off).warnings == report.warnings
     # ... neither: no warning about numbers not shown
-    assert evaluate(data, ["P@1", "nDCG@1", "RR"], store=store, k=1).warnings == ()
-    # the guard refuses the near-duplicate: no gap, no warning, and no key in the JSON
-    guarded = evaluate(data, store=store, k=1, numbers_must_match=True)
+    assert evaluate(data, ["P@1", "nDCG@1", "RR"], store=store, k=1, **off).warnings == ()
+    # the guard (on by default) refuses the near-duplicate: no gap, no warning, no key in the JSON
+    guarded = evaluate(data, store=store, k=1)
     assert guarded.warnings == () and "warnings" not in guarded.to_json()
     # k = 2 reaches the relevant document: R@2 = 1, no gap
-    assert evaluate(data, store=store, k=2).warnings == ()
+    assert evaluate(data, store=store, k=2, **off).warnings == ()
 
 
 def test_lenient_warning_names_a_card_over_other_queries() -> None:
@@ -202,7 +204,8 @@ def test_lenient_warning_names_a_card_over_other_queries() -> None:
     ]
     store = store_of(*(q for q in lenient.iter_queries(lenient.run("r").run_id)), *extra)
     data = load_run_data(store, "r")
-    report = evaluate(data, store=store, k=1)
+    off = {"numbers_must_match": False}
+    report = evaluate(data, store=store, k=1, **off)
     assert report.metrics["R@1"] == pytest.approx(2 / 6)
     assert report.counts["scored_ids"] == 6 and report.counts["scored_evidence"] == 4
     (warning,) = report.warnings
@@ -211,7 +214,7 @@ def test_lenient_warning_names_a_card_over_other_queries() -> None:
     # the EvidenceRecall@1 card is over the same 4 queries: no aside for it
     assert "reported EvidenceRecall" not in warning
     # in evidence mode the R@1 card is evidence-based: not the id-based number, no aside
-    (evidence_warning,) = evaluate(data, store=store, k=1, relevance="evidence").warnings
+    (evidence_warning,) = evaluate(data, store=store, k=1, relevance="evidence", **off).warnings
     assert "reported R@1" not in evidence_warning
 
 
@@ -233,7 +236,7 @@ def test_the_guard_in_a_preset() -> None:
     from rageval_core.parity import cover_matrix
 
     query = NEAR_THEN_SAME
-    s = Settings(preset="tat-rag", scorer="difflib", threshold=0.7)
+    s = Settings(preset="tat-rag", scorer="difflib", threshold=0.7, numbers_must_match=False)
     assert cover_matrix(query, s, {})[:, 0].tolist() == [True, True]
     guarded = cover_matrix(query, dataclasses.replace(s, numbers_must_match=True), {})
     assert guarded[:, 0].tolist() == [False, True]

@@ -376,13 +376,18 @@ def test_suggestion_hand_computed() -> None:
     # balanced accuracy (TPR + TNR) / 2: (1 + 2/3) / 2 = 5/6 for t in (0.5, 0.6] and
     # (2/3 + 1) / 2 = 5/6 in (0.7, 0.8]; 2/3 in (0.6, 0.7]; 4/6 in (0.3, 0.5]
     got = tuning.suggest_threshold(LABELS, LABEL_SCORES, current=0.7, min_each=3)
-    assert got.threshold == 0.71 and got.balanced_accuracy == pytest.approx(5 / 6)
+    assert got.best == 0.71 and got.balanced_accuracy == pytest.approx(5 / 6)
+    # at 0.71 TNR is 1 and TPR 2/3; a resample of the 3 matches holds b ~ Binomial(3, 2/3)
+    # agreeing ones, so balanced accuracy is (b/3 + 1)/2: 0.5 with probability 1/27 = 3.7%
+    # (above 2.5%: the interval's lower end) and 1 with 8/27: the 95% interval is [0.5, 1]
+    assert got.interval == (0.5, 1.0)
+    assert got.threshold is None  # 3 labels a kind: 5/6 may still be a coin toss
     assert got.mcc == pytest.approx((2 * 3 - 0 * 1) / math.sqrt(2 * 3 * 4 * 3))
     assert (got.n_labels, got.n_match, got.n_no_match) == (6, 3, 3)
     assert got.accuracy == pytest.approx(5 / 6) and got.f1 == pytest.approx(0.8)
     assert "balanced accuracy 0.833" in got.message
     low = tuning.suggest_threshold(LABELS, LABEL_SCORES, current=0.2, min_each=3)
-    assert low.threshold == 0.51  # the plateau's end closest to 0.2
+    assert low.best == 0.51  # the plateau's end closest to 0.2
 
 
 def test_suggestion_is_not_the_lenient_threshold_f1_would_pick() -> None:
@@ -401,8 +406,8 @@ def test_suggestion_is_not_the_lenient_threshold_f1_would_pick() -> None:
 def test_suggestion_ties_go_to_the_closest_then_the_lower() -> None:
     y, s = [True, True, False, False], [0.9, 0.7, 0.65, 0.85]
     # balanced accuracy at 0.6: TPR 1, TNR 0 -> 1/2; at 0.8: TPR 1/2, TNR 1/2 -> 1/2: equal
-    assert tuning.suggest_threshold(y, s, 0.7, [0.6, 0.8], min_each=1).threshold == 0.6
-    assert tuning.suggest_threshold(y, s, 0.71, [0.6, 0.8], min_each=1).threshold == 0.8
+    assert tuning.suggest_threshold(y, s, 0.7, [0.6, 0.8], min_each=1).best == 0.6
+    assert tuning.suggest_threshold(y, s, 0.71, [0.6, 0.8], min_each=1).best == 0.8
 
 
 def test_no_suggestion_with_too_few_labels() -> None:
@@ -412,6 +417,75 @@ def test_no_suggestion_with_too_few_labels() -> None:
     assert got.threshold is None and np.isnan(got.balanced_accuracy) and np.isnan(got.f1)
     assert "at least 5 labels of each kind" in got.message and "4 match" in got.message
     assert tuning.suggest_threshold([*y, True], [*s, 0.8], 0.7).threshold is not None
+
+
+#: the issue's case: 14 labels, 7 of each, where the best threshold is no better than a coin
+#: toss (every match scores below every no match but one tie; a constant verdict is best)
+CHANCE_LABELS = [True] * 7 + [False] * 7
+CHANCE_SCORES = [0.55, 0.58, 0.6, 0.62, 0.64, 0.66, 0.7, 0.7, 0.72, 0.74, 0.76, 0.78, 0.8, 0.82]
+
+
+def test_no_suggestion_at_chance_level() -> None:
+    got = tuning.suggest_threshold(CHANCE_LABELS, CHANCE_SCORES, current=0.7)
+    # by hand: at any t, TPR + TNR <= 1 (the matches lie below the no matches), so the best
+    # balanced accuracy is 1/2: t <= 0.55 (TPR 1, TNR 0) or t > 0.82 (TPR 0, TNR 1); closest
+    # to 0.7 is 0.55 (0.15 away; 0.83 is 0.13 away: that one)
+    assert got.best == 0.83 and got.balanced_accuracy == 0.5 and got.mcc == 0.0
+    assert got.interval == (0.5, 0.5)  # a constant verdict: every resample agrees as much
+    assert got.threshold is None
+    assert got.message.startswith("no threshold separates these labels better than chance")
+    assert "balanced accuracy 0.500" in got.message and "7 match, 7 no match" in got.message
+
+
+def test_suggestion_when_labels_separate() -> None:
+    """The honest positive: 5 of each kind, cleanly apart, gets a suggestion."""
+    y = [True] * 5 + [False] * 5
+    s = [0.91, 0.86, 0.8, 0.95, 0.99, 0.1, 0.2, 0.3, 0.4, 0.5]
+    got = tuning.suggest_threshold(y, s, current=0.7)
+    assert got.threshold == 0.7 == got.best and got.interval == (1.0, 1.0)
+    # a sixth no match among the matches (0.85): on (0.5, 0.8] TPR 1, TNR 5/6 -> 11/12 (on
+    # (0.85, 0.86] TPR 4/5, TNR 1 -> 0.9); resampling the 6 no matches gives 0.5 + b/12 with
+    # b ~ Binomial(6, 5/6): P(b <= 3) = 6.2%, P(b <= 2) = 0.9%, so the lower end is 0.75
+    y2, s2 = [*y, False], [*s, 0.85]
+    got = tuning.suggest_threshold(y2, s2, current=0.7)
+    assert got.threshold == 0.7 and got.balanced_accuracy == pytest.approx(11 / 12)
+    assert got.interval[0] == pytest.approx(0.75)
+
+
+def test_interval_matches_an_index_bootstrap() -> None:
+    """The binomial shortcut against the textbook bootstrap: resample label positions of each
+    kind with replacement and recount (an independent computation; quantiles agree to within
+    the resampling noise)."""
+    rng = np.random.default_rng(7)
+    y = np.asarray([True] * 12 + [False] * 9)
+    s = np.where(y, rng.uniform(0.5, 1.0, y.size), rng.uniform(0.3, 0.8, y.size))
+    t = 0.65
+    pos, neg = s[y] >= np.float32(t), s[~y] < np.float32(t)
+    counts = (int(pos.sum()), int((~pos).sum()), int(neg.sum()), int((~neg).sum()))
+    lo, hi = tuning.balanced_accuracy_interval(*counts, resamples=20000)
+    i = rng.integers(0, pos.size, (20000, pos.size))
+    j = rng.integers(0, neg.size, (20000, neg.size))
+    ba = (pos[i].mean(axis=1) + neg[j].mean(axis=1)) / 2
+    ref = np.quantile(ba, [0.025, 0.975])
+    assert lo == pytest.approx(ref[0], abs=0.03) and hi == pytest.approx(ref[1], abs=0.03)
+    assert np.isnan(tuning.balanced_accuracy_interval(1, 1, 0, 0)).all()  # no no-match labels
+
+
+def test_conflicts_are_the_inverted_pairs() -> None:
+    i, j = tuning.conflicts(CHANCE_LABELS, CHANCE_SCORES)
+    brute = {
+        (a, b)
+        for a in range(14)
+        for b in range(14)
+        if CHANCE_LABELS[a] and not CHANCE_LABELS[b] and CHANCE_SCORES[a] <= CHANCE_SCORES[b]
+    }
+    assert set(zip(i.tolist(), j.tolist(), strict=True)) == brute and len(brute) == 49
+    assert (i[0], j[0]) == (0, 13)  # the widest gap first: 0.55 below 0.82
+    gaps = np.asarray(CHANCE_SCORES)[j] - np.asarray(CHANCE_SCORES)[i]
+    assert np.all(np.diff(gaps) <= 1e-9)
+    y, s = [True, True, False], [0.9, 0.8, 0.3]  # separable: none
+    assert tuning.conflicts(y, s)[0].size == 0
+    assert tuning.conflicts([True, False], [0.5, float("nan")])[0].size == 0
 
 
 def test_borderline_pairs_leave_out_chunks_without_text() -> None:
@@ -435,3 +509,37 @@ def test_borderline_pairs_leave_out_chunks_without_text() -> None:
     pairs = tuning.borderline_pairs(store, data, Settings(threshold=0.0), band=1.0)
     assert keys(pairs) == [(0, 2, 0)]  # d2 only, whatever its score
     assert pairs[0].doc_id == "d2" and pairs[0].cut_rank == 2
+
+
+def test_tuning_sees_the_scores_the_metrics_see() -> None:
+    """With the numbers guard on (the default) a pair stating another figure scores 0 for the
+    metrics: it is no borderline pair, and a label on it weighs in at 0, not at its fuzzy score.
+    With the guard off both see the fuzzy score again."""
+    store = Store(":memory:")
+    run = ParsedRun(
+        RunInfo(name="mb"),
+        [
+            Query(
+                query_id="a",
+                retrieved=(
+                    Chunk("near", "The default block size is 32 megabytes (32MB).", 0.9),
+                    Chunk("close", "its block size: 128 megabits (128Mb)", 0.5),
+                ),
+                evidence=("128 megabytes (128MB)",),
+            )
+        ],
+        "native",
+        ("mb.jsonl",),
+    )
+    store.import_run(run, ProblemLog())
+    data = load_run_data(store, "mb")
+    on, off = Settings(threshold=0.8), Settings(threshold=0.8, numbers_must_match=False)
+    near_on = {p.doc_id: p.score for p in tuning.borderline_pairs(store, data, on, band=0.2)}
+    near_off = {p.doc_id: p.score for p in tuning.borderline_pairs(store, data, off, band=0.2)}
+    assert "near" in near_off and "near" not in near_on  # 0.86 refused: 0 is far from 0.8
+    assert near_on.get("close") == near_off.get("close")  # the same figures: untouched
+    tuning.set_label(store, "mb", 0, 1, 0, "partial", NORM, False)
+    raw = tuning.labels(store, "mb", "partial", NORM)
+    assert raw.score.tolist() == [pytest.approx(near_off["near"])]
+    assert tuning.as_scored(raw, store, data, on).score.tolist() == [0.0]
+    assert tuning.as_scored(raw, store, data, off) is raw

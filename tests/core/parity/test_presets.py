@@ -327,6 +327,7 @@ def test_explanation_cli_keeps_given_flags(tmp_path: Path) -> None:
     r = rageval(*args)
     assert r.returncode == 0, r.stderr
     assert "rageval defaults" in r.stdout and "+ one_chunk_one_span=on" in r.stdout
+    assert "+ numbers_must_match=off" in r.stdout  # the guard, on by default, off in TAT-RAG
     r = rageval(*args, "--threshold", "0.5", "--json")
     got = json.loads(r.stdout)
     assert "threshold" not in [st["setting"] for st in got["steps"]]
