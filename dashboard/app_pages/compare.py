@@ -308,6 +308,9 @@ def show_pairs(c: Comparison) -> None:
         st.warning(text)
     else:
         st.caption(text)
+    for run, notes in c.warnings.items():  # evaluate's depth note, as the Overview shows it
+        for note in notes:
+            st.warning(escape_text(f"{run}: {note}.", one_line=True), icon="⚠️")
 
 
 def wait_for_tests(c: Comparison) -> None:

@@ -46,6 +46,7 @@ from rageval_core.evaluate import (
     resolve_relevance,
 )
 from rageval_core.metrics import registry
+from rageval_core.report import depth_warning
 from rageval_core.rundata import LoadedRun, RunData, load_run_data, load_stored
 from rageval_core.store import Store, reads
 
@@ -234,6 +235,8 @@ class Comparison:
     cost_note: str
     stages: dict[str, list[str]]  # run -> latency stages it records (any query)
     by: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # run -> evaluate's depth note, where a compared cut-off exceeds that run's depth
+    warnings: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def n_shared(self) -> int:
@@ -300,6 +303,8 @@ class Comparison:
             "cost_note": self.cost_note or None,
             "latency_stages": self.stages,
         }
+        if self.warnings:
+            out["warnings"] = {run: list(notes) for run, notes in self.warnings.items()}
         if self.by:
             out["by"] = {
                 tag: {
@@ -591,7 +596,21 @@ def _compare(
             label: list(stage_columns(d)) for label, (_, d) in zip(labels, loaded, strict=True)
         },
         by=segments,
+        warnings=_depth_notes(labels, [d for _, d in loaded], names),
     )
+
+
+def _depth_notes(
+    labels: Sequence[str], runs: Sequence[RunData], names: Sequence[str]
+) -> dict[str, tuple[str, ...]]:
+    """Each run's depth note (report.depth_warning, evaluate's words) for the compared
+    measures' cut-offs; a preset's own names carry none."""
+    cutoffs = []
+    for name in names:
+        with contextlib.suppress(UsageError):  # a preset's own name (recall_score) is no measure
+            cutoffs.append(registry.parse(name).cutoff)
+    notes = {label: depth_warning(d.depth, cutoffs) for label, d in zip(labels, runs, strict=True)}
+    return {label: note for label, note in notes.items() if note}
 
 
 def _worst(

@@ -43,6 +43,8 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
         f"permutations, {o.n_bootstrap} bootstrap resamples, seed {o.seed}; Holm over "
         f"{len(c.tests)} tests; * = p(Holm) < {o.alpha:g}",
     ]
+    # evaluate's depth note, in its words, for each run a cut-off reaches past
+    out += [f"warning: {run}: {note}" for run, notes in c.warnings.items() for note in notes]
     if c.metrics:
         out += [
             "",

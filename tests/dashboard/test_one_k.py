@@ -3,6 +3,7 @@ at the CLI's k and the same note that k exceeds the run's depth; warnings about 
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -69,3 +70,23 @@ def test_the_overview_warning_speaks_about_its_cards(
     (warning,) = [w.value for w in at.warning if "lenient" in w.value]
     assert "on the 4 queries scored on relevant ids and on gold evidence" in warning
     assert "the reported R@1, 0.333, is over all 6 scored on relevant ids" in warning
+
+
+def test_compare_shows_the_depth_note_of_the_shallow_run(
+    make_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
+    """Compare at the default k over a depth-10 and a depth-4 run: the note the Overview and the
+    CLI give, for the shallow run only; none at k = 4."""
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(
+        shallow_run(tmp_path / "d.jsonl", 10).read_text().replace('"shallow"', '"deep"')
+    )
+    db = tmp_path / "two.duckdb"
+    shallow = shallow_run(tmp_path / "shallow.jsonl")
+    assert rageval("import", str(deep), str(shallow), db=db).returncode == 0
+    at = make_app("compare.py", db=db, run="deep")
+    assert not at.exception, [e.value for e in at.exception]
+    notes = [html.unescape(w.value) for w in at.warning if "depth" in w.value]
+    assert notes == [f"shallow: {DEPTH_WARNING}."]
+    at.sidebar.slider(key="k").set_value(4).run()
+    assert not [w.value for w in at.warning if "depth" in w.value]

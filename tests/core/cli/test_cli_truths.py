@@ -152,3 +152,23 @@ def test_k_within_the_depth_says_nothing(tmp_path: Path) -> None:
     deep = shallow_run(tmp_path / "deep.jsonl", depth=10)
     done = rageval_subprocess("evaluate", str(deep), "--json", db=tmp_path / "d.duckdb")
     assert "warnings" not in json.loads(done.stdout)
+
+
+def test_compare_says_the_depth_note_of_the_run_it_concerns(tmp_path: Path) -> None:
+    """compare at the default k: the depth-4 run gets evaluate's note, in evaluate's words, in
+    the text and the JSON; the depth-10 run it is compared with gets none (nor at k = 4)."""
+    db = tmp_path / "s.duckdb"
+    shallow = shallow_run(tmp_path / "shallow.jsonl")
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(
+        shallow_run(tmp_path / "d.jsonl", depth=10).read_text().replace('"shallow"', '"deep"')
+    )
+    assert rageval_subprocess("import", str(deep), str(shallow), db=db).returncode == 0
+    done = rageval_subprocess("compare", "deep", "shallow", "--json", db=db)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["warnings"] == {"shallow": [DEPTH_WARNING]}
+    text = rageval_subprocess("compare", "deep", "shallow", db=db).stdout.splitlines()
+    assert f"warning: shallow: {DEPTH_WARNING}" in text
+    assert not any(line.startswith("warning: deep") for line in text)
+    within = rageval_subprocess("compare", "deep", "shallow", "--k", "4", "--json", db=db)
+    assert within.returncode == 0 and "warnings" not in json.loads(within.stdout)
