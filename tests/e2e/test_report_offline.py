@@ -112,7 +112,7 @@ def test_report_colours_follow_each_metrics_direction(browser: Any, tmp_path: Pa
     runs = [REPO / "sample_runs" / f"{n}.jsonl" for n in ("bm25", "hybrid_rerank")]
     assert rageval("import", *map(str, runs), db=db).returncode == 0
     out = tmp_path / "report.html"
-    metrics = ("--metrics", "ContextRelevance BestRank PerQueryCoverage@10 nDCG@10")
+    metrics = ("--metrics", "ContextRelevance BestRank TokenF1 nDCG@10")
     fast = ("--permutations", "2000", "--bootstrap", "200")
     made = rageval("report", "bm25", "hybrid_rerank", *metrics, *fast, "--out", str(out), db=db)
     assert made.returncode == 0, made.stderr
@@ -127,7 +127,7 @@ def test_report_colours_follow_each_metrics_direction(browser: Any, tmp_path: Pa
     assert colour["ContextRelevance"] == (RED, "regressed")
     assert colour["BestRank"] == (GREEN, "improved")
     assert colour["nDCG@10"] == (GREEN, "improved")
-    neutral, word = colour["PerQueryCoverage@10"]
+    neutral, word = colour["TokenF1"]
     assert neutral not in (GREEN, RED) and word == ""
     assert drawn["charts"]
     for (left, top, right, bottom), marks, ticks in drawn["charts"]:
