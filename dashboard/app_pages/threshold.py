@@ -64,9 +64,15 @@ cols[3].metric(
     "covered at the lower one",
 )
 st.plotly_chart(ft.span_histogram(best, t, DELTA), width="stretch", key="threshold.histogram")
+guard = (
+    " Numbers must match is on: a chunk whose figures differ from the span's scores 0 here, as "
+    "the metrics count it (turn it off under Matching and cut-off to see its text score)."
+    if settings.numbers_must_match
+    else ""
+)
 st.caption(
     f"Top {settings.k}, scorer `{settings.scorer_key}`. The shaded band is ±{DELTA:.2f} around "
-    "the threshold: a tall band means many spans hang on the exact value chosen."
+    "the threshold: a tall band means many spans hang on the exact value chosen." + guard
 )
 
 # --- borderline pairs ---

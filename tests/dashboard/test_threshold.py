@@ -82,6 +82,11 @@ def test_page_renders_the_histogram_and_flip_share(
     assert metric(at, "Gold spans") == f"{flip.n_spans:,}"
     assert metric(at, "Flip at ±0.05") == f"{flip.share:.1%}"
     assert metric(at, "Lost at 0.75 / gained at 0.65") == f"-{flip.lost:,} / +{flip.gained:,}"
+    # the bar at 0 holds the refused pairs: the caption says so while the guard is on, not after
+    assert any("Numbers must match is on" in c.value for c in at.caption)
+    at = make_app(PAGE, db=bm25_db, run="bm25", numbers="false")
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any("Numbers must match" in c.value for c in at.caption)
 
 
 def test_marking_pairs_stores_labels(make_app: Callable[..., AppTest], bm25_db: Path) -> None:
