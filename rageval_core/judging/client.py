@@ -59,6 +59,27 @@ class JudgeUnreachableError(RagevalError):
         )
 
 
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """No redirect is followed: urllib would resend the request, Authorization header and all,
+    to whatever host the Location names. The answer is a redirect: one request's failure."""
+
+    def redirect_request(
+        self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> None:
+        fp.close()
+        where = urlsplit(newurl).netloc.rpartition("@")[2] or urlsplit(req.full_url).netloc
+        raise EndpointError(
+            f"the endpoint redirected (HTTP {code}) to {where}: not followed, the key is sent "
+            "only to the configured host (give the address it redirects to as the base URL "
+            "if you trust it)"
+        )
+
+
+#: the one opener of every judge request (no redirect followed; proxies from the environment
+#: as urlopen has them)
+_OPENER = urllib.request.build_opener(_RefuseRedirects())
+
+
 class EndpointError(Exception):
     """One request failed for good (retries spent, or a 4xx that retrying cannot fix);
     cause: the failure in plain words, without the attempts (what a summary counts by)."""
@@ -122,7 +143,13 @@ def base_url_problem(base_url: str) -> str | None:
     """What is wrong with a base URL, in words that follow its name (None: nothing)."""
     if not base_url.strip():
         return "is empty: give the endpoint's address, e.g. https://api.openai.com/v1"
-    parts = urlsplit(base_url)
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in base_url):
+        return f"must hold no spaces, line breaks or control characters, got {base_url!r}"
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 (reading it checks it: out of range or not a number raises)
+    except ValueError as e:  # unbalanced IPv6 brackets, a bad port
+        return f"is not a URL ({e}), got {base_url!r}"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return f"must be an http(s) URL, got {base_url!r}"
     if parts.username or parts.password:
@@ -236,7 +263,7 @@ class ChatClient:
             request = urllib.request.Request(self.url, data=data, headers=self._headers)
             wait: float | None = None
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                with _OPENER.open(request, timeout=self.timeout_s) as response:
                     self._answered()
                     payload = response.read()
                 self.limiter.succeeded()

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -26,6 +27,8 @@ from rageval_core.judging.client import (
 )
 from rageval_core.judging.prompts import PROMPTS, BadReply, Item, parse_reply
 from rageval_core.judging.runner import request_key
+from tests.cli import rageval
+from tests.core.judge.conftest import RUN_FILE
 from tests.fakellm import FakeServer
 
 ITEM = Item("What is X?", ("X is 1.",), "X is 1 [1].", "1", ("X is 1",))
@@ -265,3 +268,50 @@ def test_first_failures_that_differ_are_not_given_up_on() -> None:
     with pytest.raises(EndpointError, match="after 4 attempts"):
         client.chat(body())
     assert client.unreachable is None
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_and_the_key_stays_on_its_host(status: int) -> None:
+    """An endpoint answering a redirect to another host (another port is another origin): the
+    request fails, naming the status and the target, and the target never hears of the key."""
+    with FakeServer() as endpoint, FakeServer() as elsewhere:
+        target = elsewhere.base_url + "/chat/completions"
+        endpoint.state.fail.append((status, {"Location": target}))
+        client = ChatClient(endpoint.base_url, "sk-secret", "VAR", sleep=lambda s: None)
+        with pytest.raises(EndpointError) as e:
+            client.chat(body())
+        where = target.split("/")[2]
+        assert f"redirected (HTTP {status}) to {where}" in str(e.value)
+        assert "sk-secret" not in str(e.value)
+        assert elsewhere.n_requests == 0 and endpoint.n_requests == 1
+        # the next request is answered: one refused redirect does not stop the client
+        assert client.chat(body()).content
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::1/v1",
+        "http://127.0.0.1:99999/v1",
+        "http://127.0.0.1:port/v1",
+        "http://judge host/v1",
+        "http://judge.example/v1\r\nX-Injected: 1",
+        "http://judge.example/v1\n",
+    ],
+)
+def test_a_malformed_base_url_is_a_usage_error_on_one_escaped_line(url: str) -> None:
+    with pytest.raises(UsageError) as e:
+        ChatClient(url, None, "VAR")
+    said = str(e.value)
+    assert said.startswith("--base-url ") and "\n" not in said and "\r" not in said
+    assert repr(url) in said
+
+
+def test_malformed_base_urls_exit_2_from_the_cli(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    assert rageval("import", str(RUN_FILE), db=db).returncode == 0
+    for url in ("http://[::1/v1", "http://127.0.0.1:70000/v1", "http://a b/v1\r\n"):
+        done = rageval("judge", "judged", "--base-url", url, "--model", "m", db=db)
+        assert done.returncode == 2, (url, done.stderr)
+        assert "Traceback" not in done.stderr and "--base-url" in done.stderr
+        assert "\r" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
