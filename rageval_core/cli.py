@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rageval_core import cli_attach, cli_engines, cli_judge, cli_outputs
+from rageval_core import cli_attach, cli_diagnose, cli_engines, cli_judge, cli_outputs
 from rageval_core.cli_presets import print_explanation
 from rageval_core.cli_settings import (
     add_settings_arguments,
@@ -547,6 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_outputs.add_parser(sub, common)  # fuse, report, export; compare --table
     cli_judge.add_parser(sub, common)  # judge, calibrate
     cli_attach.add_parser(sub, common)  # attach
+    cli_diagnose.add_parser(sub, common)  # diagnose
     p = sub.add_parser("dashboard", parents=[common], help="start the dashboard")
     p.add_argument("--port", type=int, default=8501, help="(default: 8501)")
     p.add_argument(
