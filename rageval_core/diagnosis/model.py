@@ -213,8 +213,8 @@ class Diagnosis:
         if reason == "split_across_chunks":
             item["rank"] = [int(m.rank[i]), int(m.rank2[i])]
             item["extra_chars"] = int(m.extra_chars[i])
-        elif m.rank[i] > 0:
-            item["rank"] = int(m.rank[i])
+        elif m.rank[i] > 0 or m.item[i] < 0:  # ids mode: the first relevant rank (None: none)
+            item["rank"] = int(m.rank[i]) or None
         else:
             item["score"] = _number(float(m.score[i]))
         return item
