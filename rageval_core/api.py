@@ -168,23 +168,31 @@ def diagnose(
 
 
 def load_stages(
-    source: LoadedRun | str | Path, *, store: Store | None = None, format: str | None = None
+    source: LoadedRun | str | Path,
+    *,
+    companions: Sequence[str | Path] = (),
+    store: Store | None = None,
+    format: str | None = None,
 ) -> tuple[LoadedRun, LoadedRun | None]:
     """A run, and the first stage it reranks when it is an OpenInference export's reranker
-    stage (its file, or NAME@reranker stored beside NAME; None otherwise). Close both."""
+    stage (its file, with companions such as its qrels; or NAME@reranker stored beside NAME);
+    None otherwise. Close both."""
     if isinstance(source, LoadedRun):
         return _with_first(LoadedRun(source.store, source.data, owns_store=False))
     path = Path(source)
     if not path.is_file():
+        if companions:
+            raise UsageError(f"{source} is not a file: companions apply to run files only")
         return _with_first(_stored(str(source), None, store))
     from rageval_core.formats import read_inputs
     from rageval_core.formats.options import STAGE_KEY
 
     log = ProblemLog()
-    parsed = read_inputs([path], format, log)
+    paths = [path, *map(Path, companions)]
+    parsed = read_inputs(paths, format, log)
     log.raise_if_errors()
     if len(parsed) != 2 or not all(STAGE_KEY in p.info.settings for p in parsed):
-        return _scratch(open_file_in_scratch_store([path], format)), None
+        return _scratch(open_file_in_scratch_store(paths, format)), None
     scratch = Store(":memory:")  # both stages of a trace export, the retriever first
     try:
         for run in parsed:

@@ -11,6 +11,7 @@ from typing import Any
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     from rageval_core.cli_settings import add_settings_arguments
+    from rageval_core.formats.detect import FORMATS
 
     p = sub.add_parser(
         "diagnose",
@@ -19,12 +20,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("run", metavar="RUN", help="stored run name or run file")
     p.add_argument(
+        "companions",
+        nargs="*",
+        metavar="FILE",
+        help="the run file's companions (TREC or OpenInference qrels, a TAT-RAG gold set ...)",
+    )
+    p.add_argument(
         "--first-stage",
         metavar="RUN",
         help="the run RUN reranks (stored name or file): adds the two-stage split (default: "
         "the retriever stage of an OpenInference export's reranker stage)",
     )
-    p.add_argument("--format", help="force the run file's format")
+    p.add_argument("--format", choices=FORMATS, help="force the run files' format")
     add_settings_arguments(p)
     p.add_argument("--by", metavar="TAG", help="counts inside every value of this tag")
     p.add_argument(
@@ -45,7 +52,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     names = [r for r in (args.run, args.first_stage) if r is not None and not Path(r).is_file()]
     with contextlib.ExitStack() as stack:
         store = stack.enter_context(_store(args)) if names else None
-        run, first = api.load_stages(args.run, store=store, format=args.format)
+        run, first = api.load_stages(
+            args.run, companions=args.companions, store=store, format=args.format
+        )
         stack.enter_context(run)
         if first is not None:
             stack.enter_context(first)
