@@ -40,11 +40,11 @@ from rageval_core.store import Store
 
 __all__ = [
     "Comparison",
+    "Diagnosis",
     "GateResult",
     "LoadedRun",
     "Report",
     "Settings",
-    "Diagnosis",
     "compare",
     "diagnose",
     "evaluate",
@@ -144,7 +144,9 @@ def diagnose(
     from rageval_core.diagnosis import diagnose as _diagnose
 
     with contextlib.ExitStack() as stack:
-        stored = [r for r in (run, first_stage) if isinstance(r, (str, Path)) and not Path(r).is_file()]
+        stored = [
+            r for r in (run, first_stage) if isinstance(r, (str, Path)) and not Path(r).is_file()
+        ]
         opened = stack.enter_context(Store(db)) if db is not None or stored else None
         loaded, traced = load_stages(run, store=opened)
         stack.enter_context(loaded)

@@ -90,13 +90,13 @@ def diagnose(
         settings_json["first_stage"] = first_stage[1].run.name
     unjudged = None
     stages = None
+    reasons: tuple[str, ...] = EVIDENCE_REASONS
     if relevance == "evidence":
         arrays = evidence_arrays(store, data, s)
         check = _split_check(store, data, arrays, s) if check_splits else None
         status, missed = evidence_reasons(arrays, s, check)
         failing = (status != PASSING) & (status != NO_GOLD)
         what_if = evidence_what_if(arrays, s, failing, missed)
-        reasons = EVIDENCE_REASONS
         if first_stage is not None:
             first_store, first = first_stage
             if not first.run.has_evidence:
@@ -119,7 +119,7 @@ def diagnose(
         status = np.full(n, NO_GOLD, dtype=object)
         empty = np.zeros(0, dtype=np.int64)
         missed = Missed(empty, empty, empty, empty, empty, np.zeros(0), empty)
-        what_if, reasons = (), EVIDENCE_REASONS
+        what_if = ()
     out = Diagnosis(
         run=data.run.name,
         settings=settings_json,

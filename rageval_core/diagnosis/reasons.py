@@ -182,9 +182,7 @@ def ids_arrays(data: RunData, s: Settings) -> IdsArrays:
     inside = np.arange(labels.labels.shape[1])[None, :] < labels.n_ret[:, None]
     judged = labels.judged
     unjudged = (
-        inside & (judged == NOT_IN_QRELS)
-        if judged is not None
-        else inside & (labels.labels == 0)
+        inside & (judged == NOT_IN_QRELS) if judged is not None else inside & (labels.labels == 0)
     )
     return IdsArrays(rows, relevant & inside, labels.n_rel, unjudged)
 

@@ -35,9 +35,7 @@ def cuts(text: str, min_chars: int) -> list[tuple[str, str]]:
     return out
 
 
-def split_check(
-    store: Store, data: RunData, arrays: EvidenceArrays, s: Settings
-) -> SplitCheck:
+def split_check(store: Store, data: RunData, arrays: EvidenceArrays, s: Settings) -> SplitCheck:
     """The split check of evidence_reasons for one run at settings s."""
 
     def check(q: Ints, e: Ints) -> tuple[Bools, Ints, Ints, Ints]:

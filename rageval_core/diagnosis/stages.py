@@ -51,9 +51,7 @@ def evidence_stages(
     width = min(rank.shape[1], rank1.shape[1])
     spans = np.minimum(data.n_spans[rows], data1.n_spans[rows1])
     exists = np.arange(width)[None, :] < spans[:, None]
-    return _stages(
-        data1.run.name, rank[rows, :width][exists], rank1[rows1, :width][exists], s.k
-    )
+    return _stages(data1.run.name, rank[rows, :width][exists], rank1[rows1, :width][exists], s.k)
 
 
 def ids_stages(
@@ -61,7 +59,8 @@ def ids_stages(
 ) -> Stages:
     ranks = relevant_ranks(store, reranked.run.run_id, s.rel_level)
     ranks1 = {
-        (qid, doc): rank for qid, doc, rank in relevant_ranks(first_store, first.run.run_id, s.rel_level)
+        (qid, doc): rank
+        for qid, doc, rank in relevant_ranks(first_store, first.run.run_id, s.rel_level)
     }
     shared = {str(q) for q in first.query_ids}
     kept = [(r, ranks1.get((qid, doc))) for qid, doc, r in ranks if str(qid) in shared]

@@ -47,7 +47,9 @@ class Transitions:
     cells: tuple[Transition, ...]  # the non-empty ones, by (before, after) in STATUS order
 
     def count(self, before: str, after: str) -> int:
-        return next((len(c.query_ids) for c in self.cells if (c.before, c.after) == (before, after)), 0)
+        return next(
+            (len(c.query_ids) for c in self.cells if (c.before, c.after) == (before, after)), 0
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,7 +66,12 @@ def transitions(baseline: Diagnosis, candidate: Diagnosis) -> Transitions:
     Both should be diagnosed at the same settings (Compare's); reasons of different modes
     (evidence, ids) are still tabulated as they are."""
     where = {str(q): i for i, q in enumerate(candidate.query_ids)}
-    order = [PASSING, *baseline.reasons, *(r for r in candidate.reasons if r not in baseline.reasons), NO_GOLD]
+    order = [
+        PASSING,
+        *baseline.reasons,
+        *(r for r in candidate.reasons if r not in baseline.reasons),
+        NO_GOLD,
+    ]
     cells: dict[tuple[str, str], list[str]] = {}
     shared = 0
     for i, qid in enumerate(baseline.query_ids):

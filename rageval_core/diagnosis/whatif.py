@@ -98,7 +98,9 @@ def _refused_chunks(arrays: EvidenceArrays, s: Settings, missed: Missed) -> int:
     return int(np.unique(q[qq] * (k + 1) + rr).size)
 
 
-def ids_what_if(arrays: IdsArrays, s: Settings, failing_rows: Bools, missed: Missed) -> tuple[WhatIf, ...]:
+def ids_what_if(
+    arrays: IdsArrays, s: Settings, failing_rows: Bools, missed: Missed
+) -> tuple[WhatIf, ...]:
     """k larger for relevant_below_k (failing_rows: over the arrays' rows)."""
     counts = np.bincount(missed.reason, minlength=len(IDS_REASONS))
     k2 = larger_k(s.k, arrays.relevant.shape[1])

@@ -10,9 +10,22 @@ from pathlib import Path
 from typing import Any
 
 DEPTH = 20
-_WORDS = (
-    "orchard ladder barn geese pond meadow tractor hedge scarecrow pumpkin silo fence wheat plough"
-).split()
+_WORDS = [
+    "orchard",
+    "ladder",
+    "barn",
+    "geese",
+    "pond",
+    "meadow",
+    "tractor",
+    "hedge",
+    "scarecrow",
+    "pumpkin",
+    "silo",
+    "fence",
+    "wheat",
+    "plough",
+]
 
 PASS = "Beekeepers in the valley move their hives uphill when the lime trees start to flower."
 BELOW = (
@@ -25,12 +38,20 @@ SPLIT = f"{SPLIT_A} {SPLIT_B}"
 #: the chunks holding the split span's first half (rank 2) and second half (rank 5)
 SPLIT_FIRST = f"Survey notes describe how the expedition mapped the valley before winter. {SPLIT_A}"
 SPLIT_SECOND = f"{SPLIT_B} Later chapters cover the supply routes used by the mountain huts."
-NEAR = "Violin makers in Cremona seasoned spruce for decades before carving the resonant top plates."
+NEAR = (
+    "Violin makers in Cremona seasoned spruce for decades before carving the resonant top plates."
+)
 #: scores 0.655 against NEAR: 0.04 under the threshold
-NEAR_CHUNK = "Fiddle makers of Cremona dried pine for years prior to shaping the resonant front boards."
-NUMBERS = "Annual revenue of the cooperative reached 48,881 thousand euros in 2019 after the merger."
+NEAR_CHUNK = (
+    "Fiddle makers of Cremona dried pine for years prior to shaping the resonant front boards."
+)
+NUMBERS = (
+    "Annual revenue of the cooperative reached 48,881 thousand euros in 2019 after the merger."
+)
 #: NUMBERS with another figure: scores 0.99, refused by the numbers guard
-NUMBERS_CHUNK = "Annual revenue of the cooperative reached 48,812 thousand euros in 2019 after the merger."
+NUMBERS_CHUNK = (
+    "Annual revenue of the cooperative reached 48,812 thousand euros in 2019 after the merger."
+)
 NONE = (
     "Lighthouse keepers logged every passing schooner in leather-bound ledgers kept dry in tin "
     "boxes."
@@ -70,7 +91,11 @@ def filler(qid: str, rank: int) -> str:
 
 def _record(qid: str, placed: dict[int, str], evidence: list[str]) -> dict[str, Any]:
     retrieved = [
-        {"doc_id": f"{qid}-d{rank}", "text": placed.get(rank, filler(qid, rank)), "score": 1 - rank / 100}
+        {
+            "doc_id": f"{qid}-d{rank}",
+            "text": placed.get(rank, filler(qid, rank)),
+            "score": 1 - rank / 100,
+        }
         for rank in range(1, DEPTH + 1)
     ]
     out: dict[str, Any] = {"query_id": qid, "query": f"question {qid}", "retrieved": retrieved}
@@ -114,7 +139,5 @@ def ids_records() -> list[dict[str, Any]]:
 
 def write(path: Path, records: list[dict[str, Any]], name: str) -> Path:
     header = {"rageval_run": {"name": name}}
-    path.write_text(
-        "\n".join(json.dumps(r) for r in [header, *records]) + "\n", encoding="utf-8"
-    )
+    path.write_text("\n".join(json.dumps(r) for r in [header, *records]) + "\n", encoding="utf-8")
     return path

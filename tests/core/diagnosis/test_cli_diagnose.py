@@ -14,7 +14,9 @@ from tests.core.diagnosis import runs
 
 @pytest.fixture(scope="module")
 def run_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return runs.write(tmp_path_factory.mktemp("diag") / "built.jsonl", runs.evidence_records(), "built")
+    return runs.write(
+        tmp_path_factory.mktemp("diag") / "built.jsonl", runs.evidence_records(), "built"
+    )
 
 
 def test_json_gives_each_query_its_constructed_reasons(run_file: Path) -> None:
@@ -59,7 +61,9 @@ def test_text_names_each_reason_with_its_sentence(run_file: Path) -> None:
 
 
 def test_the_settings_flags_apply(run_file: Path) -> None:
-    done = rageval("diagnose", str(run_file), "--json", "--per-query", "--k", "15", "--near-miss-band", "0")
+    done = rageval(
+        "diagnose", str(run_file), "--json", "--per-query", "--k", "15", "--near-miss-band", "0"
+    )
     out = json.loads(done.stdout)
     got = {q["query_id"]: q["reason"] for q in out["per_query"]}
     assert "q_below" not in got and got["q_near"] == "not_retrieved"

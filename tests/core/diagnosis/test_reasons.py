@@ -157,7 +157,9 @@ def test_by_tag_counts_inside_each_value(built: rv.LoadedRun) -> None:
     assert groups["first"]["n"] == 4 and groups["first"]["failing"] == 3
     assert groups["first"]["queries"]["split_across_chunks"] == 1
     assert groups["second"]["queries"]["not_retrieved"] == 2
-    total = {r: groups["first"]["spans"][r] + groups["second"]["spans"][r] for r in EVIDENCE_REASONS}
+    total = {
+        r: groups["first"]["spans"][r] + groups["second"]["spans"][r] for r in EVIDENCE_REASONS
+    }
     assert total == d.span_counts()
 
 

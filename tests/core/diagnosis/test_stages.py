@@ -71,7 +71,9 @@ def test_the_cli_takes_the_first_stage_as_a_file(tmp_path: Path) -> None:
     assert "ceiling (the first stage's whole list): 75.0%" in text
 
 
-def _span(trace: str, kind: str, qid: str, docs: list[str], out: list[str] | None = None) -> dict[str, Any]:
+def _span(
+    trace: str, kind: str, qid: str, docs: list[str], out: list[str] | None = None
+) -> dict[str, Any]:
     attrs: dict[str, Any] = {"openinference.span.kind": kind}
     if kind == "RETRIEVER":
         attrs["input.value"] = f"question {qid}"

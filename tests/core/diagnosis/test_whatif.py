@@ -36,18 +36,24 @@ def _check_evidence(run: rv.LoadedRun, d: rv.Diagnosis, given: dict[str, Any]) -
     if "ranked_below_k" in w:
         k2 = int(w["ranked_below_k"].change.removeprefix("k = "))
         assert k2 == min(2 * k, run.data.depth)
-        assert w["ranked_below_k"].fixes == _fixes_by_evaluate(run, d, "FullCoverageRate", given, k=k2)
+        assert w["ranked_below_k"].fixes == _fixes_by_evaluate(
+            run, d, "FullCoverageRate", given, k=k2
+        )
     if "near_miss" in w:
         t2 = float(w["near_miss"].change.removeprefix("threshold "))
         assert t2 == round(t - d.settings["near_miss_band"], 6)
-        assert w["near_miss"].fixes == _fixes_by_evaluate(run, d, "FullCoverageRate", given, threshold=t2)
+        assert w["near_miss"].fixes == _fixes_by_evaluate(
+            run, d, "FullCoverageRate", given, threshold=t2
+        )
     if "numbers_differ" in w:
         assert w["numbers_differ"].fixes == _fixes_by_evaluate(
             run, d, "FullCoverageRate", given, numbers_must_match=False
         )
     if "split_across_chunks" in w:  # no setting rechunks: the queries whose misses are all splits
         per_query = d.to_json(per_query=True)["per_query"]
-        whole = [q for q in per_query if {m["reason"] for m in q["missed"]} == {"split_across_chunks"}]
+        whole = [
+            q for q in per_query if {m["reason"] for m in q["missed"]} == {"split_across_chunks"}
+        ]
         assert w["split_across_chunks"].fixes == len(whole)
     return set(w)
 
@@ -86,7 +92,9 @@ def bm25() -> Iterator[rv.LoadedRun]:
         {"k": 5, "score_threshold": 8.0},
     ],
 )
-def test_sample_run_what_if_counts_equal_evaluate(bm25: rv.LoadedRun, settings: dict[str, Any]) -> None:
+def test_sample_run_what_if_counts_equal_evaluate(
+    bm25: rv.LoadedRun, settings: dict[str, Any]
+) -> None:
     given = {"relevance": "evidence", **settings}
     d = rv.diagnose(bm25, **given)
     checked = _check_evidence(bm25, d, given)
