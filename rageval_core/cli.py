@@ -318,7 +318,7 @@ def _print_report(report: Any, args: argparse.Namespace) -> int:
 
 def _compare_runs(
     args: argparse.Namespace,
-    runs: Sequence[str],
+    runs: Sequence[Any],
     metrics: list[str] | None,
     by: Sequence[str] = (),
     n_worst: int = 0,
@@ -336,9 +336,8 @@ def _compare_runs(
         alpha=args.alpha,
     )
     with contextlib.ExitStack() as stack:
-        store = (
-            stack.enter_context(_store(args)) if any(not Path(r).is_file() for r in runs) else None
-        )
+        named = [r for r in runs if isinstance(r, str) and not Path(r).is_file()]
+        store = stack.enter_context(_store(args)) if named else None
         return api.compare(
             list(runs),
             metrics,
@@ -354,11 +353,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from rageval_core.compare import format_comparison
 
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
+    if args.json:  # with the diagnosis's transition table (rageval_core.cli_diagnose)
+        print(json_text(cli_diagnose.compare_json(args, metrics)))
+        return 0
     comparison = _compare_runs(args, args.runs, metrics, args.by or (), args.worst)
-    if args.json:
-        print(json_text(comparison.to_json()))
-    else:
-        print(format_comparison(comparison, worst=args.worst))
+    print(format_comparison(comparison, worst=args.worst))
     return 0
 
 

@@ -77,3 +77,34 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
         print(format_diagnosis(diagnosis, per_query=args.per_query))
     return 0
+
+
+def compare_json(args: argparse.Namespace, metrics: list[str] | None) -> dict[str, Any]:
+    """`rageval compare --json`'s object, with "diagnosis_transitions": for each candidate, the
+    baseline's and its status of every shared query (passing, no_gold or the primary reason),
+    tabulated (rageval_core.diagnosis.transitions), at the comparison's settings."""
+    import dataclasses
+
+    from rageval_core import api
+    from rageval_core.cli import _compare_runs, _store
+    from rageval_core.cli_settings import settings_from_args
+    from rageval_core.diagnosis import diagnose, transitions
+
+    names = [r for r in args.runs if not Path(r).is_file()]
+    with contextlib.ExitStack() as stack:
+        store = stack.enter_context(_store(args)) if names else None
+        loaded = [
+            stack.enter_context(api.load(r, store=None if Path(r).is_file() else store))
+            for r in args.runs
+        ]
+        comparison = _compare_runs(args, loaded, metrics, args.by or (), args.worst)
+        settings = settings_from_args(args)
+        if comparison.relevance is not None:  # the mode the comparison resolved for every run
+            settings = dataclasses.replace(settings, relevance=comparison.relevance)
+        diagnoses = [diagnose(run.store, run.data, settings) for run in loaded]
+    out: dict[str, Any] = comparison.to_json()
+    out["diagnosis_transitions"] = [
+        transitions(diagnoses[0], candidate).to_json() for candidate in diagnoses[1:]
+    ]
+    return out
+
