@@ -107,4 +107,3 @@ def compare_json(args: argparse.Namespace, metrics: list[str] | None) -> dict[st
         transitions(diagnoses[0], candidate).to_json() for candidate in diagnoses[1:]
     ]
     return out
-

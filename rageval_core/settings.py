@@ -348,7 +348,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "split_min_chars",
         int,
-        20,
+        30,
         "diagnosis: each part of a gold span cut in two at a word boundary has at least this "
         "many characters when the split is checked (split_across_chunks)",
         "--split-min-chars",

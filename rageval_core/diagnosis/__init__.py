@@ -118,7 +118,7 @@ def diagnose(
     else:  # neither qrels nor gold spans: nothing to find anywhere
         status = np.full(n, NO_GOLD, dtype=object)
         empty = np.zeros(0, dtype=np.int64)
-        missed = Missed(empty, empty, empty, empty, empty, np.zeros(0), empty)
+        missed = Missed(empty, empty, empty, empty, empty, np.zeros(0), empty, np.zeros(0))
         what_if = ()
     out = Diagnosis(
         run=data.run.name,

@@ -38,8 +38,10 @@ class Missed:
     reason: index into Diagnosis.reasons. rank: the 1-based rank the reason names (the refused
     chunk, the covering chunk below k, the first half's chunk of a split, the first relevant
     document below k), 0 when none; rank2: a split's second half's chunk, 0 otherwise.
-    score: the best score in the top k (near_miss, not_retrieved; NaN without a chunk).
-    extra_chars: a split's shorter part, the characters a chunk would have to keep more.
+    score: the best score in the top k as the metrics count it (near_miss, not_retrieved; NaN
+    without a chunk); raw_score: the same without the numbers guard (above score when the best
+    chunk's figures differ). extra_chars: a split's shorter part, the characters a chunk would
+    have to keep more.
     """
 
     qidx: Ints
@@ -49,6 +51,7 @@ class Missed:
     rank2: Ints
     score: Floats
     extra_chars: Ints
+    raw_score: Floats
 
     def __len__(self) -> int:
         return int(self.qidx.size)
@@ -62,6 +65,7 @@ class Missed:
             self.rank2[rows],
             self.score[rows],
             self.extra_chars[rows],
+            self.raw_score[rows],
         )
 
 

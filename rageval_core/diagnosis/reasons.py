@@ -139,11 +139,16 @@ def evidence_reasons(
         near = open_ & (best >= np.float32(near_miss_threshold(s)))
     reason[near] = _NEAR
     score = np.where(reason >= _NEAR, best, np.nan)
+    raw = score if arrays.refused is None else _best_in_top(arrays.raw, q, e, k)
+    raw_score = np.where(reason >= _NEAR, raw, np.nan)
 
     status = np.full(n, PASSING, dtype=object)
     status[arrays.n_spans == 0] = NO_GOLD
     status[q] = _primary(q, reason, n, EVIDENCE_REASONS)[q]
-    return status, Missed(q.astype(np.int64), e.astype(np.int64), reason, rank, rank2, score, extra)
+    missed = Missed(
+        q.astype(np.int64), e.astype(np.int64), reason, rank, rank2, score, extra, raw_score
+    )
+    return status, missed
 
 
 def _best_in_top(scores: NDArray[np.float32], q: Ints, e: Ints, k: int) -> Floats:
@@ -204,5 +209,6 @@ def ids_reasons(arrays: IdsArrays, n: int, s: Settings) -> tuple[NDArray[np.obje
     unjudged = np.zeros(n, dtype=np.int64)
     unjudged[arrays.rows] = arrays.unjudged[:, :k].sum(axis=1)
     zeros = np.zeros(q.size, dtype=np.int64)
-    missed = Missed(q, zeros - 1, reason, rank, zeros, np.full(q.size, np.nan), zeros.copy())
+    nothing = np.full(q.size, np.nan)
+    missed = Missed(q, zeros - 1, reason, rank, zeros, nothing, zeros.copy(), nothing.copy())
     return status, missed, unjudged

@@ -89,7 +89,10 @@ def _check(
         plans.append((plan, top))
     if not pair_part:
         return split, first, second, extra
-    scored = score_pairs(parts, chunks, pair_part, pair_chunk, scorer=s.scorer_key, norm=s.norm)
+    # in this process: the parts are few, and a pool would cost more to start than they take
+    scored = score_pairs(
+        parts, chunks, pair_part, pair_chunk, scorer=s.scorer_key, norm=s.norm, workers=1
+    )
     covered: set[tuple[int, int]] = set()
     t = np.float32(s.threshold)
     for i in np.flatnonzero(scored.score >= t).tolist():

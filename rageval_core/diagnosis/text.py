@@ -31,6 +31,9 @@ def sentence(d: Diagnosis, m: Missed, i: int) -> str:
             f"{span} is split: its first half is in chunk #{rank}, its second in #{int(m.rank2[i])}"
         )
     best = "no chunk in the top k" if math.isnan(score) else f"best score {score:.2f}"
+    raw = float(m.raw_score[i])
+    if not math.isnan(raw) and raw > score:  # the guard zeroed a better chunk: say so
+        best += f"; {raw:.2f} by a chunk whose figures differ"
     if reason == "near_miss":
         under = d.settings["threshold"] - score
         return f"{span}: {best}, {under:.2f} under the threshold"

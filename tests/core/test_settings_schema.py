@@ -352,7 +352,7 @@ def test_cache_key_keeps_its_shape() -> None:
     # judged_only, judge and embedder: added after them
     assert keys.settings_key(Settings())[-5:-2] == (False, None, "wordllama")
     # the diagnosis's near-miss band and split minimum: added last
-    assert keys.settings_key(Settings())[-2:] == (0.1, 20)
+    assert keys.settings_key(Settings())[-2:] == (0.1, 30)
     s = Settings(
         k=3,
         threshold=0.55,

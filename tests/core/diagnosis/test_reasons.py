@@ -54,7 +54,7 @@ def test_each_reason_reports_its_rank_or_score(built: rv.LoadedRun) -> None:
     assert by_query["q_numbers"].rank.tolist() == [1]
     split = by_query["q_split"]
     assert (split.rank.tolist(), split.rank2.tolist()) == ([2], [5])
-    assert split.extra_chars[0] >= 20  # the documented minimum part length
+    assert split.extra_chars[0] >= 30  # the documented minimum part length
     near = float(by_query["q_near"].score[0])
     assert near == pytest.approx(score_one(runs.NEAR, runs.NEAR_CHUNK)[0], abs=1e-6)
     assert d.sentences(int(np.flatnonzero(d.query_ids == "q_near")[0])) == [
@@ -177,4 +177,4 @@ def test_the_json_has_the_documented_keys(built: rv.LoadedRun) -> None:
     assert all(set(q) == {"query_id", "reason", "missed"} for q in out["per_query"])
     near = next(q for q in out["per_query"] if q["query_id"] == "q_near")["missed"][0]
     assert set(near) == {"span", "reason", "score"} and not math.isnan(near["score"])
-    assert out["settings"]["near_miss_band"] == 0.1 and out["settings"]["split_min_chars"] == 20
+    assert out["settings"]["near_miss_band"] == 0.1 and out["settings"]["split_min_chars"] == 30
