@@ -15,6 +15,7 @@ from bench import (
     bench_semantic,
     browser_speed,
     compare_speed,
+    diagnosis_speed,
     distributed,
     matching_speed,
     native_scale,
@@ -38,6 +39,7 @@ SCENARIOS = (
     "semantic",
     "compare",
     "browser",
+    "diagnosis",
 )
 GROWTH_SVG = "benchmarks_growth.svg"
 
@@ -58,6 +60,7 @@ FULL: dict[str, dict[str, Any]] = {
     "semantic": {"n_queries": 10_000, "n_embed": 100_000},
     "compare": {"n_queries": 10_000, "repeats": 3},
     "browser": {"n_queries": 10_000, "repeats": 3},
+    "diagnosis": {"n_queries": 100_000, "repeats": 5},
 }
 #: added by --scale (make bench passes it): the issue's large sizes, minutes each
 SCALE: dict[str, dict[str, Any]] = {
@@ -83,6 +86,7 @@ QUICK: dict[str, dict[str, Any]] = {
     "semantic": {"n_queries": 300, "n_embed": 2_000},
     "compare": {"n_queries": 200, "repeats": 1},
     "browser": {"n_queries": 100, "repeats": 1},
+    "diagnosis": {"n_queries": 2_000, "repeats": 1},
 }
 
 
@@ -141,6 +145,8 @@ def _run_one(
         return compare_speed.run(workdir / "compare", **sizes["compare"])
     if name == "browser":  # a fresh `streamlit run` + chromium, every page
         return browser_speed.run(workdir / "browser", **sizes["browser"])
+    if name == "diagnosis":  # rageval_core.diagnosis from kept scores
+        return diagnosis_speed.run(**sizes["diagnosis"])
     if name == "distributed":  # needs pyspark (the bench extra) and Java 17+
         return distributed.run(workdir / "distributed", **sizes["distributed"])
     raise ValueError(f"unknown scenario {name!r} (expected one of {', '.join(SCENARIOS)})")

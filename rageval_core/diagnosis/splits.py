@@ -4,20 +4,24 @@ least split_min_chars long) whose parts two different top-k chunks cover.
 The one reason that reads texts: only the spans the arrays leave undecided (not covered, not
 refused by the numbers guard, not covered below k) are checked, each part scored against the
 query's top-k chunks with the run's own scorer, normalisation and numbers guard, so "covered"
-means what it means for a whole span. The parts' scores are not kept (they are few).
+means what it means for a whole span. The parts' scores are kept on the RunData per (scorer,
+normalisation, minimum length) and (span, chunk): a new k or threshold scores only the pairs it
+has not met yet.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from rageval_core.diagnosis.reasons import Bools, EvidenceArrays, Ints, SplitCheck
 from rageval_core.evaluate import Settings
 from rageval_core.matching import score_pairs
 from rageval_core.numbers import missing_numbers
-from rageval_core.rundata import RunData
+from rageval_core.rundata import RunData, memo
 from rageval_core.store import Store
 from rageval_core.store.diagnosis import split_texts
 
@@ -35,78 +39,135 @@ def cuts(text: str, min_chars: int) -> list[tuple[str, str]]:
     return out
 
 
+@dataclass
+class _Parts:
+    """The kept part scores of one run at one (scorer, normalisation, minimum length)."""
+
+    spans: dict[tuple[int, int], list[tuple[str, str]]] = field(default_factory=dict)
+    chunks: dict[tuple[int, int], str | None] = field(default_factory=dict)
+    #: (qidx, eidx, 1-based original rank) -> (cuts, 2) scores of (first part, second part)
+    scores: dict[tuple[int, int, int], NDArray[np.float32]] = field(default_factory=dict)
+    #: (qidx, eidx, rank, cut, side) -> the part's numbers are all in the chunk
+    numbers_ok: dict[tuple[int, int, int, int, int], bool] = field(default_factory=dict)
+
+
 def split_check(store: Store, data: RunData, arrays: EvidenceArrays, s: Settings) -> SplitCheck:
     """The split check of evidence_reasons for one run at settings s."""
+    key = ("split_parts", s.scorer_key, s.norm.key, s.split_min_chars)
+    parts: _Parts = memo(data, key, _Parts)
 
     def check(q: Ints, e: Ints) -> tuple[Bools, Ints, Ints, Ints]:
-        return _check(store, data, arrays, s, q, e)
+        _read(store, data, parts, q, e, s.split_min_chars)
+        top = _top_chunks(arrays, parts, q, s.k)
+        _score(parts, q, e, top, s)
+        return _decide(parts, q, e, top, s)
 
     return check
 
 
-def _check(
-    store: Store, data: RunData, arrays: EvidenceArrays, s: Settings, q: Ints, e: Ints
+def _read(store: Store, data: RunData, parts: _Parts, q: Ints, e: Ints, min_chars: int) -> None:
+    """The texts of the candidates' queries not read before."""
+    new = sorted(
+        {qi for qi, ei in zip(q.tolist(), e.tolist(), strict=True) if (qi, ei) not in parts.spans}
+    )
+    if not new:
+        return
+    span_rows, chunk_rows = split_texts(store, data.run.run_id, new)
+    for qi, ei, text in span_rows:
+        parts.spans[(int(qi), int(ei))] = cuts(text or "", min_chars)
+    for qi, rank, text in chunk_rows:
+        parts.chunks[(int(qi), int(rank))] = text
+
+
+def _top_chunks(
+    arrays: EvidenceArrays, parts: _Parts, q: Ints, k: int
+) -> list[list[tuple[int, int]]]:
+    """Per candidate: its query's top-k chunks with text, as (rank after a cut, original rank)."""
+    out = []
+    for qi in q.tolist():
+        top = []
+        for r in range(min(k, int(arrays.n_ret[qi]))):
+            original = (r if arrays.order is None else int(arrays.order[qi, r])) + 1
+            if parts.chunks.get((qi, original)) is not None:
+                top.append((r + 1, original))
+        out.append(top)
+    return out
+
+
+def _score(parts: _Parts, q: Ints, e: Ints, top: list[list[tuple[int, int]]], s: Settings) -> None:
+    """Score the parts of every (candidate span, top-k chunk) pair not scored before."""
+    texts: list[str] = []
+    chunks: list[str] = []
+    pair_part: list[int] = []
+    pair_chunk: list[int] = []
+    todo: list[tuple[int, int, int]] = []
+    chunk_index: dict[tuple[int, int], int] = {}
+    for qi, ei, ranks in zip(q.tolist(), e.tolist(), top, strict=True):
+        span_cuts = parts.spans.get((qi, ei), [])
+        new = [original for _, original in ranks if (qi, ei, original) not in parts.scores]
+        if len(ranks) < 2 or not span_cuts or not new:
+            continue
+        first = len(texts)
+        for left, right in span_cuts:
+            texts += [left, right]
+        for original in new:
+            if (qi, original) not in chunk_index:
+                chunk_index[(qi, original)] = len(chunks)
+                chunks.append(parts.chunks[(qi, original)] or "")
+            todo.append((qi, ei, original))
+            pair_part += range(first, len(texts))
+            pair_chunk += [chunk_index[(qi, original)]] * (len(texts) - first)
+    if not todo:
+        return
+    # in this process: the parts are few, and a pool would cost more to start than they take
+    scored = score_pairs(
+        texts, chunks, pair_part, pair_chunk, scorer=s.scorer_key, norm=s.norm, workers=1
+    ).score
+    at = 0
+    for qi, ei, original in todo:
+        n = 2 * len(parts.spans[(qi, ei)])
+        parts.scores[(qi, ei, original)] = scored[at : at + n].reshape(-1, 2)
+        at += n
+
+
+def _covers(parts: _Parts, qi: int, ei: int, original: int, s: Settings) -> Bools:
+    """(cuts, 2) where the chunk covers the first and the second part at s."""
+    scores = parts.scores[(qi, ei, original)]
+    hit = scores >= np.float32(s.threshold)
+    if s.numbers_must_match:
+        chunk = parts.chunks[(qi, original)] or ""
+        for cut, side in zip(*np.nonzero(hit), strict=True):
+            key = (qi, ei, original, int(cut), int(side))
+            if key not in parts.numbers_ok:
+                part = parts.spans[(qi, ei)][int(cut)][int(side)]
+                parts.numbers_ok[key] = not missing_numbers(part, chunk)
+            hit[cut, side] = parts.numbers_ok[key]
+    return hit  # type: ignore[no-any-return]
+
+
+def _decide(
+    parts: _Parts, q: Ints, e: Ints, top: list[list[tuple[int, int]]], s: Settings
 ) -> tuple[Bools, Ints, Ints, Ints]:
+    """Per candidate: split, the two chunks' ranks, and the shorter part at the most unequal
+    cut that works (the characters one chunk would have to keep more)."""
     m = q.size
     split = np.zeros(m, dtype=bool)
     first = np.zeros(m, dtype=np.int64)
     second = np.zeros(m, dtype=np.int64)
     extra = np.zeros(m, dtype=np.int64)
-    queries = sorted(set(q.tolist()))
-    span_rows, chunk_rows = split_texts(store, data.run.run_id, queries)
-    span_text = {(int(a), int(b)): t for a, b, t in span_rows}
-    chunk_text = {(int(a), int(r)): t for a, r, t in chunk_rows}
-    k = min(s.k, arrays.raw.shape[1])
-    parts: list[str] = []
-    chunks: list[str] = []
-    pair_part: list[int] = []
-    pair_chunk: list[int] = []
-    # per candidate: its cuts' part indexes and its top-k chunks' (rank, chunk index)
-    plans: list[tuple[list[tuple[int, int, int]], list[tuple[int, int]]]] = []
-    chunk_index: dict[tuple[int, int], int] = {}
-    for qi, ei in zip(q.tolist(), e.tolist(), strict=True):
-        text = span_text.get((qi, ei)) or ""
-        top = []
-        for r in range(min(k, int(arrays.n_ret[qi]))):
-            original = r if arrays.order is None else int(arrays.order[qi, r])
-            chunk = chunk_text.get((qi, original + 1))
-            if chunk is None:
-                continue
-            key = (qi, original + 1)
-            if key not in chunk_index:
-                chunk_index[key] = len(chunks)
-                chunks.append(chunk)
-            top.append((r + 1, chunk_index[key]))
-        plan = []
-        if len(top) >= 2:
-            for left, right in cuts(text, s.split_min_chars):
-                li, ri = len(parts), len(parts) + 1
-                parts += [left, right]
-                plan.append((li, ri, min(len(left), len(right))))
-                for _, ci in top:
-                    pair_part += [li, ri]
-                    pair_chunk += [ci, ci]
-        plans.append((plan, top))
-    if not pair_part:
-        return split, first, second, extra
-    # in this process: the parts are few, and a pool would cost more to start than they take
-    scored = score_pairs(
-        parts, chunks, pair_part, pair_chunk, scorer=s.scorer_key, norm=s.norm, workers=1
-    )
-    covered: set[tuple[int, int]] = set()
-    t = np.float32(s.threshold)
-    for i in np.flatnonzero(scored.score >= t).tolist():
-        part, chunk = parts[pair_part[i]], chunks[pair_chunk[i]]
-        if not s.numbers_must_match or not missing_numbers(part, chunk):
-            covered.add((pair_part[i], pair_chunk[i]))
-    for row, (plan, top) in enumerate(plans):
+    for row, (qi, ei, ranks) in enumerate(zip(q.tolist(), e.tolist(), top, strict=True)):
+        span_cuts = parts.spans.get((qi, ei), [])
+        if len(ranks) < 2 or not span_cuts:
+            continue
+        hits = np.stack([_covers(parts, qi, ei, original, s) for _, original in ranks])
         best: tuple[int, int, int] | None = None  # (extra chars, first rank, second rank)
-        for li, ri, chars in plan:
-            lefts = [rank for rank, ci in top if (li, ci) in covered]
-            rights = [rank for rank, ci in top if (ri, ci) in covered]
+        for cut in np.flatnonzero(hits[:, :, 0].any(axis=0) & hits[:, :, 1].any(axis=0)).tolist():
+            lefts = np.flatnonzero(hits[:, cut, 0]).tolist()
+            rights = np.flatnonzero(hits[:, cut, 1]).tolist()
             pair = next(((a, b) for a in lefts for b in rights if a != b), None)
+            chars = min(map(len, span_cuts[cut]))
             if pair is not None and (best is None or chars < best[0]):
-                best = (chars, *pair)
+                best = (chars, ranks[pair[0]][0], ranks[pair[1]][0])
         if best is not None:
-            split[row], extra[row], first[row], second[row] = True, best[0], best[1], best[2]
+            split[row], extra[row], first[row], second[row] = True, *best
     return split, first, second, extra
