@@ -102,8 +102,7 @@ def evidence_reasons(
     exists = arrays.span_exists
     hits = arrays.hits(s.threshold)
     covered = hits[:, :k].any(axis=1)
-    missed = exists & ~covered  # (n, spans)
-    q, e = np.nonzero(missed)
+    q, e = np.nonzero(exists & ~covered)  # the missed spans
     m = q.size
     reason = np.full(m, _NONE, dtype=np.int64)
     rank = np.zeros(m, dtype=np.int64)
@@ -145,10 +144,9 @@ def evidence_reasons(
     status = np.full(n, PASSING, dtype=object)
     status[arrays.n_spans == 0] = NO_GOLD
     status[q] = _primary(q, reason, n, EVIDENCE_REASONS)[q]
-    missed = Missed(
+    return status, Missed(
         q.astype(np.int64), e.astype(np.int64), reason, rank, rank2, score, extra, raw_score
     )
-    return status, missed
 
 
 def _best_in_top(scores: NDArray[np.float32], q: Ints, e: Ints, k: int) -> Floats:

@@ -178,3 +178,17 @@ def test_the_json_has_the_documented_keys(built: rv.LoadedRun) -> None:
     near = next(q for q in out["per_query"] if q["query_id"] == "q_near")["missed"][0]
     assert set(near) == {"span", "reason", "score"} and not math.isnan(near["score"])
     assert out["settings"]["near_miss_band"] == 0.1 and out["settings"]["split_min_chars"] == 30
+
+
+def test_kept_part_scores_give_what_a_fresh_check_gives() -> None:
+    """The split check keeps its part scores on the run: a diagnosis at another threshold and k
+    after the first equals one on a freshly loaded run (nothing stale is reused)."""
+    moved = {"threshold": 0.72, "k": 6}
+    with rv.load(runs.evidence_records()) as run:
+        rv.diagnose(run)
+        again = rv.diagnose(run, **moved).to_json(per_query=True)
+    with rv.load(runs.evidence_records()) as fresh:
+        assert rv.diagnose(fresh, **moved).to_json(per_query=True) == again
+    assert {q["query_id"]: q["reason"] for q in again["per_query"]}["q_split"] == (
+        "split_across_chunks"
+    )

@@ -106,3 +106,14 @@ def test_sample_run_ids_what_if_equals_hit(bm25: rv.LoadedRun) -> None:
     assert d.relevance == "ids"
     (line,) = d.what_if
     assert line.fixes == _fixes_by_evaluate(bm25, d, "Hit", {"k": 5}, k=10) > 0
+
+
+def test_a_not_retrieved_span_names_the_better_chunk_the_guard_zeroed(bm25: rv.LoadedRun) -> None:
+    """q0018's span holds "36 months"; its best top-k chunk (0.51) lacks the 36: the metrics
+    count 0.00, and the sentence says both."""
+    d = rv.diagnose(bm25, relevance="evidence")
+    q = int(np.flatnonzero(d.query_ids == "q0018")[0])
+    assert d.status[q] == "not_retrieved"
+    assert d.sentences(q) == [
+        "span 1 is in no retrieved chunk (best score 0.00; 0.51 by a chunk whose figures differ)"
+    ]
