@@ -79,6 +79,10 @@ def diagnose(
     """
     s = dataclasses.replace(settings or Settings(), **overrides)
     s.check()
+    if s.preset is not None:  # its rules change what covers; the diagnosis reads rageval's own
+        raise UsageError(
+            "the diagnosis reads rageval's own coverage and relevance: --preset does not apply"
+        )
     relevance = resolve_relevance(data, s)
     n = data.n_queries
     settings_json = {

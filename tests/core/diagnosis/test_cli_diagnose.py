@@ -100,6 +100,7 @@ def test_ids_mode_json(tmp_path: Path) -> None:
         (["--near-miss-band", "1.5"], 2, "near-miss band must be between 0 and 1, got 1.5"),
         (["--split-min-chars", "0"], 2, "split minimum must be an integer >= 1, got 0"),
         (["--by", "nope"], 2, "has no tag 'nope'"),
+        (["--preset", "tat-rag"], 2, "--preset does not apply"),
     ],
 )
 def test_bad_settings_are_one_line_and_exit_2(
