@@ -45,7 +45,8 @@ class _Parts:
 
     spans: dict[tuple[int, int], list[tuple[str, str]]] = field(default_factory=dict)
     chunks: dict[tuple[int, int], str | None] = field(default_factory=dict)
-    #: (qidx, eidx, 1-based original rank) -> (cuts, 2) scores of (first part, second part)
+    #: (qidx, eidx, 1-based original rank) -> (cuts, 2) scores of (first part, second part),
+    #: NaN where not scored yet (a second part is scored only where a first part is covered)
     scores: dict[tuple[int, int, int], NDArray[np.float32]] = field(default_factory=dict)
     #: (qidx, eidx, rank, cut, side) -> the part's numbers are all in the chunk
     numbers_ok: dict[tuple[int, int, int, int, int], bool] = field(default_factory=dict)
@@ -59,7 +60,12 @@ def split_check(store: Store, data: RunData, arrays: EvidenceArrays, s: Settings
     def check(q: Ints, e: Ints) -> tuple[Bools, Ints, Ints, Ints]:
         _read(store, data, parts, q, e, s.split_min_chars)
         top = _top_chunks(arrays, parts, q, s.k)
-        _score(parts, q, e, top, s)
+        _score(parts, q, e, top, s, side=0)  # every first part, then the second parts only
+        firsts = [
+            _hits(parts, qi, ei, ranks, s)[:, :, 0].any(axis=0)
+            for qi, ei, ranks in zip(q.tolist(), e.tolist(), top, strict=True)
+        ]
+        _score(parts, q, e, top, s, side=1, wanted=firsts)  # at cuts whose first part is covered
         return _decide(parts, q, e, top, s)
 
     return check
@@ -94,46 +100,60 @@ def _top_chunks(
     return out
 
 
-def _score(parts: _Parts, q: Ints, e: Ints, top: list[list[tuple[int, int]]], s: Settings) -> None:
-    """Score the parts of every (candidate span, top-k chunk) pair not scored before."""
+def _score(
+    parts: _Parts,
+    q: Ints,
+    e: Ints,
+    top: list[list[tuple[int, int]]],
+    s: Settings,
+    side: int,
+    wanted: list[Bools] | None = None,
+) -> None:
+    """Score one side's parts (0: first, 1: second) of every (candidate span, top-k chunk) pair
+    at the cuts wanted (None: every cut), where not scored before (NaN)."""
     texts: list[str] = []
     chunks: list[str] = []
     pair_part: list[int] = []
     pair_chunk: list[int] = []
-    todo: list[tuple[int, int, int]] = []
+    cells: list[tuple[tuple[int, int, int], int]] = []  # (pair key, cut) per scored part
     chunk_index: dict[tuple[int, int], int] = {}
-    for qi, ei, ranks in zip(q.tolist(), e.tolist(), top, strict=True):
+    text_index: dict[str, int] = {}
+    for row, (qi, ei, ranks) in enumerate(zip(q.tolist(), e.tolist(), top, strict=True)):
         span_cuts = parts.spans.get((qi, ei), [])
-        new = [original for _, original in ranks if (qi, ei, original) not in parts.scores]
-        if len(ranks) < 2 or not span_cuts or not new:
+        if len(ranks) < 2 or not span_cuts:
             continue
-        first = len(texts)
-        for left, right in span_cuts:
-            texts += [left, right]
-        for original in new:
-            if (qi, original) not in chunk_index:
-                chunk_index[(qi, original)] = len(chunks)
-                chunks.append(parts.chunks[(qi, original)] or "")
-            todo.append((qi, ei, original))
-            pair_part += range(first, len(texts))
-            pair_chunk += [chunk_index[(qi, original)]] * (len(texts) - first)
-    if not todo:
+        for _, original in ranks:
+            key = (qi, ei, original)
+            scores = parts.scores.setdefault(key, np.full((len(span_cuts), 2), np.nan, np.float32))
+            todo = np.isnan(scores[:, side])
+            if wanted is not None:
+                todo &= wanted[row]
+            for cut in np.flatnonzero(todo).tolist():
+                text = span_cuts[cut][side]
+                if text not in text_index:
+                    text_index[text] = len(texts)
+                    texts.append(text)
+                if (qi, original) not in chunk_index:
+                    chunk_index[(qi, original)] = len(chunks)
+                    chunks.append(parts.chunks[(qi, original)] or "")
+                pair_part.append(text_index[text])
+                pair_chunk.append(chunk_index[(qi, original)])
+                cells.append((key, cut))
+    if not cells:
         return
     # in this process: the parts are few, and a pool would cost more to start than they take
     scored = score_pairs(
         texts, chunks, pair_part, pair_chunk, scorer=s.scorer_key, norm=s.norm, workers=1
     ).score
-    at = 0
-    for qi, ei, original in todo:
-        n = 2 * len(parts.spans[(qi, ei)])
-        parts.scores[(qi, ei, original)] = scored[at : at + n].reshape(-1, 2)
-        at += n
+    for (key, cut), score in zip(cells, scored.tolist(), strict=True):
+        parts.scores[key][cut, side] = score
 
 
 def _covers(parts: _Parts, qi: int, ei: int, original: int, s: Settings) -> Bools:
     """(cuts, 2) where the chunk covers the first and the second part at s."""
     scores = parts.scores[(qi, ei, original)]
-    hit = scores >= np.float32(s.threshold)
+    with np.errstate(invalid="ignore"):  # NaN: not scored, not covered
+        hit = scores >= np.float32(s.threshold)
     if s.numbers_must_match:
         chunk = parts.chunks[(qi, original)] or ""
         for cut, side in zip(*np.nonzero(hit), strict=True):
@@ -143,6 +163,14 @@ def _covers(parts: _Parts, qi: int, ei: int, original: int, s: Settings) -> Bool
                 parts.numbers_ok[key] = not missing_numbers(part, chunk)
             hit[cut, side] = parts.numbers_ok[key]
     return hit  # type: ignore[no-any-return]
+
+
+def _hits(parts: _Parts, qi: int, ei: int, ranks: list[tuple[int, int]], s: Settings) -> Bools:
+    """(top-k chunks, cuts, 2) where each chunk covers each part (unscored: not covered)."""
+    n_cuts = len(parts.spans.get((qi, ei), []))
+    if len(ranks) < 2 or not n_cuts:
+        return np.zeros((len(ranks), n_cuts, 2), dtype=bool)
+    return np.stack([_covers(parts, qi, ei, original, s) for _, original in ranks])
 
 
 def _decide(
@@ -159,7 +187,7 @@ def _decide(
         span_cuts = parts.spans.get((qi, ei), [])
         if len(ranks) < 2 or not span_cuts:
             continue
-        hits = np.stack([_covers(parts, qi, ei, original, s) for _, original in ranks])
+        hits = _hits(parts, qi, ei, ranks, s)
         best: tuple[int, int, int] | None = None  # (extra chars, first rank, second rank)
         for cut in np.flatnonzero(hits[:, :, 0].any(axis=0) & hits[:, :, 1].any(axis=0)).tolist():
             lefts = np.flatnonzero(hits[:, cut, 0]).tolist()
