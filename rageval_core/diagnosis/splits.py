@@ -61,8 +61,8 @@ def split_check(store: Store, data: RunData, arrays: EvidenceArrays, s: Settings
         _read(store, data, parts, q, e, s.split_min_chars)
         top = _top_chunks(arrays, parts, q, s.k)
         _score(parts, q, e, top, s, side=0)  # every first part, then the second parts only
-        firsts = [
-            _hits(parts, qi, ei, ranks, s)[:, :, 0].any(axis=0)
+        firsts: list[Bools] = [
+            np.asarray(_hits(parts, qi, ei, ranks, s)[:, :, 0].any(axis=0), dtype=bool)
             for qi, ei, ranks in zip(q.tolist(), e.tolist(), top, strict=True)
         ]
         _score(parts, q, e, top, s, side=1, wanted=firsts)  # at cuts whose first part is covered
