@@ -98,15 +98,21 @@ class Stages:
     ceiling: float
     #: share of those the reranked top k covers (how much of what it could reach it delivers)
     delivered: float
-    #: share of all gold items the reranked top k covers (ceiling x delivered)
+    #: share of all gold items the reranked top k covers
     reranked: float
+    #: gold items in the reranked top k but in no first-stage list (in none of STAGE_KINDS): the
+    #: two runs are not two stages of one pipeline
+    added: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             **{kind: int(self.counts[kind]) for kind in STAGE_KINDS},
             "ceiling": _number(self.ceiling),
             "delivered": _number(self.delivered),
         }
+        if self.added:
+            out["added_by_rerank"] = self.added
+        return out
 
 
 def _number(x: float) -> float | None:

@@ -7,9 +7,9 @@ the reranked run's qrels label relevant: its rank in each list.
 
 lost_at_retrieval: not in the first stage's list at all; lost_at_rerank: in it, not in the
 reranked top k; promoted_by_rerank: below k in the first stage, in the reranked top k; kept: in
-both top k (and, rarely, in the reranked top k without being in the first stage's list: a
-reranker that adds documents). ceiling: reachable / all; delivered: reachable and in the
-reranked top k / reachable.
+both top k. An item in the reranked top k but in no first-stage list is none of these: counted
+apart (added), it says the two runs are not two stages of one pipeline. ceiling: reachable /
+all; delivered: reachable and in the reranked top k / reachable.
 """
 
 from __future__ import annotations
@@ -77,9 +77,10 @@ def _stages(first_stage: str, rank: Ints, rank1: Ints, k: int) -> Stages:
         "lost_at_retrieval": ~reachable & ~top,
         "lost_at_rerank": reachable & ~top,
         "promoted_by_rerank": reachable & ~top1 & top,
-        "kept": top & (top1 | ~reachable),
+        "kept": top & top1,
     }
     counts = {kind: int(np.count_nonzero(kinds[kind])) for kind in STAGE_KINDS}
+    added = int(np.count_nonzero(top & ~reachable))
     total, n_reachable = int(rank.size), int(np.count_nonzero(reachable))
     delivered = int(np.count_nonzero(reachable & top))
     return Stages(
@@ -88,6 +89,7 @@ def _stages(first_stage: str, rank: Ints, rank1: Ints, k: int) -> Stages:
         ceiling=n_reachable / total if total else float("nan"),
         delivered=delivered / n_reachable if n_reachable else float("nan"),
         reranked=int(np.count_nonzero(top)) / total if total else float("nan"),
+        added=added,
     )
 
 

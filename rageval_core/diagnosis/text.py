@@ -86,7 +86,7 @@ def format_diagnosis(d: Diagnosis, per_query: bool = False) -> str:
         lines += ["", "what if:"] + [f"  {w.text()}" for w in d.what_if]
     if d.stages is not None:
         st = d.stages
-        total = sum(st.counts.values())
+        total = sum(st.counts.values()) + st.added
         lines += [
             "",
             f"two stages (first stage {st.first_stage}), per gold item ({total}):",
@@ -97,6 +97,11 @@ def format_diagnosis(d: Diagnosis, per_query: bool = False) -> str:
             f"ceiling (the first stage's whole list): {_pct(st.ceiling)}; reranked top {s['k']}: "
             f"{_pct(st.reranked)}; delivered: {_pct(st.delivered)} of what it could reach",
         ]
+        if st.added:
+            lines.append(
+                f"note: {st.added} gold items are in the reranked top {s['k']} but in no list of "
+                f"{st.first_stage}: it does not look like this run's first stage"
+            )
     if d.by is not None:
         rows = [
             [group, g["n"], g["failing"], *(g["queries"][r] for r in d.reasons)]

@@ -150,3 +150,25 @@ def test_a_stored_reranker_stage_finds_its_retriever(
     with rv.load("spans@reranker", db=db) as rr:
         d = rv.diagnose(rr, k=2)
     assert d.stages is not None and d.stages.to_json() == EXPORT_STAGES
+
+
+def test_an_item_the_first_stage_never_had_is_counted_apart() -> None:
+    """D in the reranked top k but in no first-stage list: not kept, counted as added (the two
+    runs are not two stages of one pipeline), and the text says so."""
+    reranked_more = [_record("q1", {1: B, 2: A, 12: C, 3: D})]
+    with rv.load(reranked_more, name="rr") as rr, rv.load(first_stage(), name="ret") as ret:
+        d = rv.diagnose(rr, first_stage=ret)
+    assert d.stages is not None
+    assert dict(d.stages.counts) == {
+        "lost_at_retrieval": 0,
+        "lost_at_rerank": 1,
+        "promoted_by_rerank": 1,
+        "kept": 1,
+    }
+    assert d.stages.added == 1 and d.to_json()["stages"]["added_by_rerank"] == 1
+    assert d.stages.ceiling == 0.75 and d.stages.reranked == 0.75
+    from rageval_core.diagnosis.text import format_diagnosis
+
+    assert "note: 1 gold items are in the reranked top 10 but in no list of ret" in (
+        format_diagnosis(d)
+    )
