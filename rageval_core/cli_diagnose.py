@@ -101,9 +101,11 @@ def compare_json(args: argparse.Namespace, metrics: list[str] | None) -> dict[st
         settings = settings_from_args(args)
         if comparison.relevance is not None:  # the mode the comparison resolved for every run
             settings = dataclasses.replace(settings, relevance=comparison.relevance)
-        diagnoses = [diagnose(run.store, run.data, settings) for run in loaded]
+        # a preset's rules change what covers, which the diagnosis does not read: no table
+        diagnoses = [] if settings.preset else [diagnose(r.store, r.data, settings) for r in loaded]
     out: dict[str, Any] = comparison.to_json()
-    out["diagnosis_transitions"] = [
-        transitions(diagnoses[0], candidate).to_json() for candidate in diagnoses[1:]
-    ]
+    if diagnoses:
+        out["diagnosis_transitions"] = [
+            transitions(diagnoses[0], candidate).to_json() for candidate in diagnoses[1:]
+        ]
     return out

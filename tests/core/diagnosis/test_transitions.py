@@ -66,3 +66,8 @@ def test_compare_json_carries_the_table(tmp_path: Path) -> None:
     assert (table["baseline"], table["candidate"], table["shared"]) == ("base", "cand", 8)
     assert _cells(table) == EXPECTED
     assert out["baseline"] == "base" and "metrics" in out  # the comparison itself is unchanged
+    # a preset's rules change what covers, which the diagnosis does not read: no table, and the
+    # comparison is printed as before
+    done = rageval("compare", str(base), str(cand), "--json", "--preset", "eggai")
+    assert done.returncode == 0, done.stderr
+    assert "diagnosis_transitions" not in json.loads(done.stdout)
