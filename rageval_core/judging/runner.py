@@ -129,6 +129,10 @@ class JudgeConfig:
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise JudgeConfigError(name, f"must be a finite number >= 0, got {value}")
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise JudgeConfigError(
+                "timeout_s", f"must be a number of seconds > 0, got {self.timeout_s}"
+            )
         if self.max_cost_usd is not None and not self.priced:
             raise JudgeConfigError(
                 "max_cost_usd",

@@ -21,7 +21,6 @@ import pytest
 from rageval_core.judging import JudgeAuthError, JudgeConfig, run_judge
 from rageval_core.judging.client import ChatClient, EndpointError
 from rageval_core.judging.prompts import PROMPTS, Item
-from rageval_core.judging.transport import MAX_REPLY_BYTES
 from rageval_core.store import Store, judgements
 from tests.cli import rageval
 from tests.fakellm import COMPLETION_TOKENS, PROMPT_TOKENS, FakeServer
@@ -29,6 +28,7 @@ from tests.paths import REPO
 
 N_TASKS = 5 * len(PROMPTS)  # the fixture's five queries, every prompt applies to each
 HOSTILE = "Who audits charities?"  # the question whose replies the server spoils
+MAX_REPLY_BYTES = 4 * 1024 * 1024  # the documented cap (docs/judging.md, "The client")
 
 
 def body(question: str = "What is X?") -> dict[str, object]:
@@ -209,6 +209,18 @@ def test_ctrl_c_ends_a_judge_run_within_a_second_while_replies_drip(db: Path) ->
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert took < 2.0  # within a second of its threads, plus the interpreter's exit
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_a_timeout_that_bounds_nothing_is_a_usage_error(
+    server: FakeServer, db: Path, value: str
+) -> None:
+    done = judge_cli(server, db, "--timeout", value)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert (
+        done.stderr == f"rageval: --timeout must be a number of seconds > 0, got {float(value)}\n"
+    )
+    assert server.n_requests == 0
 
 
 # --- the size cap ---------------------------------------------------------------------------
