@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -246,6 +248,22 @@ class FakeServer:
     def n_requests(self) -> int:
         with self.state.lock:
             return len(self.state.requests)
+
+
+def judge_process(db: Path, base_url: str, *extra: str, key: str = "sk-x") -> Any:
+    """`rageval judge judged` against base_url in a real child process (what only a process
+    shows: signals, exit at interpreter shutdown), its output piped."""
+    from tests.paths import REPO
+
+    argv = ["--db", str(db), "judge", "judged", "--base-url", base_url, *extra]
+    return subprocess.Popen(
+        [sys.executable, "-m", "rageval_core.cli", *argv],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OPENAI_API_KEY": key},
+    )
 
 
 #: a judge's replies to every prompt of tests/data/judge/judged_run.jsonl, as a real model might

@@ -12,7 +12,6 @@ there. Name resolution (getaddrinfo) is the one step that cannot be sliced.
 from __future__ import annotations
 
 import errno
-import functools
 import http.client
 import io
 import os
@@ -21,6 +20,7 @@ import socket
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 #: the longest a socket call waits before the deadline and the stop event are looked at again
@@ -157,31 +157,27 @@ class _SlicedReader(io.RawIOBase):
         super().close()
 
 
-def _open_tcp(conn: http.client.HTTPConnection, deadline: Deadline) -> None:
+def _open_tcp(conn: Any) -> None:
     """HTTPConnection.connect with the deadline: TCP, then a proxy's CONNECT tunnel if any."""
-    sock = _connect((conn.host, conn.port), deadline, conn.source_address)  # type: ignore[attr-defined]
+    sock = _connect((conn.host, conn.port), conn.deadline, conn.source_address)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    conn.sock = _SlicedSocket(sock, deadline)  # type: ignore[assignment]
-    if conn._tunnel_host:  # type: ignore[attr-defined]
-        conn._tunnel()  # type: ignore[attr-defined]
+    conn.sock = _SlicedSocket(sock, conn.deadline)
+    if conn._tunnel_host:
+        conn._tunnel()
 
 
 class _HTTPConnection(http.client.HTTPConnection):
-    def __init__(self, host: str, *, deadline: Deadline, **kwargs: Any) -> None:
-        super().__init__(host, **kwargs)
-        self.deadline = deadline
+    deadline: Deadline  # set by _connection
 
     def connect(self) -> None:
-        _open_tcp(self, self.deadline)
+        _open_tcp(self)
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, *, deadline: Deadline, **kwargs: Any) -> None:
-        super().__init__(host, **kwargs)
-        self.deadline = deadline
+    deadline: Deadline  # set by _connection
 
     def connect(self) -> None:
-        _open_tcp(self, self.deadline)
+        _open_tcp(self)
         plain = self.sock.sock  # type: ignore[union-attr]
         tls = self._context.wrap_socket(  # type: ignore[attr-defined]
             plain,
@@ -198,6 +194,17 @@ class _HTTPSConnection(http.client.HTTPSConnection):
         self.sock = _SlicedSocket(tls, self.deadline)  # type: ignore[assignment]
 
 
+def _connection(kind: type[http.client.HTTPConnection], req: Any) -> Callable[..., Any]:
+    """What urllib's do_open makes a connection with: kind, given the request's deadline."""
+
+    def make(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+        conn = kind(host, **kwargs)
+        conn.deadline = req.deadline  # type: ignore[attr-defined]
+        return conn
+
+    return make
+
+
 class DeadlineRequest(urllib.request.Request):
     """A request carrying its Deadline to the connection that sends it."""
 
@@ -208,12 +215,12 @@ class DeadlineRequest(urllib.request.Request):
 
 class _HTTPHandler(urllib.request.HTTPHandler):
     def http_open(self, req: Any) -> Any:
-        return self.do_open(functools.partial(_HTTPConnection, deadline=req.deadline), req)
+        return self.do_open(_connection(_HTTPConnection, req), req)
 
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):
     def https_open(self, req: Any) -> Any:
-        connection = functools.partial(_HTTPSConnection, deadline=req.deadline)
+        connection = _connection(_HTTPSConnection, req)
         return self.do_open(connection, req, context=self._context)  # type: ignore[attr-defined]
 
 

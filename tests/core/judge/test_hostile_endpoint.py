@@ -7,7 +7,6 @@ exactly what the store kept."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 import threading
@@ -22,9 +21,8 @@ from rageval_core.judging import JudgeAuthError, JudgeConfig, run_judge
 from rageval_core.judging.client import ChatClient, EndpointError
 from rageval_core.judging.prompts import PROMPTS, Item
 from rageval_core.store import Store, judgements
-from tests.cli import rageval
-from tests.fakellm import COMPLETION_TOKENS, PROMPT_TOKENS, FakeServer
-from tests.paths import REPO
+from tests.core.judge.test_judge_run import judge_cli as judge_run_cli
+from tests.fakellm import COMPLETION_TOKENS, PROMPT_TOKENS, FakeServer, judge_process
 
 N_TASKS = 5 * len(PROMPTS)  # the fixture's five queries, every prompt applies to each
 HOSTILE = "Who audits charities?"  # the question whose replies the server spoils
@@ -37,18 +35,7 @@ def body(question: str = "What is X?") -> dict[str, object]:
 
 
 def judge_cli(server: FakeServer, db: Path, *extra: str) -> Any:
-    return rageval(
-        "judge",
-        "judged",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "fake-judge",
-        "--json",
-        *extra,
-        db=db,
-        env={"OPENAI_API_KEY": "sk-x"},
-    )
+    return judge_run_cli(server, db, "--json", *extra)
 
 
 def cache_tokens(db: Path) -> list[tuple[int, int]]:
@@ -170,30 +157,9 @@ def test_cancel_ends_every_request_of_a_dashboard_job_within_a_second(db: Path) 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child is POSIX")
 def test_ctrl_c_ends_a_judge_run_within_a_second_while_replies_drip(db: Path) -> None:
-    import subprocess
-
     with FakeServer() as server:
         server.state.drip = "body"
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rageval_core.cli",
-                "--db",
-                str(db),
-                "judge",
-                "judged",
-                "--base-url",
-                server.base_url,
-                "--model",
-                "m",
-            ],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "OPENAI_API_KEY": "sk-x"},
-        )
+        proc = judge_process(db, server.base_url, "--model", "m")
         deadline = time.monotonic() + 60
         while server.n_requests < 4 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
@@ -249,13 +215,11 @@ def test_a_reply_past_the_cap_is_cut_and_is_a_judge_error(
     assert out["status"] == "partial"
     assert out["errors"] == {"the reply is larger than 4 MiB: cut there, not read": len(PROMPTS)}
     assert out["judge"]["verdicts"] == N_TASKS - len(PROMPTS)
-
-
-def test_a_reply_just_under_the_cap_is_read(server: FakeServer, db: Path) -> None:
-    server.state.no_length = True
+    # the honest negative: a reply of exactly the cap is read (the failed items asked again)
     server.state.bodies[HOSTILE] = padded_reply(MAX_REPLY_BYTES)
-    out = json.loads(judge_cli(server, db).stdout)
-    assert out["status"] == "complete" and out["judge"]["verdicts"] == N_TASKS
+    again = json.loads(judge_cli(server, db).stdout)
+    assert again["requests"] == len(PROMPTS) and again["judge_errors"] == 0
+    assert again["status"] == "complete" and again["judge"]["verdicts"] == N_TASKS
 
 
 # --- point 3: a hostile reply is one judge error; the finished items are kept -----------------
