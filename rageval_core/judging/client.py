@@ -7,6 +7,10 @@ A failure to get any answer is named in plain words (`describe_failure`, the one
 classifies them: refused, name not resolved, TLS, timeout, closed), and when the endpoint has
 never answered and its first FAST_STOP_AFTER attempts all failed the same way, the client stops
 every request with JudgeUnreachableError instead of retrying each one for minutes.
+Each request is bounded as a whole by timeout_s (connect to the reply's last byte) and ends
+within about a second of its stop event, whatever the server does; replies are read up to
+4 MiB, and one that is no chat completion, or whose usage is no token count, is that request's
+EndpointError with a short reason (transport.py, `_reply`).
 An adaptive limiter spaces request starts and widens the spacing on every 429, so a rate-limited
 endpoint is not hammered by all threads at once. The API key lives in the Authorization header
 of the request only: never in an error, a log line or the cache key.

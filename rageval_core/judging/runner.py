@@ -5,9 +5,8 @@ rest sent by a thread pool (bounded by concurrency, a budget checked before each
 every finished result kept in one transaction at the end, also after a budget stop, a cancel or
 Ctrl-C. A 401/403 stops everything and keeps no result set; the valid replies received before
 it stay in the store's judge cache (each is kept as it arrives), and its message says how many.
-An endpoint that never answers stops the
-run early (client.FAST_STOP_AFTER); a run in which no judgment succeeded is `failed`, one with
-some judge errors `partial`.
+An endpoint that never answers stops the run early (client.FAST_STOP_AFTER); a run in which no
+judgment succeeded is `failed`, one with some judge errors `partial`.
 """
 
 from __future__ import annotations
@@ -372,8 +371,9 @@ def run_judge(
     for a caller that has it already; never stored). progress(done, total) after each task;
     cancel: set it to stop (finished results are kept). Ctrl-C does the same. JudgeAuthError
     (exit 2) on a 401/403: no result set is kept; its message says how many valid replies of
-    this run the judge cache kept (a run with the right key answers those from it). An endpoint that never answers ends the run at once
-    with status `failed` and summary.cause saying why, once.
+    this run the judge cache kept (a run with the right key answers those from it). An endpoint
+    that never answers ends the run at once with status `failed` and summary.cause saying why,
+    once.
     """
     config.check()
     run = store.run(ref)
