@@ -62,7 +62,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--contexts", type=int, default=10, metavar="N", help="top chunks shown (default 10)"
     )
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="(default 60)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="the longest one request may take, connect to the reply's last byte (default 60; "
+        "replies past 4 MiB are cut and are judge errors)",
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",

@@ -7,6 +7,10 @@ A failure to get any answer is named in plain words (`describe_failure`, the one
 classifies them: refused, name not resolved, TLS, timeout, closed), and when the endpoint has
 never answered and its first FAST_STOP_AFTER attempts all failed the same way, the client stops
 every request with JudgeUnreachableError instead of retrying each one for minutes.
+Each request is bounded as a whole by timeout_s (connect to the reply's last byte) and ends
+within about a second of its stop event, whatever the server does; replies are read up to
+4 MiB, and one that is no chat completion, or whose usage is no token count, is that request's
+EndpointError with a short reason (transport.py, `_reply`).
 An adaptive limiter spaces request starts and widens the spacing on every 429, so a rate-limited
 endpoint is not hammered by all threads at once. The API key lives in the Authorization header
 of the request only: never in an error, a log line or the cache key.
@@ -30,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rageval_core.errors import RagevalError, UsageError
+from rageval_core.judging import transport
 
 #: the longest a Retry-After or a backoff makes a thread wait, in seconds
 MAX_WAIT_S = 60.0
@@ -76,8 +81,11 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
 
 
 #: the one opener of every judge request (no redirect followed; proxies from the environment
-#: as urlopen has them)
-_OPENER = urllib.request.build_opener(_RefuseRedirects())
+#: as urlopen has them; each request under one deadline: transport.py)
+_OPENER = transport.build_opener(_RefuseRedirects())
+#: the largest token count one reply may report (no model reads or writes more in one request;
+#: a count past it is a hostile or broken reply, kept out of the store)
+MAX_REPLY_TOKENS = 100_000_000
 
 
 class EndpointError(Exception):
@@ -260,14 +268,19 @@ class ChatClient:
             if stop is not None and stop.is_set():
                 raise EndpointError("cancelled")
             self.limiter.wait(self.sleep)
-            request = urllib.request.Request(self.url, data=data, headers=self._headers)
+            deadline = transport.Deadline(self.timeout_s, stop)
+            request = transport.DeadlineRequest(
+                self.url, deadline, data=data, headers=self._headers
+            )
             wait: float | None = None
             try:
                 with _OPENER.open(request, timeout=self.timeout_s) as response:
                     self._answered()
-                    payload = response.read()
+                    payload = transport.read_reply(response)
                 self.limiter.succeeded()
                 return _reply(payload)
+            except (transport.RequestCancelled, transport.ReplyTooLarge) as e:
+                raise EndpointError(str(e)) from None
             except urllib.error.HTTPError as e:
                 self._answered()
                 status = e.code
@@ -323,23 +336,44 @@ class ChatClient:
 
 
 def _reply(payload: bytes) -> Reply:
-    """The first choice's message text and the usage; EndpointError when the body is no reply."""
+    """The first choice's message text and the usage; EndpointError, with a short reason, when
+    the body is no reply or its usage is no token count (never stored, never a crash)."""
     try:
         obj = json.loads(payload)
+    except RecursionError:
+        raise EndpointError("the reply nests too deeply to be read") from None
+    except json.JSONDecodeError:
+        raise EndpointError("the reply is not JSON") from None
+    except ValueError:  # not UTF-8, or an integer of thousands of digits
+        raise EndpointError("the reply cannot be read as JSON text") from None
+    try:
         content = obj["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
-        raise EndpointError("the endpoint's reply is not a chat completion") from None
+    except (KeyError, IndexError, TypeError):
+        raise EndpointError(
+            "the reply is not a chat completion (no choices[0].message.content)"
+        ) from None
     if not isinstance(content, str):
-        raise EndpointError("the endpoint's reply has no text content")
-    usage = obj.get("usage") if isinstance(obj, dict) else None
-    usage = usage if isinstance(usage, dict) else {}
+        raise EndpointError("the reply has no text content")
+    usage = obj.get("usage")
+    if usage is None:  # not reported (a local server): no tokens counted
+        usage = {}
+    if not isinstance(usage, dict):
+        raise EndpointError("the reply's usage is not an object")
+    return Reply(
+        content, _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
+    )
 
-    def count(key: str) -> int:
-        value = usage.get(key)
-        return (
-            int(value)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            else 0
+
+def _token_count(usage: dict[str, Any], key: str) -> int:
+    """usage[key] as a whole number of tokens in [0, MAX_REPLY_TOKENS] (absent or null: 0)."""
+    value = usage.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():  # 100.0 from a loose server
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPLY_TOKENS:
+        raise EndpointError(
+            f"the reply's usage.{key} is not a token count (a whole number from 0 to "
+            f"{MAX_REPLY_TOKENS:,})"
         )
-
-    return Reply(content, count("prompt_tokens"), count("completion_tokens"))
+    return value

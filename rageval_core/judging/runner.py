@@ -3,9 +3,10 @@
 Plan (one task per query x prompt x repeat) -> cached replies answered from the store -> the
 rest sent by a thread pool (bounded by concurrency, a budget checked before each request) ->
 every finished result kept in one transaction at the end, also after a budget stop, a cancel or
-Ctrl-C. A 401/403 stops everything and keeps nothing. An endpoint that never answers stops the
-run early (client.FAST_STOP_AFTER); a run in which no judgment succeeded is `failed`, one with
-some judge errors `partial`.
+Ctrl-C. A 401/403 stops everything and keeps no result set; the valid replies received before
+it stay in the store's judge cache (each is kept as it arrives), and its message says how many.
+An endpoint that never answers stops the run early (client.FAST_STOP_AFTER); a run in which no
+judgment succeeded is `failed`, one with some judge errors `partial`.
 """
 
 from __future__ import annotations
@@ -127,6 +128,10 @@ class JudgeConfig:
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise JudgeConfigError(name, f"must be a finite number >= 0, got {value}")
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise JudgeConfigError(
+                "timeout_s", f"must be a number of seconds > 0, got {self.timeout_s}"
+            )
         if self.max_cost_usd is not None and not self.priced:
             raise JudgeConfigError(
                 "max_cost_usd",
@@ -325,6 +330,19 @@ def _judge_one(client: ChatClient, task: Task, prompt: Prompt, stop: threading.E
 Progress = Callable[[int, int], None]
 
 
+def _kept_after_auth(cached: int) -> str:
+    """What a run stopped by a 401/403 leaves in the store, said exactly."""
+    if not cached:
+        return "nothing more was sent and nothing was stored"
+    replies = "one reply" if cached == 1 else f"{cached} replies"
+    return (
+        f"nothing more was sent and no result set was kept; the {replies} judged valid before "
+        f"it {'is' if cached == 1 else 'are'} kept in the store's judge cache, so a run with "
+        "the right key answers "
+        f"{'it' if cached == 1 else 'them'} from there without sending or paying again"
+    )
+
+
 def _outcome_status(status: str, results: list[JudgeResult], cause: str | None) -> str:
     """The run's status said as it is: `failed` when no judgment succeeded (or the endpoint was
     given up on with none), `partial` when some did and others are judge errors; a stop by the
@@ -352,8 +370,10 @@ def run_judge(
     The key is read from the environment variable config.api_key_env (api_key: given directly,
     for a caller that has it already; never stored). progress(done, total) after each task;
     cancel: set it to stop (finished results are kept). Ctrl-C does the same. JudgeAuthError
-    (exit 2) on a 401/403, with nothing kept. An endpoint that never answers ends the run at once
-    with status `failed` and summary.cause saying why, once.
+    (exit 2) on a 401/403: no result set is kept; its message says how many valid replies of
+    this run the judge cache kept (a run with the right key answers those from it). An endpoint
+    that never answers ends the run at once with status `failed` and summary.cause saying why,
+    once.
     """
     config.check()
     run = store.run(ref)
@@ -375,6 +395,7 @@ def run_judge(
     del key
     stop = cancel or threading.Event()
     results: list[JudgeResult] = []
+    cached_now = 0  # valid replies of this run kept in the judge cache
 
     def cost(pt: int, ct: int) -> float:
         return pt * p_in / 1000 + ct * p_out / 1000
@@ -416,6 +437,7 @@ def run_judge(
         progress(summary.cache_hits, total)
 
     def finish(t: Task, out: _Outcome) -> None:
+        nonlocal cached_now
         if out.kind == "cancelled":
             return  # stopped while waiting to retry: not judged, and no fault of the judge
         summary.requests += out.requests
@@ -433,6 +455,7 @@ def run_judge(
                 config.model,
                 CachedReply(out.content, out.prompt_tokens, out.completion_tokens),
             )
+            cached_now += 1
         results.append(
             JudgeResult(
                 t.qidx,
@@ -489,10 +512,10 @@ def run_judge(
             if stop.is_set() and summary.status == "complete" and summary.cause is None:
                 summary.status = "cancelled"
             exhausted = exhausted or stop.is_set()
-    except JudgeAuthError:
+    except JudgeAuthError as e:
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
-        raise
+        raise JudgeAuthError(f"{e}; {_kept_after_auth(cached_now)}") from None
     except KeyboardInterrupt:
         interrupted = True
         stop.set()
