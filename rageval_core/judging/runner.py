@@ -62,7 +62,7 @@ CLI_FLAGS = {
     "name": "--name",
     "contexts": "--contexts",
     "timeout_s": "--timeout",
-    "max_tokens": "max_tokens",
+    "max_tokens": "--max-tokens",
     "max_attempts": "max_attempts",
     "temperature": "temperature",
     "backoff_s": "backoff_s",
@@ -586,6 +586,7 @@ def run_judge(
 
     pool = cf.ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="judge")
     running: dict[cf.Future[_Outcome], Task] = {}
+    holds: dict[cf.Future[_Outcome], float] = {}  # each one's reservation, settled by the task
     queue = iter(pending)
     held_back: Task | None = None  # refused by the budget while others were in flight
     interrupted = False
@@ -610,11 +611,13 @@ def run_judge(
                     break
                 fut = pool.submit(_judge_one, client, nxt, PROMPTS[nxt.prompt], stop, budget, held)
                 running[fut] = nxt
+                holds[fut] = held
             if not running:
                 break
             done, _ = cf.wait(running, timeout=0.2, return_when=cf.FIRST_COMPLETED)
             for fut in done:
                 t = running.pop(fut)
+                holds.pop(fut)
                 try:
                     outcome = fut.result()  # JudgeAuthError propagates from here
                 except JudgeUnreachableError as e:
@@ -644,6 +647,9 @@ def run_judge(
     finally:
         stop_now = stop.is_set() or interrupted
         pool.shutdown(wait=not stop_now, cancel_futures=True)
+        for fut, held in holds.items():
+            if fut.cancelled():  # never started: what it held is released, nothing was spent
+                budget.settle(held, 0.0)
     summary.retries = client.retries
     summary.ledger = budget.ledger()
     summary.status = _outcome_status(summary.status, results, summary.cause)
