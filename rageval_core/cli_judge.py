@@ -244,7 +244,7 @@ def _print_summary(s: Any, rep: Any, file: str | None = None) -> None:
             )
         )
     if s.status == "budget":
-        refused = s.ledger.refused_usd if s.ledger is not None else None
+        refused = s.ledger.refused_worst_case_usd if s.ledger is not None else None
         print(
             "stopped: the next request's worst case"
             + (f" (${refused:.4f})" if refused is not None else "")
@@ -264,8 +264,8 @@ def _print_summary(s: Any, rep: Any, file: str | None = None) -> None:
     if file is not None and s.done:
         print(
             f"verdicts not kept: {file} is a file, not a stored run; its replies are in the "
-            f"store's cache: `rageval import {file}`, then `rageval judge` on the stored run "
-            "answers them from the cache (nothing sent, nothing paid)"
+            f"store's cache: `rageval import {file}`, then `rageval judge` with the same flags on the "
+            "stored run answers them from the cache (nothing sent, nothing paid)"
         )
     if s.judge is not None and not s.judge.usable:
         print(

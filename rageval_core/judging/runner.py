@@ -12,6 +12,7 @@ some judge errors `partial`.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import hashlib
 import json
 import math
@@ -268,20 +269,11 @@ class BudgetLedger:
     reserved_usd: float  # still held (0 once every request in flight has settled)
     peak_reserved_usd: float  # the most held at once by requests in flight
     reservations: int  # requests sent under the budget
-    refused_usd: float | None  # the worst case of the request that did not fit (None: none)
+    refused_worst_case_usd: float | None  # the request that did not fit (None: none)
     overruns: int  # replies that cost more than their worst case (an endpoint that miscounts)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "limit_usd": self.limit_usd,
-            "spent_usd": self.spent_usd,
-            "reserved_usd": self.reserved_usd,
-            "peak_reserved_usd": self.peak_reserved_usd,
-            "left_usd": max(0.0, self.limit_usd - self.spent_usd),
-            "reservations": self.reservations,
-            "refused_worst_case_usd": self.refused_usd,
-            "overruns": self.overruns,
-        }
+        return {**dataclasses.asdict(self), "left_usd": max(0.0, self.limit_usd - self.spent_usd)}
 
 
 class Budget:

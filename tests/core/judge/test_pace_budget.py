@@ -176,7 +176,9 @@ def test_max_cost_is_never_passed_with_four_requests_in_flight(
     assert ledger.spent_usd == pytest.approx(paid) and ledger.reserved_usd == pytest.approx(0)
     assert ledger.reservations == server.n_requests
     assert ledger.peak_reserved_usd <= budget
-    assert ledger.refused_usd is not None and paid + ledger.refused_usd > budget
+    assert (
+        ledger.refused_worst_case_usd is not None and paid + ledger.refused_worst_case_usd > budget
+    )
     assert ledger.overruns == 0
 
 
