@@ -82,6 +82,15 @@ class FakeJudge:
         self.auth_fail_after: int | None = None
         self.answered = 0  # normal 200 replies sent
         self.closing = threading.Event()  # set when the server stops: drips end
+        #: rate limiting: every n-th first attempt (a body not seen before) is answered 429 at
+        #: once (no delay_s) with Retry-After: throttle_retry_after; its retry is answered
+        self.throttle_every: int | None = None
+        self.throttle_retry_after = "1"
+        self.first_attempts = 0
+        self.bodies_seen: set[bytes] = set()
+        #: usage at the request's limits: prompt tokens = the messages' UTF-8 bytes // 2,
+        #: completion tokens = the body's max_tokens (a model that writes until it is cut off)
+        self.usage_at_limits = False
 
     def verdict(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         system = messages[0]["content"]
@@ -154,13 +163,17 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
-            body = json.loads(self.rfile.read(length))
+            raw = self.rfile.read(length)
+            body = json.loads(raw)
             with state.lock:
                 state.requests.append(body)
                 state.headers.append(dict(self.headers.items()))
                 scripted = state.fail.popleft() if state.fail else None
                 if state.auth_fail_after is not None and state.answered >= state.auth_fail_after:
                     scripted = scripted or 401
+                throttled = _throttle(state, raw) if scripted is None else False
+                if throttled:
+                    scripted = (429, {"Retry-After": state.throttle_retry_after})
                 if self.path != "/v1/chat/completions":
                     scripted = 404
                 messages = body["messages"]
@@ -172,7 +185,7 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
                     or question in state.malformed_questions
                 )
                 verdict = None if scripted is not None or bad else state.verdict(messages)
-            if state.delay_s:
+            if state.delay_s and not throttled:
                 time.sleep(state.delay_s)
             state.go.wait(60)
             if scripted is not None:
@@ -199,11 +212,7 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
                         "finish_reason": "stop",
                     }
                 ],
-                "usage": {
-                    "prompt_tokens": PROMPT_TOKENS,
-                    "completion_tokens": COMPLETION_TOKENS,
-                    "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
-                },
+                "usage": _usage(state, body),
             }
             hostile = state.bodies.get(question)
             if state.drip and (state.drip_questions is None or question in state.drip_questions):
@@ -216,6 +225,28 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
                 self._send(200, reply)
 
     return Handler
+
+
+def _throttle(state: FakeJudge, raw: bytes) -> bool:
+    """Whether this request is answered 429 (state.throttle_every; under state.lock)."""
+    if state.throttle_every is None or raw in state.bodies_seen:
+        return False
+    state.bodies_seen.add(raw)
+    state.first_attempts += 1
+    return state.first_attempts % state.throttle_every == 0
+
+
+def _usage(state: FakeJudge, body: dict[str, Any]) -> dict[str, int]:
+    """The usage a reply reports: fixed, or at the request's limits (state.usage_at_limits)."""
+    prompt, completion = PROMPT_TOKENS, COMPLETION_TOKENS
+    if state.usage_at_limits:
+        prompt = sum(len(m["content"].encode("utf-8")) for m in body["messages"]) // 2
+        completion = int(body["max_tokens"])
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 class _QuietServer(ThreadingHTTPServer):
