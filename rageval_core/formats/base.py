@@ -25,7 +25,7 @@ import math
 import re
 import stat
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +191,10 @@ def parse_run_info(obj: Any, file: str, line: int, log: ProblemLog) -> RunInfo:
             file, line, f"{HEADER_KEY}.settings", f"expected an object, got {type_name(settings)}"
         )
         settings = {}
+    bad = non_finite_path(dict(settings), f"{HEADER_KEY}.settings")
+    if bad is not None:  # JSON has no NaN: show --json and export could not write it back
+        log.error(file, line, bad, "expected a finite number (JSON has no NaN or Infinity)")
+        settings = {}
     prompt = completion = None
     if "price_per_1k" in obj:
         prompt = completion = price(
@@ -249,6 +253,23 @@ def finite_number(value: Any) -> float | None:
     except OverflowError:  # an integer beyond a float (the JSON readers refuse these earlier)
         return None
     return number if math.isfinite(number) else None
+
+
+def non_finite_path(value: Any, path: str) -> str | None:
+    """The path of the first NaN/infinite number inside a JSON value, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, dict):
+        items: Iterable[tuple[str, Any]] = ((f"{path}.{k}", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub, item in items:
+        bad = non_finite_path(item, sub)
+        if bad is not None:
+            return bad
+    return None
 
 
 def type_name(value: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rageval_core.errors import ProblemLog
@@ -208,23 +208,6 @@ def _tag(item: Any) -> str:
     if isinstance(item, (bool, int)) or finite_number(item) is not None:
         return json.dumps(item)
     raise _Refused(f"expected a string, got {shown_value(item)}")
-
-
-def non_finite_path(value: Any, path: str) -> str | None:
-    """The path of the first NaN/infinite number inside a JSON value, or None."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else path
-    if isinstance(value, dict):
-        items: Iterable[tuple[str, Any]] = ((f"{path}.{k}", v) for k, v in value.items())
-    elif isinstance(value, list):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    for sub, item in items:
-        bad = non_finite_path(item, sub)
-        if bad is not None:
-            return bad
-    return None
 
 
 def quoted(text: str) -> str:
