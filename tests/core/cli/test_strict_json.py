@@ -65,16 +65,8 @@ def test_non_finite_numbers_in_a_sidecar_are_refused(tmp_path: Path) -> None:
     )
 
 
-def test_finite_settings_still_import_and_read_back_equal(tmp_path: Path) -> None:
-    run = make_run(tmp_path / "run.jsonl", 2, evidence=False)
-    lines = run.read_text(encoding="utf-8").splitlines()
-    settings = {"t": 0.7, "k": 10, "big": 1e308, "tiny": -5e-324, "grid": [1, 2.5], "none": None}
-    header = json.dumps({"rageval_run": {"name": "ok", "settings": settings}})
-    run.write_text("\n".join([header, *lines[1:]]) + "\n", encoding="utf-8")
-    db = tmp_path / "s.duckdb"
-    assert rageval("import", str(run), db=db).returncode == 0
-    shown = rageval("show", "ok", "--json", db=db)
-    assert strict_loads(shown.stdout)["settings"] == settings
+#: finite settings, the float limits among them, read back exactly as written
+FINITE = {"t": 0.7, "k": 10, "big": 1e308, "tiny": -5e-324, "grid": [1, 2.5], "none": None}
 
 
 @pytest.fixture()
@@ -84,6 +76,9 @@ def old_store(tmp_path: Path) -> Path:
     db = tmp_path / "s.duckdb"
     for seed, name in enumerate(("base", "cand")):
         run = make_run(tmp_path / f"{name}.jsonl", 4, name=name, seed=seed)
+        lines = run.read_text(encoding="utf-8").splitlines()
+        header = json.dumps({"rageval_run": {"name": name, "settings": FINITE}})
+        run.write_text("\n".join([header, *lines[1:]]) + "\n", encoding="utf-8")
         assert rageval("import", str(run), db=db).returncode == 0
     with Store(db) as store:
         cur = store.cursor()
@@ -117,6 +112,8 @@ def test_every_json_output_parses_with_a_strict_parser(old_store: Path, tmp_path
         assert done.returncode in (0, 1), (command, done.stderr)
         assert "NaN" not in done.stdout and "Infinity" not in done.stdout, command
         strict_loads(done.stdout)
+    base = strict_loads(rageval("show", "base", "--json", db=old_store).stdout)
+    assert base["settings"] == FINITE
     shown = strict_loads(outputs["show"].stdout)
     # a non-finite number is written null, as a metric with no value is; the rest as stored
     assert shown["settings"] == {"t": None, "k": None, "grid": [1, None], "ok": 2.5}
