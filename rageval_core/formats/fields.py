@@ -221,5 +221,5 @@ def shown_value(value: Any) -> str:
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, (dict, list)) or value is None:
         return type_name(value)
-    text = json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False, default=str)  # a Decimal, a date: its text
     return text if len(text) <= 40 else text[:37] + "..."
