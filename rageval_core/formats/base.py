@@ -36,6 +36,9 @@ HEAD_BYTES = 64 * 1024
 #: The key of the header record that may open a native JSONL file (or a sidecar's only key).
 HEADER_KEY = "rageval_run"
 SIDECAR_SUFFIX = ".run.json"
+#: the largest latency (ms) or price (USD per 1,000 tokens) read: far beyond any real one, and
+#: small enough that sums, means and costs (times 2^63 tokens) over any run stay inside a float
+MAX_MEASURE = 1e100
 
 #: the first bytes of a gzip stream (RFC 1952): TREC runs and qrels are often given as .gz
 GZIP_MAGIC = b"\x1f\x8b"
@@ -241,7 +244,18 @@ def price(value: Any, file: str, line: int, field: str, log: ProblemLog) -> floa
     if number is None or number < 0:
         log.error(file, line, field, f"expected a non-negative number, got {value!r}")
         return None
+    if number > MAX_MEASURE:
+        log.error(file, line, field, too_large(number))
+        return None
     return number
+
+
+def too_large(number: float) -> str:
+    """The problem with a latency or price above MAX_MEASURE."""
+    return (
+        f"{number:g} is too large (at most {MAX_MEASURE:g}: sums and costs over the run must fit "
+        "a float)"
+    )
 
 
 def finite_number(value: Any) -> float | None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import finite_number, type_name
+from rageval_core.formats.base import MAX_MEASURE, finite_number, too_large, type_name
 from rageval_core.formats.safejson import MAX_COUNT, MAX_LABEL, MIN_LABEL
 
 T = TypeVar("T")
@@ -172,6 +172,8 @@ def _non_negative(item: Any) -> float:
     number = finite_number(item)
     if number is None or number < 0:
         raise _Refused(f"expected a finite number >= 0, got {shown_value(item)}")
+    if number > MAX_MEASURE:  # the only numbers kept this way are latencies
+        raise _Refused(too_large(number))
     return number
 
 

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import finite_number, type_name, unknown_key, unreadable
+from rageval_core.formats.base import (
+    MAX_MEASURE,
+    finite_number,
+    too_large,
+    type_name,
+    unknown_key,
+    unreadable,
+)
 from rageval_core.model import Chunk
 
 from rageval_core.formats.safejson import DECODER as DECODER
@@ -601,11 +608,14 @@ def parse_extras(entry: Mapping[str, Any], line: int, file: str, log: ProblemLog
         stages = latency if isinstance(latency, Mapping) else {"total": latency}
         for stage, value in stages.items():
             number = finite_number(value)
+            where = f"latency_ms.{stage}" if isinstance(latency, Mapping) else "latency_ms"
             if number is None or number < 0:
-                where = f"latency_ms.{stage}" if isinstance(latency, Mapping) else "latency_ms"
                 log.error(
                     file, line, where, f"expected a finite number >= 0, got {describe(value)}"
                 )
+                ok = False
+            elif number > MAX_MEASURE:
+                log.error(file, line, where, too_large(number))
                 ok = False
             else:
                 out.latency_ms[stage] = number
