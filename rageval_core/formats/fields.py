@@ -48,10 +48,10 @@ def optional_text(value: Any, field: str, check: Check) -> str | None:
 
 def label_problem(label: float) -> str | None:
     """Why a relevance label (an int, or a real grade such as 0.3) cannot be kept, or None."""
-    if not math.isfinite(label):
-        return f"expected a finite number, got {label!r}"
+    if not isinstance(label, int) and not math.isfinite(label):  # an int is finite (and may
+        return f"expected a finite number, got {label!r}"  # be too large for isfinite's float)
     if not MIN_LABEL <= label <= MAX_LABEL:  # the store keeps labels of 32-bit range
-        return f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {label!r}"
+        return f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {shown_value(label)}"
     if label != 0 and abs(label) < sys.float_info.min:  # hashed apart from integers (rows.py)
         return f"label too close to 0 (below {sys.float_info.min:g}), got {label!r}"
     return None

@@ -100,3 +100,18 @@ def test_a_store_holding_huge_latencies_and_prices_prints_no_warning(tmp_path: P
     assert ops["cost_usd"]["total"] is None and ops["cost_usd"]["price_missing"] == []
     assert ops["latency_ms"]["retrieval"]["mean"] is None  # the sum overflows: no value
     assert ops["latency_ms"]["retrieval"]["p50"] == 1e308
+
+
+def test_a_qrels_label_of_hundreds_of_digits_is_a_field_error(tmp_path: Path) -> None:
+    """Found by `make fuzz` at 300 cases per reader: math.isfinite(10**400) raised
+    OverflowError out of the TREC reader."""
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 0.5 tag\n", encoding="utf-8")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1" + "0" * 400 + "\n", encoding="utf-8")
+    done = rageval("import", str(run), str(qrels), db=tmp_path / "s.duckdb")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "qrels.txt:1: rel: label out of range (-2147483648 to 2147483647), got 1000" in (
+        done.stderr
+    )
