@@ -109,7 +109,8 @@ def _metric_scores(f: Fields) -> dict[str, float]:
             what = "the metric failed: " + (error if len(error) <= 60 else error[:57] + "...")
             f.ignored(f"{where}.score", f"null ({what})", "failed")
             continue
-        number = f.score(f"{where}.score", score, f"the score of {name}")
+        short = name if len(name) <= 40 else name[:37] + "..."
+        number = f.score(f"{where}.score", score, f"the score of {short}")
         if number is not None:
             judge[name] = number
     return judge
