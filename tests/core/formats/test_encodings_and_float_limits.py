@@ -81,6 +81,8 @@ def test_a_store_holding_huge_latencies_and_prices_prints_no_warning(tmp_path: P
     assert (
         rageval("import", str(native(tmp_path, {"price_per_1k": 0.5}, 5.0)), db=db).returncode == 0
     )
+    other = make_run(tmp_path / "other.jsonl", 3, evidence=False, seed=1)
+    assert rageval("import", str(other), db=db).returncode == 0
     with Store(db) as store:
         cur = store.cursor()
         cur.execute("UPDATE latency SET ms = 1e308")
@@ -100,6 +102,9 @@ def test_a_store_holding_huge_latencies_and_prices_prints_no_warning(tmp_path: P
     assert ops["cost_usd"]["total"] is None and ops["cost_usd"]["price_missing"] == []
     assert ops["latency_ms"]["retrieval"]["mean"] is None  # the sum overflows: no value
     assert ops["latency_ms"]["retrieval"]["p50"] == 1e308
+    compared = rageval_subprocess("compare", "big", "other", db=db)
+    assert compared.returncode == 0, compared.stderr
+    assert compared.stderr == ""  # the bootstrap of latency and cost changes warned too
 
 
 def test_a_qrels_label_of_hundreds_of_digits_is_a_field_error(tmp_path: Path) -> None:
