@@ -25,7 +25,7 @@ import math
 import re
 import stat
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,9 @@ HEAD_BYTES = 64 * 1024
 #: The key of the header record that may open a native JSONL file (or a sidecar's only key).
 HEADER_KEY = "rageval_run"
 SIDECAR_SUFFIX = ".run.json"
+#: the largest latency (ms) or price (USD per 1,000 tokens) read: far beyond any real one, and
+#: small enough that sums, means and costs (times 2^63 tokens) over any run stay inside a float
+MAX_MEASURE = 1e100
 
 #: the first bytes of a gzip stream (RFC 1952): TREC runs and qrels are often given as .gz
 GZIP_MAGIC = b"\x1f\x8b"
@@ -191,6 +194,10 @@ def parse_run_info(obj: Any, file: str, line: int, log: ProblemLog) -> RunInfo:
             file, line, f"{HEADER_KEY}.settings", f"expected an object, got {type_name(settings)}"
         )
         settings = {}
+    bad = non_finite_path(dict(settings), f"{HEADER_KEY}.settings")
+    if bad is not None:  # JSON has no NaN: show --json and export could not write it back
+        log.error(file, line, bad, "expected a finite number (JSON has no NaN or Infinity)")
+        settings = {}
     prompt = completion = None
     if "price_per_1k" in obj:
         prompt = completion = price(
@@ -237,7 +244,18 @@ def price(value: Any, file: str, line: int, field: str, log: ProblemLog) -> floa
     if number is None or number < 0:
         log.error(file, line, field, f"expected a non-negative number, got {value!r}")
         return None
+    if number > MAX_MEASURE:
+        log.error(file, line, field, too_large(number))
+        return None
     return number
+
+
+def too_large(number: float) -> str:
+    """The problem with a latency or price above MAX_MEASURE."""
+    return (
+        f"{number:g} is too large (at most {MAX_MEASURE:g}: sums and costs over the run must fit "
+        "a float)"
+    )
 
 
 def finite_number(value: Any) -> float | None:
@@ -249,6 +267,23 @@ def finite_number(value: Any) -> float | None:
     except OverflowError:  # an integer beyond a float (the JSON readers refuse these earlier)
         return None
     return number if math.isfinite(number) else None
+
+
+def non_finite_path(value: Any, path: str) -> str | None:
+    """The path of the first NaN/infinite number inside a JSON value, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, dict):
+        items: Iterable[tuple[str, Any]] = ((f"{path}.{k}", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub, item in items:
+        bad = non_finite_path(item, sub)
+        if bad is not None:
+            return bad
+    return None
 
 
 def type_name(value: Any) -> str:

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries
-from rageval_core.formats.base import HEADER_KEY
+from rageval_core.formats.base import HEADER_KEY, MAX_MEASURE
 from rageval_core.formats.jsonarray import DECODER
 from rageval_core.formats.native import CHUNK_KEYS, QUERY_KEYS
 
@@ -404,8 +404,12 @@ def _column_batch(rb: pa.RecordBatch, first_qidx: int, seen: set[int]) -> Column
     latency = _map_table("latency", rb.column("latency_ms"), first_qidx)
     if latency is not None:
         ms = latency.column("ms")
-        if _any(pc.invert(pc.is_finite(ms))) or _any(pc.less(ms, 0)):
-            raise _Doubt("a latency that is negative or not finite")
+        if (
+            _any(pc.invert(pc.is_finite(ms)))
+            or _any(pc.less(ms, 0))
+            or _any(pc.greater(ms, MAX_MEASURE))
+        ):
+            raise _Doubt("a latency that is negative, not finite or too large")
         tables["latency"] = latency
     for table, column in (("tokens", "tokens"), ("tags", "tags")):
         mapped = _map_table(table, rb.column(column), first_qidx)
