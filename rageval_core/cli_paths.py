@@ -1,0 +1,255 @@
+"""Every path a command line names, checked before the command does any work.
+
+An argument is declared with its kind (add_path_argument); check_arguments() runs on the parsed
+line before the command's function, so a bad path is one line and exit 2 before the store is
+opened, a file is read or an output is computed:
+
+- INPUT (`--qrels`, `import FILE`, evaluate's companions): a FIFO, a device, a socket, a
+  folder (where none is taken) or a symlink loop is refused by name. Reading a FIFO waits for
+  a writer forever, and `attach --qrels FIFO` did so holding the store's lock.
+- RUN (a stored run's name or a run file): the same, when the text names something on disk.
+- OUTPUT (`--out`): its folder must exist and take a new file, the name must fit the file
+  system, and it must not be a folder, a FIFO or a device. Written through write_output: a
+  temporary file beside it, renamed over it at the end, so a failure leaves nothing half
+  written.
+- OUTPUT_FOLDER (`demo --out`): a folder that is there or can be made.
+
+Exit 2 (UsageError), not 3: 3 says the store is unusable (`--db`, which keeps it, checked by
+check_store_path); a mistyped output or input path is a bad argument like any other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rageval_core.errors import StoreError, UsageError
+from rageval_core.formats.base import kind_problem, path_problem, printable_path, special_kind
+
+INPUT, RUN, OUTPUT, OUTPUT_FOLDER = "input", "run", "output", "output folder"
+#: the Namespace attribute listing a command's path arguments: (dest, shown as, kind, folders)
+PATHS_KEY = "path_arguments"
+#: whether a folder is a valid value: never, always (a BEIR dataset), or as the line says
+Folders = bool | Callable[[argparse.Namespace], bool]
+
+
+def add_path_argument(
+    p: argparse.ArgumentParser, *flags: str, kind: str, folders: Folders = False, **kwargs: Any
+) -> argparse.Action:
+    """p.add_argument(*flags, **kwargs), the argument then checked as kind by check_arguments."""
+    action = p.add_argument(*flags, **kwargs)
+    shown = flags[0] if flags[0].startswith("-") else ""  # a positional: the path alone
+    declared = p.get_default(PATHS_KEY) or ()
+    p.set_defaults(**{PATHS_KEY: (*declared, (action.dest, str(shown), kind, folders))})
+    return action
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """UsageError naming the first path argument of the line that cannot be used, and why."""
+    for dest, shown, kind, folders in getattr(args, PATHS_KEY, ()):
+        value = getattr(args, dest, None)
+        for text in value if isinstance(value, list) else [value]:
+            if text is None:
+                continue
+            folder_ok = folders(args) if callable(folders) else folders
+            problem = CHECKS[kind](str(text), folder_ok)
+            if problem is not None:
+                raise UsageError(f"{shown} {printable_path(str(text))}: {problem}".lstrip())
+
+
+def input_problem(text: str, folder_ok: bool = False) -> str | None:
+    """Why a file to read cannot be read at all, or None (a missing file is the reader's to say:
+    its message names the file and the command goes on with the others)."""
+    if "\x00" in text:
+        return "the path holds a NUL byte"
+    try:
+        mode = os.stat(text).st_mode
+    except OSError as e:
+        # missing, a name too long ...: the reader says so, in its words
+        return "a symlink loop" if e.errno == errno.ELOOP else None
+    if folder_ok and stat.S_ISDIR(mode):
+        return None
+    return kind_problem(mode)
+
+
+def run_problem(text: str, folder_ok: bool = False) -> str | None:
+    """input_problem for a stored run's name or a run file: only what is on disk is checked."""
+    problem = input_problem(text, folder_ok)
+    if problem is not None and problem.startswith("a folder"):
+        return "a folder, not a run file (for a stored run of this name, give its id: rageval runs --json)"
+    return problem
+
+
+def output_problem(text: str, folder_ok: bool = False) -> str | None:
+    """Why a file cannot be written at text (checked before any work), or None."""
+    path = Path(text)
+    problem = _name_problem(path)
+    if problem is not None:
+        return problem
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symlink loop"
+    else:
+        kind = special_kind(mode)
+        if kind == "a folder":
+            return "a folder; give the name of a file inside it"
+        if kind is not None:
+            return f"{kind}, not a file to write"
+        if not os.access(path, os.W_OK):
+            return "a read-only file"
+    if text.endswith(os.sep):
+        return "ends with a slash; give a file name"
+    folder = path.resolve().parent  # through a symlink, to the file it names, as open() goes
+    return _folder_problem(folder) or _creatable(folder)
+
+
+def output_folder_problem(text: str, folder_ok: bool = True) -> str | None:
+    """Why a folder to write files into cannot be used, or made, or None."""
+    path = Path(text)
+    problem = _name_problem(path)
+    if problem is not None:
+        return problem
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symlink loop"
+        resolved = path.resolve()  # missing: made, with the folders it needs
+        return _folder_problem(resolved, made=True) or _creatable(_nearest(resolved))
+    kind = special_kind(mode)
+    if kind != "a folder":
+        return f"{kind or 'a file'}, not a folder"
+    return _creatable(path)
+
+
+def _name_problem(path: Path) -> str | None:
+    """A NUL byte, a lone surrogate, or a name longer than the file system takes."""
+    if "\x00" in str(path):
+        return "the path holds a NUL byte"
+    problem = path_problem(path)
+    if problem is not None and not problem.startswith("cannot read"):
+        return problem
+    limit = _name_max(path)
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > limit:
+            return (
+                f"a name of {size:,} bytes ({printable_path(part[:20])}...), longer than the "
+                f"{limit} bytes a file name may have here"
+            )
+    return None
+
+
+def _name_max(path: Path) -> int:
+    """NAME_MAX of the file system the path goes to (255 on the usual ones)."""
+    try:
+        return os.pathconf(_nearest(path.absolute()), "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def _nearest(path: Path) -> Path:
+    """The nearest folder of path (itself included) that exists."""
+    for candidate in (path, *path.parents):
+        if os.path.isdir(candidate):
+            return candidate
+    return Path(path.anchor or ".")
+
+
+def _folder_problem(folder: Path, made: bool = False) -> str | None:
+    """The folder an output goes into must exist and be a folder (made: what exists of it must
+    be folders; the rest is made)."""
+    for part in (folder, *folder.parents):
+        if os.path.isdir(part):
+            break
+        if os.path.lexists(part):
+            return f"{printable_path(str(part))} is a file, not a folder"
+    else:
+        return None
+    if made or os.path.isdir(folder):
+        return None
+    return f"its folder {printable_path(str(folder))} does not exist (create it first)"
+
+
+def _creatable(folder: Path) -> str | None:
+    """Why no new file can be made in folder, or None: tried, so permissions, a read-only file
+    system, /sys and /proc are all found the same way."""
+    probe = folder / f".rageval-{secrets.token_hex(4)}.probe"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as e:
+        return f"cannot create a file in {printable_path(str(folder))} ({e.strerror or e})"
+    probe.unlink(missing_ok=True)
+    return None
+
+
+CHECKS: dict[str, Callable[[str, bool], str | None]] = {
+    INPUT: input_problem,
+    RUN: run_problem,
+    OUTPUT: output_problem,
+    OUTPUT_FOLDER: output_folder_problem,
+}
+
+
+def check_output(text: str, shown: str) -> None:
+    """UsageError when text cannot be written (an output named outside the declared arguments,
+    as `export RUN --to FILE`)."""
+    problem = output_problem(text)
+    if problem is not None:
+        raise UsageError(f"{shown} {printable_path(text)}: {problem}")
+
+
+def check_store_path(path: str) -> None:
+    """StoreError (exit 3, as every unusable store) when the store's path is a FIFO, a device or
+    a socket: DuckDB would wait on a FIFO for good (a folder and the rest: Store says)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    kind = special_kind(mode)
+    if kind not in (None, "a folder"):
+        raise StoreError(f"cannot open the store {printable_path(path)}: {kind}, not a store file")
+
+
+@contextlib.contextmanager
+def write_output(text: str) -> Iterator[Path]:
+    """A temporary path beside the output to write to; renamed over the output when the block
+    ends, removed when it raises (Ctrl-C too): never half a file at the output's name.
+
+    A symlink is written through (the file it names is replaced); an existing file keeps its
+    permissions."""
+    target = Path(text).resolve()
+    partial = target.parent / f".rageval-{secrets.token_hex(4)}.partial"  # short: any name fits
+    try:
+        yield partial
+        if target.exists():
+            shutil.copymode(target, partial)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def write_folder(text: str) -> Iterator[Path]:
+    """A temporary folder inside the output folder (made when missing) to write files to; each
+    file moves to the output folder when the block ends, none when it raises."""
+    folder = Path(text)
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = folder / f".rageval-{secrets.token_hex(4)}.partial"
+    staging.mkdir()
+    try:
+        yield staging
+        for item in sorted(staging.iterdir()):
+            os.replace(item, folder / item.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
