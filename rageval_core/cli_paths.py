@@ -1,12 +1,14 @@
 """Every path a command line names, checked before the command does any work.
 
 An argument is declared with its kind (add_path_argument); check_arguments() runs on the parsed
-line before the command's function, so a bad path is one line and exit 2 before the store is
-opened, a file is read or an output is computed:
+line before the command's function, so a bad path is exit 2 before the store is opened, a file
+is read or an output is computed:
 
 - INPUT (`--qrels`, `import FILE`, evaluate's companions): a FIFO, a device, a socket, a
-  folder (where none is taken) or a symlink loop is refused by name. Reading a FIFO waits for
-  a writer forever, and `attach --qrels FIFO` did so holding the store's lock.
+  folder (where none is taken), a symlink loop, a NUL byte or a name too long is refused by
+  name, as `PATH:0: file: PROBLEM` (formats.base.file_problem, which the readers use too).
+  Reading a FIFO waits for a writer forever: `attach --qrels FIFO` did so holding the store's
+  lock.
 - RUN (a stored run's name or a run file): the same, when the text names something on disk.
 - OUTPUT (`--out`): its folder must exist and take a new file, the name must fit the file
   system, and it must not be a folder, a FIFO or a device. Written through write_output: a
@@ -14,7 +16,7 @@ opened, a file is read or an output is computed:
   written.
 - OUTPUT_FOLDER (`demo --out`): a folder that is there or can be made.
 
-Exit 2 (UsageError), not 3: 3 says the store is unusable (`--db`, which keeps it, checked by
+Exit 2 (InputError, UsageError: one line naming the path and the problem), not 3: 3 says the store is unusable (`--db`, which keeps it, checked by
 check_store_path); a mistyped output or input path is a bad argument like any other.
 """
 
@@ -31,12 +33,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rageval_core.errors import StoreError, UsageError
-from rageval_core.formats.base import kind_problem, path_problem, printable_path, special_kind
+from rageval_core.errors import InputError, Problem, StoreError, UsageError
+from rageval_core.formats.base import (
+    display_path,
+    exists_or_link,
+    file_problem,
+    kind_problem,
+    path_problem,
+    printable_path,
+    special_kind,
+)
 
 INPUT, RUN, OUTPUT, OUTPUT_FOLDER = "input", "run", "output", "output folder"
 #: the Namespace attribute listing a command's path arguments: (dest, shown as, kind, folders)
 PATHS_KEY = "path_arguments"
+#: what file_problem says of a folder
+FOLDER = kind_problem(stat.S_IFDIR)
 #: whether a folder is a valid value: never, always (a BEIR dataset), or as the line says
 Folders = bool | Callable[[argparse.Namespace], bool]
 
@@ -53,7 +65,10 @@ def add_path_argument(
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """UsageError naming the first path argument of the line that cannot be used, and why."""
+    """Every path argument of the parsed line checked: InputError listing each file to read
+    that cannot be (`PATH:0: file: PROBLEM`, as the readers say it), else UsageError for the
+    first output that cannot be written."""
+    inputs: list[Problem] = []
     for dest, shown, kind, folders in getattr(args, PATHS_KEY, ()):
         value = getattr(args, dest, None)
         for text in value if isinstance(value, list) else [value]:
@@ -61,29 +76,33 @@ def check_arguments(args: argparse.Namespace) -> None:
                 continue
             folder_ok = folders(args) if callable(folders) else folders
             problem = CHECKS[kind](str(text), folder_ok)
-            if problem is not None:
+            if problem is None:
+                continue
+            if kind in (INPUT, RUN):
+                inputs.append(Problem(display_path(Path(text)), 0, "file", problem))
+            else:
                 raise UsageError(f"{shown} {printable_path(str(text))}: {problem}".lstrip())
+    if inputs:
+        raise InputError(inputs)
 
 
 def input_problem(text: str, folder_ok: bool = False) -> str | None:
-    """Why a file to read cannot be read at all, or None (a missing file is the reader's to say:
-    its message names the file and the command goes on with the others)."""
-    if "\x00" in text:
-        return "the path holds a NUL byte"
-    try:
-        mode = os.stat(text).st_mode
-    except OSError as e:
-        # missing, a name too long ...: the reader says so, in its words
-        return "a symlink loop" if e.errno == errno.ELOOP else None
-    if folder_ok and stat.S_ISDIR(mode):
+    """Why a file to read cannot be read (a FIFO, a device, a folder, a symlink loop, a NUL
+    byte, a name too long ...), or None; a missing file is left to the command, which says so
+    in its own words (a run name, a Spark URL or glob, a file the reader names)."""
+    problem = file_problem(Path(text))
+    if problem == "no such file" or (folder_ok and problem == FOLDER):
         return None
-    return kind_problem(mode)
+    return problem
 
 
 def run_problem(text: str, folder_ok: bool = False) -> str | None:
-    """input_problem for a stored run's name or a run file: only what is on disk is checked."""
+    """input_problem for a stored run's name or a run file, when the text names something on
+    disk (anything else is a name)."""
+    if not exists_or_link(Path(text)):
+        return None
     problem = input_problem(text, folder_ok)
-    if problem is not None and problem.startswith("a folder"):
+    if problem == FOLDER:
         return "a folder, not a run file (for a stored run of this name, give its id: rageval runs --json)"
     return problem
 
