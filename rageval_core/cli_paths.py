@@ -261,14 +261,21 @@ def write_output(text: str) -> Iterator[Path]:
 @contextlib.contextmanager
 def write_folder(text: str) -> Iterator[Path]:
     """A temporary folder inside the output folder (made when missing) to write files to; each
-    file moves to the output folder when the block ends, none when it raises."""
-    folder = Path(text)
+    file moves to the output folder when the block ends, none when it raises (and the folders
+    made for it are taken away again)."""
+    folder = Path(text).absolute()
+    made = [p for p in (folder, *folder.parents) if not os.path.lexists(p)]
     folder.mkdir(parents=True, exist_ok=True)
     staging = folder / f".rageval-{secrets.token_hex(4)}.partial"
     staging.mkdir()
+    done = False
     try:
         yield staging
         for item in sorted(staging.iterdir()):
             os.replace(item, folder / item.name)
+        done = True
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        for part in made if not done else ():  # innermost first; only what is still empty
+            with contextlib.suppress(OSError):
+                part.rmdir()
