@@ -493,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
         p,
         "companions",
         kind=INPUT,
-        folders=_on_spark,
+        folders=True,  # a BEIR dataset's folder (and Spark's input folders)
         nargs="*",
         metavar="FILE",
         help="the run file's companion (a TAT-RAG gold set, QA pairs, TREC qrels)",

@@ -114,6 +114,9 @@ def test_links_that_stay_inside_and_no_confinement_read_as_before(
         assert texts["q1"] == "What is the capital of France?"
     with Store(":memory:") as store:  # no confinement: the CLI reads where the user says
         assert not import_paths(store, [ds / "results.json", ds]).failed
+    # the folder given as evaluate's companion, as docs/formats.md shows it
+    done = rageval("evaluate", str(ds / "results.json"), str(ds), "--json")
+    assert done.returncode == 0, done.stderr
 
 
 def cli_import(db: Path, *files: Path) -> subprocess.CompletedProcess[str]:
