@@ -109,46 +109,47 @@ def run_problem(text: str, folder_ok: bool = False) -> str | None:
 
 def output_problem(text: str, folder_ok: bool = False) -> str | None:
     """Why a file cannot be written at text (checked before any work), or None."""
-    path = Path(text)
-    problem = _name_problem(path)
+    problem, mode = _what_is_there(text)
     if problem is not None:
         return problem
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            return "a symlink loop"
-    else:
+    if mode is not None:
         kind = special_kind(mode)
         if kind == "a folder":
             return "a folder; give the name of a file inside it"
         if kind is not None:
             return f"{kind}, not a file to write"
-        if not os.access(path, os.W_OK):
+        if not os.access(text, os.W_OK):
             return "a read-only file"
     if text.endswith(os.sep):
         return "ends with a slash; give a file name"
-    folder = path.resolve().parent  # through a symlink, to the file it names, as open() goes
+    folder = Path(text).resolve().parent  # through a symlink, to the file it names, as open()
     return _folder_problem(folder) or _creatable(folder)
 
 
 def output_folder_problem(text: str, folder_ok: bool = True) -> str | None:
     """Why a folder to write files into cannot be used, or made, or None."""
-    path = Path(text)
-    problem = _name_problem(path)
+    problem, mode = _what_is_there(text)
     if problem is not None:
         return problem
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            return "a symlink loop"
-        resolved = path.resolve()  # missing: made, with the folders it needs
+    if mode is None:  # missing: made, with the folders it needs
+        resolved = Path(text).resolve()
         return _folder_problem(resolved, made=True) or _creatable(_nearest(resolved))
     kind = special_kind(mode)
     if kind != "a folder":
         return f"{kind or 'a file'}, not a folder"
-    return _creatable(path)
+    return _creatable(Path(text))
+
+
+def _what_is_there(text: str) -> tuple[str | None, int | None]:
+    """(why nothing can be written at text: a bad name or a symlink loop, or None; the st_mode
+    of what is there, or None when nothing is)."""
+    problem = _name_problem(Path(text))
+    if problem is not None:
+        return problem, None
+    try:
+        return None, os.stat(text).st_mode
+    except OSError as e:  # missing, or under a file (ENOTDIR: its folder's check names it)
+        return ("a symlink loop" if e.errno == errno.ELOOP else None), None
 
 
 def _name_problem(path: Path) -> str | None:
