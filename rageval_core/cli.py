@@ -13,16 +13,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rageval_core import cli_attach, cli_engines, cli_judge, cli_outputs
-from rageval_core.cli_paths import (
-    INPUT,
-    OUTPUT_FOLDER,
-    RUN,
-    add_path_argument,
-    check_arguments,
-    check_store_path,
-    write_folder,
-)
+from rageval_core import cli_attach, cli_engines, cli_judge, cli_outputs, cli_paths
+from rageval_core.cli_paths import INPUT, OUTPUT_FOLDER, RUN, add_path_argument, on_spark
 from rageval_core.cli_presets import print_explanation
 from rageval_core.cli_settings import (
     add_settings_arguments,
@@ -41,7 +33,7 @@ def _store(args: argparse.Namespace) -> Any:
     from rageval_core.store.locking import StoreBusyError, wait_s
     from rageval_core.store.store import default_path
 
-    check_store_path(args.db or default_path())  # a FIFO would hold DuckDB's open for good
+    cli_paths.check_store_path(args.db or default_path())  # a FIFO: DuckDB would wait for good
     try:
         store = Store(args.db, wait_s=0)
     except StoreBusyError as e:
@@ -218,7 +210,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     # written into a folder of its own inside out, then moved: never half a run at a run's name
-    with write_folder(args.out) as staging:
+    with cli_paths.write_folder(args.out) as staging:
         written = generate(
             staging,
             n_queries=args.queries,
@@ -256,7 +248,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from rageval_core.store.store import default_path
 
     db = Path(args.db or default_path()).expanduser().resolve()
-    check_store_path(str(db))
+    cli_paths.check_store_path(str(db))
     if not server.is_loopback(args.host):
         print(
             f"rageval: warning: the dashboard listens on {args.host}, not on this machine only: "
@@ -409,11 +401,6 @@ def cmd_gate(args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
-def _on_spark(args: argparse.Namespace) -> bool:
-    """evaluate --engine spark reads folders (and globs, URLs) as one run."""
-    return getattr(args, "engine", "local") == "spark"
-
-
 def build_parser() -> argparse.ArgumentParser:
     from rageval_core.formats.detect import FORMATS
 
@@ -488,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "evaluate", parents=[common], help="compute metrics for a run (file or stored name)"
     )
-    add_path_argument(p, "run", kind=RUN, folders=_on_spark, metavar="RUN_FILE_OR_NAME")
+    add_path_argument(p, "run", kind=RUN, folders=on_spark, metavar="RUN_FILE_OR_NAME")
     add_path_argument(
         p,
         "companions",
@@ -639,7 +626,8 @@ def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        check_arguments(args)  # every path the line names, before the store or a file is opened
+        # every path the line names, before the store or a file is opened
+        cli_paths.check_arguments(args)
         with reader_options(args):
             return int(args.func(args))
     except RagevalError as e:

@@ -64,6 +64,11 @@ def add_path_argument(
     return action
 
 
+def on_spark(args: argparse.Namespace) -> bool:
+    """evaluate --engine spark reads folders (and globs, URLs) as one run."""
+    return getattr(args, "engine", "local") == "spark"
+
+
 def check_arguments(args: argparse.Namespace) -> None:
     """Every path argument of the parsed line checked: InputError listing each file to read
     that cannot be (`PATH:0: file: PROBLEM`, as the readers say it), else UsageError for the
