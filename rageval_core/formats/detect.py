@@ -93,7 +93,8 @@ def read_inputs(paths: Sequence[Path], fmt: str | None, log: ProblemLog) -> list
     detected: list[_Detected] = []
     for given in unique.values():
         for path in _expand_folder(given, log):
-            if _is_given_sidecar(path.resolve(), unique, log):
+            # a folder's file may be a symlink loop: _detect names it (path_problem)
+            if path_problem(path) is None and _is_given_sidecar(path.resolve(), unique, log):
                 continue
             found = _detect(path, fmt, log)
             if found is not None:

@@ -21,6 +21,7 @@ from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import (
     MAX_MEASURE,
     finite_number,
+    open_input,
     too_large,
     type_name,
     unknown_key,
@@ -71,7 +72,8 @@ TRUNCATED = Truncated()
 def read_text(path: Path, file: str, log: ProblemLog) -> str | None:
     """The file's text (UTF-8, an initial BOM dropped), or None after logging why it is unusable."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        with open_input(path) as fh:
+            text = fh.read().decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         log.error(file, 0, "file", unreadable(e))
         return None
