@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from rageval_core.cli_paths import RUN, add_path_argument
 from rageval_core.terminal import json_text, shown, text_table
 
 _METRICS = "faithfulness,retrieval_quality,answer_quality"
@@ -27,7 +28,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "verdicts are not kept. The key is read from an environment variable and never "
         "stored, logged or cached. docs/judging.md has the prompts.",
     )
-    p.add_argument("run", help="a stored run (name or id) or a run file")
+    add_path_argument(p, "run", kind=RUN, help="a stored run (name or id) or a run file")
     p.add_argument("--base-url", required=True, help="e.g. https://api.openai.com/v1")
     p.add_argument("--model", required=True, help="the judge model, e.g. gpt-4o-mini")
     p.add_argument(

@@ -64,6 +64,7 @@ def lines_for(p: dict[str, Path], special: Path) -> dict[str, list[str]]:
         "gate": ["gate", "--baseline", "r", "--candidate", s, "--max-drop", "R@10=0.1"],
         "fuse": ["fuse", s, "r"],
         "report": ["report", s, "--out", str(p["run"].parent / "report.html")],
+        "judge": ["judge", s, "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--dry-run"],
     }
 
 
@@ -78,7 +79,14 @@ def test_every_command_refuses_a_special_file_by_name(place: dict[str, Path], ki
         done = child("--db", str(place["db"]), *argv)
         assert done.returncode == 2, (command, done.stderr)
         first = done.stderr.splitlines()[0]
-        if kind == "folder" and command in ("evaluate RUN", "compare", "gate", "fuse", "report"):
+        if kind == "folder" and command in (
+            "evaluate RUN",
+            "compare",
+            "gate",
+            "fuse",
+            "report",
+            "judge",
+        ):
             said = "a folder, not a run file"  # where a stored run's name may stand
         assert first.startswith(f"{special}:0: file: {said}"), (command, done.stderr)
         assert "Traceback" not in done.stderr and done.stdout == ""
