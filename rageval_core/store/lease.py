@@ -92,7 +92,7 @@ class LeasedStore(Store):
             try:
                 yield cur
             except duckdb.Error as e:
-                raise StoreError(f"the store {self.path}: {e}") from e
+                raise self._error(e) from e  # a damaged block says so, as Store's does
             finally:
                 cur.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -145,6 +146,8 @@ class Store:
         if target != ":memory:":
             _check_folder(target)
         self.path = target
+        if target != ":memory:":
+            _check_header(target)
         try:
             self._con: duckdb.DuckDBPyConnection | None = locking.connect(target, wait_s)
         except duckdb.Error as e:
@@ -157,7 +160,7 @@ class Store:
         except duckdb.Error as e:
             self.close()
             if is_corrupt_error(e):
-                raise corrupt_error(target, e) from e
+                raise corrupt_error(target, e, readable=False) from e
             raise StoreError(f"cannot update the schema of the store {target}: {e}") from e
         except BaseException:
             self.close()
@@ -653,8 +656,16 @@ def _check_folder(path: str) -> None:
         raise StoreError(f"cannot open the store {path}: {e}") from e
 
 
-#: what DuckDB says of a file it cannot read as a database
-CORRUPT_SIGNS = ("corrupt database file", "not a valid duckdb database file", "checksum")
+#: what DuckDB says of a file it cannot read as a database: a bad block or header, a file cut
+#: short (a block past its end)
+CORRUPT_SIGNS = (
+    "corrupt database file",
+    "not a valid duckdb database file",
+    "checksum",
+    "could not read enough bytes",
+)
+#: bytes 8-11 of every DuckDB database file (after the header block's checksum)
+DUCKDB_MAGIC = b"DUCK"
 
 
 def is_corrupt_error(e: BaseException) -> bool:
@@ -662,19 +673,69 @@ def is_corrupt_error(e: BaseException) -> bool:
     return any(sign in text for sign in CORRUPT_SIGNS)
 
 
-def corrupt_error(path: str, e: BaseException) -> StoreCorruptError:
-    return StoreCorruptError(
-        f"the store {path} is corrupt: DuckDB cannot read it ({e}). Nothing was changed. To "
-        f"recover: move it aside (mv {path} {path}.corrupt), then import your runs again into a "
-        f"new store, or import native exports (`rageval export RUN --to FILE`) made from a "
-        f"backup copy; docs/reliability.md says what the crash journal keeps"
+def _check_header(path: str) -> None:
+    """A file that is there but not a DuckDB database is refused before DuckDB opens it: DuckDB
+    would read an SQLite file through an extension it downloads first (a network request).
+    Fewer than 12 bytes (empty, or being created by another process) are left to DuckDB."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(12)
+    except (OSError, ValueError):
+        return  # a new store; a folder is _check_folder's; unreadable: DuckDB's open says why
+    if len(head) == 12 and head[8:12] != DUCKDB_MAGIC:
+        raise corrupt_error(
+            path,
+            None,
+            readable=False,
+            what=f"it is not a DuckDB database file (it begins {head!r}: is --db or "
+            "RAGEVAL_DB the right file?)",
+        )
+
+
+def _is_empty(path: str) -> bool:
+    try:
+        return os.path.getsize(path) == 0
+    except (OSError, ValueError):
+        return False
+
+
+def corrupt_error(
+    path: str, e: BaseException | None, *, readable: bool = True, what: str | None = None
+) -> StoreCorruptError:
+    """The store is damaged: what is wrong and, on the lines after, how to recover.
+
+    readable: the store opened and only a later read failed, so some runs may still read whole
+    and can be exported first; otherwise nothing can be read from it.
+    """
+    said = what or f"DuckDB cannot read it ({e})"
+    q = shlex.quote(path)
+    steps = [f"move the file aside: mv {q} {shlex.quote(path + '.corrupt')}"]
+    steps.append(
+        f"import your run files{' (and those exports)' if readable else ''} into a new store: "
+        f"rageval --db {q} import FILE ..."
     )
+    if readable:
+        steps.insert(
+            0,
+            f"save what still reads: `rageval --db {q} runs` lists the runs, `rageval --db {q} "
+            "export RUN --to RUN.jsonl` writes each run that reads whole to a native file",
+        )
+    lines = [
+        f"the store {path} is corrupt (damaged): {said}. Nothing was changed.",
+        "To recover:",
+        *(f"  {n}. {step}" for n, step in enumerate(steps, start=1)),
+        "The crash journal is kept inside the store, so it cannot rebuild it; judge verdicts and "
+        "pair labels (not in a native export) live only in the store: restore them from a backup "
+        "copy of the file if you have one.",
+    ]
+    return StoreCorruptError("\n".join(lines))
 
 
 def _open_error(path: str, e: duckdb.Error) -> StoreError:
     text = str(e)
     if is_corrupt_error(e):
-        return corrupt_error(path, e)
+        empty = "it is empty (0 bytes)" if _is_empty(path) else None
+        return corrupt_error(path, e, readable=False, what=empty)
     if locking.is_lock_error(e):
         pid = re.search(r"PID (\d+)", text)
         who = f" (PID {pid.group(1)})" if pid else ""
