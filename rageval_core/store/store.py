@@ -157,6 +157,7 @@ class Store:
         try:
             migrate(self._con, target)
             journal.sweep(self._con)
+            self._wal_bytes = _wal_bytes(target)
         except duckdb.Error as e:
             self.close()
             if is_corrupt_error(e):
@@ -171,8 +172,34 @@ class Store:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        try:
+            if exc_type is None:
+                self._checkpoint()
+        finally:
+            self.close()
+
+    def _checkpoint(self) -> None:
+        """Write what this process changed into the file now, so damage is said, not hidden.
+
+        DuckDB does it on close too, but silently: in a damaged file a write (an import) stays in
+        the write-ahead log, and every later open replays it. Only when this process wrote (the
+        log grew): a store damaged before stays readable, so what still reads can be exported.
+        """
+        if self._con is None or _wal_bytes(self.path) == getattr(self, "_wal_bytes", None):
+            return
+        try:
+            self._con.execute("CHECKPOINT")
+        except duckdb.Error as e:
+            if is_corrupt_error(e):
+                raise corrupt_error(
+                    self.path,
+                    e,
+                    what=f"DuckDB could not write this command's changes into the file ({e}); "
+                    f"they are kept in its write-ahead log {self.path}.wal, read at each open",
+                    changed=True,
+                ) from e
+            # another thread's transaction still open: the close's own checkpoint will do
 
     def __repr__(self) -> str:
         return f"Store({self.path!r})"
@@ -664,6 +691,9 @@ CORRUPT_SIGNS = (
     "checksum",
     "could not read enough bytes",
 )
+#: a store that opened: the failed command's own work is rolled back (a journal row may say it
+#: was tried)
+NOTHING_STORED = " Nothing of this command was stored."
 #: bytes 8-11 of every DuckDB database file (after the header block's checksum)
 DUCKDB_MAGIC = b"DUCK"
 
@@ -692,6 +722,14 @@ def _check_header(path: str) -> None:
         )
 
 
+def _wal_bytes(path: str) -> int | None:
+    """The size of the store's write-ahead log (None: there is none, or an in-memory store)."""
+    try:
+        return os.path.getsize(path + ".wal") if path != ":memory:" else None
+    except (OSError, ValueError):
+        return None
+
+
 def _is_empty(path: str) -> bool:
     try:
         return os.path.getsize(path) == 0
@@ -700,20 +738,32 @@ def _is_empty(path: str) -> bool:
 
 
 def corrupt_error(
-    path: str, e: BaseException | None, *, readable: bool = True, what: str | None = None
+    path: str,
+    e: BaseException | None,
+    *,
+    readable: bool = True,
+    what: str | None = None,
+    changed: bool = False,
 ) -> StoreCorruptError:
     """The store is damaged: what is wrong and, on the lines after, how to recover.
 
     readable: the store opened and only a later read failed, so some runs may still read whole
-    and can be exported first; otherwise nothing can be read from it.
+    and can be exported first; otherwise nothing can be read from it. changed: the command's
+    own changes were kept (in the write-ahead log).
     """
     said = what or f"DuckDB cannot read it ({e})"
     q = shlex.quote(path)
-    steps = [f"move the file aside: mv {q} {shlex.quote(path + '.corrupt')}"]
-    steps.append(
-        f"import your run files{' (and those exports)' if readable else ''} into a new store: "
-        f"rageval --db {q} import FILE ..."
+    aside = f"mv {q} {shlex.quote(path + '.corrupt')}"
+    if os.path.exists(path + ".wal"):  # a new store must not replay the old one's log
+        aside += f" && mv {shlex.quote(path + '.wal')} {shlex.quote(path + '.corrupt.wal')}"
+    steps = [f"move the file aside: {aside}"]
+    again = (
+        "your run files (and those exports)"
+        if readable
+        else "your run files (or native exports, `rageval export RUN --to FILE`, made before or "
+        "from a backup copy of the store)"
     )
+    steps.append(f"import {again} into a new store: rageval --db {q} import FILE ...")
     if readable:
         steps.insert(
             0,
@@ -721,7 +771,8 @@ def corrupt_error(
             "export RUN --to RUN.jsonl` writes each run that reads whole to a native file",
         )
     lines = [
-        f"the store {path} is corrupt (damaged): {said}. Nothing was changed.",
+        f"the store {path} is corrupt (damaged): {said}."
+        + ("" if changed else NOTHING_STORED if readable else " Nothing was changed."),
         "To recover:",
         *(f"  {n}. {step}" for n, step in enumerate(steps, start=1)),
         "The crash journal is kept inside the store, so it cannot rebuild it; judge verdicts and "
