@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rageval_core import cli_attach, cli_engines, cli_judge, cli_outputs
+from rageval_core import cli_attach, threads, cli_engines, cli_judge, cli_outputs
 from rageval_core.cli_presets import print_explanation
 from rageval_core.cli_settings import (
     add_settings_arguments,
@@ -661,8 +661,14 @@ def _silence(stdout: Any) -> None:
 
 def entry() -> None:
     """The `rageval` console script: main(), then exit; a Ctrl-C once the work is done (while the
-    interpreter shuts down its pools) no longer turns a finished command into a failure."""
-    sys.exit(main(then_ignore_sigint=True))
+    interpreter shuts down its pools) no longer turns a finished command into a failure.
+
+    Background threads are stopped and waited for before the interpreter ends (a daemon thread
+    ended inside DuckDB or Arrow aborts the process: rageval_core.threads); one that will not
+    stop is left by ending the process at once, with the command's exit code."""
+    code = main(then_ignore_sigint=True)
+    threads.finish(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
