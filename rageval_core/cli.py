@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rageval_core import cli_attach, cli_engines, cli_judge, cli_outputs, cli_paths
+from rageval_core import cli_attach, cli_engines, cli_judge, cli_outputs, cli_paths, threads
 from rageval_core.cli_paths import INPUT, OUTPUT_FOLDER, RUN, add_path_argument, on_spark
 from rageval_core.cli_presets import print_explanation
 from rageval_core.cli_settings import (
@@ -688,9 +688,12 @@ def _silence(stdout: Any) -> None:
 
 
 def entry() -> None:
-    """The `rageval` console script: main(), then exit; a Ctrl-C once the work is done (while the
-    interpreter shuts down its pools) no longer turns a finished command into a failure."""
-    sys.exit(main(then_ignore_sigint=True))
+    """The `rageval` console script: main(), then exit; a late Ctrl-C no longer fails a finished
+    command. Background threads are stopped and waited for first (one ended inside DuckDB or
+    Arrow aborts the process: rageval_core.threads), or the process ends at once with the code."""
+    code = main(then_ignore_sigint=True)
+    threads.finish(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
