@@ -152,3 +152,10 @@ SWEEP_Y, SWEEP_SETTINGS = "sweep.y", "sweep.settings"
 SWEEP_BUDGET_ON, SWEEP_BUDGET = "sweep.budget_on", "sweep.budget"
 #: the chart's widget key, and the run a click picked (opened with a button)
 SWEEP_CHART, SWEEP_PICKED = "sweep.chart", "sweep.picked"
+
+#: the failure diagnosis (issue 30): the Why failing page's first stage (a run name, in the URL)
+#: and its bar chart; the Queries page's reason filter (in the URL: a bar's click sets it);
+#: Compare's transition cell opened
+WHY_FIRST_STAGE, WHY_CHART = "why.first_stage", "why.chart"
+QUERIES_REASON = "queries.reason"
+COMPARE_CELL = "compare.cell"

@@ -1,0 +1,134 @@
+"""Why failing: each failing query's reason as bars (a click opens Queries filtered to that
+reason), the what-if lines, and the two-stage split when the run has a first stage."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import keys, sidebar, state
+from dashboard.components import figures_diagnosis as fd
+from dashboard.components.grid import grid
+from dashboard.components.text import escape_text
+from dashboard.state import diagnosis as sd
+from rageval_core.errors import RagevalError
+
+#: the first-stage select's "no first stage"
+NO_FIRST = "(none)"
+
+view = sidebar.require_view()
+ss = st.session_state
+st.title("Why failing")
+
+# --- the first stage: the trace export's retriever stage by default, any other run on request
+listed = state.runs()
+others = [r.name for r in listed if r.run_id != view.run.run_id]
+traced = sd.trace_first_stage(view.run, listed)
+if ss.get(keys.WHY_FIRST_STAGE) not in [NO_FIRST, *others]:
+    ss[keys.WHY_FIRST_STAGE] = traced.name if traced is not None else NO_FIRST
+picked = st.selectbox(
+    "First stage",
+    [NO_FIRST, *others],
+    key=keys.WHY_FIRST_STAGE,
+    bind="query-params",
+    help="the run this run reranks (its retriever): adds the two-stage split of the gold "
+    "items (lost at retrieval, lost at rerank, promoted by the rerank, kept)",
+)
+first = next((r for r in listed if r.name == picked), None)
+
+try:
+    quick = sd.quick(view, first)
+    found = sd.whole(view, first)
+except RagevalError as e:
+    st.info(escape_text(f"No diagnosis for this run and settings: {e}", one_line=True))
+    st.stop()
+d = quick if found is None else found
+
+if d.relevance is None:
+    st.info(
+        "This run has nothing to find (no qrels judging a document relevant, no gold evidence "
+        "spans): no query can fail, so none has a reason."
+    )
+    st.stop()
+
+s = d.settings
+st.caption(
+    f"{d.n_failing:,} of {d.query_ids.size:,} queries fail ({d.relevance} mode, k = {s['k']}, "
+    f"threshold {s['threshold']:g}, scorer {escape_text(str(s['scorer']), one_line=True)}, "
+    f"near-miss band {s['near_miss_band']:g}); {d.query_counts()['no_gold']:,} have nothing to "
+    "find. Each missed gold span gets the first reason that holds, in the order of the bars; a "
+    "query's reason is its missed spans' most frequent one. Click a bar to list its queries."
+)
+
+
+@st.fragment(run_every=0.5)
+def _wait_for_splits() -> None:
+    if sd.whole(view, first, start=False) is not None:
+        st.rerun(scope="app")  # the split check is in: the page draws the whole diagnosis
+    st.caption(
+        f"Checking {sd.undecided(quick):,} spans for splits across two chunks in the "
+        "background (about 12 ms each): until then such spans count as near misses or not "
+        "retrieved."
+    )
+
+
+if found is None:
+    _wait_for_splits()
+
+event = st.plotly_chart(
+    fd.reasons_bar(d),
+    width="stretch",
+    key=keys.WHY_CHART,
+    on_select="rerun",
+    selection_mode="points",
+)
+points = list(event.selection.points) if event is not None else []
+if points:
+    reason = points[0].get("customdata") or points[0].get("x")
+    if isinstance(reason, list):
+        reason = reason[0]
+    if reason in d.reasons:
+        # switch_page clears the URL, which the bound widgets own: the link carries it whole,
+        # with the filter on top (a shared link opens the same filtered list)
+        params = {**st.query_params.to_dict(), keys.QUERIES_REASON: str(reason)}
+        params.pop(keys.WHY_FIRST_STAGE, None)
+        ss[keys.QUERIES_REASON] = str(reason)
+        ss.pop(keys.WHY_CHART, None)
+        st.switch_page("app_pages/queries.py", query_params=params)
+
+grid(
+    fd.reasons_frame(d),
+    hide_index=True,
+    width="stretch",
+    column_config={"share of failing": st.column_config.NumberColumn(format="percent")},
+)
+if d.unjudged is not None:
+    st.caption(
+        f"Unjudged documents in the failing queries' top {s['k']}: "
+        f"{int(d.unjudged[d.failing].sum()):,} (a possible label hole, not a reason)."
+    )
+
+st.subheader("What would fix them")
+if not d.what_if:
+    st.info(
+        "No setting fixes these failures: the evidence is in no retrieved chunk (the index, "
+        "the chunking or the query is at fault)."
+        if d.n_failing
+        else "No query fails at these settings."
+    )
+else:
+    for w in d.what_if:
+        st.markdown("- " + escape_text(w.text(), one_line=True))
+    st.caption(
+        "Each count is computed at the changed setting, not estimated. A lower threshold also "
+        "counts pairs that are not the evidence: check them on Threshold tuning first."
+    )
+
+if d.stages is not None:
+    st.subheader("Two stages")
+    st.plotly_chart(fd.stages_bar(d.stages, int(s["k"])), width="stretch", key="why.stages")
+    if d.stages.added:
+        st.caption(
+            f"{d.stages.added:,} gold items are in the reranked top {s['k']} but in no list of "
+            f"{escape_text(d.stages.first_stage, one_line=True)}: it does not look like this "
+            "run's first stage."
+        )
