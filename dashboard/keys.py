@@ -142,7 +142,7 @@ COMPARE_TREND_BY = "compare.trend_by"
 COMPARE_MAX_CANDIDATES = 4
 #: the comparison's sections, one tab each (only the open one runs); the open one is in the URL
 COMPARE_SECTION = "compare.section"
-COMPARE_SECTIONS = ("Metrics", "Per query", "Segments", "Latency & cost", "Trends")
+COMPARE_SECTIONS = ("Metrics", "Per query", "Why failing", "Segments", "Latency & cost", "Trends")
 
 #: the form's values; the judge job this session has redrawn the whole page for since it ended
 JUDGE_FORM, JUDGE_SHOWN = "judge.form", "judge.shown"
@@ -158,4 +158,4 @@ SWEEP_CHART, SWEEP_PICKED = "sweep.chart", "sweep.picked"
 #: Compare's transition cell opened
 WHY_FIRST_STAGE, WHY_CHART = "why.first_stage", "why.chart"
 QUERIES_REASON = "queries.reason"
-COMPARE_CELL = "compare.cell"
+COMPARE_CELL, COMPARE_CELL_QUERY = "compare.cell", "compare.cell_query"
