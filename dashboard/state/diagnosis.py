@@ -22,7 +22,7 @@ from dashboard.busy import calm
 from dashboard.keys import View, settings_from_key, settings_key
 from dashboard.state import _db, run_data, store
 from rageval_core.diagnosis import Diagnosis, Transitions, diagnose, transitions
-from rageval_core.formats.options import GROUP_KEY, STAGE_KEY, STAGES
+from rageval_core.diagnosis.stages import GROUP_KEY, STAGE_KEY, STAGES
 from rageval_core.rundata import RunData
 from rageval_core.store import RunRecord, Store
 
