@@ -4,6 +4,7 @@ reason), the what-if lines, and the two-stage split when the run has a first sta
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from dashboard import keys, sidebar, state
 from dashboard.components import figures_diagnosis as fd
@@ -87,19 +88,20 @@ if points:
     if isinstance(reason, list):
         reason = reason[0]
     if reason in d.reasons:
-        # switch_page clears the URL, which the bound widgets own: the link carries it whole,
-        # with the filter on top (a shared link opens the same filtered list)
-        params = {**st.query_params.to_dict(), keys.QUERIES_REASON: str(reason)}
-        params.pop(keys.WHY_FIRST_STAGE, None)
+        # the filter goes in the session and in the URL (a link then opens the same list); the
+        # sidebar's bound widgets keep their values and put them back in the URL. A mapping,
+        # never None: None clears the URL by a call that refuses widget-bound keys
         ss[keys.QUERIES_REASON] = str(reason)
-        ss.pop(keys.WHY_CHART, None)
-        st.switch_page("app_pages/queries.py", query_params=params)
+        try:
+            st.switch_page("app_pages/queries.py", query_params={keys.QUERIES_REASON: reason})
+        except StreamlitAPIException:  # the key is still bound from a visit to Queries
+            st.switch_page("app_pages/queries.py", query_params={})
 
 grid(
     fd.reasons_frame(d),
     hide_index=True,
     width="stretch",
-    column_config={"share of failing": st.column_config.NumberColumn(format="percent")},
+    column_config={fd.SHARE: st.column_config.NumberColumn(format="%.1f")},
 )
 if d.unjudged is not None:
     st.caption(

@@ -28,6 +28,8 @@ from rageval_core.diagnosis import (
 ANY_REASON = "(any reason)"
 #: the reason column's header in the Queries table
 REASON = "reason"
+#: the reasons table's share column (a percentage, one decimal)
+SHARE = "% of failing"
 #: what each reason says to a reader (the bars' hover and the page's legend)
 MEANING = {
     "numbers_differ": "a top-k chunk reaches the threshold, but its figures differ",
@@ -95,9 +97,7 @@ def reasons_frame(d: Diagnosis) -> pd.DataFrame:
             "meaning": [MEANING.get(r, "") for r in d.reasons],
             items: [spans[r] for r in d.reasons],
             "queries": [queries[r] for r in d.reasons],
-            "share of failing": [
-                queries[r] / n_failing if n_failing else math.nan for r in d.reasons
-            ],
+            SHARE: [100 * queries[r] / n_failing if n_failing else math.nan for r in d.reasons],
             "examples": [", ".join(d.examples(r, 5)) for r in d.reasons],
         }
     )
