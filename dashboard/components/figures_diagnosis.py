@@ -135,6 +135,19 @@ def stages_bar(stages: Stages, k: int) -> go.Figure:
                 hovertemplate=f"{kind}: {n} of {total}<extra></extra>",
             )
         )
+    if stages.added:  # in the reranked top k, in no first-stage list: none of the four
+        fig.add_trace(
+            go.Bar(
+                y=["gold items"],
+                x=[stages.added],
+                name="added_by_rerank",
+                orientation="h",
+                marker_color="#9e9e9e",
+                text=[f"added_by_rerank: {stages.added}"],
+                textposition="inside",
+                hovertemplate=f"added_by_rerank: {stages.added} of {total}<extra></extra>",
+            )
+        )
     first = escape_text(stages.first_stage, one_line=True)
     fig.update_layout(
         barmode="stack",
@@ -144,7 +157,7 @@ def stages_bar(stages: Stages, k: int) -> go.Figure:
         ),
         height=200,
         margin={"t": 50, "b": 30, "l": 80, "r": 10},
-        legend={"orientation": "h", "y": -0.3},
+        legend={"orientation": "h", "y": -0.3, "traceorder": "normal"},
         xaxis={"title": None},
     )
     return fig
