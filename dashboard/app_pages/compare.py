@@ -625,7 +625,7 @@ def show_reasons(c: Comparison) -> None:
     )
     focus_run = by_name[focus]
     try:
-        table = sd.transition_table(run_view(baseline), run_view(focus_run))
+        table = sd.transition_table(run_view(baseline), run_view(focus_run), start=False)
     except RagevalError as e:
         st.info(escape_text(f"No diagnosis for these runs: {e}", one_line=True))
         return
@@ -676,7 +676,11 @@ def show_reasons(c: Comparison) -> None:
 
 @st.fragment(run_every=0.5)
 def wait_for_transitions(focus_run: RunRecord) -> None:
-    if sd.transition_table(run_view(baseline), run_view(focus_run)) is not None:
+    # the split checks start from the note's second run, after the page is drawn
+    token = (baseline.run_id, focus_run.run_id, repr(settings))
+    start = ss.get("compare.why_polled") == token
+    ss["compare.why_polled"] = token
+    if sd.transition_table(run_view(baseline), run_view(focus_run), start=start) is not None:
         st.rerun(scope="app")
     st.caption(
         "Checking the runs' spans for splits across two chunks in the background: the "

@@ -38,7 +38,7 @@ except RagevalError as e:
     st.stop()
 data = state.data(view)
 k = view.settings.k
-try:  # each query's reason (the Why failing page's); the split check may still be under way
+try:  # each query's reason (the Why failing page's, which checks the splits of a large run)
     diagnosis = sd.best(view)
 except RagevalError:  # under a preset: no reasons (the diagnosis reads rageval's own coverage)
     diagnosis = None
@@ -109,7 +109,9 @@ if diagnosis is not None:
         reasons,
         key=keys.QUERIES_REASON,
         bind="query-params",
-        help="why a query fails (the Why failing page): its missed spans' most frequent reason",
+        help="why a query fails (the Why failing page): its missed spans' most frequent reason. "
+        "On a large run, split_across_chunks shows once Why failing has checked the splits "
+        "(in the background); until then such spans count as near misses or not retrieved",
     )
 
 mask = dd.filter_rows(

@@ -38,7 +38,7 @@ first = next((r for r in listed if r.name == picked), None)
 
 try:
     quick = sd.quick(view, first)
-    found = sd.whole(view, first)
+    found = sd.whole(view, first, start=False)  # the note's poll starts the split check
 except RagevalError as e:
     st.info(escape_text(f"No diagnosis for this run and settings: {e}", one_line=True))
     st.stop()
@@ -61,9 +61,17 @@ st.caption(
 )
 
 
+#: the note's poll starts the split check from its second run (the first is in the page's run):
+#: the thread then does not compete with drawing the page
+POLLED = "why.polled"
+
+
 @st.fragment(run_every=0.5)
 def _wait_for_splits() -> None:
-    if sd.whole(view, first, start=False) is not None:
+    token = (view.run.run_id, keys.settings_key(view.settings), picked)
+    start = ss.get(POLLED) == token  # polled before: this is a later run
+    ss[POLLED] = token
+    if sd.whole(view, first, start=start) is not None:
         st.rerun(scope="app")  # the split check is in: the page draws the whole diagnosis
     st.caption(
         f"Checking {sd.undecided(quick):,} spans for splits across two chunks in the "
@@ -72,8 +80,25 @@ def _wait_for_splits() -> None:
     )
 
 
+#: the runs whose long split check the user asked for (this session): later moves check too
+ASKED = "why.splits_asked"
+asked: set[int] = ss.setdefault(ASKED, set())
 if found is None:
-    _wait_for_splits()
+    n_spans = sd.undecided(quick)
+    if n_spans <= sd.SPLIT_AUTO_SPANS or view.run.run_id in asked:
+        _wait_for_splits()
+    else:
+        c1, c2 = st.columns([4, 1], vertical_alignment="center")
+        c1.caption(
+            f"{n_spans:,} missed spans could be split across two chunks: checking them reads "
+            f"their texts (about {n_spans * sd.SPLIT_S_PER_SPAN:,.0f} s, in the background; "
+            "slider moves are slower meanwhile). Until then they count as near misses or not "
+            "retrieved."
+        )
+        if c2.button("Check for splits", key="why.check_splits"):
+            asked.add(view.run.run_id)
+            sd.whole(view, first, start=True)
+            st.rerun()
 
 event = st.plotly_chart(
     fd.reasons_bar(d),

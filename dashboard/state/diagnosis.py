@@ -30,6 +30,12 @@ from rageval_core.store import RunRecord, Store
 #: runs inside the page's run (about 12 ms each: 25 are 0.3 s); past it in the thread. A test
 #: sets it
 SPLIT_INLINE_SPANS = 25
+#: undecided spans up to which the Why failing page starts the thread by itself (about 6 s);
+#: past it a button does, once per run and session: a check running in the thread slows every
+#: slider move by half again (it competes for the interpreter), so a long one is asked for
+SPLIT_AUTO_SPANS = 500
+#: the split check's cost per undecided span (docs/diagnosis.md, Speed), for the button's text
+SPLIT_S_PER_SPAN = 0.012
 #: queued or finished split checks kept (the oldest go first)
 KEPT_JOBS = 32
 
@@ -104,7 +110,8 @@ def whole(view: View, first: RunRecord | None = None, start: bool = True) -> Dia
     """The view's whole diagnosis (with the split check), or None while the thread checks the
     splits (the page shows quick() and polls). Few undecided spans are checked here and now.
 
-    start=False only looks."""
+    start=False only looks: a page starts the thread from its note's first poll, after the page
+    is drawn, so that the check does not compete with drawing it for the interpreter."""
     db, key, first_key = _db(), settings_key(view.settings), _first_key(first)
     fast = _quick(view.run.run_id, view.run.content_hash, db, key, first_key)
     if undecided(fast) == 0:
@@ -115,8 +122,9 @@ def whole(view: View, first: RunRecord | None = None, start: bool = True) -> Dia
     if job is not None and job.cancelled():  # left for other settings, then come back to
         del jobs[name]
         job = None
+    inline = undecided(fast) <= SPLIT_INLINE_SPANS
     if job is None:
-        if not start:
+        if not start and not inline:
             return None
         data = run_data(view.run.run_id, view.run.content_hash, db)
         first_stage = None if first_key is None else (store(), run_data(*first_key, db))
@@ -125,7 +133,7 @@ def whole(view: View, first: RunRecord | None = None, start: bool = True) -> Dia
         job = jobs[name] = _pool().submit(_whole_job, store(), data, key, first_stage)
         for stale in list(jobs)[:-KEPT_JOBS]:
             jobs.pop(stale, None)
-    if undecided(fast) <= SPLIT_INLINE_SPANS:
+    if inline:
         return job.result()  # a few spans: worth the wait in this run
     if not job.done():
         return None
@@ -133,17 +141,17 @@ def whole(view: View, first: RunRecord | None = None, start: bool = True) -> Dia
 
 
 def best(view: View, first: RunRecord | None = None) -> Diagnosis:
-    """The whole diagnosis when it is there (or cheap), else the quick one while the thread
-    checks the splits (never waits long)."""
-    found = whole(view, first)
+    """The whole diagnosis when it is there (or cheap), else the quick one; starts nothing (the
+    Why failing page starts the split check)."""
+    found = whole(view, first, start=False)
     return quick(view, first) if found is None else found
 
 
 @calm
-def transition_table(baseline: View, candidate: View) -> Transitions | None:
+def transition_table(baseline: View, candidate: View, start: bool = True) -> Transitions | None:
     """Compare's transition table: each run's whole diagnosis when ready; None while a split
-    check runs (the page says so)."""
-    before, after = whole(baseline), whole(candidate)
+    check runs (the page says so; start as whole's)."""
+    before, after = whole(baseline, start=start), whole(candidate, start=start)
     if before is None or after is None:
         return None
     return transitions(before, after)

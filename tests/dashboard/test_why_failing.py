@@ -197,3 +197,27 @@ def test_the_split_check_runs_in_the_background(
 def _counts(at: AppTest) -> dict[str, int]:
     frame = _frame(at, "reason")
     return dict(zip(frame["reason"], frame["queries"], strict=True))  # type: ignore[index]
+
+
+def test_a_long_split_check_waits_for_the_button(
+    make_app: Callable[..., AppTest], built_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past SPLIT_AUTO_SPANS no thread starts by itself (a check in the thread slows every
+    slider move): the page offers "Check for splits"; once clicked, the split is found."""
+    from dashboard.state import diagnosis
+
+    monkeypatch.setattr(diagnosis, "SPLIT_INLINE_SPANS", 0)
+    monkeypatch.setattr(diagnosis, "SPLIT_AUTO_SPANS", 0)
+    at = make_app("why.py", db=built_db, threshold="0.71", **EVIDENCE)  # settings not cached yet
+    _no_errors(at)
+    for _ in range(3):  # polls would have started it: nothing runs until asked
+        at.run()
+        assert _counts(at)["split_across_chunks"] == 0
+    assert any("6 missed spans could be split" in c.value for c in at.caption)
+    at.button(key="why.check_splits").click().run()
+    for _ in range(200):
+        if _counts(at)["split_across_chunks"]:
+            break
+        time.sleep(0.1)
+        at.run()
+    assert _counts(at)["split_across_chunks"] == 1 and _counts(at)["near_miss"] == 1
