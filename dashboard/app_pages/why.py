@@ -10,6 +10,7 @@ from dashboard import keys, sidebar, state
 from dashboard.components import figures_diagnosis as fd
 from dashboard.components.grid import grid
 from dashboard.components.text import escape_text
+from dashboard.components.widgets import clicked_point
 from dashboard.state import diagnosis as sd
 from rageval_core.errors import RagevalError
 
@@ -100,27 +101,16 @@ if found is None:
             sd.whole(view, first, start=True)
             st.rerun()
 
-event = st.plotly_chart(
-    fd.reasons_bar(d),
-    width="stretch",
-    key=keys.WHY_CHART,
-    on_select="rerun",
-    selection_mode="points",
-)
-points = list(event.selection.points) if event is not None else []
-if points:
-    reason = points[0].get("customdata") or points[0].get("x")
-    if isinstance(reason, list):
-        reason = reason[0]
-    if reason in d.reasons:
-        # the filter goes in the session and in the URL (a link then opens the same list); the
-        # sidebar's bound widgets keep their values and put them back in the URL. A mapping,
-        # never None: None clears the URL by a call that refuses widget-bound keys
-        ss[keys.QUERIES_REASON] = str(reason)
-        try:
-            st.switch_page("app_pages/queries.py", query_params={keys.QUERIES_REASON: reason})
-        except StreamlitAPIException:  # the key is still bound from a visit to Queries
-            st.switch_page("app_pages/queries.py", query_params={})
+reason = clicked_point(fd.reasons_bar(d), keys.WHY_CHART)
+if reason in d.reasons:
+    # the filter goes in the session and in the URL (a link then opens the same list); the
+    # sidebar's bound widgets keep their values and put them back in the URL. A mapping,
+    # never None: None clears the URL by a call that refuses widget-bound keys
+    ss[keys.QUERIES_REASON] = str(reason)
+    try:
+        st.switch_page("app_pages/queries.py", query_params={keys.QUERIES_REASON: reason})
+    except StreamlitAPIException:  # the key is still bound from a visit to Queries
+        st.switch_page("app_pages/queries.py", query_params={})
 
 grid(
     fd.reasons_frame(d),
