@@ -221,3 +221,17 @@ def test_a_long_split_check_waits_for_the_button(
         time.sleep(0.1)
         at.run()
     assert _counts(at)["split_across_chunks"] == 1 and _counts(at)["near_miss"] == 1
+
+
+def test_the_two_stage_chart_shows_a_run_name_as_text() -> None:
+    """A first stage named with HTML and plotly's label syntax is text in the chart's title."""
+    from dashboard.components.figures_diagnosis import stages_bar
+    from rageval_core.diagnosis import Stages
+
+    name = '<b>x</b><a href="https://example.com">y</a> %{x}'
+    counts = {"lost_at_retrieval": 1, "lost_at_rerank": 2, "promoted_by_rerank": 0, "kept": 3}
+    title = stages_bar(Stages(name, counts, 0.5, 0.6, 0.3, added=1), 10).layout.title.text
+    assert (
+        title.startswith("Two stages (first stage ") and escape_text(name, one_line=True) in title
+    )
+    assert "<" not in title and "%{" not in title
