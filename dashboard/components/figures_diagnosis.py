@@ -13,16 +13,8 @@ import plotly.graph_objects as go
 from numpy.typing import NDArray
 
 from dashboard.components.text import escape_text
-from rageval_core.diagnosis import (
-    EVIDENCE_REASONS,
-    IDS_REASONS,
-    NO_GOLD,
-    PASSING,
-    STAGE_KINDS,
-    Diagnosis,
-    Stages,
-    Transitions,
-)
+from rageval_core.diagnosis import NO_GOLD, PASSING, STAGE_KINDS, Diagnosis, Stages, Transitions
+from rageval_core.diagnosis.model import EVIDENCE_REASONS, IDS_REASONS
 
 #: the Queries page's reason filter: every query (the filter off)
 ANY_REASON = "(any reason)"
