@@ -21,6 +21,7 @@ page = st.navigation(
     [
         st.Page(PAGES / "overview.py", title="Overview", icon=":material/dashboard:", default=True),
         st.Page(PAGES / "queries.py", title="Queries", icon=":material/manage_search:"),
+        st.Page(PAGES / "why.py", title="Why failing", icon=":material/troubleshoot:"),
         st.Page(PAGES / "threshold.py", title="Threshold tuning", icon=":material/tune:"),
         st.Page(PAGES / "compare.py", title="Compare", icon=":material/compare_arrows:"),
         st.Page(PAGES / "latency.py", title="Latency & cost", icon=":material/speed:"),

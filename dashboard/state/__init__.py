@@ -252,9 +252,10 @@ def clear_caches() -> None:
     """After an import, rename or delete: every derived result is recomputed (the Store stays)."""
     st.cache_data.clear()
     _listed().clear()
-    from dashboard.state import compare  # it imports this module
+    from dashboard.state import compare, diagnosis  # they import this module
 
     compare.clear_caches()
+    diagnosis.clear_caches()
     for cached in (
         run_data,
         _report,
