@@ -25,15 +25,15 @@ from typing import Any
 from rageval_core.compare import Comparison, GateResult, Rule, gate as _gate, parse_rules
 from rageval_core.compare import compare as _compare
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluate import (
+from rageval_core.evaluation.evaluate import (
     Report,
     Settings,
     open_file_in_scratch_store,
     open_in_scratch_store,
 )
-from rageval_core.evaluate import evaluate as _evaluate
-from rageval_core.parity import Explanation
-from rageval_core.parity import explain_preset as _explain
+from rageval_core.evaluation.evaluate import evaluate as _evaluate
+from rageval_core.evaluation.preset_parity import Explanation
+from rageval_core.evaluation.preset_parity import explain_preset as _explain
 from rageval_core.rundata import LoadedRun, load_run_data, load_stored
 from rageval_core.store import Store
 
@@ -123,7 +123,7 @@ def evaluate(
 
 def explain_preset(run: LoadedRun, preset: str, **settings: Any) -> Explanation:
     """Why a preset's numbers differ from rageval's: its metrics under rageval's defaults, then
-    with one setting at a time switched to the preset's (rageval_core.parity.Explanation;
+    with one setting at a time switched to the preset's (rageval_core.evaluation.preset_parity.Explanation;
     .steps, .to_json()). Settings given as keywords (threshold=0.6 ...) stay fixed at every step.
     """
     fixed = {k: v for k, v in settings.items() if k != "preset"}

@@ -16,7 +16,7 @@ from rageval_core.compare.comparison import (
     higher_is_better,
     shared_query_counts,
 )
-from rageval_core.compare.ops import OpsChange
+from rageval_core.compare.latency_change import OpsChange
 from rageval_core.compare.gate import GateResult, Rule, RuleResult, gate, metrics_of, parse_rules
 from rageval_core.compare.statistics import (
     DEFAULT_ALPHA,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare.memo import CompareMemo
 from rageval_core.compare.paired import (
     NOTE_SMALL,
@@ -33,11 +33,11 @@ from rageval_core.compare.paired import (
     paired_tests,
 )
 from rageval_core.compare.statistics import Floats, StatOptions
-from rageval_core.compare.ops import OpsChange, ops_changes, stage_columns
+from rageval_core.compare.latency_change import OpsChange, ops_changes, stage_columns
 from rageval_core.errors import UsageError
-from rageval_core.parity import preset_aggregate, preset_metric_names, with_preset
-from rageval_core.presets import get_preset
-from rageval_core.evaluate import (
+from rageval_core.evaluation.preset_parity import preset_aggregate, preset_metric_names, with_preset
+from rageval_core.settings.presets import get_preset
+from rageval_core.evaluation.evaluate import (
     Report,
     Settings,
     default_metrics,
@@ -46,7 +46,7 @@ from rageval_core.evaluate import (
     resolve_relevance,
 )
 from rageval_core.metrics import registry
-from rageval_core.report import depth_warning
+from rageval_core.evaluation.report import depth_warning
 from rageval_core.rundata import LoadedRun, RunData, load_run_data, load_stored
 from rageval_core.store import Store, reads
 

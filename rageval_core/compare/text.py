@@ -6,8 +6,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from rageval_core.compare.comparison import Comparison, higher_is_better
-from rageval_core import ops
-from rageval_core.compare.ops import BOTH, OpsChange
+from rageval_core.metrics import latency_cost as ops
+from rageval_core.compare.latency_change import BOTH, OpsChange
 from rageval_core.metrics.registry import IMPROVED, REGRESSED
 from rageval_core.terminal import text_table
 

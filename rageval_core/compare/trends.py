@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import RagevalError, UsageError
-from rageval_core.evaluate import Report, Settings, evaluate
-from rageval_core.runops import ops_summary
+from rageval_core.evaluation.evaluate import Report, Settings, evaluate
+from rageval_core.latency.run_summary import ops_summary
 from rageval_core.metrics import registry
 from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rageval_core import partition
+from rageval_core.engines import partition
 from rageval_core.errors import MAX_PROBLEMS, InputError, Problem, RagevalError, UsageError
-from rageval_core.evaluate import Settings
+from rageval_core.evaluation.evaluate import Settings
 
 #: what this engine does not compute (the output lists them; partition.py's docstring says why)
 NOT_COMPUTED = (
@@ -342,7 +342,7 @@ def evaluate(
 ) -> dict[str, Any]:
     """The report of the run at path as evaluate()'s to_json() gives it, for the metrics computed
     here (ops is null; the "engine" key says what was left out)."""
-    from rageval_core.ops import to_json_value
+    from rageval_core.metrics.latency_cost import to_json_value
 
     src = path if isinstance(path, Source) else source(path, fmt)
     df = read(spark, src)

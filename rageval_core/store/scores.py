@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from rageval_core.matching import (
+from rageval_core.matching.scorers import (
     Normalisation,
     PairScorer,
     PairScores,
@@ -26,7 +26,7 @@ from rageval_core.matching import (
     open_pair_scorer,
 )
 from rageval_core.errors import RagevalError
-from rageval_core.semantic import canonical_key
+from rageval_core.matching.semantic import canonical_key
 from rageval_core.store import journal
 from rageval_core.store.embeddings import StoreVectors
 from rageval_core.store.schema import first_row, rollback_quietly

@@ -1,6 +1,6 @@
 """Every front end agrees with the settings schema: Settings, the CLI, the sidebar, the docs.
 
-The schema (rageval_core.settings.SETTINGS) is the only place a default, a range or a URL key is
+The schema (rageval_core.settings.schema.SETTINGS) is the only place a default, a range or a URL key is
 written; each test here reads one front end as a user meets it (parsed flags, rendered widgets,
 the docs file) and compares it with the schema.
 """
@@ -15,11 +15,12 @@ from typing import Any, get_args
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rageval_core import cli, matching
-from rageval_core.evaluate import Relevance, Settings
-from rageval_core.matching import Normalisation
+from rageval_core.cli import dispatch as cli
+from rageval_core.matching import scorers as matching
+from rageval_core.evaluation.evaluate import Relevance, Settings
+from rageval_core.matching.scorers import Normalisation
 from rageval_core.metrics import evidence
-from rageval_core.settings import (
+from rageval_core.settings.schema import (
     BY_NAME,
     DEFAULTS,
     DOCS_BEGIN,
@@ -56,7 +57,7 @@ FLAGS = {
     "--rel-level": (int, None, None),
     "--complete": (None, None, None),
     "--numbers-must-match": (None, None, None),
-    # the seed-parity presets and the rules they flip (rageval_core.presets)
+    # the seed-parity presets and the rules they flip (rageval_core.settings.presets)
     "--preset": (None, ("tat-rag", "eggai"), None),
     "--chunk-inside-span-covers": (None, None, None),
     "--one-chunk-one-span": (None, None, None),

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from rageval_core import api
-from rageval_core.direct import trec_report
-from rageval_core.evaluate import Settings
+from rageval_core.evaluation.direct import trec_report
+from rageval_core.evaluation.evaluate import Settings
 from tests.cli import rageval
 from tests.paths import ORACLE, REPO
 
