@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import UsageError
 from rageval_core.matching.scorers import Normalisation
-from rageval_core.matching.semantic import canonical_key
+from rageval_core.matching.keys import canonical_key
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import reads
 from rageval_core.store.reads import run_tables

@@ -73,7 +73,7 @@ def refusal(args: argparse.Namespace) -> str | None:
     for name in sorted(getattr(args, "given_settings", ())):
         if name not in SPARK_SETTINGS:
             return f"{BY_NAME[name].flag} is not available with --engine spark (docs/scale-out.md)"
-    from rageval_core.matching.semantic import is_semantic
+    from rageval_core.matching.keys import is_semantic
 
     if is_semantic(args.scorer):
         return (

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import NDArray
 
-from rageval_core.evaluation.evaluate import Floats, Settings, coverage, id_labels
+from rageval_core.evaluation.labels import coverage, id_labels
+from rageval_core.evaluation.report import Floats, Settings
 from rageval_core.metrics import registry
 from rageval_core.rundata import RunData
 from rageval_core.store import Store

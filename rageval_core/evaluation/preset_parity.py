@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from rageval_core.errors import UsageError
-from rageval_core.evaluation.evaluate import Report, Settings, breakdown
+from rageval_core.evaluation.breakdown import breakdown
+from rageval_core.evaluation.report import Report, Settings
 from rageval_core.latency.run_summary import Deferred, ops_summary
 from rageval_core.matching.scorers import normalise, get_scorer
 from rageval_core.metrics import parity as formulas

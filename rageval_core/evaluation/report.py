@@ -19,7 +19,7 @@ from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import UsageError
 from rageval_core.metrics.arrays import check_rel_level
 from rageval_core.matching.normalise import Normalisation
-from rageval_core.matching.semantic import is_semantic, scorer_key
+from rageval_core.matching.keys import is_semantic, scorer_key
 from rageval_core.settings.schema import BY_NAME, DEFAULTS, RULES, SETTINGS, default_for
 
 Relevance = Literal["ids", "evidence"]

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from rageval_core.errors import UsageError
 from rageval_core.evaluation.evaluate import Settings
 from rageval_core.matching.scorers import Normalisation, get_scorer
-from rageval_core.matching.semantic import canonical_key
+from rageval_core.matching.keys import canonical_key
 from rageval_core.metrics.evidence import Coverage
 from rageval_core.rundata import RunData, evidence_tensor, numbers_guard
 from rageval_core.store import Store, reads

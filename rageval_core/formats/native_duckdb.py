@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries
 from rageval_core.formats.base import HEADER_KEY
 from rageval_core.formats.jsonarray import DECODER
-from rageval_core.formats.native import CHUNK_KEYS, QUERY_KEYS
+from rageval_core.formats.fields import CHUNK_KEYS, QUERY_KEYS
 
 #: smaller files take the Python column route: starting DuckDB's scans costs about as much as
 #: reading this many bytes in Python

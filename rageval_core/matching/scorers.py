@@ -35,7 +35,8 @@ from rageval_core.matching.normalise import (
     normalise_many,
     to_original,
 )
-from rageval_core.matching.semantic import is_semantic, split_key
+from rageval_core.matching.keys import is_semantic, split_key
+from rageval_core.matching.pair_scores import PairScores
 
 __all__ = [
     "NORMALISATION_VERSION",
@@ -169,24 +170,6 @@ def get_scorer(name: str) -> Scorer:
 
 
 # --- pairwise scoring --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PairScores:
-    """Scores of (evidence, chunk) pairs with the best window in the original chunk text.
-
-    start/end index the ORIGINAL chunk text ([start, end)): from the first to the last original
-    character behind the aligned window (a space at the window's edges left out), so removed
-    whitespace or punctuation inside it is included. -1 when there is no window (the scorer
-    does not align, the score is 0, or min_align_score skipped the alignment).
-    """
-
-    score: NDArray[np.float32]  # (n_pairs,)
-    start: NDArray[np.int32]  # (n_pairs,)
-    end: NDArray[np.int32]  # (n_pairs,)
-
-    def __len__(self) -> int:
-        return int(self.score.size)
 
 
 def _resolve_workers(workers: int) -> int:
@@ -514,9 +497,10 @@ def open_pair_scorer(
     """A PairScorer, or for a semantic scorer key ("semantic", "hybrid:wordllama" ...) a
     semantic.SemanticPairScorer (same interface) whose vectors go through cache."""
     if is_semantic(scorer):
-        from rageval_core.matching.semantic import SemanticPairScorer
+        from rageval_core.matching.semantic import SemanticPairScorer, lexical_pass
 
-        return SemanticPairScorer(scorer, norm, workers, cache)
+        lexical = PairScorer("partial", norm, workers, *lexical_pass(scorer))
+        return SemanticPairScorer(scorer, norm, workers, cache, lexical=lexical)
     return PairScorer(scorer, norm, workers, min_align_score)
 
 

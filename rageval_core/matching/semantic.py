@@ -26,21 +26,22 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.matching.embedders import (
-    DEFAULT_EMBEDDER,
     Embedder,
     Vectors,
-    check_embedder_name,
     get_embedder,
     text_hash,
     unit_rows,
 )
-from rageval_core.errors import UsageError
+from rageval_core.matching.keys import SEMANTIC_SCORERS as SEMANTIC_SCORERS
+from rageval_core.matching.keys import canonical_key as canonical_key
+from rageval_core.matching.keys import is_semantic as is_semantic
+from rageval_core.matching.keys import scorer_key as scorer_key
+from rageval_core.matching.keys import split_key
+from rageval_core.matching.pair_scores import PairScores
 
 if TYPE_CHECKING:
     from rageval_core.matching.normalise import Normalisation
 
-#: the scorers of this module (the others are lexical, rageval_core.matching)
-SEMANTIC_SCORERS = ("semantic", "hybrid")
 #: hybrid keeps the lexical score from this partial_ratio score up ("found almost verbatim")
 HYBRID_VERBATIM = 0.9
 #: (pair, window) cosines computed at a time: bounds the gathered vectors (~2 KB each)
@@ -51,32 +52,6 @@ WINDOW_SENTENCES = 3
 # A sentence ends at . ! ? ; or : followed by white space, or at a line break. A full stop
 # between digits (3.5) or before a lower-case word (e.g. "approx. five") does not end one.
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=[^a-z])|\n\s*")
-
-
-def is_semantic(scorer: str) -> bool:
-    """Whether scorer (a name or a key such as "semantic:wordllama") scores by meaning."""
-    return scorer.partition(":")[0] in SEMANTIC_SCORERS
-
-
-def scorer_key(scorer: str, embedder: str = DEFAULT_EMBEDDER) -> str:
-    """The key pair scores are kept under: the embedder joins a semantic scorer's name, so two
-    embedders never share scores ("semantic:wordllama"); a lexical scorer's key is its name."""
-    return f"{scorer}:{embedder}" if scorer in SEMANTIC_SCORERS else scorer
-
-
-def canonical_key(key: str) -> str:
-    """key with the default embedder named when a semantic scorer's key names none."""
-    return scorer_key(*split_key(key)) if is_semantic(key) else key
-
-
-def split_key(key: str) -> tuple[str, str]:
-    """(scorer, embedder) of a semantic scorer key; a bare "semantic" uses the default embedder."""
-    scorer, sep, embedder = key.partition(":")
-    if scorer not in SEMANTIC_SCORERS:
-        raise UsageError(f"{key!r} is not a semantic scorer")
-    embedder = embedder if sep else DEFAULT_EMBEDDER
-    check_embedder_name(embedder)
-    return scorer, embedder
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -256,6 +231,22 @@ def _best_windows(
     return score, start, end
 
 
+class LexicalPass(Protocol):
+    """The partial scorer's PairScorer (scorers.py) as the semantic scorers use it."""
+
+    def submit(
+        self, evidence: Sequence[str], chunks: Sequence[str], pair_ev: ArrayLike, pair_ch: ArrayLike
+    ) -> Callable[[], PairScores]: ...
+
+    def close(self) -> None: ...
+
+
+def lexical_pass(key: str) -> tuple[float, bool]:
+    """(min_align_score, fuzzy) of the partial PairScorer behind a semantic key: windows aligned
+    only where they are kept (>= HYBRID_VERBATIM); hybrid keeps partial's fuzzy scores too."""
+    return HYBRID_VERBATIM, split_key(key)[0] == "hybrid"
+
+
 class SemanticPairScorer:
     """matching.PairScorer's interface (submit, close, a context manager) for semantic scorers.
 
@@ -269,16 +260,15 @@ class SemanticPairScorer:
         norm: Normalisation,
         workers: int = 0,
         cache: VectorCache | None = None,
+        *,
+        lexical: LexicalPass,
     ) -> None:
-        from rageval_core.matching.scorers import PairScorer
-
         self.scorer, self.embedder_name = split_key(key)
         self.embedder = get_embedder(self.embedder_name)
         self.cache: VectorCache = cache if cache is not None else MemoryCache()
-        # semantic needs the substring rule only; hybrid partial's scores too
-        self._lexical = PairScorer(
-            "partial", norm, workers, HYBRID_VERBATIM, fuzzy=self.scorer == "hybrid"
-        )
+        # semantic needs the substring rule only; hybrid partial's scores too (the caller,
+        # scorers.open_pair_scorer, opens it: lexical_pass says how)
+        self._lexical = lexical
 
     def __enter__(self) -> SemanticPairScorer:
         return self
@@ -292,8 +282,6 @@ class SemanticPairScorer:
     def submit(
         self, evidence: Sequence[str], chunks: Sequence[str], pair_ev: ArrayLike, pair_ch: ArrayLike
     ) -> Callable[[], object]:
-        from rageval_core.matching.scorers import PairScores
-
         lexical = self._lexical.submit(evidence, chunks, pair_ev, pair_ch)  # checks the inputs
         pe = np.asarray(pair_ev, dtype=np.int64)
         pc = np.asarray(pair_ch, dtype=np.int64)

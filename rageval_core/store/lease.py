@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 
 from rageval_core.errors import StoreError
-from rageval_core.store import locking
+import rageval_core.store.locking as locking
 from rageval_core.store.store import Store, default_path
 
 #: seconds without use after which the file is let go

@@ -24,7 +24,8 @@ from rageval_core.errors import (
     UsageError,
 )
 from rageval_core.model import ParsedRun, Query, RunInfo
-from rageval_core.store import journal, locking
+import rageval_core.store.journal as journal
+import rageval_core.store.locking as locking
 from rageval_core.store.rows import ContentHasher, batches_from_queries, build_queries, prefetch
 from rageval_core.store.schema import (
     ALL_TABLES,
