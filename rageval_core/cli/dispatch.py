@@ -358,7 +358,7 @@ def _compare_runs(
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from rageval_core.compare import format_comparison
+    from rageval_core.outputs.compare_text import format_comparison
 
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
     comparison = _compare_runs(args, args.runs, metrics, args.by or (), args.worst)
@@ -372,7 +372,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_gate(args: argparse.Namespace) -> int:
     """Exit 0 when every rule holds, 1 when one fails, 2 on bad arguments or input."""
     from rageval_core import api
-    from rageval_core.compare import format_gate, metrics_of
+    from rageval_core.compare import metrics_of
+    from rageval_core.outputs.compare_text import format_gate
 
     try:
         rules = api.rules_of(args.max_drop, args.max_increase)

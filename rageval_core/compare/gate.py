@@ -17,7 +17,7 @@ from typing import Any, Literal
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare.comparison import NOTE_SMALL, Comparison
 from rageval_core.compare.latency_change import LATENCY_STATS
-from rageval_core.compare.text import p_text
+from rageval_core.compare.statistics import p_text
 from rageval_core.errors import UsageError
 from rageval_core.settings.presets import PRESET_METRICS
 from rageval_core.metrics import registry

@@ -440,3 +440,10 @@ class StatOptions:
     @property
     def level(self) -> float:
         return 1.0 - self.alpha
+
+
+def p_text(p: float) -> str:
+    """A p-value as printed: 4 decimals, or 2 significant digits below 0.001; "-" for NaN."""
+    if math.isnan(p):
+        return "-"
+    return f"{p:.1e}" if p < 0.001 else f"{p:.4f}"

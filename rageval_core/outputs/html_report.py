@@ -228,7 +228,7 @@ def _ops_section(reports: Sequence[Report]) -> str:
 
 
 def _comparison_section(comparison: Any) -> str:
-    from rageval_core.compare.text import p_text, unpaired_lines
+    from rageval_core.outputs.compare_text import p_text, unpaired_lines
 
     alpha = comparison.options.alpha
     rows = []

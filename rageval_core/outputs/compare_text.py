@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rageval_core.compare.comparison import Comparison, higher_is_better
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare.latency_change import BOTH, OpsChange
+from rageval_core.compare.statistics import p_text
 from rageval_core.metrics.registry import IMPROVED, REGRESSED
 from rageval_core.terminal import text_table
 
@@ -19,13 +20,6 @@ def _f(x: float, digits: int = 4, signed: bool = False) -> str:
     if x is None or not math.isfinite(x):
         return "-" if x is None or math.isnan(x) else ("+inf" if x > 0 else "-inf")
     return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
-
-
-def p_text(p: float) -> str:
-    """A p-value as printed: 4 decimals, or 2 significant digits below 0.001; "-" for NaN."""
-    if math.isnan(p):
-        return "-"
-    return f"{p:.1e}" if p < 0.001 else f"{p:.4f}"
 
 
 def format_comparison(c: Comparison, worst: int = 5) -> str:
