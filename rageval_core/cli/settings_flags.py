@@ -61,7 +61,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
 
 def add_stat_arguments(p: argparse.ArgumentParser) -> None:
-    from rageval_core.settings import statistics as c  # not compare: --help must not load numpy
+    from rageval_core.settings import stat_defaults as c  # not compare: --help must not load numpy
 
     p.add_argument(
         "--alpha",

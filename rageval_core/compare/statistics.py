@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core.errors import UsageError
-from rageval_core.settings.statistics import (
+from rageval_core.settings.stat_defaults import (
     DEFAULT_ALPHA,
     DEFAULT_BOOTSTRAP,
     DEFAULT_PERMUTATIONS,

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import NDArray
 
-from rageval_core.evaluation.labels import coverage, id_labels
+from rageval_core.evaluation.relevance import coverage, id_labels
 from rageval_core.evaluation.report import Floats, Settings
 from rageval_core.metrics import registry
 from rageval_core.rundata import RunData

@@ -21,11 +21,11 @@ from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.metrics import registry
 from rageval_core.model import ParsedRun
 from rageval_core.evaluation.breakdown import breakdown as breakdown
-from rageval_core.evaluation.labels import _cut_order as _cut_order
-from rageval_core.evaluation.labels import coverage as coverage
-from rageval_core.evaluation.labels import evidence_labels as evidence_labels
-from rageval_core.evaluation.labels import id_labels as id_labels
-from rageval_core.evaluation.labels import resolve_relevance as resolve_relevance
+from rageval_core.evaluation.relevance import _cut_order as _cut_order
+from rageval_core.evaluation.relevance import coverage as coverage
+from rageval_core.evaluation.relevance import evidence_labels as evidence_labels
+from rageval_core.evaluation.relevance import id_labels as id_labels
+from rageval_core.evaluation.relevance import resolve_relevance as resolve_relevance
 from rageval_core.evaluation.report import (
     EVIDENCE_DEFAULTS,
     RANKING_DEFAULTS,
