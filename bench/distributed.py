@@ -32,7 +32,8 @@ from bench.common import ScenarioResult, Table, fmt_ratio, fmt_runs, fmt_seconds
 from bench.native_scale import write_native_run
 from rageval_core.engines import partition
 from rageval_core.engines import spark as engine
-from rageval_core.evaluation.evaluate import Settings, evaluate, open_file_in_scratch_store
+from rageval_core.evaluation.evaluate import evaluate, open_file_in_scratch_store
+from rageval_core.evaluation.report import Settings
 from rageval_core.rundata import load_run_data
 
 TOLERANCE = 1e-12

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rageval_core.evaluation.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 from rageval_core.settings.schema import BY_NAME, SETTINGS
 from rageval_core.store import RunRecord
 

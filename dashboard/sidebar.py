@@ -16,7 +16,7 @@ from dashboard import actions, keys, rescoring, state
 from dashboard.components.text import escape_text
 from dashboard.keys import View
 from rageval_core.errors import RagevalError
-from rageval_core.evaluation.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 from rageval_core.settings.presets import PRESET_RELEVANCE, preset_values
 from rageval_core.settings.schema import BY_NAME, DEFAULTS, Setting, default_for
 from rageval_core.store import RunRecord

@@ -25,12 +25,8 @@ from typing import Any
 from rageval_core.compare import Comparison, GateResult, Rule, gate as _gate, parse_rules
 from rageval_core.compare import compare as _compare
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluation.evaluate import (
-    Report,
-    Settings,
-    open_file_in_scratch_store,
-    open_in_scratch_store,
-)
+from rageval_core.evaluation.evaluate import open_file_in_scratch_store, open_in_scratch_store
+from rageval_core.evaluation.report import Report, Settings
 from rageval_core.evaluation.evaluate import evaluate as _evaluate
 from rageval_core.evaluation.preset_parity import Explanation
 from rageval_core.evaluation.preset_parity import explain_preset as _explain

@@ -27,7 +27,8 @@ from rageval_core.evaluation import curves, drilldown, tuning
 from rageval_core.latency import per_query as opsview
 from rageval_core.compare.sweeps import SweepRow, sweep
 from rageval_core.errors import RagevalError
-from rageval_core.evaluation.evaluate import Report, Settings, evaluate, with_breakdown
+from rageval_core.evaluation.evaluate import evaluate, with_breakdown
+from rageval_core.evaluation.report import Report, Settings
 from rageval_core.metrics import registry
 from rageval_core.evaluation.preset_parity import Explanation, explain_preset
 from rageval_core.rundata import RunData, load_run_data

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from rageval_core.errors import ProblemLog, RagevalError, UsageError
-from rageval_core.evaluation.evaluate import EVIDENCE_DEFAULTS, RANKING_DEFAULTS, Settings
+from rageval_core.evaluation.report import EVIDENCE_DEFAULTS, RANKING_DEFAULTS, Settings
 from rageval_core.formats.safejson import MAX_LABEL, MIN_LABEL
 from rageval_core.matching.scorers import score_pairs
 from rageval_core.metrics import registry
@@ -578,13 +578,13 @@ def _stage(
 # --- the metric inputs, as rageval_core.evaluation.evaluate builds them for a stored run ----------------
 
 
-def _id_labels(part: _Partition, s: Settings) -> tuple[RankedLabels, Ints]:
+def _id_labels(part: _Partition, settings: Settings) -> tuple[RankedLabels, Ints]:
     """evaluate.id_labels: the queries trec_eval scores, after the retriever-score cut."""
-    selected = np.flatnonzero(part.has_qrels & (part.in_run | s.complete)).astype(np.int64)
+    selected = np.flatnonzero(part.has_qrels & (part.in_run | settings.complete)).astype(np.int64)
     keep = np.ones(part.chunk_q.size, dtype=np.bool_)
-    if s.score_threshold is not None:
+    if settings.score_threshold is not None:
         with np.errstate(invalid="ignore"):  # a chunk without a score is kept
-            keep = ~(part.chunk_score[part.chunk_q, part.chunk_rank] < s.score_threshold)
+            keep = ~(part.chunk_score[part.chunk_q, part.chunk_rank] < settings.score_threshold)
     # the surviving chunks keep their order and move up; rows of unselected queries drop out
     position = np.full(part.n_queries, -1, dtype=np.int64)
     position[selected] = np.arange(selected.size)
@@ -599,13 +599,13 @@ def _id_labels(part: _Partition, s: Settings) -> tuple[RankedLabels, Ints]:
         part.chunk_label[keep],
         position[part.judged_q[judged]],
         part.judged_label[judged],
-        rel_level=s.rel_level,
+        rel_level=settings.rel_level,
         ret_judged=part.chunk_judged[keep],
     )
-    return (judged_only(arrays) if s.judged_only else arrays), selected
+    return (judged_only(arrays) if settings.judged_only else arrays), selected
 
 
-def _coverage(part: _Partition, s: Settings, workers: int) -> Coverage:
+def _coverage(part: _Partition, settings: Settings, workers: int) -> Coverage:
     """evaluate.coverage: the pairs scored, as rundata.evidence_tensor, then prepare_coverage."""
     n_spans = np.bincount(part.span_q, minlength=part.n_queries).astype(np.int64)
     width = int(n_spans.max()) if part.n_queries else 0
@@ -622,14 +622,16 @@ def _coverage(part: _Partition, s: Settings, workers: int) -> Coverage:
             texts,
             pair_sp,
             pair_ch,
-            scorer=s.scorer_key,
-            norm=s.norm,
+            scorer=settings.scorer_key,
+            norm=settings.norm,
             workers=workers,
         )
         span_first = np.searchsorted(part.span_q, part.span_q, "left")  # spans come in row order
         eidx = pair_sp - span_first[pair_sp]
         score = np.asarray(scored.score, dtype=np.float32)
-        if s.numbers_must_match:  # evaluate.coverage's guard, on the raw texts as the store's
+        if (
+            settings.numbers_must_match
+        ):  # evaluate.coverage's guard, on the raw texts as the store's
             span_numbers = [numbers_of(t) for t in part.span_text]
             chunk_numbers = {c: numbers_of(part.chunk_text[c]) for c in np.unique(pair_ch).tolist()}
             lacking = [
@@ -639,6 +641,10 @@ def _coverage(part: _Partition, s: Settings, workers: int) -> Coverage:
             score = np.where(np.asarray(lacking, dtype=bool), np.float32(0.0), score)
         tensor[part.chunk_q[pair_ch], part.chunk_rank[pair_ch], eidx] = score
     cov = prepare_coverage(
-        tensor, n_spans, part.n_ret, retriever_scores=part.chunk_score, score_cut=s.score_threshold
+        tensor,
+        n_spans,
+        part.n_ret,
+        retriever_scores=part.chunk_score,
+        score_cut=settings.score_threshold,
     )
-    return cov.with_threshold(s.threshold)
+    return cov.with_threshold(settings.threshold)

@@ -220,7 +220,7 @@ def calibrate(
     judge: the result set (id or name; None: settings.judge, else the newest; "none": the
     labels imported with the run). settings: the evaluation Settings of the threshold sweep
     (its k, scorer, normalisation; the threshold is what it sweeps)."""
-    from rageval_core.evaluation.evaluate import Settings
+    from rageval_core.evaluation.report import Settings
 
     s = settings if settings is not None else Settings()
     judge = judge if judge is not None else s.judge
@@ -296,7 +296,8 @@ def threshold_sweep(
     agree with the judge's verdict? Agreement and kappa over queries with both."""
     if not data.run.has_evidence:
         return [], None
-    from rageval_core.evaluation.evaluate import Settings, evaluate
+    from rageval_core.evaluation.evaluate import evaluate
+    from rageval_core.evaluation.report import Settings
     from rageval_core.evaluation.tuning import balanced_accuracy_interval
 
     verdict, basis = _judge_verdict_per_query(store, ref, data.n_queries, judge)

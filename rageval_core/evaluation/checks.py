@@ -29,7 +29,7 @@ SCORED_ON = {"ids": "scored on relevant ids", "evidence": "scored on gold eviden
 def lenient_threshold_warning(
     store: Store,
     data: RunData,
-    s: Settings,
+    settings: Settings,
     shown: Mapping[str, float],
     known: Mapping[str, Floats] | None = None,
     known_weights: Mapping[str, Floats] | None = None,
@@ -47,7 +47,7 @@ def lenient_threshold_warning(
     scored), of relevance mode `relevance`; the two measures are read from them when there (and
     of the right mode), computed otherwise.
     """
-    names = (f"EvidenceRecall@{s.k}", f"R@{s.k}")
+    names = (f"EvidenceRecall@{settings.k}", f"R@{settings.k}")
     if not any(n in shown for n in names):
         return ()
     if not (data.run.has_qrels and data.run.has_evidence) or not bool((data.labels > 0).any()):
@@ -55,13 +55,13 @@ def lenient_threshold_warning(
     measures = registry.parse_all(names)
     evidence, e_weights = _column(names[0], known, known_weights)
     if evidence is None:
-        cov = coverage(store, data, s)
+        cov = coverage(store, data, settings)
         evidence = _scatter(data, registry.compute([measures[0]], cov)[names[0]], cov.rows)
         w = registry.weights_of(measures[0], cov)
         e_weights = None if w is None else _scatter(data, w, cov.rows)
     ids, _ = _column(names[1], known, known_weights) if relevance == "ids" else (None, None)
     if ids is None:
-        labels, rows = id_labels(data, dataclasses.replace(s, relevance="ids"))
+        labels, rows = id_labels(data, dataclasses.replace(settings, relevance="ids"))
         ids = _scatter(data, registry.compute([measures[1]], labels)[names[1]], rows)
     both = ~np.isnan(evidence) & ~np.isnan(ids)
     if not both.any():
@@ -86,7 +86,7 @@ def lenient_threshold_warning(
     return (
         f"{names[0]} = {e_value:.3f} is far above the id-based {names[1]} = {i_value:.3f} on the "
         f"{n_both:,} queries {SCORED_ON['ids']} and on gold evidence{aside}: the fuzzy threshold "
-        f"{s.threshold:g} is likely too lenient (chunks that are not the relevant documents count "
+        f"{settings.threshold:g} is likely too lenient (chunks that are not the relevant documents count "
         "as covering the spans); label borderline pairs on the Threshold page, or raise the "
         "threshold",
     )

@@ -18,16 +18,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.errors import UsageError
-from rageval_core.evaluation.evaluate import (
-    EVIDENCE_DEFAULTS,
-    RANKING_DEFAULTS,
-    Relevance,
-    Settings,
-    coverage,
-    evidence_labels,
-    id_labels,
-    resolve_relevance,
-)
+from rageval_core.evaluation.evaluate import coverage, evidence_labels, id_labels, resolve_relevance
+from rageval_core.evaluation.report import EVIDENCE_DEFAULTS, RANKING_DEFAULTS, Relevance, Settings
 from rageval_core.metrics import evidence as ev
 from rageval_core.metrics import ranking as rk
 from rageval_core.metrics import registry
@@ -132,11 +124,13 @@ def curves_over_threshold(
 # --- ranking ---------------------------------------------------------------------------------
 
 
-def _ranking_labels(store: Store, data: RunData, s: Settings) -> RankedLabels:
-    relevance = resolve_relevance(data, s)
+def _ranking_labels(store: Store, data: RunData, settings: Settings) -> RankedLabels:
+    relevance = resolve_relevance(data, settings)
     if relevance is None:
         raise UsageError(f"run {data.run.name} has neither qrels nor gold evidence")
-    return (id_labels(data, s) if relevance == "ids" else evidence_labels(store, data, s))[0]
+    return (
+        id_labels(data, settings) if relevance == "ids" else evidence_labels(store, data, settings)
+    )[0]
 
 
 def _ranking_over_k(labels: RankedLabels, name: str, depth: int) -> Floats:

@@ -40,14 +40,18 @@ def trec_report(
     paths: Sequence[Path],
     fmt: str | None,
     metrics: Sequence[str] | None,
-    s: Settings,
+    settings: Settings,
     by: str | None,
 ) -> Report | None:
     """The report of a TREC run and its qrels read straight into arrays; None when the request
     or the files need the store route (see the module's docstring)."""
     if by is not None or fmt not in (None, trec_columns.FORMAT) or len(paths) != 2:
         return None
-    if s.preset is not None or s.score_threshold is not None or s.relevance == "evidence":
+    if (
+        settings.preset is not None
+        or settings.score_threshold is not None
+        or settings.relevance == "evidence"
+    ):
         return None
     roles = {_role(p): p for p in paths}
     run, qrels = roles.get(trec_columns.PRIMARY), roles.get(trec_columns.COMPANION)
@@ -55,18 +59,18 @@ def trec_report(
         return None
     if run.with_name(run.name + SIDECAR_SUFFIX).exists():  # run facts (a name) come with it
         return None
-    names = list(metrics) if metrics else [m.format(k=s.k) for m in RANKING_DEFAULTS]
+    names = list(metrics) if metrics else [m.format(k=settings.k) for m in RANKING_DEFAULTS]
     measures = registry.parse_all(names)
     if any(m.spec.family != "ranking" for m in measures):
         return None
-    got = _arrays(run, qrels, s.rel_level, s.complete, s.judged_only)
+    got = _arrays(run, qrels, settings.rel_level, settings.complete, settings.judged_only)
     if got is None:
         return None
     query_ids, tag, arrays, selection, rows, depth = got
     # the measures scored on every judged query (Judged@k) read them all, as evaluate.py does
     every = None
-    if not s.complete and any(m.spec.every_judged_query for m in measures):
-        every = _arrays(run, qrels, s.rel_level, True, s.judged_only)
+    if not settings.complete and any(m.spec.every_judged_query for m in measures):
+        every = _arrays(run, qrels, settings.rel_level, True, settings.judged_only)
     n = len(query_ids)
     per_query: dict[str, np.ndarray] = {}
     run_values: dict[str, float] = {}
@@ -87,7 +91,7 @@ def trec_report(
     )
     return Report(
         run=tag or run.stem or "run",
-        settings=s.to_json("ids"),
+        settings=settings.to_json("ids"),
         relevance="ids",
         metrics=run_values,
         query_ids=np.asarray(query_ids, dtype=object),

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import UsageError
-from rageval_core.evaluation.evaluate import Report, Settings
+from rageval_core.evaluation.report import Report, Settings
 from rageval_core.model import label_value
 from rageval_core.matching.numbers import numbers_of, odd_numbers
 from rageval_core.settings.presets import get_preset

@@ -116,7 +116,7 @@ def _kept_answer_scores(store: Store, run_id: int) -> tuple[AnswerInputs, NDArra
 # --- the report --------------------------------------------------------------------------
 
 
-def judge_inputs(store: Store, data: RunData, s: Settings) -> JudgeScores:
+def judge_inputs(store: Store, data: RunData, settings: Settings) -> JudgeScores:
     """The run's judge.* columns: imported scores and the chosen judge result set (newest by
     default, Settings.judge to pick one; rageval_core.judging.scores)."""
     from rageval_core.judging.scores import judge_scores
@@ -125,8 +125,8 @@ def judge_inputs(store: Store, data: RunData, s: Settings) -> JudgeScores:
     sets = tuple(j.judge_id for j in judgements.judge_sets(store, data.run.run_id))
     return memo(  # type: ignore[no-any-return]
         data,
-        ("judge", s.judge, sets),
-        lambda: judge_scores(store, data.run.run_id, data.n_queries, s.judge),
+        ("judge", settings.judge, sets),
+        lambda: judge_scores(store, data.run.run_id, data.n_queries, settings.judge),
     )
 
 
@@ -228,16 +228,18 @@ def open_in_scratch_store(parsed: ParsedRun, log: ProblemLog, name: str | None =
 
 
 def _evaluate(
-    store: Store, data: RunData, metrics: Sequence[str] | None, s: Settings, by: str | None
+    store: Store, data: RunData, metrics: Sequence[str] | None, settings: Settings, by: str | None
 ) -> Report:
     if (
-        s.preset is not None
+        settings.preset is not None
     ):  # the preset's own metrics and names (rageval_core.evaluation.preset_parity)
         from rageval_core.evaluation.preset_parity import evaluate_preset
 
-        return evaluate_preset(store, data, metrics, s, by)
-    relevance = resolve_relevance(data, s)
-    names = list(metrics) if metrics else default_metrics(data, s.k, relevance, store, s)
+        return evaluate_preset(store, data, metrics, settings, by)
+    relevance = resolve_relevance(data, settings)
+    names = (
+        list(metrics) if metrics else default_metrics(data, settings.k, relevance, store, settings)
+    )
     measures = registry.parse_all(names)
     n = data.n_queries
     per_query: dict[str, Floats] = {}
@@ -256,23 +258,25 @@ def _evaluate(
                 f"run {data.run.name} has neither qrels nor gold evidence: ranking metrics need one"
             )
         inputs["ranking"] = (
-            id_labels(data, s) if relevance == "ids" else evidence_labels(store, data, s)
+            id_labels(data, settings)
+            if relevance == "ids"
+            else evidence_labels(store, data, settings)
         )
         if relevance == "ids":
             counts["scored_ids"] = int(inputs["ranking"][1].size)
             counts["skipped_no_qrels"] = int(np.count_nonzero(~data.has_qrels))
             counts["missing_from_run"] = int(np.count_nonzero(data.has_qrels & ~data.in_run))
     if "evidence" in families or (relevance == "evidence" and "ranking" in families):
-        cov = coverage(store, data, s)
+        cov = coverage(store, data, settings)
         inputs["evidence"] = (cov, cov.rows)
         counts["scored_evidence"] = cov.n_queries
         counts["no_evidence"] = cov.n_excluded
     if "generation" in families:
         inputs["generation"] = answer_inputs(store, data)
         counts["scored_answers"] = int(inputs["generation"][1].size)
-    settings_json = s.to_json(relevance)
+    settings_json = settings.to_json(relevance)
     if "judge" in families:
-        scores = judge_inputs(store, data, s)
+        scores = judge_inputs(store, data, settings)
         inputs["judge"] = (scores, np.arange(n, dtype=np.int64))
         judged = [c for name, c in scores.columns.items() if registry.parse(name) in measures]
         counts["judged"] = int(np.count_nonzero(np.any(~np.isnan(judged), axis=0))) if judged else 0
@@ -287,8 +291,8 @@ def _evaluate(
         if family not in inputs:
             raise UsageError(f"measure {m} ({family}) is not supported for run {data.run.name}")
         data_in, rows = inputs[family]
-        if relevance == "ids" and m.spec.every_judged_query and not s.complete:
-            data_in, rows = id_labels(data, dataclasses.replace(s, complete=True))
+        if relevance == "ids" and m.spec.every_judged_query and not settings.complete:
+            data_in, rows = id_labels(data, dataclasses.replace(settings, complete=True))
         name = str(m)
         values = registry.compute([m], data_in)[name]
         w = registry.weights_of(m, data_in)
@@ -319,7 +323,7 @@ def _evaluate(
         # the report's own EvidenceRecall@k (and, in ids mode, R@k) columns serve the check
         warnings=depth_warning(data.depth, [m.cutoff for m in measures])
         + checks.lenient_threshold_warning(
-            store, data, s, run_values, per_query, weights, relevance
+            store, data, settings, run_values, per_query, weights, relevance
         ),
     )
 

@@ -44,30 +44,30 @@ FILE_METADATA_KEYS = ("table_path", "table_title", "source", "doc_id", "section_
 PairCache = dict[tuple[str, str, str], float]
 
 
-def normalised(text: str | None, s: Settings) -> str:
+def normalised(text: str | None, settings: Settings) -> str:
     """text as the rules match it (empty for None)."""
     if not text:
         return ""
-    if s.norm.strip_punct or s.norm.strip_articles:
-        return normalise(text, s.norm)[0]
-    if s.keep_whitespace:
+    if settings.norm.strip_punct or settings.norm.strip_articles:
+        return normalise(text, settings.norm)[0]
+    if settings.keep_whitespace:
         return text.lower().strip()
     return " ".join(text.split()).lower()
 
 
-def similarity(span: str, chunk: str, s: Settings, cache: PairCache) -> float:
+def similarity(span: str, chunk: str, settings: Settings, cache: PairCache) -> float:
     """The similarity of a normalised span and chunk under the rules (float64)."""
-    if not s.plain_similarity:
+    if not settings.plain_similarity:
         if not span or not chunk:
             return 0.0
         if span in chunk:
             return 1.0
-    if s.chunk_inside_span_covers and chunk and chunk in span:
+    if settings.chunk_inside_span_covers and chunk and chunk in span:
         return 1.0
-    key = (s.scorer, span, chunk)
+    key = (settings.scorer, span, chunk)
     value = cache.get(key)
     if value is None:
-        value = cache[key] = float(get_scorer(s.scorer).pair(span, chunk))
+        value = cache[key] = float(get_scorer(settings.scorer).pair(span, chunk))
     return value
 
 
@@ -90,80 +90,91 @@ def metadata_texts(chunk: Chunk) -> list[str]:
     return [v.replace("\\", "/").lower() for v in values]
 
 
-def kept_chunks(query: Query, s: Settings) -> list[Chunk]:
+def kept_chunks(query: Query, settings: Settings) -> list[Chunk]:
     """The query's chunks in rank order, those scored below score_threshold dropped."""
     chunks = list(query.retrieved or ())
-    cut = s.score_threshold
+    cut = settings.score_threshold
     if cut is None:
         return chunks
     return [c for c in chunks if c.score is None or not c.score < cut]
 
 
-def cover_matrix(query: Query, s: Settings, cache: PairCache) -> np.ndarray:
+def cover_matrix(query: Query, settings: Settings, cache: PairCache) -> np.ndarray:
     """(chunks x gold items) True where the chunk covers the item under the rules."""
-    spans = [t for t in (normalised(e, s) for e in query.evidence) if t or s.plain_similarity]
-    files = file_names(query) if s.file_gold_by_metadata else []
-    chunks = kept_chunks(query, s)
+    spans = [
+        t
+        for t in (normalised(e, settings) for e in query.evidence)
+        if t or settings.plain_similarity
+    ]
+    files = file_names(query) if settings.file_gold_by_metadata else []
+    chunks = kept_chunks(query, settings)
     cover = np.zeros((len(chunks), len(spans) + len(files)), dtype=np.bool_)
     for r, chunk in enumerate(chunks):
-        text = normalised(chunk.text, s)
+        text = normalised(chunk.text, settings)
         for j, span in enumerate(spans):
-            cover[r, j] = similarity(span, text, s, cache) >= s.threshold and numbers_ok(
-                span, text, s
-            )
+            cover[r, j] = similarity(
+                span, text, settings, cache
+            ) >= settings.threshold and numbers_ok(span, text, settings)
         if files:
             meta = metadata_texts(chunk)
             for j, name in enumerate(files):
                 cover[r, len(spans) + j] = any(name in v for v in meta)
-        if s.one_chunk_one_span and cover[r].any():
+        if settings.one_chunk_one_span and cover[r].any():
             first = int(np.argmax(cover[r]))
             cover[r] = False
             cover[r, first] = True
     return cover
 
 
-def context_similarities(query: Query, s: Settings, cache: PairCache) -> list[float] | None:
+def context_similarities(query: Query, settings: Settings, cache: PairCache) -> list[float] | None:
     """Each kept chunk's best similarity over the query's spans; None without spans."""
-    spans = [normalised(e, s) for e in query.evidence]
+    spans = [normalised(e, settings) for e in query.evidence]
     if not spans:
         return None
-    texts = [normalised(c.text, s) for c in kept_chunks(query, s)]
+    texts = [normalised(c.text, settings) for c in kept_chunks(query, settings)]
     return [
-        max(similarity(span, t, s, cache) if numbers_ok(span, t, s) else 0.0 for span in spans)
+        max(
+            similarity(span, t, settings, cache) if numbers_ok(span, t, settings) else 0.0
+            for span in spans
+        )
         for t in texts
     ]
 
 
-def numbers_ok(span: str, chunk: str, s: Settings) -> bool:
+def numbers_ok(span: str, chunk: str, settings: Settings) -> bool:
     """False when numbers_must_match and the chunk lacks a number of the span."""
-    return not (s.numbers_must_match and missing_numbers(span, chunk))
+    return not (settings.numbers_must_match and missing_numbers(span, chunk))
 
 
 def preset_values_of(
-    queries: Sequence[Query], preset: Preset, names: Sequence[str], s: Settings, cache: PairCache
+    queries: Sequence[Query],
+    preset: Preset,
+    names: Sequence[str],
+    settings: Settings,
+    cache: PairCache,
 ) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
     """Per-query values of names, the pooled metrics' weights, and how many queries are scored."""
-    by_retrieved = s.precision_divisor == "retrieved"
+    by_retrieved = settings.precision_divisor == "retrieved"
     if preset.family == "tatrag":
-        covers = [cover_matrix(q, s, cache) for q in queries]
+        covers = [cover_matrix(q, settings, cache) for q in queries]
         values, weights = formulas.tatrag_scores(
             covers,
             names,
             precision_by_retrieved=by_retrieved,
-            ap_per_gold_item=s.ap_per_gold_item,
-            no_gold_scores_zero=s.no_gold_scores_zero,
+            ap_per_gold_item=settings.ap_per_gold_item,
+            no_gold_scores_zero=settings.no_gold_scores_zero,
         )
-        scored = sum(1 for c in covers if c.shape[1] or s.no_gold_scores_zero)
+        scored = sum(1 for c in covers if c.shape[1] or settings.no_gold_scores_zero)
         return values, weights, scored
-    sims = [context_similarities(q, s, cache) for q in queries]
+    sims = [context_similarities(q, settings, cache) for q in queries]
     values = formulas.eggai_scores(
         sims,
         names,
-        s.threshold,
+        settings.threshold,
         precision_by_retrieved=by_retrieved,
-        no_gold_scores_zero=s.no_gold_scores_zero,
+        no_gold_scores_zero=settings.no_gold_scores_zero,
     )
-    scored = sum(1 for x in sims if x is not None or s.no_gold_scores_zero)
+    scored = sum(1 for x in sims if x is not None or settings.no_gold_scores_zero)
     return values, np.ones(len(queries)), scored
 
 
@@ -216,16 +227,16 @@ def with_preset(base: Settings, name: str) -> Settings:
 
 
 def evaluate_preset(
-    store: Store, data: RunData, metrics: Sequence[str] | None, s: Settings, by: str | None
+    store: Store, data: RunData, metrics: Sequence[str] | None, settings: Settings, by: str | None
 ) -> Report:
     """The Report of a run under s.preset: the preset's metrics under its own names."""
-    assert s.preset is not None
-    preset = get_preset(s.preset)
+    assert settings.preset is not None
+    preset = get_preset(settings.preset)
     names = preset_metric_names(preset, metrics)
     queries = stored_queries(store, data)
-    values, weights, scored = preset_values_of(queries, preset, names, s, {})
+    values, weights, scored = preset_values_of(queries, preset, names, settings, {})
     pooled = {n: weights for n in names if preset.family == "tatrag" and n in formulas.POOLED}
-    name = s.preset
+    name = settings.preset
     by_out = (
         breakdown(
             data,
@@ -239,7 +250,7 @@ def evaluate_preset(
     )
     return Report(
         run=data.run.name,
-        settings=s.to_json(PRESET_RELEVANCE),
+        settings=settings.to_json(PRESET_RELEVANCE),
         relevance=PRESET_RELEVANCE,
         metrics=run_values(preset, values, weights, scored),
         query_ids=data.query_ids,

@@ -47,14 +47,14 @@ def _cut_order(
     return memo(data, ("cut", score_threshold), make)  # type: ignore[no-any-return]
 
 
-def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int64]]:
+def id_labels(data: RunData, settings: Settings) -> tuple[RankedLabels, NDArray[np.int64]]:
     """RankedLabels of the queries trec_eval would score, and their row numbers in data."""
 
     def make() -> tuple[RankedLabels, NDArray[np.int64]]:
-        rows = np.flatnonzero(data.has_qrels & (data.in_run | s.complete)).astype(np.int64)
+        rows = np.flatnonzero(data.has_qrels & (data.in_run | settings.complete)).astype(np.int64)
         full = memo(
             data,
-            ("ideal", s.rel_level),
+            ("ideal", settings.rel_level),
             lambda: ranked_labels_from_rows(
                 list(data.query_ids),
                 np.zeros(0, np.int64),
@@ -62,10 +62,10 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
                 np.zeros(0, np.int32),
                 data.judged_q,
                 data.judged_label,
-                rel_level=s.rel_level,
+                rel_level=settings.rel_level,
             ),
         )
-        order, n_ret = _cut_order(data, s.score_threshold)
+        order, n_ret = _cut_order(data, settings.score_threshold)
         labels = data.labels if order is None else np.take_along_axis(data.labels, order, axis=1)
         inside = np.arange(data.depth)[None, :] < n_ret[:, None]
         labels = np.where(inside, labels, 0)
@@ -79,39 +79,51 @@ def id_labels(data: RunData, s: Settings) -> tuple[RankedLabels, NDArray[np.int6
             n_ret=n_ret[rows],
             n_rel=full.n_rel[rows],
             ideal=full.ideal[rows],
-            rel_level=s.rel_level,
+            rel_level=settings.rel_level,
             judged=judged,
             n_judged=None if full.n_judged is None else full.n_judged[rows],
         )
         # trec_eval -J: the unjudged documents leave the ranking before any measure reads it
-        return (judged_only(arrays) if s.judged_only else arrays), rows
+        return (judged_only(arrays) if settings.judged_only else arrays), rows
 
-    key = ("ids", s.rel_level, s.complete, s.score_threshold, s.judged_only)
+    key = (
+        "ids",
+        settings.rel_level,
+        settings.complete,
+        settings.score_threshold,
+        settings.judged_only,
+    )
     return memo(data, key, make)  # type: ignore[no-any-return]
 
 
-def coverage(store: Store, data: RunData, s: Settings) -> Coverage:
+def coverage(store: Store, data: RunData, settings: Settings) -> Coverage:
     """The evidence running maxima for (scorer, normalisation, cut), at the threshold s.threshold."""
 
     def make() -> Coverage:
-        tensor = evidence_tensor(store, data, s.scorer_key, s.norm)
-        if s.numbers_must_match:  # a span whose number the chunk lacks is not covered by it
+        tensor = evidence_tensor(store, data, settings.scorer_key, settings.norm)
+        if settings.numbers_must_match:  # a span whose number the chunk lacks is not covered by it
             tensor = np.where(numbers_guard(store, data), tensor, np.float32(0.0))
         return prepare_coverage(
             tensor,
             data.n_spans,
             data.n_ret,
             retriever_scores=data.chunk_score,
-            score_cut=s.score_threshold,
+            score_cut=settings.score_threshold,
         )
 
-    key = ("coverage", s.scorer_key, s.norm.key, s.score_threshold, s.numbers_must_match)
+    key = (
+        "coverage",
+        settings.scorer_key,
+        settings.norm.key,
+        settings.score_threshold,
+        settings.numbers_must_match,
+    )
     cov: Coverage = memo(data, key, make)
-    return cov.with_threshold(s.threshold)
+    return cov.with_threshold(settings.threshold)
 
 
 def evidence_labels(
-    store: Store, data: RunData, s: Settings
+    store: Store, data: RunData, settings: Settings
 ) -> tuple[RankedLabels, NDArray[np.int64]]:
     """Evidence-mode relevance: a chunk is relevant when it covers at least one gold span.
 
@@ -120,8 +132,13 @@ def evidence_labels(
     labels of the latest threshold are kept, so a new k reuses them and the prefix sums
     metrics/ranking.py caches on them.
     """
-    cov = coverage(store, data, s)
-    source = (s.scorer_key, s.norm.key, s.score_threshold, s.numbers_must_match)
+    cov = coverage(store, data, settings)
+    source = (
+        settings.scorer_key,
+        settings.norm.key,
+        settings.score_threshold,
+        settings.numbers_must_match,
+    )
     key = (*source, cov.threshold)
     kept = data._cache.get(("evidence_labels",))
     if kept is not None and kept[0] == key:
@@ -132,17 +149,17 @@ def evidence_labels(
     return arrays, cov.rows
 
 
-def resolve_relevance(data: RunData, s: Settings) -> Relevance | None:
+def resolve_relevance(data: RunData, settings: Settings) -> Relevance | None:
     """ids when asked or when the run has qrels that a retrieved chunk is in (or no gold spans);
     evidence when asked or it has gold spans."""
-    if s.relevance == "ids" and not data.run.has_qrels:
+    if settings.relevance == "ids" and not data.run.has_qrels:
         raise UsageError(
             f"run {data.run.name} has no qrels (relevant ids): use --relevance evidence"
         )
-    if s.relevance == "evidence" and not data.run.has_evidence:
+    if settings.relevance == "evidence" and not data.run.has_evidence:
         raise UsageError(f"run {data.run.name} has no gold evidence: use --relevance ids")
-    if s.relevance is not None:
-        return s.relevance
+    if settings.relevance is not None:
+        return settings.relevance
     # qrels that no retrieved chunk is in (TAT-RAG's FILE gold against chunk ids) would score
     # every query 0: a run that also has gold spans is judged by them instead
     if data.run.has_qrels and (not data.run.has_evidence or bool((data.labels > 0).any())):

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.errors import UsageError
-from rageval_core.evaluation.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 from rageval_core.matching.scorers import Normalisation, get_scorer
 from rageval_core.matching.keys import canonical_key
 from rageval_core.metrics.evidence import Coverage

@@ -26,7 +26,8 @@ import numpy as np
 
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import RagevalError, UsageError
-from rageval_core.evaluation.evaluate import Report, Settings, evaluate, resolve_relevance
+from rageval_core.evaluation.evaluate import evaluate, resolve_relevance
+from rageval_core.evaluation.report import Report, Settings
 from rageval_core.metrics.registry import higher_is_better
 from rageval_core.rundata import LoadedRun, RunData
 from rageval_core.store import Store
@@ -130,7 +131,7 @@ def _counts_section(reports: Sequence[Report]) -> str:
 
 
 def _curves_section(
-    loaded: Sequence[tuple[Store, RunData]], reports: Sequence[Report], s: Settings
+    loaded: Sequence[tuple[Store, RunData]], reports: Sequence[Report], settings: Settings
 ) -> str:
     from rageval_core.evaluation.curves import curve_names, curves_over_k, curves_over_threshold
 
@@ -138,17 +139,19 @@ def _curves_section(
     by_t: dict[str, list[tuple[str, list[float]]]] = {}
     depth = max((data.depth for _, data in loaded), default=0)
     for (store, data), report in zip(loaded, reports, strict=True):
-        relevance = resolve_relevance(data, s)
+        relevance = resolve_relevance(data, settings)
         names = curve_names(data, relevance)
         if names and data.depth:
-            curves = curves_over_k(store, data, s, names)
+            curves = curves_over_k(store, data, settings, names)
             for name, ys in curves.items():
                 padded = [float(y) for y in ys] + [math.nan] * (depth - len(ys))
                 by_k.setdefault(name, []).append((report.run, padded))
         if data.run.has_evidence:
-            swept = curves_over_threshold(store, data, s, THRESHOLDS)
+            swept = curves_over_threshold(store, data, settings, THRESHOLDS)
             for name, ys in swept.items():
-                by_t.setdefault(f"{name}@{s.k}", []).append((report.run, [float(y) for y in ys]))
+                by_t.setdefault(f"{name}@{settings.k}", []).append(
+                    (report.run, [float(y) for y in ys])
+                )
     out = ""
     if by_k:
         xs = list(range(1, depth + 1))
@@ -167,7 +170,7 @@ def _curves_section(
         )
         out += (
             "<h2>Curves over the coverage threshold</h2>"
-            f'<p class="muted">Evidence metrics at k = {s.k} for thresholds 0 to 1.</p>'
+            f'<p class="muted">Evidence metrics at k = {settings.k} for thresholds 0 to 1.</p>'
             f'<div class="charts">{charts}</div>'
         )
     return out

@@ -11,7 +11,8 @@ import pytest
 
 from rageval_core.evaluation import drilldown as dd
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluation.evaluate import Settings, evaluate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.metrics.latency_cost import NO_TAG
 from rageval_core.rundata import load_run_data

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from rageval_core.cli import dispatch as cli
 from rageval_core.matching import scorers as matching
-from rageval_core.evaluation.evaluate import Relevance, Settings
+from rageval_core.evaluation.report import Relevance, Settings
 from rageval_core.matching.scorers import Normalisation
 from rageval_core.metrics import evidence
 from rageval_core.settings.schema import (

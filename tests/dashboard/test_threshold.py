@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.components.text import escape_text
 from rageval_core.evaluation import tuning
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluation.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 from rageval_core.formats import read_inputs
 from rageval_core.matching.scorers import Normalisation
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo

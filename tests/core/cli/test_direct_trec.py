@@ -15,7 +15,7 @@ import pytest
 
 from rageval_core import api
 from rageval_core.evaluation.direct import trec_report
-from rageval_core.evaluation.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 from tests.cli import rageval
 from tests.paths import ORACLE, REPO
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from rageval_core.matching import numbers
 from rageval_core.evaluation.drilldown import query_detail
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluation.evaluate import Settings, evaluate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.outputs.report_text import format_report
 from rageval_core.rundata import load_run_data, numbers_guard

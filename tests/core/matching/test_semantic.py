@@ -16,7 +16,8 @@ import pytest
 from rageval_core.evaluation import drilldown as dd
 from rageval_core.matching import embedders, semantic
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluation.evaluate import Settings, evaluate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
 from rageval_core.matching.scorers import score_pairs
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from rageval_core.evaluation import tuning
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluation.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 from rageval_core.matching.scorers import Normalisation
 from rageval_core.metrics import evidence as ev
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo

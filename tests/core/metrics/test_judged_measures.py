@@ -175,7 +175,7 @@ def test_measures_that_need_judgements_say_so() -> None:
 
 
 def test_judged_only_is_refused_beside_a_preset() -> None:
-    from rageval_core.evaluation.evaluate import Settings
+    from rageval_core.evaluation.report import Settings
 
     with pytest.raises(UsageError, match="judged-only"):
         Settings(preset="tat-rag", judged_only=True).check()
