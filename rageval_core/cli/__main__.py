@@ -2,4 +2,5 @@
 
 from rageval_core.cli.dispatch import entry
 
-entry()
+if __name__ == "__main__":  # not when a tool imports every module (pkgutil.walk_packages)
+    entry()

@@ -49,13 +49,13 @@ def _context() -> multiprocessing.context.BaseContext:
     """forkserver where it exists (POSIX), else spawn; never plain fork.
 
     Forking a process that runs threads (DuckDB, Streamlit) can deadlock the child. The fork
-    server starts once per process (~0.3 s) with rageval_core.matching preloaded, after which
+    server starts once per process (~0.3 s) with rageval_core.matching.scorers preloaded, after which
     a pool of workers starts in ~20 ms; spawn pays the interpreter start and imports every time.
     """
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         # the module that owns the batch functions (it imports this one)
-        context.set_forkserver_preload(["rageval_core.matching"])
+        context.set_forkserver_preload(["rageval_core.matching.scorers"])
         _start_quietly()
         return context
     return multiprocessing.get_context("spawn")

@@ -4,4 +4,5 @@ import sys
 
 from rageval_core.settings.schema import main
 
-sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":  # not when a tool imports every module (pkgutil.walk_packages)
+    sys.exit(main(sys.argv[1:]))

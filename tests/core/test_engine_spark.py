@@ -318,7 +318,7 @@ def test_master_without_the_spark_engine_is_refused() -> None:
 def test_neither_the_parser_nor_the_engine_module_imports_pyspark() -> None:
     code = (
         "import sys\n"
-        "from rageval_core.cli import build_parser\n"
+        "from rageval_core.cli.dispatch import build_parser\n"
         "build_parser().format_help()\n"
         "import rageval_core.engines.spark\n"
         "print(sorted(n for n in sys.modules if n.split('.')[0] in ('pyspark', 'py4j')))\n"

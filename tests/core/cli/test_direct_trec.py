@@ -123,7 +123,7 @@ def test_the_direct_route_starts_no_blas_threads(tmp_path: Path) -> None:
     run, qrels = write_pair(tmp_path, 1)
     script = (
         "import contextlib, io, os, sys\n"
-        "from rageval_core.cli import main\n"
+        "from rageval_core.cli.dispatch import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    code = main(['evaluate', sys.argv[1], '--qrels', sys.argv[2], '--json'])\n"
         "print(code, len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))\n"

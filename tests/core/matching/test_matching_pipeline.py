@@ -204,7 +204,7 @@ def test_rows_read_without_order_by_are_put_in_order() -> None:
 HOLD_A_POOL = """
 import sys, time
 import numpy as np
-from rageval_core import matching, matching_pool
+from rageval_core.matching import scorers as matching, pool as matching_pool
 from tests.core.matching.test_matching_pipeline import random_pairs
 
 matching_pool.POOL_MIN_PAIRS = 10
