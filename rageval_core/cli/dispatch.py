@@ -285,9 +285,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             run = stack.enter_context(api.load(files, format=args.format))
         else:
             run = stack.enter_context(api.load(args.run, store=stack.enter_context(_store(args))))
-        if (
-            args.explain_preset
-        ):  # "why do my numbers differ?" (rageval_core.evaluation.preset_parity)
+        if args.explain_preset:  # "why do my numbers differ?" (evaluation/preset_parity.py)
             fixed = given_values(args)
             return print_explanation(api.explain_preset(run, args.explain_preset, **fixed), args)
         report = api.evaluate(run, metrics, settings=settings, by=args.by)

@@ -579,7 +579,7 @@ def _stage(
 
 
 def _id_labels(part: _Partition, settings: Settings) -> tuple[RankedLabels, Ints]:
-    """evaluate.id_labels: the queries trec_eval scores, after the retriever-score cut."""
+    """relevance.id_labels: the queries trec_eval scores, after the retriever-score cut."""
     selected = np.flatnonzero(part.has_qrels & (part.in_run | settings.complete)).astype(np.int64)
     keep = np.ones(part.chunk_q.size, dtype=np.bool_)
     if settings.score_threshold is not None:
@@ -606,7 +606,7 @@ def _id_labels(part: _Partition, settings: Settings) -> tuple[RankedLabels, Ints
 
 
 def _coverage(part: _Partition, settings: Settings, workers: int) -> Coverage:
-    """evaluate.coverage: the pairs scored, as rundata.evidence_tensor, then prepare_coverage."""
+    """relevance.coverage: the pairs scored, as rundata.evidence_tensor, then prepare_coverage."""
     n_spans = np.bincount(part.span_q, minlength=part.n_queries).astype(np.int64)
     width = int(n_spans.max()) if part.n_queries else 0
     tensor = np.full((part.n_queries, part.depth, width), np.nan, dtype=np.float32)
@@ -629,9 +629,8 @@ def _coverage(part: _Partition, settings: Settings, workers: int) -> Coverage:
         span_first = np.searchsorted(part.span_q, part.span_q, "left")  # spans come in row order
         eidx = pair_sp - span_first[pair_sp]
         score = np.asarray(scored.score, dtype=np.float32)
-        if (
-            settings.numbers_must_match
-        ):  # evaluate.coverage's guard, on the raw texts as the store's
+        # relevance.coverage's guard, on the raw texts as the store's
+        if settings.numbers_must_match:
             span_numbers = [numbers_of(t) for t in part.span_text]
             chunk_numbers = {c: numbers_of(part.chunk_text[c]) for c in np.unique(pair_ch).tolist()}
             lacking = [

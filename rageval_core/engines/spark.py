@@ -236,7 +236,7 @@ class Summary:
     qrels_hit: int  # queries with a retrieved chunk the qrels label relevant
 
     def relevance(self, settings: Settings) -> str | None:
-        """evaluate.resolve_relevance on these counts."""
+        """relevance.resolve_relevance on these counts."""
         if settings.relevance == "ids" and not self.has_qrels:
             raise UsageError(
                 f"run {self.run} has no qrels (relevant ids): use --relevance evidence"

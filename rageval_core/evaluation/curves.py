@@ -184,7 +184,7 @@ def _ranking_value(labels: RankedLabels, name: str, k: int) -> float:
 def _evidence_top_k(
     cov: ev.Coverage, query_ids: tuple[str, ...], threshold: float, k: int
 ) -> RankedLabels:
-    """evaluate.evidence_labels at a threshold, cut to the top k ranks.
+    """relevance.evidence_labels at a threshold, cut to the top k ranks.
 
     A chunk is relevant when it covers a gold span; n_rel counts the covering chunks of the
     whole list, so recall-like values at k stay those of the full labels.

@@ -230,9 +230,8 @@ def open_in_scratch_store(parsed: ParsedRun, log: ProblemLog, name: str | None =
 def _evaluate(
     store: Store, data: RunData, metrics: Sequence[str] | None, settings: Settings, by: str | None
 ) -> Report:
-    if (
-        settings.preset is not None
-    ):  # the preset's own metrics and names (rageval_core.evaluation.preset_parity)
+    # a preset: its own metrics and names (preset_parity.py)
+    if settings.preset is not None:
         from rageval_core.evaluation.preset_parity import evaluate_preset
 
         return evaluate_preset(store, data, metrics, settings, by)
