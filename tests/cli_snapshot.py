@@ -14,6 +14,9 @@ What is normalised, and nothing else (each is legitimately different between two
 - the wall time of a step (`scored 4510 evidence x chunk pairs (partial) in 0.5 s`) -> `in <DURATION>`
   (a latency of the run's data is a number of the run, not of this machine, and is kept);
 - the process id in an interrupted-work note -> `<PID>`;
+- in the runs `rageval demo` writes, the latencies it measures (`retrieval`, `rerank` and so
+  `total`: wall time of this machine's BM25/TF-IDF/rerank) -> `<MEASURED>`; its simulated
+  `generation` latency is seeded and kept;
 - a traceback's frames (file paths and line numbers of the code) -> `<FRAMES>`; its last line, the
   exception, is kept. A traceback is a bug either way (the house rule: never one), and its frames
   move with the code.
@@ -171,22 +174,31 @@ def run(outdir: Path) -> int:
             Path(f"{stem}.err").write_text(normalise(done.stderr, tmp), encoding="utf-8")
             Path(f"{stem}.code").write_text(f"{done.returncode}\n", encoding="utf-8")
             if label in WRITTEN:
-                _copy_written(tmp / WRITTEN[label], Path(f"{stem}.file.{WRITTEN[label]}"), tmp)
+                target = Path(f"{stem}.file.{WRITTEN[label]}")
+                _copy_written(tmp / WRITTEN[label], target, tmp, measured=label == "demo")
     return len(CALLS)
 
 
-def _copy_written(source: Path, target: Path, tmp: Path) -> None:
-    """A file (or a folder's files) a call wrote, text normalised as the outputs are."""
+_MEASURED = re.compile(r'("(?:retrieval|rerank|total)": )-?[0-9.e+-]+')
+
+
+def _copy_written(source: Path, target: Path, tmp: Path, measured: bool = False) -> None:
+    """A file (or a folder's files) a call wrote, text normalised as the outputs are; measured:
+    the file holds latencies measured on this machine (the demo's runs)."""
     if source.is_dir():
         target.mkdir()
         for item in sorted(source.iterdir()):
-            _copy_written(item, target / item.name, tmp)
+            _copy_written(item, target / item.name, tmp, measured)
     elif source.exists():
         data = source.read_bytes()
         try:
-            target.write_text(normalise(data.decode("utf-8"), tmp), encoding="utf-8")
+            text = normalise(data.decode("utf-8"), tmp)
         except UnicodeDecodeError:
             target.write_bytes(data)
+            return
+        if measured:
+            text = _MEASURED.sub(r"\1<MEASURED>", text)
+        target.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
