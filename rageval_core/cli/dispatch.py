@@ -296,8 +296,8 @@ def _load_numpy_with_one_blas_thread() -> None:
     """Import numpy with OpenBLAS limited to one thread, unless this process has numpy already.
 
     The direct route multiplies no matrices, and OpenBLAS starting a spinning thread per core
-    at import took 0.05-0.08 s of the 2-core bench machine's CPU from the reader (0.49 s to
-    0.41 s wall under load). The environment is left as it was for anything started later."""
+    at import took CPU from the reader (docs/benchmarks.md, "Figures behind the code"). The
+    environment is left as it was for anything started later."""
     if "numpy" in sys.modules:
         return
     previous = os.environ.get("OPENBLAS_NUM_THREADS")

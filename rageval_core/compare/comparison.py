@@ -97,7 +97,7 @@ def pair_queries(
     """Match one candidate's queries with the baseline's by query_id (none shared: n_shared 0).
 
     A query id the candidate holds twice pairs with its first row. One dict lookup per id:
-    np.isin over 10,000 string ids took ~50 ms a pair, on every first render of Compare.
+    np.isin over string ids was slow on every first render of Compare (docs/benchmarks.md).
     """
     base = [str(q) for q in np.asarray(base_ids).tolist()]
     cand = [str(q) for q in np.asarray(cand_ids).tolist()]

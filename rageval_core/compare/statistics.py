@@ -289,7 +289,7 @@ def permutation_tests(
     for flips in blocks:
         size = flips.shape[1]
         # byte position by byte position: each lookup reads a (256, m) table that stays in
-        # cache, about 10x faster than one gather over all positions at once
+        # cache, faster than one gather over all positions at once (docs/benchmarks.md)
         flipped = np.zeros((size, x.shape[1]))
         for pos in range(n_bytes):
             flipped += table[pos][flips[pos]]

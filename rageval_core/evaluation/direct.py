@@ -85,7 +85,7 @@ def trec_report(
         per_query[name] = full
         run_values[name] = registry.aggregate(m, values, None)
     # no query has token counts: what ops.cost_per_query gives for all-NaN counts, built here
-    # because reading the counts loads numpy.ma (6 ms)
+    # because reading the counts loads numpy.ma (its cost: docs/benchmarks.md)
     no_costs = ops.QueryCosts(
         cost_usd=np.full(n, np.nan), has_tokens=np.zeros(n, dtype=bool), price_missing=()
     )

@@ -97,7 +97,7 @@ class WordLlamaEmbedder:
         self.dim = int(self._table.shape[1])
         # The tokenizer's normaliser only prepends "▁" and turns each space into "▁", and no
         # merge of its BPE crosses a "▁": a text's ids are its space-separated words' ids, each
-        # word tokenized as "▁word" once (then kept), ~3x faster than whole texts.
+        # word tokenized as "▁word" once (then kept), faster than whole texts (docs/benchmarks.md).
         self._word_tokenizer = _without_normaliser(self._tokenizer)
         self._words: dict[str, list[int]] = {}
 
@@ -143,7 +143,7 @@ class WordLlamaEmbedder:
             if not batch.size:
                 continue
             # token counts per (text, distinct token) times the distinct tokens' rows: one BLAS
-            # product, ~30x faster than gathering every token's row and summing per text
+            # product, not a gather of every token's row summed per text (docs/benchmarks.md)
             distinct, col = np.unique(batch, return_inverse=True)
             row = np.repeat(np.arange(hi - lo), lengths[lo:hi])
             counts = np.bincount(row * distinct.size + col, minlength=(hi - lo) * distinct.size)

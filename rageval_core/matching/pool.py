@@ -21,12 +21,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 #: Below this many pairs needing Python-level scoring (alignment, difflib) everything runs
-#: in-process: a pool's start (~0.3 s the first time, see _context) would cost more than it
-#: saves (~30 us per pair on two cores).
+#: in-process: a pool's start (see _context) would cost more than it saves (the figures:
+#: docs/benchmarks.md, "Figures behind the code").
 POOL_MIN_PAIRS = 10_000
 
-#: Pairs per pool job: enough to make a job's pickling and hand-over (~1 ms) small next to
-#: its scoring (~40 us a pair), few enough to keep both workers busy to the end of a block.
+#: Pairs per pool job: enough to make a job's pickling and hand-over small next to its
+#: scoring, few enough to keep both workers busy to the end of a block (docs/benchmarks.md).
 BATCH_MIN = 500
 BATCH_MAX = 4_000
 
@@ -49,8 +49,9 @@ def _context() -> multiprocessing.context.BaseContext:
     """forkserver where it exists (POSIX), else spawn; never plain fork.
 
     Forking a process that runs threads (DuckDB, Streamlit) can deadlock the child. The fork
-    server starts once per process (~0.3 s) with rageval_core.matching.scorers preloaded, after which
-    a pool of workers starts in ~20 ms; spawn pays the interpreter start and imports every time.
+    server starts once per process with rageval_core.matching.scorers preloaded, after which a
+    pool of workers starts quickly; spawn pays the interpreter start and imports every time
+    (docs/benchmarks.md, "Figures behind the code").
     """
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")

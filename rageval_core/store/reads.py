@@ -204,8 +204,7 @@ def query_rows(
 #: text: 0.0 in the score tensor, never scored). The chunks and evidence of the asked queries
 #: are read first, on their own (MATERIALIZED): a scan filtered by a list of queries reads the
 #: texts of those queries' row vectors only, where a join probed with the pairs read every
-#: chunk's text (at 100,000 queries, 200 pairs took 97 ms that way, 47 ms this one; 8 pairs 73
-#: and 12 ms).
+#: chunk's text (the two timed: docs/benchmarks.md, "Figures behind the code").
 _PAIR_TEXTS_SQL = """
 WITH n AS (SELECT unnest(?::BIGINT[]) AS i, unnest(?::INTEGER[]) AS qidx,
                   unnest(?::INTEGER[]) AS rank, unnest(?::INTEGER[]) AS eidx),

@@ -550,7 +550,8 @@ def _insert_batches(
 
 
 def _insert_batch(cur: duckdb.DuckDBPyConnection, run_id: int, batch: ColumnBatch) -> None:
-    """Bulk insert Arrow tables by DuckDB's replacement scan (executemany is ~1000x slower).
+    """Bulk insert Arrow tables by DuckDB's replacement scan (executemany is far slower:
+    docs/benchmarks.md, "Figures behind the code").
 
     Not cur.register(): a registered table stays referenced until the transaction ends, so a
     large import would hold every batch in memory at once.
