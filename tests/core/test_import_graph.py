@@ -13,10 +13,10 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+from tests.core.test_layers import cycles as circles  # Tarjan: the strongly connected components
 from tests.paths import REPO
 
 PACKAGE = "rageval_core"
@@ -73,39 +73,6 @@ def imports_of(name: str) -> set[str]:
 
 def graph() -> dict[str, set[str]]:
     return {name: imports_of(name) for name in modules()}
-
-
-def circles(edges: dict[str, set[str]]) -> Iterator[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-
-    def visit(v: str) -> Iterator[list[str]]:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(edges[v]):
-            if w not in index:
-                yield from visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                yield sorted(component)
-
-    for v in sorted(edges):
-        if v not in index:
-            yield from visit(v)
 
 
 def test_the_graph_sees_function_level_imports_and_skips_type_checking() -> None:
