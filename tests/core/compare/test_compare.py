@@ -12,7 +12,8 @@ import pytest
 import scipy.special
 import scipy.stats
 
-from rageval_core.compare import StatOptions, compare, format_comparison, gate, parse_rules, trends
+from rageval_core.compare import StatOptions, compare, gate, parse_rules, trends
+from rageval_core.outputs.compare_text import format_comparison
 from rageval_core.compare import comparison as cmp
 from rageval_core.compare.comparison import align
 from rageval_core.compare.latency_change import LATENCY_STATS

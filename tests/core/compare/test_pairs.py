@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from rageval_core.compare import compare, format_comparison
+from rageval_core.compare import compare
+from rageval_core.outputs.compare_text import format_comparison
 from rageval_core.compare import comparison as cmp
 from rageval_core.compare.comparison import MAX_IDS_SHOWN, pair_queries
 from rageval_core.compare.latency_change import LATENCY_STATS
