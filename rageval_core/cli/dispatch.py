@@ -7,19 +7,22 @@ import json
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from rageval_core.cli import (
     attach_commands as cli_attach,
+    diagnose_commands as cli_diagnose,
     engine_flags as cli_engines,
     judge_commands as cli_judge,
     output_commands as cli_outputs,
+    path_args as cli_paths,
 )
+from rageval_core import threads
+from rageval_core.cli.path_args import INPUT, OUTPUT_FOLDER, RUN, add_path_argument, on_spark
 from rageval_core.cli.explain_table import print_explanation
+from rageval_core.cli.signals import SigintSeen, interrupted, silence
 from rageval_core.cli.settings_flags import (
     add_settings_arguments,
     add_stat_arguments,
@@ -35,7 +38,9 @@ def _store(args: argparse.Namespace) -> Any:
     """The store, waiting (and saying so) while another process holds it; tells of interruptions."""
     from rageval_core.store import Store
     from rageval_core.store.locking import StoreBusyError, wait_s
+    from rageval_core.store.store import default_path
 
+    cli_paths.check_store_path(args.db or default_path())  # a FIFO: DuckDB would wait for good
     try:
         store = Store(args.db, wait_s=0)
     except StoreBusyError as e:
@@ -211,9 +216,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from rageval_core.demo import generate
 
     out = Path(args.out)
-    paths = generate(
-        out, n_queries=args.queries, seed=args.seed, progress=lambda s: print(s, file=sys.stderr)
-    )
+    # written into a folder of its own inside out, then moved: never half a run at a run's name
+    with cli_paths.write_folder(args.out) as staging:
+        written = generate(
+            staging,
+            n_queries=args.queries,
+            seed=args.seed,
+            progress=lambda s: print(s.replace(str(staging), str(out)), file=sys.stderr),
+        )
+    paths = [out / p.name for p in written]
     for p in paths:
         print(f"wrote {p} ({p.stat().st_size / 1e6:.1f} MB)")
     if args.db is None:  # --db given: the new runs go into that store too
@@ -244,6 +255,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from rageval_core.store.store import default_path
 
     db = Path(args.db or default_path()).expanduser().resolve()
+    cli_paths.check_store_path(str(db))
     if not server.is_loopback(args.host):
         print(
             f"rageval: warning: the dashboard listens on {args.host}, not on this machine only: "
@@ -323,7 +335,7 @@ def _print_report(report: Any, args: argparse.Namespace) -> int:
 
 def _compare_runs(
     args: argparse.Namespace,
-    runs: Sequence[str],
+    runs: Sequence[Any],
     metrics: list[str] | None,
     by: Sequence[str] = (),
     n_worst: int = 0,
@@ -341,9 +353,8 @@ def _compare_runs(
         alpha=args.alpha,
     )
     with contextlib.ExitStack() as stack:
-        store = (
-            stack.enter_context(_store(args)) if any(not Path(r).is_file() for r in runs) else None
-        )
+        named = [r for r in runs if isinstance(r, str) and not Path(r).is_file()]
+        store = stack.enter_context(_store(args)) if named else None
         return api.compare(
             list(runs),
             metrics,
@@ -359,11 +370,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from rageval_core.outputs.compare_text import format_comparison
 
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
+    if args.json:  # with the diagnosis's transition table
+        from rageval_core.cli import diagnose_commands as cli_diagnose
+
+        print(json_text(cli_diagnose.compare_json(args, metrics)))
+        return 0
     comparison = _compare_runs(args, args.runs, metrics, args.by or (), args.worst)
-    if args.json:
-        print(json_text(comparison.to_json()))
-    else:
-        print(format_comparison(comparison, worst=args.worst))
+    print(format_comparison(comparison, worst=args.worst))
     return 0
 
 
@@ -411,8 +424,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("import", parents=[common], help="validate run files and store them")
-    p.add_argument(
+    add_path_argument(
+        p,
         "files",
+        kind=INPUT,
+        folders=True,  # a BEIR dataset's folder
         nargs="+",
         metavar="FILE",
         help="run files (a TREC run may come with its qrels file)",
@@ -454,7 +470,13 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="regenerate the sample runs (and import them into the store given by --db)",
     )
-    p.add_argument("--out", default="sample_runs", help="output folder (default: sample_runs)")
+    add_path_argument(
+        p,
+        "--out",
+        kind=OUTPUT_FOLDER,
+        default="sample_runs",
+        help="output folder (default: sample_runs)",
+    )
     p.add_argument("--queries", type=int, default=360, help="queries per run (default: 360)")
     p.add_argument("--seed", type=int, default=7)
     p.set_defaults(func=cmd_demo)
@@ -462,14 +484,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "evaluate", parents=[common], help="compute metrics for a run (file or stored name)"
     )
-    p.add_argument("run", metavar="RUN_FILE_OR_NAME")
-    p.add_argument(
+    add_path_argument(p, "run", kind=RUN, folders=on_spark, metavar="RUN_FILE_OR_NAME")
+    add_path_argument(
+        p,
         "companions",
+        kind=INPUT,
+        folders=True,  # a BEIR dataset's folder (and Spark's input folders)
         nargs="*",
         metavar="FILE",
         help="the run file's companion (a TAT-RAG gold set, QA pairs, TREC qrels)",
     )
-    p.add_argument("--qrels", metavar="FILE", help="qrels for a TREC run file")
+    add_path_argument(p, "--qrels", kind=INPUT, metavar="FILE", help="qrels for a TREC run file")
     p.add_argument("--format", choices=FORMATS, help="force the run file's format")
     add_reader_arguments(p)
     p.add_argument(
@@ -494,8 +519,10 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="compare runs on their shared queries: baseline first, then candidates",
     )
-    p.add_argument(
+    add_path_argument(
+        p,
         "runs",
+        kind=RUN,
         nargs="+",
         metavar="RUN",
         help="BASELINE CANDIDATE...: 2 to 5 stored run names or run files",
@@ -526,8 +553,10 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="exit 1 when the candidate breaks a rule against the baseline (for CI)",
     )
-    p.add_argument("--baseline", required=True, metavar="RUN", help="stored run name or run file")
-    p.add_argument("--candidate", required=True, metavar="RUN", help="stored run name or run file")
+    for flag in ("--baseline", "--candidate"):
+        add_path_argument(
+            p, flag, kind=RUN, required=True, metavar="RUN", help="stored run name or run file"
+        )
     p.add_argument(
         "--max-drop",
         metavar="RULES",
@@ -553,6 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_outputs.add_parser(sub, common)  # fuse, report, export; compare --table
     cli_judge.add_parser(sub, common)  # judge, calibrate
     cli_attach.add_parser(sub, common)  # attach
+    cli_diagnose.add_parser(sub, common)  # diagnose
     p = sub.add_parser("dashboard", parents=[common], help="start the dashboard")
     p.add_argument("--port", type=int, default=8501, help="(default: 8501)")
     p.add_argument(
@@ -574,18 +604,18 @@ def main(argv: Sequence[str] | None = None, *, then_ignore_sigint: bool = False)
     statement short before Python has run its handler) cannot kill the process on its way out."""
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = EscapingWriter(streams[0]), EscapingWriter(streams[1])  # type: ignore[assignment]
-    sigint = _SigintSeen()
+    sigint = SigintSeen()
     try:
         return _main(argv, sigint)
     except BrokenPipeError:  # `rageval show RUN | head -1`: the reader has gone, so do we
-        _silence(streams[0])
+        silence(streams[0])
         return 141
     except SystemExit:
         raise
     except BaseException as e:
         # DuckDB turns Ctrl-C inside a statement into its own errors (InterruptException,
         # RuntimeError, a failed rollback): the signal, not the error's type, says what happened
-        if _interrupted(e, sigint):
+        if interrupted(e, sigint):
             sigint.quiet()  # the same Ctrl-C, still pending, must not cut the message short
             print(
                 "rageval: interrupted; the step under way was rolled back (nothing of it was "
@@ -602,14 +632,16 @@ def main(argv: Sequence[str] | None = None, *, then_ignore_sigint: bool = False)
         sys.stdout, sys.stderr = streams
 
 
-def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
+def _main(argv: Sequence[str] | None, sigint: SigintSeen) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        # every path the line names, before the store or a file is opened
+        cli_paths.check_arguments(args)
         with reader_options(args):
             return int(args.func(args))
     except RagevalError as e:
-        if _interrupted(e, sigint):  # a statement cut short, surfaced as a store error
+        if interrupted(e, sigint):  # a statement cut short, surfaced as a store error
             raise
         if isinstance(e, InputError):
             _print_problems(e.problems, e.truncated)
@@ -619,56 +651,13 @@ def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
         return e.exit_code
 
 
-def _interrupted(e: BaseException, sigint: _SigintSeen) -> bool:
-    """Whether Ctrl-C is what ended the command. DuckDB turns a Ctrl-C inside a statement into its
-    own errors (InterruptException, a failed rollback), sometimes before Python has run its
-    handler, and the store may wrap those: the signal or an interruption anywhere in the chain."""
-    seen: set[int] = set()
-    cause: BaseException | None = e
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt) or type(cause).__name__ == "InterruptException":
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return sigint.seen
-
-
-class _SigintSeen:
-    """Notes that SIGINT arrived (then raises KeyboardInterrupt as Python's own handler does)."""
-
-    def __init__(self) -> None:
-        self.seen = False
-        self.previous: Any = None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._on_sigint)
-
-    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        self.seen = True
-        raise KeyboardInterrupt
-
-    def quiet(self) -> None:
-        """Ignore SIGINT from now on (until restore)."""
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def restore(self) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-
-def _silence(stdout: Any) -> None:
-    """Point stdout's file descriptor at /dev/null, so the interpreter's last flush is quiet."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # not a real file (a test's StringIO)
-        pass
-
-
 def entry() -> None:
-    """The `rageval` console script: main(), then exit; a Ctrl-C once the work is done (while the
-    interpreter shuts down its pools) no longer turns a finished command into a failure."""
-    sys.exit(main(then_ignore_sigint=True))
+    """The `rageval` console script: main(), then exit; a late Ctrl-C no longer fails a finished
+    command. Background threads are stopped and waited for first (one ended inside DuckDB or
+    Arrow aborts the process: rageval_core.threads), or the process ends at once with the code."""
+    code = main(then_ignore_sigint=True)
+    threads.finish(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

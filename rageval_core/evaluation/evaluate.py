@@ -306,7 +306,7 @@ def _evaluate(
     rows_ops = ops_rows(data)
     report_ops = Deferred(rows_ops.summary)
     by_out = breakdown(data, per_query, weights, by) if by else None
-    from rageval_core.evaluation import checks  # it reads this module's coverage and labels
+    import rageval_core.evaluation.checks as checks  # it reads this module's coverage and labels
 
     return Report(
         run=data.run.name,
