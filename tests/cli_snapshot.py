@@ -40,7 +40,7 @@ _ENTRY = "import sys; sys.argv[0] = 'rageval'; from rageval_core.cli import entr
 
 COMMANDS = (
     "import", "runs", "show", "rename", "delete", "demo", "evaluate", "compare", "gate", "fuse",
-    "report", "export", "judge", "calibrate", "attach", "dashboard",
+    "report", "export", "judge", "calibrate", "attach", "dashboard", "diagnose",
 )  # fmt: skip
 
 #: (name, argv) in order; `{tmp}` is the call's temporary folder (the store is `{tmp}/s.duckdb`)
@@ -94,6 +94,9 @@ CALLS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("export-jsonl", ("export", "bm25", "--to", "jsonl", "--out", "{tmp}/bm25.jsonl")),
     ("export-parquet", ("export", "tfidf_char", "--to", "parquet", "--out", "{tmp}/t.parquet")),
     ("export-bad-target", ("export", "bm25", "--to", "nosuch", "--out", "{tmp}/x")),
+    ("diagnose", ("diagnose", "bm25")),
+    ("diagnose-json", ("diagnose", "hybrid_rerank", "--json")),
+    ("diagnose-missing", ("diagnose", "nosuch")),
     ("judge-dry-run", ("judge", "bm25", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                        "--dry-run")),
     ("judge-dry-run-json", ("judge", "bm25", "--base-url", "http://127.0.0.1:9/v1", "--model",

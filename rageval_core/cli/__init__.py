@@ -4,6 +4,7 @@
 `rageval_core.cli:entry` is the console script (pyproject.toml); `main` runs it in a process.
 """
 
-from rageval_core.cli.dispatch import entry, main
+from rageval_core.cli.dispatch import entry
+from rageval_core.cli.spark_submit import main
 
 __all__ = ["entry", "main"]

@@ -43,7 +43,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_attach(args: argparse.Namespace) -> int:
     from rageval_core.annotate import attach_facts, attach_qrels, check_facts
-    from rageval_core.cli.dispatch import _store
+    from rageval_core.cli.common import open_store
     from rageval_core.terminal import shown
 
     tags: dict[str, str] = {}
@@ -59,7 +59,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
     facts = args.date is not None or has_prices or tags
     # every fact checked before anything is stored: a bad date must not follow attached qrels
     check_facts(created_at=args.date, prices=prices if has_prices else None, tags=tags or None)
-    with _store(args) as store:
+    with open_store(args) as store:
         record = store.run(args.run)
         if args.qrels is not None:
             before = record.run_id

@@ -43,7 +43,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from rageval_core import api
-    from rageval_core.cli.dispatch import _store
+    from rageval_core.cli.common import open_store
     from rageval_core.cli.settings_flags import settings_from_args
     from rageval_core.diagnosis import diagnose
     from rageval_core.terminal import json_text
@@ -51,7 +51,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     names = [r for r in (args.run, args.first_stage) if r is not None and not Path(r).is_file()]
     with contextlib.ExitStack() as stack:
-        store = stack.enter_context(_store(args)) if names else None
+        store = stack.enter_context(open_store(args)) if names else None
         run, first = api.load_stages(
             args.run, companions=args.companions, store=store, format=args.format
         )
@@ -86,18 +86,18 @@ def compare_json(args: argparse.Namespace, metrics: list[str] | None) -> dict[st
     import dataclasses
 
     from rageval_core import api
-    from rageval_core.cli.dispatch import _compare_runs, _store
+    from rageval_core.cli.common import compare_runs, open_store
     from rageval_core.cli.settings_flags import settings_from_args
     from rageval_core.diagnosis import diagnose, transitions
 
     names = [r for r in args.runs if not Path(r).is_file()]
     with contextlib.ExitStack() as stack:
-        store = stack.enter_context(_store(args)) if names else None
+        store = stack.enter_context(open_store(args)) if names else None
         loaded = [
             stack.enter_context(api.load(r, store=None if Path(r).is_file() else store))
             for r in args.runs
         ]
-        comparison = _compare_runs(args, loaded, metrics, args.by or (), args.worst)
+        comparison = compare_runs(args, loaded, metrics, args.by or (), args.worst)
         settings = settings_from_args(args)
         if comparison.relevance is not None:  # the mode the comparison resolved for every run
             settings = dataclasses.replace(settings, relevance=comparison.relevance)

@@ -1,413 +1,41 @@
-"""The `rageval` command: a thin argparse front over the core's verbs."""
+"""The `rageval` command: its parser (build_parser), main and entry. The commands live with their
+family (run_commands.py, evaluate_commands.py, output_commands.py, judge_commands.py,
+attach_commands.py, diagnose_commands.py); what they share is public in common.py."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
-from rageval_core.cli import (
-    attach_commands as cli_attach,
-    diagnose_commands as cli_diagnose,
-    engine_flags as cli_engines,
-    judge_commands as cli_judge,
-    output_commands as cli_outputs,
-    path_args as cli_paths,
-)
+import rageval_core.cli.attach_commands as cli_attach
+import rageval_core.cli.diagnose_commands as cli_diagnose
+import rageval_core.cli.engine_flags as cli_engines
+import rageval_core.cli.judge_commands as cli_judge
+import rageval_core.cli.output_commands as cli_outputs
+import rageval_core.cli.path_args as cli_paths
 from rageval_core import threads
+from rageval_core.cli.common import print_problems
+from rageval_core.cli.evaluate_commands import cmd_compare, cmd_evaluate, cmd_gate
 from rageval_core.cli.path_args import INPUT, OUTPUT_FOLDER, RUN, add_path_argument, on_spark
-from rageval_core.cli.explain_table import print_explanation
-from rageval_core.cli.signals import SigintSeen, interrupted, silence
+from rageval_core.cli.reader_flags import add_reader_arguments, reader_options
+from rageval_core.cli.run_commands import (
+    cmd_dashboard,
+    cmd_delete,
+    cmd_demo,
+    cmd_import,
+    cmd_rename,
+    cmd_runs,
+    cmd_show,
+)
 from rageval_core.cli.settings_flags import (
     add_settings_arguments,
     add_stat_arguments,
-    given_values,
-    settings_from_args,
 )
-from rageval_core.cli.reader_flags import add_reader_arguments, reader_options
-from rageval_core.errors import EXIT_CODES, InputError, RagevalError, UsageError
-from rageval_core.terminal import EscapingWriter, json_text, shown, text_table
-
-
-def _store(args: argparse.Namespace) -> Any:
-    """The store, waiting (and saying so) while another process holds it; tells of interruptions."""
-    from rageval_core.store import Store
-    from rageval_core.store.locking import StoreBusyError, wait_s
-    from rageval_core.store.store import default_path
-
-    cli_paths.check_store_path(args.db or default_path())  # a FIFO: DuckDB would wait for good
-    try:
-        store = Store(args.db, wait_s=0)
-    except StoreBusyError as e:
-        print(
-            f"rageval: the store {e.path} is in use by another process{e.holder} (an import or "
-            f"the dashboard); waiting up to {wait_s():g} s ...",
-            file=sys.stderr,
-        )
-        store = Store(args.db)
-    _tell_interrupted(store)
-    return store
-
-
-def _tell_interrupted(store: Any) -> None:
-    """Say (once) which imports or scorings a killed process left unfinished."""
-    found = store.interrupted()
-    for entry in found:
-        print(f"rageval: note: {entry.message}", file=sys.stderr)
-    store.acknowledge_interrupted(found)
-
-
-def _print_problems(problems: Sequence[Any], truncated: int = 0) -> None:
-    for p in problems:
-        print(p, file=sys.stderr)
-    if truncated:
-        print(f"... and {truncated} more problems", file=sys.stderr)
-
-
-class _Bars:
-    """tqdm bars per (stage, label), shown only when a step takes more than a moment."""
-
-    def __init__(self) -> None:
-        self.bars: dict[tuple[str, str], Any] = {}
-
-    def __call__(self, stage: str, label: str, done: int, total: int | None) -> None:
-        from tqdm import tqdm
-
-        key = (stage, label)
-        if key not in self.bars:
-            desc = f"importing {label}" if stage == "import" else f"scoring evidence of {label}"
-            # the bar redraws with \r on the stream under main()'s EscapingWriter; its label is
-            # user text (a file or run name), escaped here
-            self.bars[key] = tqdm(
-                desc=shown(desc),
-                unit=" queries",
-                total=total,
-                delay=0.5,
-                file=getattr(sys.stderr, "raw", sys.stderr),
-                leave=False,
-            )
-        bar = self.bars[key]
-        bar.update(done - bar.n)
-
-    def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    return _import(args, [Path(p) for p in args.files], args.format, args.name, not args.no_score)
-
-
-def _import(
-    args: argparse.Namespace, paths: list[Path], fmt: str | None, name: str | None, score: bool
-) -> int:
-    """Import paths into the store of args (--db), printing what happened; the exit code."""
-    from rageval_core.importing import import_paths
-
-    bars = _Bars()
-    with _store(args) as store:
-        try:
-            out = import_paths(store, paths, fmt, name, progress=bars, score=score)
-        finally:
-            bars.close()
-    _print_problems(out.problems, out.truncated)
-    for verb, runs in (("imported", out.imported), ("already stored", out.existing)):
-        for run in runs:
-            print(
-                f"{verb}: {run.name} ({run.n_queries} queries, depth {run.max_depth}) "
-                f"from {', '.join(run.sources)}"
-            )
-    for scoring in out.scorings:
-        if not scoring.cached:
-            print(
-                f"scored {scoring.n_pairs} evidence x chunk pairs ({scoring.scorer}) "
-                f"in {scoring.seconds:.1f} s"
-            )
-    for source in out.failed:
-        print(f"{source}: import failed, nothing was stored", file=sys.stderr)
-    return 2 if out.failed else 0
-
-
-def _run_row(r: Any) -> list[Any]:
-    return [r.name, r.format, r.n_queries, r.max_depth, r.created_at or "", str(r.imported_at)[:19]]
-
-
-def cmd_runs(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        runs = store.runs()
-    if args.json:
-        print(json_text([_run_json(r) for r in runs], default=str))
-    elif not runs:
-        print("no runs yet: `rageval import FILE` or `make run` imports the sample runs")
-    else:
-        print(
-            text_table(
-                ["name", "format", "queries", "depth", "created_at", "imported"],
-                [_run_row(r) for r in runs],
-            )
-        )
-    return 0
-
-
-def _run_json(r: Any) -> dict[str, Any]:
-    keys = [
-        "run_id",
-        "name",
-        "format",
-        "sources",
-        "created_at",
-        "description",
-        "imported_at",
-        "settings",
-        "price_prompt_per_1k",
-        "price_completion_per_1k",
-        "n_queries",
-        "n_chunks",
-        "max_depth",
-        "has_qrels",
-        "has_evidence",
-        "has_latency",
-        "has_tokens",
-        "has_answers",
-        "tag_keys",
-        "content_hash",
-    ]
-    return {k: getattr(r, k) for k in keys}
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        run = store.run(args.run)
-    facts = _run_json(run)
-    if args.json:
-        print(json_text(facts, default=str))
-    else:
-        width = max(len(k) for k in facts)
-        for k, v in facts.items():
-            # a list (sources, tag keys) as its items, not as Python's tuple repr
-            text = json.dumps(v) if isinstance(v, dict) else v
-            if isinstance(v, (list, tuple)):
-                text = ", ".join(str(x) for x in v)
-            print(f"{k.ljust(width)}  {'' if text is None else text}")
-    return 0
-
-
-def cmd_rename(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        store.rename(args.run, args.new_name)
-    print(f"renamed {args.run} -> {args.new_name}")
-    return 0
-
-
-def cmd_delete(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        run = store.run(args.run)
-        store.delete(run.run_id)
-    print(f"deleted {run.name}")
-    return 0
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from rageval_core.demo import generate
-
-    out = Path(args.out)
-    # written into a folder of its own inside out, then moved: never half a run at a run's name
-    with cli_paths.write_folder(args.out) as staging:
-        written = generate(
-            staging,
-            n_queries=args.queries,
-            seed=args.seed,
-            progress=lambda s: print(s.replace(str(staging), str(out)), file=sys.stderr),
-        )
-    paths = [out / p.name for p in written]
-    for p in paths:
-        print(f"wrote {p} ({p.stat().st_size / 1e6:.1f} MB)")
-    if args.db is None:  # --db given: the new runs go into that store too
-        print(f"import them with: rageval import {' '.join(str(p) for p in paths)}")
-        return 0
-    return _import(args, paths, None, None, True)
-
-
-#: what `rageval dashboard` needs beyond the core (the `dashboard` extra of pyproject.toml)
-DASHBOARD_EXTRA = ("streamlit", "plotly", "pandas")
-
-
-def missing_dashboard_packages() -> list[str]:
-    """The dashboard extra's packages this Python cannot import."""
-    import importlib.util
-
-    return [name for name in DASHBOARD_EXTRA if importlib.util.find_spec(name) is None]
-
-
-def cmd_dashboard(args: argparse.Namespace) -> int:
-    missing = missing_dashboard_packages()
-    if missing:
-        raise UsageError(
-            f"the dashboard needs {', '.join(missing)}, which `pip install rageval` leaves out: "
-            "pip install 'rageval[dashboard]' (the core and every other command work without it)"
-        )
-    from dashboard import server
-    from rageval_core.store.store import default_path
-
-    db = Path(args.db or default_path()).expanduser().resolve()
-    cli_paths.check_store_path(str(db))
-    if not server.is_loopback(args.host):
-        print(
-            f"rageval: warning: the dashboard listens on {args.host}, not on this machine only: "
-            "anyone who can reach this port sees every stored run's queries, chunks and answers",
-            file=sys.stderr,
-        )
-    print(f"rageval: store {db}", file=sys.stderr)
-    return server.serve(db, args.port, args.host)
-
-
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    import contextlib
-
-    if args.engine != "local" or args.master:  # Spark (rageval_core.cli.engine_flags)
-        return cli_engines.cmd_evaluate(args)
-
-    metrics = args.metrics.replace(",", " ").split() if args.metrics else None
-    path = Path(args.run)
-    if not path.is_file() and (args.qrels or args.format or args.companions):
-        raise UsageError(
-            f"{args.run} is not a file: companions, --qrels and --format apply to run files only"
-        )
-    plain = not (args.companions or args.explain_preset or args.ignore_identical_ids)
-    direct_route = bool(path.is_file() and args.qrels and plain)
-    if direct_route:
-        _load_numpy_with_one_blas_thread()  # before the settings, which load numpy
-    settings = settings_from_args(args)
-    if direct_route:
-        from rageval_core.evaluation.direct import trec_report  # a TREC run: no store at all
-
-        direct = trec_report([path, Path(args.qrels)], args.format, metrics, settings, args.by)
-        if direct is not None:
-            return _print_report(direct, args)
-    from rageval_core import api  # after the direct route, which needs none of it
-
-    with contextlib.ExitStack() as stack:
-        if path.is_file():
-            files = [path, *map(Path, args.companions)] + ([Path(args.qrels)] if args.qrels else [])
-            run = stack.enter_context(api.load(files, format=args.format))
-        else:
-            run = stack.enter_context(api.load(args.run, store=stack.enter_context(_store(args))))
-        if args.explain_preset:  # "why do my numbers differ?" (evaluation/preset_parity.py)
-            fixed = given_values(args)
-            return print_explanation(api.explain_preset(run, args.explain_preset, **fixed), args)
-        report = api.evaluate(run, metrics, settings=settings, by=args.by)
-    return _print_report(report, args)
-
-
-def _load_numpy_with_one_blas_thread() -> None:
-    """Import numpy with OpenBLAS limited to one thread, unless this process has numpy already.
-
-    The direct route multiplies no matrices, and OpenBLAS starting a spinning thread per core
-    at import took CPU from the reader (docs/benchmarks.md, "Figures behind the code"). The
-    environment is left as it was for anything started later."""
-    if "numpy" in sys.modules:
-        return
-    previous = os.environ.get("OPENBLAS_NUM_THREADS")
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
-        import numpy  # noqa: F401
-    finally:
-        if previous is None:
-            del os.environ["OPENBLAS_NUM_THREADS"]
-        else:
-            os.environ["OPENBLAS_NUM_THREADS"] = previous
-
-
-def _print_report(report: Any, args: argparse.Namespace) -> int:
-    if args.json:
-        print(json_text(report.to_json(per_query=args.per_query)))
-    else:
-        from rageval_core.outputs.report_text import format_report
-
-        print(format_report(report, per_query=args.per_query))
-    return 0
-
-
-def _compare_runs(
-    args: argparse.Namespace,
-    runs: Sequence[Any],
-    metrics: list[str] | None,
-    by: Sequence[str] = (),
-    n_worst: int = 0,
-) -> Any:
-    """compare() on stored names (in --db) and/or run files; the store is opened only when needed."""
-    import contextlib
-
-    from rageval_core import api
-    from rageval_core.compare import StatOptions
-
-    options = StatOptions(
-        n_permutations=args.permutations,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        alpha=args.alpha,
-    )
-    with contextlib.ExitStack() as stack:
-        named = [r for r in runs if isinstance(r, str) and not Path(r).is_file()]
-        store = stack.enter_context(_store(args)) if named else None
-        return api.compare(
-            list(runs),
-            metrics,
-            store=store,
-            settings=settings_from_args(args),
-            by=by,
-            options=options,
-            n_worst=n_worst,
-        )
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    from rageval_core.outputs.compare_text import format_comparison
-
-    metrics = args.metrics.replace(",", " ").split() if args.metrics else None
-    if args.json:  # with the diagnosis's transition table
-        from rageval_core.cli import diagnose_commands as cli_diagnose
-
-        print(json_text(cli_diagnose.compare_json(args, metrics)))
-        return 0
-    comparison = _compare_runs(args, args.runs, metrics, args.by or (), args.worst)
-    print(format_comparison(comparison, worst=args.worst))
-    return 0
-
-
-def cmd_gate(args: argparse.Namespace) -> int:
-    """Exit 0 when every rule holds, 1 when one fails, 2 on bad arguments or input."""
-    from rageval_core import api
-    from rageval_core.compare import metrics_of
-    from rageval_core.outputs.compare_text import format_gate
-
-    try:
-        rules = api.rules_of(args.max_drop, args.max_increase)
-        if not rules:
-            raise UsageError("the gate has no rule: give --max-drop and/or --max-increase")
-        comparison = _compare_runs(args, [args.baseline, args.candidate], metrics_of(rules))
-        result = api.gate(
-            comparison,
-            max_drop=args.max_drop,
-            max_increase=args.max_increase,
-            significant_only=args.significant_only,
-        )
-    except InputError as e:
-        _print_problems(e.problems, e.truncated)
-        return 2
-    except RagevalError as e:  # a store that cannot be read is bad input too, never "failed"
-        print(f"rageval: {e}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json_text(result.to_json()))
-    else:
-        print(format_gate(result))
-    return 0 if result.passed else 1
+from rageval_core.cli.signals import SigintSeen, interrupted, silence
+from rageval_core.errors import EXIT_CODES, InputError, RagevalError
+from rageval_core.terminal import EscapingWriter
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -644,7 +272,7 @@ def _main(argv: Sequence[str] | None, sigint: SigintSeen) -> int:
         if interrupted(e, sigint):  # a statement cut short, surfaced as a store error
             raise
         if isinstance(e, InputError):
-            _print_problems(e.problems, e.truncated)
+            print_problems(e.problems, e.truncated)
             print("nothing was stored", file=sys.stderr)
         else:
             print(f"rageval: {e}", file=sys.stderr)

@@ -15,7 +15,7 @@ _METRICS = "faithfulness,retrieval_quality,answer_quality"
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the judge and calibrate commands to the CLI's subparsers."""
-    from rageval_core.cli.dispatch import add_settings_arguments
+    from rageval_core.cli.settings_flags import add_settings_arguments
 
     p = sub.add_parser(
         "judge",
@@ -156,12 +156,12 @@ def cmd_judge(args: argparse.Namespace) -> int:
     import os
 
     from rageval_core import api
-    from rageval_core.cli.dispatch import _store
+    from rageval_core.cli.common import open_store
     from rageval_core.judging import estimate_judge, repeatability, run_judge
 
     config = _config(args)
     config.check()
-    with _store(args) as store, api.load(args.run, store=store) as run:
+    with open_store(args) as store, api.load(args.run, store=store) as run:
         # a file lives in a scratch store of its own; its replies go to (and come from) --db's
         ref, cache = run.data.run.run_id, store
         if args.dry_run:
@@ -299,10 +299,11 @@ def _print_summary(s: Any, rep: Any, file: str | None = None) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from rageval_core.evaluation.calibration import calibrate, format_calibration
-    from rageval_core.cli.dispatch import _store, settings_from_args
+    from rageval_core.cli.common import open_store
+    from rageval_core.cli.settings_flags import settings_from_args
 
     settings = settings_from_args(args)
-    with _store(args) as store:
+    with open_store(args) as store:
         result = calibrate(store, args.run, label=args.label, settings=settings)
     if args.json:
         print(json_text(result.to_json()))

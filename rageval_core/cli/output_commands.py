@@ -105,12 +105,12 @@ def _metrics(args: argparse.Namespace) -> list[str] | None:
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
-    from rageval_core.cli.dispatch import _store
+    from rageval_core.cli.common import open_store
     from rageval_core.compare.fusion import fuse_queries, stored_queries, write_trec_run
 
     files = [r for r in args.runs if Path(r).is_file()]
     need_store = args.out is None or len(files) < len(args.runs)
-    store = _store(args) if need_store else None
+    store = open_store(args) if need_store else None
     try:
         with stored_queries(args.runs, store) as runs:
             fused = fuse_queries(runs, args.method, args.k, args.depth, args.name)
@@ -140,7 +140,8 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from rageval_core.cli.dispatch import _store, settings_from_args
+    from rageval_core.cli.common import open_store
+    from rageval_core.cli.settings_flags import settings_from_args
 
     target = args.to
     out = args.out
@@ -152,7 +153,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise UsageError(f"export --to {target} needs --out FILE")
     if out is not None:  # before the store is opened and the run evaluated
         check_output(out, "--out" if args.out is not None else "--to")
-    with _store(args) as store:
+    with open_store(args) as store:
         if target == "jsonl":
             from rageval_core.importing import export_native
 
@@ -182,24 +183,26 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from rageval_core.cli import dispatch as cli
+    from rageval_core.cli.evaluate_commands import cmd_compare as plain_compare
+    from rageval_core.cli.common import compare_runs
 
     if not args.table:
-        return cli.cmd_compare(args)
+        return plain_compare(args)
     from rageval_core.outputs.paper_tables import comparison_table
 
-    comparison = cli._compare_runs(args, args.runs, _metrics(args), args.by or (), args.worst)
+    comparison = compare_runs(args, args.runs, _metrics(args), args.by or (), args.worst)
     print(comparison_table(comparison, args.table), end="")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from rageval_core.cli.dispatch import _store, settings_from_args
+    from rageval_core.cli.common import open_store
+    from rageval_core.cli.settings_flags import settings_from_args
     from rageval_core.compare import StatOptions
     from rageval_core.outputs.html_report import write_report
 
     files = [r for r in args.runs if Path(r).is_file()]
-    store = _store(args) if len(files) < len(args.runs) else None
+    store = open_store(args) if len(files) < len(args.runs) else None
     try:
         options = StatOptions(
             n_permutations=args.permutations,
