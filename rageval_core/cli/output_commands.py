@@ -18,7 +18,7 @@ TREC_SUFFIXES = (".trec", ".run", ".txt")
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add fuse, report and export to the subcommands, and --table to compare."""
-    from rageval_core.compare.fusion import DEFAULT_RRF_K, METHODS
+    from rageval_core.settings.fusion_defaults import DEFAULT_RRF_K, METHODS
 
     p = sub.add_parser(
         "fuse",

@@ -28,9 +28,9 @@ from typing import Any
 
 from rageval_core.errors import UsageError
 from rageval_core.model import Chunk, Query, RunInfo
+from rageval_core.settings.fusion_defaults import DEFAULT_RRF_K as DEFAULT_RRF_K
+from rageval_core.settings.fusion_defaults import METHODS as METHODS
 
-METHODS = ("rrf", "combsum", "combmnz")
-DEFAULT_RRF_K = 60
 #: ranx's floor for max - min: a query whose scores are all equal normalises to 0s
 MIN_MAX_FLOOR = 1e-9
 

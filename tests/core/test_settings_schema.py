@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rageval_core.cli import dispatch as cli
+from rageval_core.cli.settings_flags import settings_from_args
 from rageval_core.matching import scorers as matching
 from rageval_core.evaluation.report import Relevance, Settings
 from rageval_core.matching.scorers import Normalisation
@@ -177,7 +178,7 @@ def test_cli_defaults_are_the_schema_defaults(command: str) -> None:
     args = cli.build_parser().parse_args(MINIMAL_ARGV[command])
     for s in SETTINGS:
         assert getattr(args, s.name) == s.default, (command, s.name)
-    assert cli.settings_from_args(args) == Settings()
+    assert settings_from_args(args) == Settings()
 
 
 @pytest.mark.parametrize("command", sorted(MINIMAL_ARGV))
@@ -213,7 +214,7 @@ def test_cli_flags_reach_settings() -> None:
             "--complete",
         ]
     )
-    assert cli.settings_from_args(args) == Settings(
+    assert settings_from_args(args) == Settings(
         k=3,
         threshold=0.55,
         scorer="ratio",

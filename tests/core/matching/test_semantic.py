@@ -282,7 +282,8 @@ def test_threshold_tuning_works_on_semantic_scores() -> None:
 
 
 def test_a_given_threshold_is_kept_with_a_semantic_scorer(tmp_path: Path) -> None:
-    from rageval_core.cli.dispatch import build_parser, settings_from_args
+    from rageval_core.cli.dispatch import build_parser
+    from rageval_core.cli.settings_flags import settings_from_args
 
     parser = build_parser()
     given = parser.parse_args(["evaluate", "RUN", "--scorer", "hybrid", "--threshold", "0.7"])
