@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval_core.matching import normalise_many, score_pairs
+from rageval_core.matching.scorers import normalise_many, score_pairs
 from rageval_core.metrics import evidence as ev
 
 MODULES = [

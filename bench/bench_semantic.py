@@ -26,9 +26,9 @@ import numpy as np
 from bench.common import ScenarioResult, Table, fmt_ratio, fmt_seconds
 from bench.large_run import build_large_store
 from bench.pair_scoring import copy_unscored
-from rageval_core.matching import score_pairs
+from rageval_core.matching.scorers import score_pairs
 from rageval_core.metrics.generation import generation_scores
-from rageval_core.settings import SCORER_NAMES, default_for
+from rageval_core.settings.schema import SCORER_NAMES, default_for
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "bench" / "data" / "semantic_pairs.jsonl"
@@ -83,7 +83,7 @@ def answer_separation() -> dict[str, float]:
 _EMBED_CHILD = """
 import json, sys, time
 import numpy as np
-from rageval_core.embedders import get_embedder
+from rageval_core.matching.embedders import get_embedder
 n = int(sys.argv[1])
 rng = np.random.default_rng(0)
 words = np.array(sys.stdin.read().split())

@@ -52,7 +52,8 @@ def _ms(fn: object) -> float:
 def core_timings(db: Path, repeats: int) -> dict[str, float]:
     from rageval_core.compare import compare, compare_ops
     from rageval_core.compare.memo import CompareMemo
-    from rageval_core.evaluate import Settings, evaluate
+    from rageval_core.evaluation.evaluate import evaluate
+    from rageval_core.evaluation.report import Settings
     from rageval_core.rundata import load_run_data
     from rageval_core.store import Store
 

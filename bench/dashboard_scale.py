@@ -160,8 +160,9 @@ def core_split(db: str, run_name: str) -> dict[str, float]:
     import dataclasses
 
     import dashboard.components.figures  # noqa: F401 (what the page imports: plotly, pandas)
-    from rageval_core import curves
-    from rageval_core.evaluate import Settings, evaluate, with_breakdown
+    from rageval_core.evaluation import curves
+    from rageval_core.evaluation.evaluate import evaluate, with_breakdown
+    from rageval_core.evaluation.report import Settings
     from rageval_core.rundata import load_run_data
     from rageval_core.store import Store
 

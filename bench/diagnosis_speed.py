@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run(n_queries: int = 100_000, repeats: int = 5, sample: bool = True) -> ScenarioResult:
     from rageval_core.diagnosis import diagnose
-    from rageval_core.evaluate import Settings
+    from rageval_core.evaluation.report import Settings
     from rageval_core.store import Store
 
     scores, n_spans, n_ret, retriever = make_tensor(n_queries)

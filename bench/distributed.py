@@ -7,7 +7,7 @@ the JSONL file each time:
 - Spark, master local[N], through the engine `rageval evaluate --engine spark` uses
   (rageval_core/engines/spark.py): Spark's own JSON reader splits the file into N partitions by
   byte range (whole lines, so whole queries) and reads them with partition.SPARK_SCHEMA;
-  `mapInArrow` hands each partition's Arrow batches to rageval_core.partition.evaluate_batches
+  `mapInArrow` hands each partition's Arrow batches to rageval_core.engines.partition.evaluate_batches
   (score_pairs + the metric registry, one in-memory DuckDB per batch); the few partial sums come
   back with `toArrow()` and partition.combine() reduces them.
 The run values must be equal (1e-12) and the per-query values too (a second, untimed job), or
@@ -30,9 +30,10 @@ import pyarrow as pa
 
 from bench.common import ScenarioResult, Table, fmt_ratio, fmt_runs, fmt_seconds, measure
 from bench.native_scale import write_native_run
-from rageval_core import partition
+from rageval_core.engines import partition
 from rageval_core.engines import spark as engine
-from rageval_core.evaluate import Settings, evaluate, open_file_in_scratch_store
+from rageval_core.evaluation.evaluate import evaluate, open_file_in_scratch_store
+from rageval_core.evaluation.report import Settings
 from rageval_core.rundata import load_run_data
 
 TOLERANCE = 1e-12
@@ -135,7 +136,7 @@ def run(
             f"scorer partial, threshold 0.7). One machine: import into an in-memory store, "
             f"then evaluate(). Spark {_spark_version()} in local mode with {workers} task "
             f"slots (rageval_core.engines.spark, as `rageval evaluate --engine spark`): JSON reader "
-            f"-> mapInArrow(rageval_core.partition.evaluate_batches) -> toArrow() -> "
+            f"-> mapInArrow(rageval_core.engines.partition.evaluate_batches) -> toArrow() -> "
             f"partition.combine(). Each from the file, {repeats} timed runs "
             f"after a warm-up."
         ),

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import ScenarioResult, Table, fmt_ratio, fmt_seconds, measure
-from rageval_core.matching import normalise_many, score_pairs
+from rageval_core.matching.scorers import normalise_many, score_pairs
 
 #: partial (all cores) must be at least this many times faster per pair than difflib
 TARGET_RATIO = 20.0

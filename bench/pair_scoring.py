@@ -30,7 +30,7 @@ from rapidfuzz import fuzz
 
 from bench.common import ScenarioResult, Table, fmt_ratio, fmt_seconds
 from bench.large_run import build_large_store, read_marker
-from rageval_core.matching import normalise_many, score_pairs
+from rageval_core.matching.scorers import normalise_many, score_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 SCORER = "partial"

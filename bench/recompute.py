@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from bench.common import ScenarioResult, Table, fmt_ratio, fmt_runs, fmt_seconds, measure
-from rageval_core.evaluate import Settings, coverage, evaluate, evidence_labels
-from rageval_core.matching import Normalisation
+from rageval_core.evaluation.evaluate import coverage, evaluate, evidence_labels
+from rageval_core.evaluation.report import Settings
+from rageval_core.matching.scorers import Normalisation
 from rageval_core.metrics import compute
 from rageval_core.metrics.evidence import prepare_coverage, threshold_sweep
 from rageval_core.rundata import RunData

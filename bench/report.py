@@ -569,6 +569,7 @@ def render(
         ]
         if growth_image:
             parts += [f"![time and memory against queries, log-log]({growth_image})", ""]
+    parts += [CODE_FIGURES]
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -615,3 +616,32 @@ def update_page(page: str, results: Sequence[ScenarioResult], facts: dict[str, A
         )
         text = text[:start] + section + text[end:]
     return text
+
+
+#: the timings behind choices in the code (issue 29: a comment quoting a timing goes stale), the
+#: last section of every page render() writes: a full `make bench` keeps them
+CODE_FIGURES = """\
+## Figures behind the code
+
+Timings that once sat in the code's comments, moved here so the code says why it is shaped so
+and this page says how much (a figure in a comment goes stale without anyone noticing). Each
+was measured when the code was written, on the 2-core machine of this page unless said
+otherwise; `make bench` does not re-measure them.
+
+| where | choice | figure when it was chosen |
+|---|---|---|
+| `matching/pool.py` `POOL_MIN_PAIRS` | below 10,000 pairs needing Python-level scoring, score in-process | a pool's first start ~0.3 s; it saves ~30 us per pair on two cores |
+| `matching/pool.py` `BATCH_MIN`, `BATCH_MAX` | 500 to 4,000 pairs per pool job | a job's pickling and hand-over ~1 ms; scoring ~40 us a pair |
+| `matching/pool.py` `_context` | forkserver, `matching.scorers` preloaded | the fork server starts once per process (~0.3 s); then a pool starts in ~20 ms |
+| `evaluation/direct.py` | no token counts read when none are stored | reading them loads numpy.ma: 6 ms |
+| `matching/embedders.py` word tokenizer | each space-separated word tokenized once and kept | ~3x faster than tokenizing whole texts |
+| `matching/embedders.py` pooling | token counts times the distinct tokens' rows, one BLAS product | ~30x faster than gathering every token's row and summing per text |
+| `formats/trec_columns.py` blocks | 256 KB blocks, one thread | 15% less CPU time than 4 MB blocks; two threads cost more CPU and gained nothing on a busy 2-core machine |
+| `formats/trec_columns.py` decimal parse (SWAR) | 64-bit words, multiply-shift-mask | two to three times faster than numpy's string cast |
+| `compare/statistics.py` sign flips | one (256, m) lookup table per byte position | about 10x faster than one gather over all positions |
+| `compare/comparison.py` pairing | one dict lookup per query id | np.isin over 10,000 string ids took ~50 ms a pair |
+| `cli` direct route (`_load_numpy_with_one_blas_thread`) | numpy imported with one OpenBLAS thread | the per-core spinning threads took 0.05-0.08 s of CPU from the reader (0.49 s to 0.41 s wall under load) |
+| `store/reads.py` `_PAIR_TEXTS_SQL` | the asked queries' chunks and evidence read first (MATERIALIZED) | at 100,000 queries: 200 pairs 97 ms with a probed join, 47 ms this way; 8 pairs 73 and 12 ms |
+| `store/store.py` bulk insert | Arrow tables by DuckDB's replacement scan | executemany ~1000x slower |
+| `store/lease.py` `LeasedStore` | one open of the file per burst of calls (a page render) | reopening the store costs about 50-100 ms |
+"""

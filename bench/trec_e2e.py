@@ -38,9 +38,9 @@ from bench.common import (
     fmt_seconds,
     measure,
 )
-from rageval_core.direct import trec_arrays
+from rageval_core.evaluation.direct import trec_arrays
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluate import evaluate, open_file_in_scratch_store
+from rageval_core.evaluation.evaluate import evaluate, open_file_in_scratch_store
 from rageval_core.formats import trec
 from rageval_core.metrics import aggregate, compute, ranked_labels_from_queries
 from rageval_core.rundata import load_run_data

@@ -17,7 +17,7 @@ import streamlit as st
 from dashboard import imports, keys
 from dashboard.keys import View
 from dashboard.state import clear_caches, store
-from rageval_core import tuning
+from rageval_core.evaluation import tuning
 from rageval_core.errors import RagevalError
 from rageval_core.importing import ImportOutcome, confined, import_paths
 from rageval_core.store import StoreBusyError
@@ -142,8 +142,8 @@ def apply_preset() -> None:
     """on_change of the sidebar's "Metrics as": the sidebar's widgets take the chosen preset's
     values (rageval's defaults when none), so its numbers come out as its script's; a widget
     moved afterwards overrides the preset, as a flag beside --preset does."""
-    from rageval_core.presets import PRESETS, get_preset
-    from rageval_core.settings import BY_NAME, DEFAULTS
+    from rageval_core.settings.presets import PRESETS, get_preset
+    from rageval_core.settings.schema import BY_NAME, DEFAULTS
 
     name = st.session_state.get(keys.PRESET)
     values = get_preset(name).values if name in PRESETS else {}  # "rageval": rageval's own

@@ -1,7 +1,7 @@
 """Every key the dashboard keeps state under: URL keys, session keys, and the settings' cache key.
 
 The settings' URL keys and the cache key come from the settings schema
-(rageval_core.settings.SETTINGS), so a new setting reaches the sidebar's link and every cached
+(rageval_core.settings.schema.SETTINGS), so a new setting reaches the sidebar's link and every cached
 result without a list here to update. Session keys are namespaced by page ("queries.selected").
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rageval_core.evaluate import Settings
-from rageval_core.settings import BY_NAME, SETTINGS
+from rageval_core.evaluation.report import Settings
+from rageval_core.settings.schema import BY_NAME, SETTINGS
 from rageval_core.store import RunRecord
 
 # --- URL keys: the sidebar widgets' keys are the query parameters of a shared link --------------
@@ -28,7 +28,7 @@ RELEVANCE = URL_KEYS["relevance"]
 CUT = URL_KEYS["score_threshold"]
 CUT_ON = BY_NAME["score_threshold"].url_switch
 NUMBERS = URL_KEYS["numbers_must_match"]
-#: the sidebar's "Metrics as": a seed-parity preset (rageval_core.presets), none for rageval's
+#: the sidebar's "Metrics as": a seed-parity preset (rageval_core.settings.presets), none for rageval's
 PRESET = URL_KEYS["preset"]
 #: the settings a preset may set that have a sidebar widget (the others come with the preset)
 PRESET_SETTINGS = tuple(

@@ -22,7 +22,7 @@ from dashboard.components.text import escape_text
 from dashboard.keys import View
 from rageval_core import threads
 from rageval_core.errors import RagevalError
-from rageval_core.scoring import ScoringCancelled, ensure_scored, is_scored
+from rageval_core.evaluation.scoring import ScoringCancelled, ensure_scored, is_scored
 
 #: how often the progress bar is redrawn (seconds)
 POLL_S = 0.5

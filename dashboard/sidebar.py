@@ -1,6 +1,6 @@
 """The shared sidebar: the run, and one widget per setting, built from the settings schema.
 
-Each widget's label, default, range, step and help come from rageval_core.settings.SETTINGS;
+Each widget's label, default, range, step and help come from rageval_core.settings.schema.SETTINGS;
 its key is the setting's URL key, bound to the query parameters (bind="query-params"), so a
 view is a link. This module only says where a widget sits and which kind it is.
 """
@@ -16,9 +16,9 @@ from dashboard import actions, keys, rescoring, state
 from dashboard.components.text import escape_text
 from dashboard.keys import View
 from rageval_core.errors import RagevalError
-from rageval_core.evaluate import Settings
-from rageval_core.presets import PRESET_RELEVANCE, preset_values
-from rageval_core.settings import BY_NAME, DEFAULTS, Setting, default_for
+from rageval_core.evaluation.report import Settings
+from rageval_core.settings.presets import PRESET_RELEVANCE, preset_values
+from rageval_core.settings.schema import BY_NAME, DEFAULTS, Setting, default_for
 from rageval_core.store import RunRecord
 
 #: the settings at the sidebar's top, then those in its "Matching and cut-off" expander; a

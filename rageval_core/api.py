@@ -26,15 +26,11 @@ from rageval_core.compare import Comparison, GateResult, Rule, gate as _gate, pa
 from rageval_core.compare import compare as _compare
 from rageval_core.diagnosis import Diagnosis
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluate import (
-    Report,
-    Settings,
-    open_file_in_scratch_store,
-    open_in_scratch_store,
-)
-from rageval_core.evaluate import evaluate as _evaluate
-from rageval_core.parity import Explanation
-from rageval_core.parity import explain_preset as _explain
+from rageval_core.evaluation.evaluate import open_file_in_scratch_store, open_in_scratch_store
+from rageval_core.evaluation.report import Report, Settings
+from rageval_core.evaluation.evaluate import evaluate as _evaluate
+from rageval_core.evaluation.preset_parity import Explanation
+from rageval_core.evaluation.preset_parity import explain_preset as _explain
 from rageval_core.rundata import LoadedRun, load_run_data, load_stored
 from rageval_core.store import Store
 
@@ -219,7 +215,7 @@ def _with_first(loaded: LoadedRun) -> tuple[LoadedRun, LoadedRun | None]:
 
 def explain_preset(run: LoadedRun, preset: str, **settings: Any) -> Explanation:
     """Why a preset's numbers differ from rageval's: its metrics under rageval's defaults, then
-    with one setting at a time switched to the preset's (rageval_core.parity.Explanation;
+    with one setting at a time switched to the preset's (rageval_core.evaluation.preset_parity.Explanation;
     .steps, .to_json()). Settings given as keywords (threshold=0.6 ...) stay fixed at every step.
     """
     fixed = {k: v for k, v in settings.items() if k != "preset"}

@@ -126,7 +126,7 @@ def import_paths(
             )
         if score and result.run.has_answers:
             # answer metrics read texts only: computed once here, read back by every evaluate()
-            from rageval_core.evaluate import ensure_answer_scores
+            from rageval_core.evaluation.evaluate import ensure_answer_scores
 
             ensure_answer_scores(store, result.run.run_id)
     return out

@@ -16,10 +16,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import UsageError
-from rageval_core.matching import Normalisation
-from rageval_core.semantic import canonical_key
+from rageval_core.matching.scorers import Normalisation
+from rageval_core.matching.keys import canonical_key
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import reads
 from rageval_core.store.reads import run_tables
@@ -276,7 +276,7 @@ def evidence_tensor(
 
 def numbers_guard(store: Store, data: RunData) -> NDArray[np.bool_]:
     """(n, depth, max spans) False where the span holds a number the chunk does not (the
-    "numbers must match" guard, rageval_core.numbers); True elsewhere, padding included.
+    "numbers must match" guard, rageval_core.matching.numbers); True elsewhere, padding included.
     Computed by DuckDB once per run and cached on data: it reads texts only, no setting."""
 
     def make() -> NDArray[np.bool_]:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rageval_core.cli import main
+from rageval_core.cli.dispatch import main
 from tests.paths import REPO
 
 

@@ -1,6 +1,6 @@
 """Judge calibration: the judge's labels against people's (confusion matrix, Cohen's kappa,
 TPR/TNR per label), labels given here, and the fuzzy coverage decision against the judge's
-verdict across thresholds (rageval_core.calibration)."""
+verdict across thresholds (rageval_core.evaluation.calibration)."""
 
 from __future__ import annotations
 

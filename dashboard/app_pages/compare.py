@@ -20,9 +20,10 @@ from dashboard.components.text import escape_text
 from dashboard.components.view_export import view_downloads
 from dashboard.components.widgets import at_k, keep_choice
 from dashboard.components.grid import grid
-from rageval_core import drilldown as dd
-from rageval_core import ops
-from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better, unpaired_lines
+from rageval_core.evaluation import drilldown as dd
+from rageval_core.metrics import latency_cost as ops
+from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
+from rageval_core.outputs.compare_text import unpaired_lines
 from rageval_core.errors import RagevalError
 from rageval_core.store import RunRecord
 

@@ -14,10 +14,10 @@ from dashboard.components.downloads import csv_download, json_download, table_wi
 from dashboard.components.text import escape_text
 from dashboard.components.widgets import follow_k, keep_choice, page_picker
 from dashboard.components.grid import grid
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare.memo import digest
 from rageval_core.errors import RagevalError
-from rageval_core.opsview import scatter_points
+from rageval_core.latency.per_query import scatter_points
 
 NO_TAG_CHOICE = "(no colour)"
 ALL_STAGES = "(all stages)"

@@ -12,7 +12,7 @@ from dashboard.components.downloads import csv_download
 from dashboard.components.text_tables import text_table
 from dashboard.components.view_export import bands_notice, view_downloads
 from rageval_core.compare.memo import digest
-from rageval_core.curves import THRESHOLD_RANKING, curve_names
+from rageval_core.evaluation.curves import THRESHOLD_RANKING, curve_names
 
 #: a card's width (px) per character of its group's longest label (14 px Source Sans, with
 #: room to spare), and what the help icon and the padding take: a row of equal cards that

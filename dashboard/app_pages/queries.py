@@ -19,8 +19,8 @@ from dashboard.components.text_tables import text_column, text_table
 from dashboard.components.widgets import page_picker
 from dashboard.components.grid import grid
 from dashboard.state import diagnosis as sd
-from rageval_core import drilldown as dd
-from rageval_core import ops
+from rageval_core.evaluation import drilldown as dd
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import RagevalError
 
 ANY_TAG = "(any tag)"

@@ -8,9 +8,9 @@ from dashboard import actions, keys, sidebar, state
 from dashboard.components import figures_tuning as ft
 from dashboard.components.text import escape_text
 from dashboard.components.text_tables import text_table
-from rageval_core import tuning
+from rageval_core.evaluation import tuning
 from rageval_core.errors import RagevalError
-from rageval_core.evaluate import coverage
+from rageval_core.evaluation.evaluate import coverage
 
 DELTA = 0.05  # how far the threshold is nudged for the flip share
 PER_PAGE = 8  # pair cards per page: each carries buttons, so keep reruns light

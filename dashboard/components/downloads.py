@@ -21,7 +21,7 @@ import pandas as pd
 import streamlit as st
 from dashboard.components.grid import grid
 
-from rageval_core.ops import to_json_value
+from rageval_core.metrics.latency_cost import to_json_value
 
 ICON = ":material/download:"
 

@@ -17,8 +17,8 @@ import plotly.graph_objects as go
 from numpy.typing import NDArray
 
 from dashboard.components.text import escape_text
-from rageval_core import ops
-from rageval_core.opsview import ScatterPoints, ecdf
+from rageval_core.metrics import latency_cost as ops
+from rageval_core.latency.per_query import ScatterPoints, ecdf
 
 STAT_COLUMNS = ("p50", "p90", "p95", "p99", "mean")
 #: a colour per statistic, light to dark as the percentile rises; mean stands apart

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from numpy.typing import NDArray
 
-from rageval_core.drilldown import TAG_PREFIX, ChunkDetail, QueryDetail, QueryTable
+from rageval_core.evaluation.drilldown import TAG_PREFIX, ChunkDetail, QueryDetail, QueryTable
 
 #: colour scales: dimmed greys below the threshold, greens at or above it
 BELOW_SCALE = [[0.0, "#f7f7f7"], [1.0, "#d2d2d2"]]

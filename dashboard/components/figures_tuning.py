@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from dashboard.components.figures import figure, marker
 from dashboard.components.highlight import word_window
 from dashboard.components.text import escape_text
-from rageval_core.tuning import Agreement, BorderlinePair, Labels
+from rageval_core.evaluation.tuning import Agreement, BorderlinePair, Labels
 
 COVERED, UNCOVERED = "#2171b5", "#bdbdbd"
 MATCH, NO_MATCH = "#2ca02c", "#d62728"

@@ -12,11 +12,11 @@ import pandas as pd
 
 from dashboard.components.bands import read_bands
 from rageval_core.annotate import run_tags
-from rageval_core.checks import SCORED_ON
+from rageval_core.evaluation.checks import SCORED_ON
 from rageval_core.errors import Problem, UsageError
-from rageval_core.evaluate import Report
+from rageval_core.evaluation.report import Report
 from rageval_core.metrics import registry
-from rageval_core.presets import METRIC_HELP, PRESET_METRICS, get_preset
+from rageval_core.settings.presets import METRIC_HELP, PRESET_METRICS, get_preset
 
 Band = Literal["good", "poor"]
 

@@ -1,5 +1,5 @@
 """Per-view downloads: "Download this view" (the view's numbers as JSON, with the link that
-reopens it) and "Download report" (rageval_core.html_report's self-contained HTML file).
+reopens it) and "Download report" (rageval_core.outputs.html_report's self-contained HTML file).
 
 Both are built on click only (callables): a rerun never renders a report nobody asked for.
 """
@@ -19,7 +19,7 @@ from dashboard.components.downloads import report_download, json_download
 from dashboard.components.tables import BANDS, file_stem
 from dashboard.components.text import escape_text
 from dashboard.keys import View
-from rageval_core.html_report import report_html
+from rageval_core.outputs.html_report import report_html
 
 
 def view_url() -> str:

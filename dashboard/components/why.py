@@ -1,5 +1,5 @@
 """The "Why do my numbers differ?" panel of a preset view: its script's numbers against rageval's
-defaults, one rule at a time (rageval_core.parity.Explanation), as a table and a waterfall.
+defaults, one rule at a time (rageval_core.evaluation.preset_parity.Explanation), as a table and a waterfall.
 
 steps_frame and waterfall are pure (data -> DataFrame / Figure); panel draws them on the page.
 """
@@ -19,9 +19,9 @@ from dashboard.components.downloads import csv_download
 from dashboard.components.tables import file_stem
 from dashboard.keys import View
 from dashboard.components.grid import grid
-from rageval_core.parity import Explanation
-from rageval_core.presets import get_preset
-from rageval_core.settings import BY_NAME, DEFAULTS
+from rageval_core.evaluation.preset_parity import Explanation
+from rageval_core.settings.presets import get_preset
+from rageval_core.settings.schema import BY_NAME, DEFAULTS
 
 UP, DOWN, TOTAL = "#2ca02c", "#d62728", "#2171b5"
 

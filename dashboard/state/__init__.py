@@ -23,14 +23,16 @@ import streamlit as st
 from dashboard.busy import BUSY_DEEP_S, BUSY_GATE_S, BUSY_GAVE_UP, BUSY_STEP_S, BUSY_WAITING, calm
 from dashboard.busy import held_elsewhere, signature
 from dashboard.keys import View, settings_from_key, settings_key
-from rageval_core import curves, drilldown, opsview, tuning
+from rageval_core.evaluation import curves, drilldown, tuning
+from rageval_core.latency import per_query as opsview
 from rageval_core.compare.sweeps import SweepRow, sweep
 from rageval_core.errors import RagevalError
-from rageval_core.evaluate import Report, Settings, evaluate, with_breakdown
+from rageval_core.evaluation.evaluate import evaluate, with_breakdown
+from rageval_core.evaluation.report import Report, Settings
 from rageval_core.metrics import registry
-from rageval_core.parity import Explanation, explain_preset
+from rageval_core.evaluation.preset_parity import Explanation, explain_preset
 from rageval_core.rundata import RunData, load_run_data
-from rageval_core.runops import ops_summary
+from rageval_core.latency.run_summary import ops_summary
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import LeasedStore
 from rageval_core.store import StoreBusyError
@@ -210,7 +212,7 @@ def _explanation(
 
 @calm
 def explanation(view: View, given: dict[str, Any]) -> Explanation:
-    """Why the view's preset numbers differ from rageval's defaults (rageval_core.parity), with
+    """Why the view's preset numbers differ from rageval's defaults (rageval_core.evaluation.preset_parity), with
     the settings the user moved away from the preset held fixed at every step (cached)."""
     assert view.settings.preset is not None
     return _explanation(
@@ -573,14 +575,14 @@ def _calibration(
     label: str,
     files: tuple[Any, ...],
 ) -> Any:
-    from rageval_core.calibration import calibrate
+    from rageval_core.evaluation.calibration import calibrate
 
     return calibrate(store(), run_id, label=label, settings=settings_from_key(settings_key))
 
 
 @calm
 def calibration(view: View, label: str) -> Any:
-    """The judge against people on one label name (rageval_core.calibration.calibrate), keyed
+    """The judge against people on one label name (rageval_core.evaluation.calibration.calibrate), keyed
     by the store's files: a label given on the page or a new judge set recomputes it."""
     return _calibration(
         view.run.run_id,

@@ -24,7 +24,7 @@ from rageval_core.compare import Comparison, TrendRow, compare, compare_ops
 from rageval_core.compare import shared_query_counts, trends
 from rageval_core.compare.memo import CompareMemo
 from rageval_core.errors import RagevalError
-from rageval_core.evaluate import Report, Settings
+from rageval_core.evaluation.report import Report, Settings
 from rageval_core.rundata import RunData
 from rageval_core.store import RunRecord, Store
 

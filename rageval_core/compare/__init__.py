@@ -1,9 +1,11 @@
 """Compare two to five runs on their shared queries, and gate a deploy on the comparison.
 
 One module per job: statistics.py (paired t-test, effect size, sign-flip test, bootstrap CI,
-Holm; numpy only), comparison.py (alignment, the paired tests per metric, `compare`), ops.py
-(latency and cost changes), gate.py (rules and `gate`), trends.py (runs over time) and text.py (the
-text tables the CLI prints). The names below are the ones callers use.
+Holm; numpy only; and how a p-value prints), comparison.py (alignment, the paired tests per
+metric, `compare`), latency_change.py (latency and cost changes), gate.py (rules and `gate`),
+trends.py (runs over time), sweeps.py (runs by their retriever settings) and memo.py. The text
+tables the CLI prints are rageval_core/outputs/compare_text.py. The names below are the ones
+callers use.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from rageval_core.compare.comparison import (
     higher_is_better,
     shared_query_counts,
 )
-from rageval_core.compare.ops import OpsChange
+from rageval_core.compare.latency_change import OpsChange
 from rageval_core.compare.gate import GateResult, Rule, RuleResult, gate, metrics_of, parse_rules
 from rageval_core.compare.statistics import (
     DEFAULT_ALPHA,
@@ -25,7 +27,6 @@ from rageval_core.compare.statistics import (
     DEFAULT_SEED,
     StatOptions,
 )
-from rageval_core.compare.text import format_comparison, format_gate, unpaired_lines
 from rageval_core.compare.trends import (
     BY_STEM,
     TrendRow,
@@ -51,8 +52,6 @@ __all__ = [
     "TrendRow",
     "compare",
     "compare_ops",
-    "format_comparison",
-    "format_gate",
     "gate",
     "group_keys",
     "higher_is_better",
@@ -62,5 +61,4 @@ __all__ = [
     "shared_query_counts",
     "trend_group",
     "trends",
-    "unpaired_lines",
 ]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare.memo import CompareMemo
 from rageval_core.compare.paired import (
     NOTE_SMALL,
@@ -33,20 +33,19 @@ from rageval_core.compare.paired import (
     paired_tests,
 )
 from rageval_core.compare.statistics import Floats, StatOptions
-from rageval_core.compare.ops import OpsChange, ops_changes, stage_columns
+from rageval_core.compare.latency_change import OpsChange, ops_changes, stage_columns
 from rageval_core.errors import UsageError
-from rageval_core.parity import preset_aggregate, preset_metric_names, with_preset
-from rageval_core.presets import get_preset
-from rageval_core.evaluate import (
-    Report,
-    Settings,
+from rageval_core.evaluation.preset_parity import preset_aggregate, preset_metric_names, with_preset
+from rageval_core.settings.presets import get_preset
+from rageval_core.evaluation.evaluate import (
     default_metrics,
     evaluate,
     open_file_in_scratch_store,
     resolve_relevance,
 )
+from rageval_core.evaluation.report import Report, Settings
 from rageval_core.metrics import registry
-from rageval_core.report import depth_warning
+from rageval_core.evaluation.report import depth_warning
 from rageval_core.rundata import LoadedRun, RunData, load_run_data, load_stored
 from rageval_core.store import Store, reads
 
@@ -98,7 +97,7 @@ def pair_queries(
     """Match one candidate's queries with the baseline's by query_id (none shared: n_shared 0).
 
     A query id the candidate holds twice pairs with its first row. One dict lookup per id:
-    np.isin over 10,000 string ids took ~50 ms a pair, on every first render of Compare.
+    np.isin over string ids was slow on every first render of Compare (docs/benchmarks.md).
     """
     base = [str(q) for q in np.asarray(base_ids).tolist()]
     cand = [str(q) for q in np.asarray(cand_ids).tolist()]
@@ -439,20 +438,23 @@ def _labels(names: Sequence[str]) -> list[str]:
 
 
 def _choose_metrics(
-    loaded: Sequence[tuple[Store, RunData]], metrics: Sequence[str] | None, s: Settings
+    loaded: Sequence[tuple[Store, RunData]], metrics: Sequence[str] | None, settings: Settings
 ) -> list[str]:
-    if s.preset is not None:
-        return preset_metric_names(get_preset(s.preset), metrics)
+    if settings.preset is not None:
+        return preset_metric_names(get_preset(settings.preset), metrics)
     if metrics is not None:  # an empty list compares no metric (latency and cost only)
         return [str(m) for m in registry.parse_all(metrics)]
-    per_run = [default_metrics(d, s.k, resolve_relevance(d, s), st, s) for st, d in loaded]
+    per_run = [
+        default_metrics(d, settings.k, resolve_relevance(d, settings), st, settings)
+        for st, d in loaded
+    ]
     return [m for m in per_run[0] if all(m in other for other in per_run[1:])]
 
 
 def _compare(
     loaded: list[tuple[Store, RunData]],
     metrics: Sequence[str] | None,
-    s: Settings,
+    settings: Settings,
     by: list[str],
     opts: StatOptions,
     n_worst: int,
@@ -479,7 +481,7 @@ def _compare(
     labels = [all_labels[i] for i in kept]
     held = [given[i] for i in kept] if given is not None else [None] * len(kept)
     pairs = alignment.pairs
-    names = _choose_metrics(loaded, metrics, s)
+    names = _choose_metrics(loaded, metrics, settings)
 
     def report_of(i: int) -> Report | None:
         if not names:
@@ -488,11 +490,11 @@ def _compare(
         if r is not None and all(m in r.per_query for m in names):
             return r
         st, d = loaded[i]
-        return evaluate(d, names, store=st, settings=s)
+        return evaluate(d, names, store=st, settings=settings)
 
     reports = [report_of(i) for i in range(len(loaded))]
     relevance = reports[0].relevance if reports[0] is not None else None
-    uses_ranking = s.preset is None and any(
+    uses_ranking = settings.preset is None and any(
         registry.parse(m).spec.family == "ranking" for m in names
     )
     modes = {label: r.relevance for label, r in zip(labels, reports, strict=True) if r is not None}
@@ -518,8 +520,8 @@ def _compare(
 
     def aggregate(i: int, m: str) -> float:
         col, w = cols[i][m][own_rows[i]], pick(weights[i][m], own_rows[i])
-        if s.preset is not None:
-            return preset_aggregate(s.preset, m, col, w)  # type: ignore[no-any-return]
+        if settings.preset is not None:
+            return preset_aggregate(settings.preset, m, col, w)  # type: ignore[no-any-return]
         return registry.aggregate(m, col, w)  # type: ignore[no-any-return]
 
     means = {label: {m: aggregate(i, m) for m in names} for i, label in enumerate(labels)}
@@ -580,7 +582,7 @@ def _compare(
         baseline=labels[0],
         candidates=tuple(labels[1:]),
         runs=runs_info,
-        settings=s.to_json(relevance),
+        settings=settings.to_json(relevance),
         relevance=relevance,
         options=opts,
         alignment=alignment,

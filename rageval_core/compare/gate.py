@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare.comparison import NOTE_SMALL, Comparison
-from rageval_core.compare.ops import LATENCY_STATS
-from rageval_core.compare.text import p_text
+from rageval_core.compare.latency_change import LATENCY_STATS
+from rageval_core.compare.statistics import p_text
 from rageval_core.errors import UsageError
-from rageval_core.presets import PRESET_METRICS
+from rageval_core.settings.presets import PRESET_METRICS
 from rageval_core.metrics import registry
 from rageval_core.metrics.registry import higher_is_better
 
@@ -127,7 +127,7 @@ def _rule_target(item: str, target: str, kind: RuleKind, flag: str) -> str:
     if kind == "drop":
         if looks_ops:
             raise UsageError(f"{flag} rule {item!r}: latency and cost limits go in --max-increase")
-        if target in PRESET_METRICS:  # a preset's own names (rageval_core.presets)
+        if target in PRESET_METRICS:  # a preset's own names (rageval_core.settings.presets)
             return target
         try:
             return str(registry.parse(target))

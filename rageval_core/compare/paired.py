@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare.memo import CompareMemo, digest
 from rageval_core.compare.statistics import (
     Floats,

@@ -11,9 +11,9 @@ from typing import Any
 
 from rageval_core.compare.comparison import higher_is_better
 from rageval_core.compare.trends import run_values
-from rageval_core.evaluate import Report, Settings
+from rageval_core.evaluation.report import Report, Settings
 from rageval_core.rundata import RunData
-from rageval_core.runops import ops_summary
+from rageval_core.latency.run_summary import ops_summary
 from rageval_core.store import RunRecord, Store
 
 #: run settings that name a run's place in a trace or its tags, not a retriever setting

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import RagevalError, UsageError
-from rageval_core.evaluate import Report, Settings, evaluate
-from rageval_core.runops import ops_summary
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Report, Settings
+from rageval_core.latency.run_summary import ops_summary
 from rageval_core.metrics import registry
 from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import RunRecord, Store
@@ -141,7 +142,7 @@ def trends(
 def run_values(
     store: Store,
     record: RunRecord,
-    s: Settings,
+    settings: Settings,
     metrics: Sequence[str] | None,
     source: Callable[[RunRecord], tuple[RunData, Report | None]] | None,
 ) -> tuple[RunData, dict[str, float], Report | None]:
@@ -152,15 +153,15 @@ def run_values(
         # no metrics (None or empty): the run's default metrics, as evaluate() takes them
         values = {m: held.metrics[m] for m in metrics} if metrics else dict(held.metrics)
         return data, values, held
-    values, report = _trend_values(store, data, s, metrics)
+    values, report = _trend_values(store, data, settings, metrics)
     return data, values, report
 
 
 def _trend_values(
-    store: Store, data: RunData, s: Settings, metrics: Sequence[str] | None
+    store: Store, data: RunData, settings: Settings, metrics: Sequence[str] | None
 ) -> tuple[dict[str, float], Report | None]:
     try:
-        report = evaluate(data, metrics, store=store, settings=s)
+        report = evaluate(data, metrics, store=store, settings=settings)
         return dict(report.metrics), report
     except RagevalError:
         if not metrics:
@@ -168,7 +169,9 @@ def _trend_values(
     values = {}
     for m in registry.parse_all(metrics):
         try:
-            values[str(m)] = evaluate(data, [str(m)], store=store, settings=s).metrics[str(m)]
+            values[str(m)] = evaluate(data, [str(m)], store=store, settings=settings).metrics[
+                str(m)
+            ]
         except UsageError:
             values[str(m)] = math.nan
     return values, None

@@ -39,9 +39,10 @@ from rageval_core.diagnosis.stages import evidence_stages, ids_stages
 from rageval_core.diagnosis.transitions import Transition, Transitions, transitions
 from rageval_core.diagnosis.whatif import evidence_what_if, ids_what_if
 from rageval_core.errors import UsageError
-from rageval_core.evaluate import Settings, resolve_relevance
+from rageval_core.evaluation.evaluate import resolve_relevance
+from rageval_core.evaluation.report import Settings
 from rageval_core.rundata import RunData
-from rageval_core.runops import groups_of
+from rageval_core.latency.run_summary import groups_of
 from rageval_core.store import Store
 
 __all__ = [

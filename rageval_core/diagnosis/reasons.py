@@ -23,7 +23,8 @@ from rageval_core.diagnosis.model import (
     Ints,
     Missed,
 )
-from rageval_core.evaluate import Settings, id_labels
+from rageval_core.evaluation.evaluate import id_labels
+from rageval_core.evaluation.report import Settings
 from rageval_core.metrics.arrays import NOT_IN_QRELS
 from rageval_core.metrics.evidence import apply_score_cut
 from rageval_core.rundata import RunData, evidence_tensor, memo, numbers_guard
@@ -67,40 +68,48 @@ class EvidenceArrays:
         return (self.n_spans > 0) & (covered | ~self.span_exists).all(axis=1)  # type: ignore[no-any-return]
 
 
-def evidence_arrays(store: Store, data: RunData, s: Settings) -> EvidenceArrays:
+def evidence_arrays(store: Store, data: RunData, settings: Settings) -> EvidenceArrays:
     """The arrays every evidence reason reads (cached on data per what they depend on)."""
 
     def make() -> EvidenceArrays:
-        raw = evidence_tensor(store, data, s.scorer_key, s.norm)
-        guard = numbers_guard(store, data) if s.numbers_must_match else None
+        raw = evidence_tensor(store, data, settings.scorer_key, settings.norm)
+        guard = numbers_guard(store, data) if settings.numbers_must_match else None
         n_ret, order = data.n_ret, None
-        if s.score_threshold is not None:
-            raw, n_ret, order = apply_score_cut(raw, n_ret, data.chunk_score, s.score_threshold)
+        if settings.score_threshold is not None:
+            raw, n_ret, order = apply_score_cut(
+                raw, n_ret, data.chunk_score, settings.score_threshold
+            )
             if guard is not None:
                 guard = np.take_along_axis(guard, order[:, :, None], axis=1)
         refused = None if guard is None else ~guard & ~np.isnan(raw)
         scores = raw if refused is None else np.where(refused, np.float32(0.0), raw)
         return EvidenceArrays(raw, scores, refused, n_ret, data.n_spans, order)
 
-    key = ("diagnosis", s.scorer_key, s.norm.key, s.score_threshold, s.numbers_must_match)
+    key = (
+        "diagnosis",
+        settings.scorer_key,
+        settings.norm.key,
+        settings.score_threshold,
+        settings.numbers_must_match,
+    )
     return memo(data, key, make)  # type: ignore[no-any-return]
 
 
-def near_miss_threshold(s: Settings) -> float:
+def near_miss_threshold(settings: Settings) -> float:
     """The threshold a near miss reaches: threshold - band, at least 0 (rounded to 6 places, so
     the what-if's "threshold 0.6" is the value evaluate is given)."""
-    return max(0.0, round(s.threshold - s.near_miss_band, 6))
+    return max(0.0, round(settings.threshold - settings.near_miss_band, 6))
 
 
 def evidence_reasons(
-    arrays: EvidenceArrays, s: Settings, split_check: SplitCheck | None
+    arrays: EvidenceArrays, settings: Settings, split_check: SplitCheck | None
 ) -> tuple[NDArray[np.object_], Missed]:
     """(status per query, the missed spans) at s.k and s.threshold; split_check None: no span
     is checked for a split (they fall through to near_miss or not_retrieved)."""
     n, depth, _ = arrays.raw.shape
-    k = min(s.k, depth)
+    k = min(settings.k, depth)
     exists = arrays.span_exists
-    hits = arrays.hits(s.threshold)
+    hits = arrays.hits(settings.threshold)
     covered = hits[:, :k].any(axis=1)
     q, e = np.nonzero(exists & ~covered)  # the missed spans
     m = q.size
@@ -112,7 +121,9 @@ def evidence_reasons(
 
     if arrays.refused is not None:  # 1. a top-k chunk reaches the threshold, the guard refuses
         with np.errstate(invalid="ignore"):
-            refused = (arrays.raw[q, :k, e] >= np.float32(s.threshold)) & arrays.refused[q, :k, e]
+            refused = (arrays.raw[q, :k, e] >= np.float32(settings.threshold)) & arrays.refused[
+                q, :k, e
+            ]
         found = refused.any(axis=1)
         if k:
             reason[found], rank[found] = _NUMBERS, refused.argmax(axis=1)[found] + 1
@@ -135,7 +146,7 @@ def evidence_reasons(
         open_[rows] = False
     best = _best_in_top(arrays.scores, q, e, k)  # 4. a top-k chunk within the band
     with np.errstate(invalid="ignore"):
-        near = open_ & (best >= np.float32(near_miss_threshold(s)))
+        near = open_ & (best >= np.float32(near_miss_threshold(settings)))
     reason[near] = _NEAR
     score = np.where(reason >= _NEAR, best, np.nan)
     raw = score if arrays.refused is None else _best_in_top(arrays.raw, q, e, k)
@@ -179,9 +190,9 @@ class IdsArrays:
         return (self.n_rel > 0) & self.relevant[:, :k].any(axis=1)  # type: ignore[no-any-return]
 
 
-def ids_arrays(data: RunData, s: Settings) -> IdsArrays:
-    labels, rows = id_labels(data, s)
-    relevant = labels.labels >= s.rel_level
+def ids_arrays(data: RunData, settings: Settings) -> IdsArrays:
+    labels, rows = id_labels(data, settings)
+    relevant = labels.labels >= settings.rel_level
     inside = np.arange(labels.labels.shape[1])[None, :] < labels.n_ret[:, None]
     judged = labels.judged
     unjudged = (
@@ -190,9 +201,11 @@ def ids_arrays(data: RunData, s: Settings) -> IdsArrays:
     return IdsArrays(rows, relevant & inside, labels.n_rel, unjudged)
 
 
-def ids_reasons(arrays: IdsArrays, n: int, s: Settings) -> tuple[NDArray[np.object_], Missed, Ints]:
+def ids_reasons(
+    arrays: IdsArrays, n: int, settings: Settings
+) -> tuple[NDArray[np.object_], Missed, Ints]:
     """(status per query, one missed row per failing query, unjudged documents in the top k)."""
-    k = min(s.k, arrays.relevant.shape[1])
+    k = min(settings.k, arrays.relevant.shape[1])
     failing = (arrays.n_rel > 0) & ~arrays.relevant[:, :k].any(axis=1)
     rows = np.flatnonzero(failing)
     below = arrays.relevant[rows, k:]

@@ -18,9 +18,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core.diagnosis.reasons import Bools, EvidenceArrays, Ints, SplitCheck
-from rageval_core.evaluate import Settings
-from rageval_core.matching import score_pairs
-from rageval_core.numbers import missing_numbers
+from rageval_core.evaluation.report import Settings
+from rageval_core.matching.scorers import score_pairs
+from rageval_core.matching.numbers import missing_numbers
 from rageval_core.rundata import RunData, memo
 from rageval_core.store import Store
 from rageval_core.store.diagnosis import split_texts
@@ -52,21 +52,25 @@ class _Parts:
     numbers_ok: dict[tuple[int, int, int, int, int], bool] = field(default_factory=dict)
 
 
-def split_check(store: Store, data: RunData, arrays: EvidenceArrays, s: Settings) -> SplitCheck:
+def split_check(
+    store: Store, data: RunData, arrays: EvidenceArrays, settings: Settings
+) -> SplitCheck:
     """The split check of evidence_reasons for one run at settings s."""
-    key = ("split_parts", s.scorer_key, s.norm.key, s.split_min_chars)
+    key = ("split_parts", settings.scorer_key, settings.norm.key, settings.split_min_chars)
     parts: _Parts = memo(data, key, _Parts)
 
     def check(q: Ints, e: Ints) -> tuple[Bools, Ints, Ints, Ints]:
-        _read(store, data, parts, q, e, s.split_min_chars)
-        top = _top_chunks(arrays, parts, q, s.k)
-        _score(parts, q, e, top, s, side=0)  # every first part, then the second parts only
+        _read(store, data, parts, q, e, settings.split_min_chars)
+        top = _top_chunks(arrays, parts, q, settings.k)
+        _score(parts, q, e, top, settings, side=0)  # every first part, then the second parts only
         firsts: list[Bools] = [
-            np.asarray(_hits(parts, qi, ei, ranks, s)[:, :, 0].any(axis=0), dtype=bool)
+            np.asarray(_hits(parts, qi, ei, ranks, settings)[:, :, 0].any(axis=0), dtype=bool)
             for qi, ei, ranks in zip(q.tolist(), e.tolist(), top, strict=True)
         ]
-        _score(parts, q, e, top, s, side=1, wanted=firsts)  # at cuts whose first part is covered
-        return _decide(parts, q, e, top, s)
+        _score(
+            parts, q, e, top, settings, side=1, wanted=firsts
+        )  # at cuts whose first part is covered
+        return _decide(parts, q, e, top, settings)
 
     return check
 
@@ -105,7 +109,7 @@ def _score(
     q: Ints,
     e: Ints,
     top: list[list[tuple[int, int]]],
-    s: Settings,
+    settings: Settings,
     side: int,
     wanted: list[Bools] | None = None,
 ) -> None:
@@ -143,18 +147,24 @@ def _score(
         return
     # in this process: the parts are few, and a pool would cost more to start than they take
     scored = score_pairs(
-        texts, chunks, pair_part, pair_chunk, scorer=s.scorer_key, norm=s.norm, workers=1
+        texts,
+        chunks,
+        pair_part,
+        pair_chunk,
+        scorer=settings.scorer_key,
+        norm=settings.norm,
+        workers=1,
     ).score
     for (key, cut), score in zip(cells, scored.tolist(), strict=True):
         parts.scores[key][cut, side] = score
 
 
-def _covers(parts: _Parts, qi: int, ei: int, original: int, s: Settings) -> Bools:
+def _covers(parts: _Parts, qi: int, ei: int, original: int, settings: Settings) -> Bools:
     """(cuts, 2) where the chunk covers the first and the second part at s."""
     scores = parts.scores[(qi, ei, original)]
     with np.errstate(invalid="ignore"):  # NaN: not scored, not covered
-        hit = scores >= np.float32(s.threshold)
-    if s.numbers_must_match:
+        hit = scores >= np.float32(settings.threshold)
+    if settings.numbers_must_match:
         chunk = parts.chunks[(qi, original)] or ""
         for cut, side in zip(*np.nonzero(hit), strict=True):
             key = (qi, ei, original, int(cut), int(side))
@@ -165,16 +175,18 @@ def _covers(parts: _Parts, qi: int, ei: int, original: int, s: Settings) -> Bool
     return hit  # type: ignore[no-any-return]
 
 
-def _hits(parts: _Parts, qi: int, ei: int, ranks: list[tuple[int, int]], s: Settings) -> Bools:
+def _hits(
+    parts: _Parts, qi: int, ei: int, ranks: list[tuple[int, int]], settings: Settings
+) -> Bools:
     """(top-k chunks, cuts, 2) where each chunk covers each part (unscored: not covered)."""
     n_cuts = len(parts.spans.get((qi, ei), []))
     if len(ranks) < 2 or not n_cuts:
         return np.zeros((len(ranks), n_cuts, 2), dtype=bool)
-    return np.stack([_covers(parts, qi, ei, original, s) for _, original in ranks])
+    return np.stack([_covers(parts, qi, ei, original, settings) for _, original in ranks])
 
 
 def _decide(
-    parts: _Parts, q: Ints, e: Ints, top: list[list[tuple[int, int]]], s: Settings
+    parts: _Parts, q: Ints, e: Ints, top: list[list[tuple[int, int]]], settings: Settings
 ) -> tuple[Bools, Ints, Ints, Ints]:
     """Per candidate: split, the two chunks' ranks, and the shorter part at the most unequal
     cut that works (the characters one chunk would have to keep more)."""
@@ -187,7 +199,7 @@ def _decide(
         span_cuts = parts.spans.get((qi, ei), [])
         if len(ranks) < 2 or not span_cuts:
             continue
-        hits = _hits(parts, qi, ei, ranks, s)
+        hits = _hits(parts, qi, ei, ranks, settings)
         best: tuple[int, int, int] | None = None  # (extra chars, first rank, second rank)
         for cut in np.flatnonzero(hits[:, :, 0].any(axis=0) & hits[:, :, 1].any(axis=0)).tolist():
             lefts = np.flatnonzero(hits[:, cut, 0]).tolist()

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from rageval_core.diagnosis.model import STAGE_KINDS, Stages
 from rageval_core.diagnosis.reasons import EvidenceArrays, Ints
-from rageval_core.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 from rageval_core.rundata import RunData
 from rageval_core.formats.options import GROUP_KEY, STAGE_KEY, STAGES
 from rageval_core.store import RunRecord, Store
@@ -39,11 +39,11 @@ def first_cover_rank(arrays: EvidenceArrays, threshold: float) -> Ints:
 def evidence_stages(
     reranked: tuple[RunData, EvidenceArrays],
     first: tuple[RunData, EvidenceArrays],
-    s: Settings,
+    settings: Settings,
 ) -> Stages:
     (data, arrays), (data1, arrays1) = reranked, first
-    rank = first_cover_rank(arrays, s.threshold)
-    rank1 = first_cover_rank(arrays1, s.threshold)
+    rank = first_cover_rank(arrays, settings.threshold)
+    rank1 = first_cover_rank(arrays1, settings.threshold)
     where = {str(qid): i for i, qid in enumerate(data1.query_ids)}
     rows = np.flatnonzero(data.n_spans > 0)
     rows1 = np.asarray([where.get(str(data.query_ids[q]), -1) for q in rows], dtype=np.int64)
@@ -51,22 +51,24 @@ def evidence_stages(
     width = min(rank.shape[1], rank1.shape[1])
     spans = np.minimum(data.n_spans[rows], data1.n_spans[rows1])
     exists = np.arange(width)[None, :] < spans[:, None]
-    return _stages(data1.run.name, rank[rows, :width][exists], rank1[rows1, :width][exists], s.k)
+    return _stages(
+        data1.run.name, rank[rows, :width][exists], rank1[rows1, :width][exists], settings.k
+    )
 
 
 def ids_stages(
-    store: Store, reranked: RunData, first: RunData, first_store: Store, s: Settings
+    store: Store, reranked: RunData, first: RunData, first_store: Store, settings: Settings
 ) -> Stages:
-    ranks = relevant_ranks(store, reranked.run.run_id, s.rel_level)
+    ranks = relevant_ranks(store, reranked.run.run_id, settings.rel_level)
     ranks1 = {
         (qid, doc): rank
-        for qid, doc, rank in relevant_ranks(first_store, first.run.run_id, s.rel_level)
+        for qid, doc, rank in relevant_ranks(first_store, first.run.run_id, settings.rel_level)
     }
     shared = {str(q) for q in first.query_ids}
     kept = [(r, ranks1.get((qid, doc))) for qid, doc, r in ranks if str(qid) in shared]
     rank = np.asarray([ABSENT if r is None else r for r, _ in kept], dtype=np.int64)
     rank1 = np.asarray([ABSENT if r is None else r for _, r in kept], dtype=np.int64)
-    return _stages(first.run.name, rank, rank1, s.k)
+    return _stages(first.run.name, rank, rank1, settings.k)
 
 
 def _stages(first_stage: str, rank: Ints, rank1: Ints, k: int) -> Stages:

@@ -6,42 +6,12 @@ from __future__ import annotations
 
 import math
 
-from rageval_core.diagnosis.model import NO_GOLD, STAGE_KINDS, Diagnosis, Missed
+from rageval_core.diagnosis.model import NO_GOLD, STAGE_KINDS, Diagnosis
+from rageval_core.diagnosis.model import sentence as sentence
 from rageval_core.terminal import text_table
 
 #: example query ids shown per reason
 EXAMPLES = 5
-
-
-def sentence(d: Diagnosis, m: Missed, i: int) -> str:
-    """The sentence of missed item i of m."""
-    reason = d.reasons[int(m.reason[i])]
-    k = d.settings["k"]
-    rank, score = int(m.rank[i]), float(m.score[i])
-    span = f"span {int(m.item[i]) + 1}"
-    if reason == "numbers_differ":
-        return (
-            f"{span} reaches the threshold in chunk #{rank}, but its figures differ from the "
-            "chunk's (the numbers guard refuses it)"
-        )
-    if reason == "ranked_below_k":
-        return f"{span} is covered at rank {rank}, below k = {k}"
-    if reason == "split_across_chunks":
-        return (
-            f"{span} is split: its first half is in chunk #{rank}, its second in #{int(m.rank2[i])}"
-        )
-    best = "no chunk in the top k" if math.isnan(score) else f"best score {score:.2f}"
-    raw = float(m.raw_score[i])
-    if not math.isnan(raw) and raw > score:  # the guard zeroed a better chunk: say so
-        best += f"; {raw:.2f} by a chunk whose figures differ"
-    if reason == "near_miss":
-        under = d.settings["threshold"] - score
-        return f"{span}: {best}, {under:.2f} under the threshold"
-    if reason == "relevant_below_k":
-        return f"the first relevant document is at rank {rank}, below k = {k}"
-    if m.item[i] < 0:  # ids mode
-        return "no relevant document is anywhere in the list"
-    return f"{span} is in no retrieved chunk ({best})"
 
 
 def _share(n: int, total: int) -> str:

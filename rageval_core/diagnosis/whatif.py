@@ -8,7 +8,7 @@ import numpy as np
 
 from rageval_core.diagnosis.model import EVIDENCE_REASONS, IDS_REASONS, Missed, WhatIf
 from rageval_core.diagnosis.reasons import Bools, EvidenceArrays, IdsArrays, near_miss_threshold
-from rageval_core.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 
 
 def larger_k(k: int, depth: int) -> int:
@@ -17,7 +17,7 @@ def larger_k(k: int, depth: int) -> int:
 
 
 def evidence_what_if(
-    arrays: EvidenceArrays, s: Settings, failing: Bools, missed: Missed
+    arrays: EvidenceArrays, settings: Settings, failing: Bools, missed: Missed
 ) -> tuple[WhatIf, ...]:
     """One line per reason the missed spans have, in the reasons' order (not_retrieved has
     none: no setting fixes evidence that is in no retrieved chunk)."""
@@ -29,12 +29,12 @@ def evidence_what_if(
 
     out = []
     if counts[0]:  # numbers_differ
-        refused = _refused_chunks(arrays, s, missed)
+        refused = _refused_chunks(arrays, settings, missed)
         out.append(
             WhatIf(
                 "numbers_differ",
                 "numbers guard off",
-                fixed(arrays.passing(arrays.hits(s.threshold, guarded=False), s.k)),
+                fixed(arrays.passing(arrays.hits(settings.threshold, guarded=False), settings.k)),
                 n_failing,
                 int(counts[0]),
                 f"it would count {refused} chunks with other figures: likely wrong versions or "
@@ -42,13 +42,13 @@ def evidence_what_if(
             )
         )
     depth = arrays.raw.shape[1]
-    if counts[1] and larger_k(s.k, depth) > s.k:  # ranked_below_k
-        k2 = larger_k(s.k, depth)
+    if counts[1] and larger_k(settings.k, depth) > settings.k:  # ranked_below_k
+        k2 = larger_k(settings.k, depth)
         out.append(
             WhatIf(
                 "ranked_below_k",
                 f"k = {k2}",
-                fixed(arrays.passing(arrays.hits(s.threshold), k2)),
+                fixed(arrays.passing(arrays.hits(settings.threshold), k2)),
                 n_failing,
                 int(counts[1]),
             )
@@ -71,12 +71,12 @@ def evidence_what_if(
             )
         )
     if counts[3]:  # near_miss
-        t2 = near_miss_threshold(s)
+        t2 = near_miss_threshold(settings)
         out.append(
             WhatIf(
                 "near_miss",
                 f"threshold {t2:g}",
-                fixed(arrays.passing(arrays.hits(t2), s.k)),
+                fixed(arrays.passing(arrays.hits(t2), settings.k)),
                 n_failing,
                 int(counts[3]),
                 f"it would count {int(counts[3])} near misses: check them on Threshold tuning "
@@ -86,25 +86,27 @@ def evidence_what_if(
     return tuple(out)
 
 
-def _refused_chunks(arrays: EvidenceArrays, s: Settings, missed: Missed) -> int:
+def _refused_chunks(arrays: EvidenceArrays, settings: Settings, missed: Missed) -> int:
     """Distinct top-k chunks the guard refuses for a numbers_differ span."""
     rows = missed.reason == 0
     q, e = missed.qidx[rows], missed.item[rows]
-    k = min(s.k, arrays.raw.shape[1])
+    k = min(settings.k, arrays.raw.shape[1])
     assert arrays.refused is not None
     with np.errstate(invalid="ignore"):
-        refused = (arrays.raw[q, :k, e] >= np.float32(s.threshold)) & arrays.refused[q, :k, e]
+        refused = (arrays.raw[q, :k, e] >= np.float32(settings.threshold)) & arrays.refused[
+            q, :k, e
+        ]
     qq, rr = np.nonzero(refused)
     return int(np.unique(q[qq] * (k + 1) + rr).size)
 
 
 def ids_what_if(
-    arrays: IdsArrays, s: Settings, failing_rows: Bools, missed: Missed
+    arrays: IdsArrays, settings: Settings, failing_rows: Bools, missed: Missed
 ) -> tuple[WhatIf, ...]:
     """k larger for relevant_below_k (failing_rows: over the arrays' rows)."""
     counts = np.bincount(missed.reason, minlength=len(IDS_REASONS))
-    k2 = larger_k(s.k, arrays.relevant.shape[1])
-    if not counts[0] or k2 <= s.k:
+    k2 = larger_k(settings.k, arrays.relevant.shape[1])
+    if not counts[0] or k2 <= settings.k:
         return ()
     n_failing = int(np.count_nonzero(failing_rows))
     fixes = int(np.count_nonzero(failing_rows & arrays.passing(k2)))

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rageval_core import partition
+from rageval_core.engines import partition
 from rageval_core.errors import MAX_PROBLEMS, InputError, Problem, RagevalError, UsageError
-from rageval_core.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 
 #: what this engine does not compute (the output lists them; partition.py's docstring says why)
 NOT_COMPUTED = (
@@ -235,25 +235,25 @@ class Summary:
     has_answers: int
     qrels_hit: int  # queries with a retrieved chunk the qrels label relevant
 
-    def relevance(self, s: Settings) -> str | None:
-        """evaluate.resolve_relevance on these counts."""
-        if s.relevance == "ids" and not self.has_qrels:
+    def relevance(self, settings: Settings) -> str | None:
+        """relevance.resolve_relevance on these counts."""
+        if settings.relevance == "ids" and not self.has_qrels:
             raise UsageError(
                 f"run {self.run} has no qrels (relevant ids): use --relevance evidence"
             )
-        if s.relevance == "evidence" and not self.has_spans:
+        if settings.relevance == "evidence" and not self.has_spans:
             raise UsageError(f"run {self.run} has no gold evidence: use --relevance ids")
-        if s.relevance is not None:
-            return s.relevance
+        if settings.relevance is not None:
+            return settings.relevance
         if self.has_qrels and (not self.has_spans or self.qrels_hit):
             return "ids"
         return "evidence" if self.has_spans else None
 
-    def counts(self, s: Settings, ids: bool, evidence: bool) -> dict[str, int]:
+    def counts(self, settings: Settings, ids: bool, evidence: bool) -> dict[str, int]:
         """The report's counts, in evaluate()'s order."""
         out = {"queries": self.rows}
         if ids:
-            out["scored_ids"] = self.has_qrels if s.complete else self.qrels_in_run
+            out["scored_ids"] = self.has_qrels if settings.complete else self.qrels_in_run
             out["skipped_no_qrels"] = self.rows - self.has_qrels
             out["missing_from_run"] = self.has_qrels - self.qrels_in_run
         if evidence:
@@ -342,7 +342,7 @@ def evaluate(
 ) -> dict[str, Any]:
     """The report of the run at path as evaluate()'s to_json() gives it, for the metrics computed
     here (ops is null; the "engine" key says what was left out)."""
-    from rageval_core.ops import to_json_value
+    from rageval_core.metrics.latency_cost import to_json_value
 
     src = path if isinstance(path, Source) else source(path, fmt)
     df = read(spark, src)
@@ -409,26 +409,36 @@ def query_rows(df: Any) -> Any:
     return df.where(_queries(df)).select(*INPUT_COLUMNS)
 
 
-def run_values(rows: Any, names: Sequence[str], s: Settings, **options: Any) -> dict[str, float]:
+def run_values(
+    rows: Any, names: Sequence[str], settings: Settings, **options: Any
+) -> dict[str, float]:
     """{metric: run value}: evaluate_batches in every partition (mapInArrow), then combine()."""
     job = functools.partial(
-        partition.evaluate_batches, metrics=list(names), settings=s, per_query=False, **options
+        partition.evaluate_batches,
+        metrics=list(names),
+        settings=settings,
+        per_query=False,
+        **options,
     )
     parts = rows.mapInArrow(job, partition.PARTIAL_SPARK_SCHEMA).toArrow()
     return partition.combine([parts])
 
 
-def per_query_values(rows: Any, names: Sequence[str], s: Settings, **options: Any) -> Any:
+def per_query_values(rows: Any, names: Sequence[str], settings: Settings, **options: Any) -> Any:
     """Every query's values as one Arrow table (evaluate_partition's columns; a second job)."""
     from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
     # mapInArrow matches columns by position: declare them in evaluate_partition's order
-    schema = partition.per_query_schema(list(names), s)
+    schema = partition.per_query_schema(list(names), settings)
     fields = [
         StructField(f.name, StringType() if f.name == "query_id" else DoubleType()) for f in schema
     ]
     job = functools.partial(
-        partition.evaluate_batches, metrics=list(names), settings=s, per_query=True, **options
+        partition.evaluate_batches,
+        metrics=list(names),
+        settings=settings,
+        per_query=True,
+        **options,
     )
     return rows.mapInArrow(job, StructType(fields)).toArrow()
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rageval_core.errors import ProblemLog
+from rageval_core.formats.safejson import SURROGATE, UnsoundJSON, escaped_surrogate, loads
 from rageval_core.model import RunInfo
 
 HEAD_BYTES = 64 * 1024
@@ -54,18 +55,6 @@ GZIP_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error)
 _INFO_KEYS = frozenset(
     {"name", "created_at", "description", "settings", "price_per_1k", "prices_per_1k"}
 )
-
-
-#: a lone surrogate in a str: from a "\\ud800" escape in JSON, or a file name that is not UTF-8
-#: (os.fsdecode keeps each bad byte as one, U+DC80 to U+DCFF)
-SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def escaped_surrogate(char: str, *, in_name: bool = False) -> str:
-    """A lone surrogate as text can print and store: \\ud800 (or in a file name, where U+DCFF
-    stands for the byte 0xff, \\xff)."""
-    code = ord(char)
-    return f"\\x{code - 0xDC00:02x}" if in_name and 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 def display_path(path: Path) -> str:
@@ -427,8 +416,6 @@ def type_name(value: Any) -> str:
 
 def read_sidecar(path: Path, log: ProblemLog) -> RunInfo | None:
     """Run facts from PATH.run.json beside a run file (any format), when that file exists."""
-    from rageval_core.formats.jsonarray import UnsoundJSON, loads  # jsonarray imports this module
-
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
     if not exists_or_link(sidecar):
         return None

@@ -140,7 +140,7 @@ def _read_run(path: Path, log: ProblemLog) -> Scores | None:
         head = fh.read(4096)
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
         return read_score_map(path, log, labels=False)
-    from rageval_core.formats import trec
+    import rageval_core.formats.trec as trec
 
     parsed = trec.read(path, None, log)
     out = Scores(parsed.sources[0])

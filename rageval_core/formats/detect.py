@@ -138,7 +138,7 @@ def _expand_folder(path: Path, log: ProblemLog) -> list[Path]:
         is_dir = False
     if not is_dir:
         return [path]
-    from rageval_core.formats import beir
+    import rageval_core.formats.beir as beir
 
     return beir.folder_files(path, log)
 

@@ -17,6 +17,27 @@ from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import MAX_MEASURE, finite_number, too_large, type_name
 from rageval_core.formats.safejson import MAX_COUNT, MAX_LABEL, MIN_LABEL
 
+#: the keys of a native query record and of a retrieved chunk (native.py and native_duckdb.py)
+QUERY_KEYS = frozenset(
+    {
+        "query_id",
+        "query",
+        "retrieved",
+        "relevant_ids",
+        "relevance",
+        "evidence",
+        "answer",
+        "reference_answer",
+        "latency_ms",
+        "tokens",
+        "tags",
+        "judge",
+        "labels",
+    }
+)
+CHUNK_KEYS = frozenset({"doc_id", "text", "score", "metadata"})
+
+
 T = TypeVar("T")
 
 

@@ -33,6 +33,8 @@ from rageval_core.formats.base import (
     unknown_key,
 )
 from rageval_core.formats.fields import (
+    CHUNK_KEYS,
+    QUERY_KEYS,
     Check,
     optional_text,
     parse_counts,
@@ -109,25 +111,6 @@ COMPANION: str | None = None
 COMPANION_REQUIRED = False
 
 _BOM = b"\xef\xbb\xbf"
-#: the keys a native query record and one of its chunks may have
-QUERY_KEYS = frozenset(
-    {
-        "query_id",
-        "query",
-        "retrieved",
-        "relevant_ids",
-        "relevance",
-        "evidence",
-        "answer",
-        "reference_answer",
-        "latency_ms",
-        "tokens",
-        "tags",
-        "judge",
-        "labels",
-    }
-)
-CHUNK_KEYS = frozenset({"doc_id", "text", "score", "metadata"})
 _WS = re.compile(r"[ \t\n\r]*")
 #: stands in for a record that could not be decoded (already reported), so it still counts as one
 _UNREADABLE = object()
@@ -187,7 +170,7 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
         columns = _jsonl_columns(primary, skip)
         # a large file DuckDB can vouch for is read by DuckDB; else by the column route above,
         # else (UseQueries) by the line reader
-        from rageval_core.formats import native_duckdb  # here: the writer alone needs no DuckDB
+        import rageval_core.formats.native_duckdb as native_duckdb  # here: the writer alone needs no DuckDB
 
         if primary.stat().st_size >= native_duckdb.MIN_FILE_BYTES:
             columns = native_duckdb.columns(primary, skip, header is not None, instead=columns)

@@ -41,7 +41,7 @@ from rageval_core import threads
 from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries
 from rageval_core.formats.base import HEADER_KEY, MAX_MEASURE
 from rageval_core.formats.jsonarray import DECODER
-from rageval_core.formats.native import CHUNK_KEYS, QUERY_KEYS
+from rageval_core.formats.fields import CHUNK_KEYS, QUERY_KEYS
 
 #: smaller files take the Python column route: starting DuckDB's scans costs about as much as
 #: reading this many bytes in Python

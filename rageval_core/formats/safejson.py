@@ -10,10 +10,17 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from rageval_core.formats.base import (
-    SURROGATE as _SURROGATE,
-)  # a valid escaped pair is one character
-from rageval_core.formats.base import escaped_surrogate as _escaped
+
+#: a lone surrogate in a str: from a "\\ud800" escape in JSON, or a file name that is not UTF-8
+#: (os.fsdecode keeps each bad byte as one, U+DC80 to U+DCFF)
+SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def escaped_surrogate(char: str, *, in_name: bool = False) -> str:
+    """A lone surrogate as text can print and store: \\ud800 (or in a file name, where U+DCFF
+    stands for the byte 0xff, \\xff)."""
+    code = ord(char)
+    return f"\\x{code - 0xDC00:02x}" if in_name and 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 #: integer literals of up to this many digits always fit a float (every number field is one, or
@@ -86,12 +93,12 @@ def _surrogate_problem(
 ) -> tuple[str, str, re.Pattern[str]] | None:
     """(field, problem, what finds it) when text (a key or a string value) holds a lone
     surrogate, else None."""
-    m = _SURROGATE.search(text)
+    m = SURROGATE.search(text)
     if m is None:
         return None
     return (
         path or "json",
-        f"{holder} holds a lone surrogate ({_escaped(m[0])}), not valid Unicode",
+        f"{holder} holds a lone surrogate ({escaped_surrogate(m[0])}), not valid Unicode",
         _LONE_ESCAPE,
     )
 

@@ -145,7 +145,7 @@ def read_qrels(path: Path, log: ProblemLog) -> Judgements | None:
         return out
     if is_beir_qrels_header(first_line(head)):
         return _read_beir_qrels(path, file, log)
-    from rageval_core.formats import trec  # trec's own reader: its checks and messages
+    import rageval_core.formats.trec as trec  # trec's own reader: its checks and messages
 
     read = trec._read_qrels(path, log)
     return Judgements(read.file, read.labels, read.first_line)

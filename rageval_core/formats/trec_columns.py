@@ -208,9 +208,8 @@ def _blocks(path: Path) -> Iterator[tuple[NDArray[np.uint8], int]]:
 
     Blocks (256 KB) keep every temporary array small: less memory, far fewer pages for the
     kernel to hand out and take back than one pass over the whole file would need, and each
-    block's temporaries stay in the CPU's caches (the reader took 15% less CPU time than with
-    4 MB blocks; two threads on blocks cost more CPU time and gained nothing on a busy 2-core
-    machine). One buffer is read into and reused, a cut line moved to its front: no bytes
+    block's temporaries stay in the CPU's caches (against 4 MB blocks and two threads:
+    docs/benchmarks.md, "Figures behind the code"). One buffer is read into and reused, a cut line moved to its front: no bytes
     object per block and no copy to join or cut one. A block is used up before the next is
     read."""
     capacity = _BLOCK_BYTES
@@ -417,8 +416,8 @@ def _short_decimals(mat: NDArray[np.uint8]) -> NDArray[np.float64] | None:
     """The numbers of an (n, 8) byte matrix of plain decimals (an optional sign, digits and at
     most one point, zero padded), each the double float() gives; None unless every row is one.
 
-    Two to three times faster than numpy's string cast, which makes a Python-level parse per
-    value. Each row is read as one 64-bit word: the point taken out, the digits combined
+    Faster than numpy's string cast, which makes a Python-level parse per value
+    (docs/benchmarks.md, "Figures behind the code"). Each row is read as one 64-bit word: the point taken out, the digits combined
     pairwise in three multiply-shift-mask steps (SWAR) into an integer N below 10**8, and the
     value is N / 10**e, e the number of byte slots after the point. Both are exact doubles, so
     the one IEEE division is correctly rounded, as float() is."""

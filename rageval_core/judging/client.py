@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rageval_core.errors import RagevalError, UsageError
-from rageval_core.judging import transport
+import rageval_core.judging.transport as transport
 
 #: the longest a Retry-After or a backoff makes a thread wait, in seconds
 MAX_WAIT_S = 60.0

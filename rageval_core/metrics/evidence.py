@@ -1,6 +1,6 @@
 """Evidence-coverage metrics over cached match scores (queries x ranks x gold spans).
 
-Input: scores[q, r, s], the match score (rageval_core.matching.score_pairs) of gold evidence
+Input: scores[q, r, s], the match score (rageval_core.matching.scorers.score_pairs) of gold evidence
 span s of query q against the chunk at rank r+1, NaN where the chunk or the span does not
 exist; n_spans[q] and n_ret[q] say how many exist. A chunk covers a span when its score is
 >= the threshold (compared in float32, the scores' precision, so a threshold equal to a score
@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.errors import UsageError
 from rageval_core.metrics.registry import MeasureSpec, Param, register
-from rageval_core.settings import DEFAULTS
+from rageval_core.settings.schema import DEFAULTS
 
 Floats = NDArray[np.float64]
 

@@ -1,6 +1,6 @@
 """The seed-parity presets' metrics: TAT-RAG's and EggAI's own formulas, per query and per run.
 
-Inputs are what rageval_core.parity derives from a run under the preset rules:
+Inputs are what rageval_core.evaluation.preset_parity derives from a run under the preset rules:
 - TAT-RAG: per query a boolean cover matrix (chunks in rank order x gold items; row r, column j
   True when the chunk at rank r+1 covers gold item j);
 - EggAI: per query the similarity of each retrieved chunk to the expected context.

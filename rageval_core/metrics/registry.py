@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rageval_core.errors import UsageError
-from rageval_core.presets import LOWER_IS_BETTER as _PRESET_LOWER
-from rageval_core.presets import PRESET_METRICS
+from rageval_core.settings.presets import LOWER_IS_BETTER as _PRESET_LOWER
+from rageval_core.settings.presets import PRESET_METRICS
 
 Aggregate = Literal["mean", "sum"]
 
@@ -148,7 +148,7 @@ def higher_is_better(name: str) -> bool:
 
     A measure's own spec says it (BestRank, HallucinationRate and judge labels such as
     judge.faithfulness.contradicted are better lower); a preset's own names are declared in
-    rageval_core.presets (best_match_position); latency, cost and tokens are always better
+    rageval_core.settings.presets (best_match_position); latency, cost and tokens are always better
     lower. UsageError for a name that is none of these.
     """
     if re.split(r"[._]", name, maxsplit=1)[0] in LOWER_IS_BETTER_QUANTITIES:

@@ -1,7 +1,7 @@
 """Answer metrics by meaning: AnswerSimilarity, ContextRelevance and BestContextRelevance.
 
 The cosine of embedding vectors from the default offline embedder (wordllama, from its packaged
-files: rageval_core.embedders), clipped at 0 as the semantic scorer's are:
+files: rageval_core.matching.embedders), clipped at 0 as the semantic scorer's are:
 - AnswerSimilarity: answer vs reference answer (the best of several references), the source
   document's SBERT similarity with a static embedder;
 - ContextRelevance: query vs each retrieved chunk that has text, the mean; BestContextRelevance:
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from rageval_core.embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
+from rageval_core.matching.embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
 from rageval_core.errors import UsageError
 
 NAN = math.nan

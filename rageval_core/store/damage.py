@@ -9,7 +9,7 @@ import shlex
 import duckdb
 
 from rageval_core.errors import StoreCorruptError, StoreError
-from rageval_core.store import locking
+import rageval_core.store.locking as locking
 
 #: what DuckDB says of a file it cannot read as a database: a bad block or header, a file cut
 #: short (a block past its end)

@@ -6,8 +6,8 @@ on first use (waiting, with backoff, while another process holds it), shares tha
 between threads while any of them works, and closes it once nobody has used it for idle_s, or
 as soon as the calls under way finish when another process is waiting for the file (it leaves
 a marker, locking.waiters): new calls then wait until that process has had its turn.
-Reopening costs about 50-100 ms (docs/reliability.md), so a burst of calls (one page render)
-pays it once.
+Reopening has a cost (docs/benchmarks.md, "Figures behind the code"), so a burst of calls
+(one page render) pays it once.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import duckdb
 
 from rageval_core import threads
 from rageval_core.errors import StoreError
-from rageval_core.store import locking
+import rageval_core.store.locking as locking
 from rageval_core.store.store import Store, default_path
 
 #: seconds without use after which the file is let go

@@ -62,7 +62,7 @@ def run_tables(store: Store, run_id: int) -> RunTables:
     return RunTables(q, ch, lab, judged, spans, tags, lat, tok)
 
 
-#: rageval_core.numbers.NUMBER for DuckDB's RE2, and numbers.canonical as SQL on a token t
+#: rageval_core.matching.numbers.NUMBER for DuckDB's RE2, and numbers.canonical as SQL on a token t
 #: (tests hold the two equal)
 NUMBER_PATTERN = r"[0-9]+(?:[.,][0-9]+)*"
 _CANONICAL_SQL = (
@@ -89,7 +89,7 @@ WHERE NOT list_has_all(c.nums, s.nums)
 
 def numbers_missing_pairs(store: Store, run_id: int) -> pa.Table:
     """(qidx, rank, eidx) of every pair whose gold span holds a number its chunk does not
-    (rageval_core.numbers: the "numbers must match" guard), computed by DuckDB over the run."""
+    (rageval_core.matching.numbers: the "numbers must match" guard), computed by DuckDB over the run."""
     with store._cursor() as cur:
         return cur.sql(_NUMBERS_SQL, params=[run_id, run_id]).to_arrow_table()  # type: ignore[union-attr,no-any-return]
 
@@ -204,8 +204,7 @@ def query_rows(
 #: text: 0.0 in the score tensor, never scored). The chunks and evidence of the asked queries
 #: are read first, on their own (MATERIALIZED): a scan filtered by a list of queries reads the
 #: texts of those queries' row vectors only, where a join probed with the pairs read every
-#: chunk's text (at 100,000 queries, 200 pairs took 97 ms that way, 47 ms this one; 8 pairs 73
-#: and 12 ms).
+#: chunk's text (the two timed: docs/benchmarks.md, "Figures behind the code").
 _PAIR_TEXTS_SQL = """
 WITH n AS (SELECT unnest(?::BIGINT[]) AS i, unnest(?::INTEGER[]) AS qidx,
                   unnest(?::INTEGER[]) AS rank, unnest(?::INTEGER[]) AS eidx),

@@ -125,7 +125,7 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
         (
             # A person's verdict on one (gold span, chunk) pair: does the chunk contain the span?
             # Keyed like pair_scores, so each label meets the score it was given against
-            # (rageval_core.tuning). Not recomputable, but deleted with its run.
+            # (rageval_core.evaluation.tuning). Not recomputable, but deleted with its run.
             """CREATE TABLE pair_labels (
                 run_id BIGINT NOT NULL,
                 qidx INTEGER NOT NULL,

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from rageval_core.matching import (
+from rageval_core.matching.scorers import (
     Normalisation,
     PairScorer,
     PairScores,
@@ -26,8 +26,8 @@ from rageval_core.matching import (
     open_pair_scorer,
 )
 from rageval_core.errors import RagevalError
-from rageval_core.semantic import canonical_key
-from rageval_core.store import journal
+from rageval_core.matching.keys import canonical_key
+import rageval_core.store.journal as journal
 from rageval_core.store.embeddings import StoreVectors
 from rageval_core.store.schema import first_row, rollback_quietly
 from rageval_core.store.store import IMPORT_MEMORY_LIMIT, RunRef, Store, _bytes

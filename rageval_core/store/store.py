@@ -23,7 +23,9 @@ from rageval_core.errors import (
     UsageError,
 )
 from rageval_core.model import ParsedRun, Query, RunInfo
-from rageval_core.store import damage, journal, locking
+import rageval_core.store.damage as damage
+import rageval_core.store.journal as journal
+import rageval_core.store.locking as locking
 from rageval_core.store.rows import ContentHasher, batches_from_queries, build_queries, prefetch
 from rageval_core.store.schema import (
     ALL_TABLES,
@@ -577,7 +579,8 @@ def _insert_batches(
 
 
 def _insert_batch(cur: duckdb.DuckDBPyConnection, run_id: int, batch: ColumnBatch) -> None:
-    """Bulk insert Arrow tables by DuckDB's replacement scan (executemany is ~1000x slower).
+    """Bulk insert Arrow tables by DuckDB's replacement scan (executemany is far slower:
+    docs/benchmarks.md, "Figures behind the code").
 
     Not cur.register(): a registered table stays referenced until the transaction ends, so a
     large import would hold every batch in memory at once.

@@ -9,7 +9,7 @@ from bench import diagnosis_speed
 from bench.recompute import make_run_data, make_tensor
 from bench.report import headline
 from rageval_core.diagnosis import diagnose
-from rageval_core.evaluate import evaluate
+from rageval_core.evaluation.evaluate import evaluate
 from rageval_core.store import Store
 
 

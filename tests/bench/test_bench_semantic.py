@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from bench import bench_semantic, report
-from rageval_core.matching import score_pairs
-from rageval_core.settings import SCORER_NAMES, SEMANTIC_THRESHOLD
+from rageval_core.matching.scorers import score_pairs
+from rageval_core.settings.schema import SCORER_NAMES, SEMANTIC_THRESHOLD
 
 
 def test_labelled_rates_are_the_scorers_own() -> None:

@@ -38,7 +38,7 @@ ABORT_SIGNS = ("FATAL", "terminate called", "Aborted", "core dumped")
 def _rageval(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real console script's code path (entry(): main, then the threads' stop, then exit)."""
     return subprocess.run(
-        [sys.executable, "-c", "from rageval_core.cli import entry; entry()", *args],
+        [sys.executable, "-c", "from rageval_core.cli.dispatch import entry; entry()", *args],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 from rageval_core.metrics.registry import KINDS
-from rageval_core.presets import PRESET_METRICS
-from rageval_core.report_text import metric_kind
+from rageval_core.settings.presets import PRESET_METRICS
+from rageval_core.outputs.report_text import metric_kind
 from tests.cli import rageval
 from tests.paths import REPO
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rageval_core import drilldown as dd
+from rageval_core.evaluation import drilldown as dd
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluate import Settings, evaluate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
-from rageval_core.ops import NO_TAG
+from rageval_core.metrics.latency_cost import NO_TAG
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 
@@ -300,7 +301,7 @@ def test_qidx_of(tiny) -> None:  # type: ignore[no-untyped-def]
 
 def test_drilldown_imports_without_ui() -> None:
     code = (
-        "import sys, rageval_core.drilldown\n"
+        "import sys, rageval_core.evaluation.drilldown\n"
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

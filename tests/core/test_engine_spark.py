@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from rageval_core import partition
+from rageval_core.engines import partition
 from rageval_core.errors import ProblemLog
 from rageval_core.formats import native
 from rageval_core.metrics import registry
@@ -136,7 +136,7 @@ def test_spark_submit_runs_the_command_with_its_own_session(session: Any, tmp_pa
     the driver, `--engine spark` uses that session (master local[1], from spark-submit)."""
     bin_dir = Path(sys.executable).parent
     script = subprocess.run(
-        [sys.executable, "-m", "rageval_core.cli_submit", "--path"],
+        [sys.executable, "-m", "rageval_core.cli.spark_submit", "--path"],
         capture_output=True,
         text=True,
         check=True,
@@ -318,7 +318,7 @@ def test_master_without_the_spark_engine_is_refused() -> None:
 def test_neither_the_parser_nor_the_engine_module_imports_pyspark() -> None:
     code = (
         "import sys\n"
-        "from rageval_core.cli import build_parser\n"
+        "from rageval_core.cli.dispatch import build_parser\n"
         "build_parser().format_help()\n"
         "import rageval_core.engines.spark\n"
         "print(sorted(n for n in sys.modules if n.split('.')[0] in ('pyspark', 'py4j')))\n"

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluate import Settings, evaluate, open_file_in_scratch_store
+from rageval_core.evaluation.evaluate import evaluate, open_file_in_scratch_store
+from rageval_core.evaluation.report import Settings
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store

@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rageval_core.exports import mlflow_name
-from rageval_core.paper_tables import latex_escape, markdown_escape
+from rageval_core.outputs.exports import mlflow_name
+from rageval_core.outputs.paper_tables import latex_escape, markdown_escape
 from tests.cli import rageval
 from tests.paths import REPO
 

@@ -13,7 +13,7 @@ from ranx import Run, fuse
 
 from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.formats import trec
-from rageval_core.fusion import fuse_queries, fuse_rankings, min_max
+from rageval_core.compare.fusion import fuse_queries, fuse_rankings, min_max
 from rageval_core.model import Chunk, Query
 from tests.cli import rageval
 

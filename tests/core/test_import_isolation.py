@@ -24,7 +24,7 @@ def test_the_argument_parser_loads_no_heavy_module() -> None:
     DuckDB, pyarrow or rapidfuzz (0.3-0.8 s before the first line of help)."""
     code = (
         "import sys\n"
-        "from rageval_core.cli import build_parser\n"
+        "from rageval_core.cli.dispatch import build_parser\n"
         "build_parser().format_help()\n"
         "for name in [n for n in ('numpy', 'duckdb', 'pyarrow', 'rapidfuzz') if n in sys.modules]:\n"
         "    print(name)\n"

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 
 STAT_KEYS = ["count", "mean", "p50", "p90", "p95", "p99"]
 

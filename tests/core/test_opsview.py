@@ -1,4 +1,4 @@
-"""Per-query ops arrays and ECDF points (rageval_core.opsview)."""
+"""Per-query ops arrays and ECDF points (rageval_core.latency.per_query)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import ProblemLog
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
-from rageval_core.opsview import (
+from rageval_core.latency.per_query import (
     ecdf,
     latency_by_tag,
     long_to_columns,
@@ -123,7 +123,7 @@ def test_query_ops_of_a_stored_run() -> None:
 
 
 def test_latency_by_tag_equals_the_reports_breakdown() -> None:
-    from rageval_core.evaluate import evaluate
+    from rageval_core.evaluation.evaluate import evaluate
 
     with Store(":memory:") as store:
         queries = [

@@ -1,4 +1,4 @@
-"""rageval_core.partition: a run split by query, evaluated per partition and combined, gives
+"""rageval_core.engines.partition: a run split by query, evaluated per partition and combined, gives
 evaluate()'s run values (and per-query values) on the whole stored run. No engine needed."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rageval_core import partition
+from rageval_core.engines import partition
 from rageval_core.errors import InputError, ProblemLog, UsageError
-from rageval_core.evaluate import evaluate, open_file_in_scratch_store
+from rageval_core.evaluation.evaluate import evaluate, open_file_in_scratch_store
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store

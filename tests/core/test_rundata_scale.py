@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluate import Settings, evaluate, with_breakdown
-from rageval_core.runops import Deferred
+from rageval_core.evaluation.evaluate import evaluate, with_breakdown
+from rageval_core.evaluation.report import Settings
+from rageval_core.latency.run_summary import Deferred
 from rageval_core.importing import import_paths
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data

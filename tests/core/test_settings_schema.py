@@ -1,6 +1,6 @@
 """Every front end agrees with the settings schema: Settings, the CLI, the sidebar, the docs.
 
-The schema (rageval_core.settings.SETTINGS) is the only place a default, a range or a URL key is
+The schema (rageval_core.settings.schema.SETTINGS) is the only place a default, a range or a URL key is
 written; each test here reads one front end as a user meets it (parsed flags, rendered widgets,
 the docs file) and compares it with the schema.
 """
@@ -15,11 +15,13 @@ from typing import Any, get_args
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rageval_core import cli, matching
-from rageval_core.evaluate import Relevance, Settings
-from rageval_core.matching import Normalisation
+from rageval_core.cli import dispatch as cli
+from rageval_core.cli.settings_flags import settings_from_args
+from rageval_core.matching import scorers as matching
+from rageval_core.evaluation.report import Relevance, Settings
+from rageval_core.matching.scorers import Normalisation
 from rageval_core.metrics import evidence
-from rageval_core.settings import (
+from rageval_core.settings.schema import (
     BY_NAME,
     DEFAULTS,
     DOCS_BEGIN,
@@ -57,7 +59,7 @@ FLAGS = {
     "--rel-level": (int, None, None),
     "--complete": (None, None, None),
     "--numbers-must-match": (None, None, None),
-    # the seed-parity presets and the rules they flip (rageval_core.presets)
+    # the seed-parity presets and the rules they flip (rageval_core.settings.presets)
     "--preset": (None, ("tat-rag", "eggai"), None),
     "--chunk-inside-span-covers": (None, None, None),
     "--one-chunk-one-span": (None, None, None),
@@ -176,7 +178,7 @@ def test_cli_defaults_are_the_schema_defaults(command: str) -> None:
     args = cli.build_parser().parse_args(MINIMAL_ARGV[command])
     for s in SETTINGS:
         assert getattr(args, s.name) == s.default, (command, s.name)
-    assert cli.settings_from_args(args) == Settings()
+    assert settings_from_args(args) == Settings()
 
 
 @pytest.mark.parametrize("command", sorted(MINIMAL_ARGV))
@@ -212,7 +214,7 @@ def test_cli_flags_reach_settings() -> None:
             "--complete",
         ]
     )
-    assert cli.settings_from_args(args) == Settings(
+    assert settings_from_args(args) == Settings(
         k=3,
         threshold=0.55,
         scorer="ratio",

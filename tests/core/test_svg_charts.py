@@ -7,7 +7,7 @@ import math
 import re
 from html.parser import HTMLParser
 
-from rageval_core.svg_charts import line_chart
+from rageval_core.outputs.svg_charts import line_chart
 
 
 class Tags(HTMLParser):

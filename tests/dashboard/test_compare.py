@@ -17,9 +17,10 @@ from streamlit.testing.v1 import AppTest
 from dashboard.components import figures_compare as fc
 from dashboard.components import figures_trends as ft
 from rageval_core.compare import Comparison, compare, trends
-from rageval_core.drilldown import qidx_of, query_detail
+from rageval_core.evaluation.drilldown import qidx_of, query_detail
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluate import Settings, evaluate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
 from rageval_core.formats import read_inputs
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store

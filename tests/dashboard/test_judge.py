@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rageval_core.calibration import calibrate
-from rageval_core.evaluate import Settings, evaluate
+from rageval_core.evaluation.calibration import calibrate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
 from rageval_core.judging import JudgeConfig, estimate_judge
 from rageval_core.metrics import registry
 from rageval_core.rundata import load_run_data

@@ -14,7 +14,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluate import Report, Settings, evaluate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Report, Settings
 from rageval_core.formats import read_inputs
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store

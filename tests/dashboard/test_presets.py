@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.components.tables import format_value
 from dashboard.components.text import escape_text
 from rageval_core import api
-from rageval_core.presets import PRESETS
+from rageval_core.settings.presets import PRESETS
 from rageval_core.store import Store
 from tests.dashboard.conftest import wait_for_scores
 
@@ -112,7 +112,7 @@ def test_rageval_s_own_metrics_that_share_a_preset_s_names_stay_in_their_groups(
     assert "Evidence coverage" in headings and not any("tat-rag" in h for h in headings)
     assert "Preset" not in headings
     from dashboard.components import tables
-    from rageval_core.presets import METRIC_HELP
+    from rageval_core.settings.presets import METRIC_HELP
 
     groups = tables.metric_groups({"EvidenceRecall@10": 0.5, "P@10": 0.1})
     assert list(groups) == ["ranking", "evidence"]

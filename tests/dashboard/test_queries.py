@@ -16,9 +16,10 @@ from dashboard import keys
 from dashboard.components.highlight import HIT_CLASS, chunk_card, highlight
 from dashboard.components.text import escape_text
 from tests.dashboard.conftest import url_param
-from rageval_core import drilldown as dd
+from rageval_core.evaluation import drilldown as dd
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluate import Settings, evaluate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store

@@ -100,7 +100,7 @@ def _view_page() -> None:
 
     from dashboard.components.view_export import view_document
     from dashboard.keys import View
-    from rageval_core.evaluate import Settings
+    from rageval_core.evaluation.report import Settings
 
     st.query_params["run"] = "bm25"
     st.query_params["compare.candidates"] = ["a", "b c"]

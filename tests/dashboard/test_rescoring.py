@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rageval_core.importing import import_paths
-from rageval_core.matching import Normalisation
+from rageval_core.matching.scorers import Normalisation
 from rageval_core.store import Store, scores
 from rageval_core.store.scores import is_scored
 from tests.dashboard.conftest import REPO

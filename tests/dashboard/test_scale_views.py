@@ -15,9 +15,10 @@ from streamlit.testing.v1 import AppTest
 from bench.dashboard_speed import write_big_run
 from dashboard import busy, keys
 from dashboard.components import figures_ops as fo
-from rageval_core import drilldown as dd
-from rageval_core.evaluate import Settings, evaluate
-from rageval_core.opsview import ScatterPoints
+from rageval_core.evaluation import drilldown as dd
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
+from rageval_core.latency.per_query import ScatterPoints
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 from tests.cli import import_files

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from streamlit.testing.v1 import AppTest
 
-from rageval_core.settings import SEMANTIC_THRESHOLD
+from rageval_core.settings.schema import SEMANTIC_THRESHOLD
 from tests.dashboard.conftest import wait_for_scores
 
 

@@ -14,9 +14,10 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import keys
 from dashboard.components.text import escape_text
-from rageval_core import api, tuning
+from rageval_core import api
+from rageval_core.evaluation import tuning
 from rageval_core.compare import compare
-from rageval_core.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 from tests.dashboard.conftest import wait_for_scores

@@ -13,11 +13,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.components.text import escape_text
-from rageval_core import tuning
+from rageval_core.evaluation import tuning
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluate import Settings
+from rageval_core.evaluation.report import Settings
 from rageval_core.formats import read_inputs
-from rageval_core.matching import Normalisation
+from rageval_core.matching.scorers import Normalisation
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import evidence_tensor, load_run_data, numbers_guard
 from rageval_core.store import Store

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from dashboard.components.figures_tuning import window_html
-from rageval_core.tuning import BorderlinePair
+from rageval_core.evaluation.tuning import BorderlinePair
 
 
 def pair(before: str, window: str, after: str, *, clipped: bool = False) -> BorderlinePair:

@@ -91,7 +91,8 @@ class Facts:
 
 
 def compute_facts(db: Path) -> Facts:
-    from rageval_core.evaluate import Settings, evaluate
+    from rageval_core.evaluation.evaluate import evaluate
+    from rageval_core.evaluation.report import Settings
     from rageval_core.rundata import load_run_data
     from rageval_core.store import Store
     from rageval_core.store.scores import load_pair_rows

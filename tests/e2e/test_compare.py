@@ -26,7 +26,7 @@ def expected() -> Iterator[dict[str, Any]]:
     from dashboard.components import figures_compare as fc
     from rageval_core.compare import compare
     from rageval_core.errors import ProblemLog
-    from rageval_core.evaluate import Settings
+    from rageval_core.evaluation.report import Settings
     from rageval_core.formats import read_inputs
     from rageval_core.store import Store
 

@@ -39,7 +39,7 @@ def pairs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[
     from dashboard.components import figures_compare as fc
     from rageval_core.compare import compare
     from rageval_core.errors import ProblemLog
-    from rageval_core.evaluate import Settings
+    from rageval_core.evaluation.report import Settings
     from rageval_core.formats import read_inputs
     from rageval_core.store import Store
 

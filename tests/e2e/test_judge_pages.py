@@ -24,8 +24,8 @@ JUDGED = REPO / "tests" / "data" / "judge" / "judged_run.jsonl"
 def judged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, Any]]]:
     """(server URL, what the pages must show, computed with the core before the server opens
     the store)."""
-    from rageval_core.calibration import calibrate
-    from rageval_core.evaluate import evaluate
+    from rageval_core.evaluation.calibration import calibrate
+    from rageval_core.evaluation.evaluate import evaluate
     from rageval_core.rundata import load_run_data
     from rageval_core.store import Store
 

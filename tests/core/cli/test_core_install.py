@@ -52,7 +52,7 @@ def _site_without_ui(tmp_path: Path) -> Path:
 
 
 def _cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from rageval_core.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from rageval_core.cli.dispatch import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
         [sys.executable, "-S", "-c", code, *args],
         capture_output=True,

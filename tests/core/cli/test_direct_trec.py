@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from rageval_core import api
-from rageval_core.direct import trec_report
-from rageval_core.evaluate import Settings
+from rageval_core.evaluation.direct import trec_report
+from rageval_core.evaluation.report import Settings
 from tests.cli import rageval
 from tests.paths import ORACLE, REPO
 
@@ -123,7 +123,7 @@ def test_the_direct_route_starts_no_blas_threads(tmp_path: Path) -> None:
     run, qrels = write_pair(tmp_path, 1)
     script = (
         "import contextlib, io, os, sys\n"
-        "from rageval_core.cli import main\n"
+        "from rageval_core.cli.dispatch import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    code = main(['evaluate', sys.argv[1], '--qrels', sys.argv[2], '--json'])\n"
         "print(code, len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))\n"

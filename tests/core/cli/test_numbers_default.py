@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rageval_core.matching import score_pairs
+from rageval_core.matching.scorers import score_pairs
 from tests.cli import rageval, rageval_subprocess
 
 GOLD = "128 megabytes (128MB)"

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from rageval_core import api
-from rageval_core.direct import trec_report
+from rageval_core.evaluation.direct import trec_report
 from rageval_core.formats import trec_columns
-from rageval_core.report import Settings
+from rageval_core.evaluation.report import Settings
 from tests.cli import rageval, rageval_subprocess
 from tests.core.formats.test_columnar_import import trec_slow
 

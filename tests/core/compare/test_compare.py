@@ -12,10 +12,11 @@ import pytest
 import scipy.special
 import scipy.stats
 
-from rageval_core.compare import StatOptions, compare, format_comparison, gate, parse_rules, trends
+from rageval_core.compare import StatOptions, compare, gate, parse_rules, trends
+from rageval_core.outputs.compare_text import format_comparison
 from rageval_core.compare import comparison as cmp
 from rageval_core.compare.comparison import align
-from rageval_core.compare.ops import LATENCY_STATS
+from rageval_core.compare.latency_change import LATENCY_STATS
 from rageval_core.compare.statistics import (
     betainc,
     bootstrap_ci,
@@ -26,7 +27,7 @@ from rageval_core.compare.statistics import (
     t_two_sided_p,
 )
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluate import evaluate
+from rageval_core.evaluation.evaluate import evaluate
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from rageval_core import ops
+from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare import higher_is_better as compare_direction
 from rageval_core.errors import UsageError
 from rageval_core.metrics import registry
 from rageval_core.metrics.generation import GENERATION_METRICS
-from rageval_core.presets import PRESETS
+from rageval_core.settings.presets import PRESETS
 from tests.cli import rageval, rageval_subprocess
 from tests.paths import REPO
 

@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from rageval_core.compare import compare, format_comparison
+from rageval_core.compare import compare
+from rageval_core.outputs.compare_text import format_comparison
 from rageval_core.compare import comparison as cmp
 from rageval_core.compare.comparison import MAX_IDS_SHOWN, pair_queries
-from rageval_core.compare.ops import LATENCY_STATS
+from rageval_core.compare.latency_change import LATENCY_STATS
 from rageval_core.compare.statistics import holm
-from rageval_core.evaluate import evaluate
+from rageval_core.evaluation.evaluate import evaluate
 from rageval_core.rundata import load_run_data
 from tests.core.compare.test_compare import FAST, make_run, store_with
 
@@ -186,7 +187,7 @@ def test_batched_ops_intervals_equal_numpy_percentiles_of_each_resample(
     """The latency and cost intervals, all drawn at once and read from histograms, equal the
     statistics np.percentile / mean / sum give on each resample's gathered values (margin 0:
     nearly every resample's percentile falls outside the histogram's fine bins and is sorted)."""
-    from rageval_core.compare.ops import _changes, _Ranks, _Target
+    from rageval_core.compare.latency_change import _changes, _Ranks, _Target
     from rageval_core.compare.statistics import StatOptions, percentile_interval
 
     monkeypatch.setattr(_Ranks, "MARGIN", margin)

@@ -11,7 +11,7 @@ import pytest
 
 from rageval_core.compare.sweeps import COST, LATENCY, best_under, sweep, swept_settings
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluate import evaluate
+from rageval_core.evaluation.evaluate import evaluate
 from rageval_core.formats import read_inputs
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
@@ -66,7 +66,7 @@ def test_the_best_under_a_budget(store: Store) -> None:
 def test_a_source_of_held_reports_gives_the_same_rows_without_evaluating(store: Store) -> None:
     """source (the dashboard's cache): its reports are used as they are when they hold every
     metric asked for; the rows are the ones evaluated here, field by field."""
-    from rageval_core.runops import ops_summary
+    from rageval_core.latency.run_summary import ops_summary
 
     asked: list[str] = []
 

@@ -10,8 +10,8 @@ import pytest
 
 import rageval as rv
 from rageval_core.diagnosis import EVIDENCE_REASONS, IDS_REASONS, diagnose
-from rageval_core.matching import score_one
-from rageval_core.numbers import missing_numbers
+from rageval_core.matching.scorers import score_one
+from rageval_core.matching.numbers import missing_numbers
 from tests.core.diagnosis import runs
 
 

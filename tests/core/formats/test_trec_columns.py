@@ -1,6 +1,6 @@
 """The numpy route for TREC files (formats/trec_columns.py) against the line reader.
 
-`rageval evaluate RUN --qrels QRELS` takes this route first (rageval_core/direct.py). Each case
+`rageval evaluate RUN --qrels QRELS` takes this route first (rageval_core/evaluation/direct.py). Each case
 requires the same queries, selection and labels as the line reader gives through Query objects,
 or a refusal (None) so that the line reader names the problem: a file with any problem is never
 read by this route. The quirk files are test_columnar_import.py's.
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rageval_core import direct
+from rageval_core.evaluation import direct
 from rageval_core.errors import ProblemLog
 from rageval_core.formats import trec, trec_columns
 from rageval_core.metrics import ranked_labels_from_queries

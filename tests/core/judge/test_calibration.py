@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats.contingency import crosstab
 
-from rageval_core.calibration import (
+from rageval_core.evaluation.calibration import (
     SWEEP,
     Calibration,
     ThresholdAgreement,
@@ -24,7 +24,7 @@ from rageval_core.calibration import (
 )
 from rageval_core.judging import JudgeConfig, run_judge
 from rageval_core.store import Store, judgements
-from rageval_core.tuning import balanced_accuracy_interval
+from rageval_core.evaluation.tuning import balanced_accuracy_interval
 from tests.cli import rageval
 from tests.core.judge.conftest import FAITHFULNESS, RUN_FILE
 from tests.fakellm import FakeServer
@@ -129,7 +129,7 @@ def test_the_sweep_follows_the_judge_as_coverage_changes(server: FakeServer, db:
     with Store(db) as store:
         run_judge(store, "judged", JudgeConfig(base_url=server.base_url, model="fake"))
         from rageval_core.rundata import load_run_data
-        from rageval_core.evaluate import evaluate
+        from rageval_core.evaluation.evaluate import evaluate
 
         data = load_run_data(store, "judged")
         covered = {

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
-from rageval_core import matching, matching_pool
+from rageval_core.matching import scorers as matching, pool as matching_pool
 from rageval_core.errors import UsageError
-from rageval_core.matching import (
+from rageval_core.matching.scorers import (
     SCORERS,
     Normalisation,
     normalise,

@@ -12,10 +12,16 @@ from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
 from bench.native_scale import write_native_run
-from rageval_core import matching, matching_pool
-from rageval_core import normalise as normalisation
+from rageval_core.matching import scorers as matching, pool as matching_pool
+from rageval_core.matching import normalise as normalisation
 from rageval_core.importing import import_paths
-from rageval_core.matching import Normalisation, PairScorer, normalise, normalise_many, score_pairs
+from rageval_core.matching.scorers import (
+    Normalisation,
+    PairScorer,
+    normalise,
+    normalise_many,
+    score_pairs,
+)
 from rageval_core.store import Store, scores
 from rageval_core.store.scores import ensure_scored, load_pair_rows
 from tests.core.matching.test_matching import ALL_NORMS, reference_normalise
@@ -198,7 +204,7 @@ def test_rows_read_without_order_by_are_put_in_order() -> None:
 HOLD_A_POOL = """
 import sys, time
 import numpy as np
-from rageval_core import matching, matching_pool
+from rageval_core.matching import scorers as matching, pool as matching_pool
 from tests.core.matching.test_matching_pipeline import random_pairs
 
 matching_pool.POOL_MIN_PAIRS = 10

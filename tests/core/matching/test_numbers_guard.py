@@ -16,12 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval_core import numbers
-from rageval_core.drilldown import query_detail
+from rageval_core.matching import numbers
+from rageval_core.evaluation.drilldown import query_detail
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluate import Settings, evaluate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
-from rageval_core.report_text import format_report
+from rageval_core.outputs.report_text import format_report
 from rageval_core.rundata import load_run_data, numbers_guard
 from rageval_core.store import Store, reads
 
@@ -233,7 +234,7 @@ def test_no_warning_without_meaningful_ids() -> None:
 
 
 def test_the_guard_in_a_preset() -> None:
-    from rageval_core.parity import cover_matrix
+    from rageval_core.evaluation.preset_parity import cover_matrix
 
     query = NEAR_THEN_SAME
     s = Settings(preset="tat-rag", scorer="difflib", threshold=0.7, numbers_must_match=False)

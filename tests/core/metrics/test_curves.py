@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from rageval_core.curves import SWEPT, curve_names, curves_over_k, curves_over_threshold
+from rageval_core.evaluation.curves import SWEPT, curve_names, curves_over_k, curves_over_threshold
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluate import Settings, evaluate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
 from rageval_core.formats import read_inputs
 from rageval_core.rundata import RunData, load_run_data
 from rageval_core.store import Store

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from rageval_core import api
-from rageval_core.direct import trec_report
-from rageval_core.report import Settings
+from rageval_core.evaluation.direct import trec_report
+from rageval_core.evaluation.report import Settings
 from rageval_core.store import Store
 from tests.cli import rageval
 

@@ -18,9 +18,9 @@ import pytrec_eval
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rageval_core import cli
+from rageval_core.cli import dispatch as cli
 from rageval_core.errors import ProblemLog, UsageError
-from rageval_core.evaluate import evaluate, open_file_in_scratch_store
+from rageval_core.evaluation.evaluate import evaluate, open_file_in_scratch_store
 from rageval_core.formats import trec
 from rageval_core.metrics import compute, ranked_labels_from_queries
 from rageval_core.metrics.arrays import (
@@ -175,7 +175,7 @@ def test_measures_that_need_judgements_say_so() -> None:
 
 
 def test_judged_only_is_refused_beside_a_preset() -> None:
-    from rageval_core.evaluate import Settings
+    from rageval_core.evaluation.report import Settings
 
     with pytest.raises(UsageError, match="judged-only"):
         Settings(preset="tat-rag", judged_only=True).check()

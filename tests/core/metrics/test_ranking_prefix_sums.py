@@ -15,7 +15,8 @@ import weakref
 import numpy as np
 import pytest
 
-from rageval_core.evaluate import Settings, coverage, evaluate, evidence_labels
+from rageval_core.evaluation.evaluate import coverage, evaluate, evidence_labels
+from rageval_core.evaluation.report import Settings
 from rageval_core.metrics import RankedLabels, compute, ranked_labels_from_rows, ranking
 from rageval_core.metrics.arrays import ranked_labels_from_relevant
 from rageval_core.metrics.evidence import Coverage, covers

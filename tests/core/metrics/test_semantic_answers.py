@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rageval_core.errors import ProblemLog
-from rageval_core.evaluate import evaluate
+from rageval_core.evaluation.evaluate import evaluate
 from rageval_core.metrics import semantic_answers as sa
 from rageval_core.metrics.generation import generation_scores
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo

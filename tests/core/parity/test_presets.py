@@ -17,8 +17,8 @@ import pytest
 
 import rageval as rv
 from rageval_core.errors import UsageError
-from rageval_core.presets import PRESETS
-from rageval_core.settings import DEFAULTS
+from rageval_core.settings.presets import PRESETS
+from rageval_core.settings.schema import DEFAULTS
 from tests.cli import rageval
 from tests.core.parity import oracle_eggai as E
 from tests.core.parity import oracle_tatrag as T

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval_core import evaluate as ev
+from rageval_core.evaluation import evaluate as ev
 from rageval_core.errors import ProblemLog
 from rageval_core.importing import import_paths
 from rageval_core.metrics import generation as g

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from rageval_core.errors import RagevalError
-from rageval_core.evaluate import Settings, evaluate
+from rageval_core.evaluation.evaluate import evaluate
+from rageval_core.evaluation.report import Settings
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 from rageval_core.store.lease import LeasedStore

@@ -10,7 +10,7 @@ import pytest
 
 from bench.native_scale import write_native_run
 from rageval_core.importing import import_paths
-from rageval_core.matching import Normalisation
+from rageval_core.matching.scorers import Normalisation
 from rageval_core.store import Store, scores
 from rageval_core.store.scores import ScoringCancelled, ensure_scored, is_scored, load_pair_rows
 
