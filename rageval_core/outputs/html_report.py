@@ -280,7 +280,7 @@ def _comparison_section(comparison: Any) -> str:
     return "<h2>Comparison</h2>" + _table(headers, rows, "comparison") + note
 
 
-def _diagnosis_section(loaded: Sequence[tuple[Store, RunData]], s: Settings) -> str:
+def _diagnosis_section(loaded: Sequence[tuple[Store, RunData]], settings: Settings) -> str:
     """Why queries fail: per run, the failing queries per reason (rageval_core.diagnosis, the
     split check included) with example query ids, and the what-if lines."""
     from rageval_core.diagnosis import NO_GOLD, diagnose
@@ -289,7 +289,7 @@ def _diagnosis_section(loaded: Sequence[tuple[Store, RunData]], s: Settings) -> 
     for store, data in loaded:
         parts.append(f"<h3>{escape(data.run.name)}</h3>")
         try:
-            d = diagnose(store, data, s)
+            d = diagnose(store, data, settings)
         except RagevalError as e:  # a preset: the diagnosis reads rageval's own coverage
             parts.append(f"<p>Not diagnosed: {escape(str(e))}</p>")
             continue

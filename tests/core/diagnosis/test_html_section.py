@@ -1,4 +1,4 @@
-"""The HTML report's "Why queries fail" section (rageval_core.html_report): per run, the
+"""The HTML report's "Why queries fail" section (rageval_core.outputs.html_report): per run, the
 failing queries and missed spans per reason of the built run, exactly; the what-if lines are the
 core's; query ids are HTML-escaped; a preset says why there is no diagnosis."""
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import rageval as rv
 from rageval_core.diagnosis import EVIDENCE_REASONS
-from rageval_core.evaluate import Settings
-from rageval_core.html_report import report_html
+from rageval_core.evaluation.report import Settings
+from rageval_core.outputs.html_report import report_html
 from tests.core.diagnosis import runs
 from tests.core.test_html_report import Page
 
