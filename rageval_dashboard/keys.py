@@ -47,6 +47,35 @@ JUDGE = "judge"
 QUERY_PARAM = "q"
 
 
+# --- pages: their url paths are the other half of a shared link ---------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the app: its file under app_pages/, its title and icon, and its url path,
+    which a shared link holds (/queries?run=bm25&k=5): a file may be renamed, its url path never
+    (tests/dashboard/test_shared_links.py)."""
+
+    file: str
+    title: str
+    icon: str
+    url_path: str
+
+
+#: the app's pages in the sidebar's order; the first is the default (served at / too)
+PAGES = (
+    Page("overview.py", "Overview", ":material/dashboard:", "overview"),
+    Page("queries.py", "Queries", ":material/manage_search:", "queries"),
+    Page("threshold.py", "Threshold tuning", ":material/tune:", "threshold"),
+    Page("compare.py", "Compare", ":material/compare_arrows:", "compare"),
+    Page("latency.py", "Latency & cost", ":material/speed:", "latency"),
+    Page("judge.py", "Judge", ":material/gavel:", "judge"),
+    Page("calibration.py", "Judge calibration", ":material/balance:", "calibration"),
+    Page("sweeps.py", "Sweeps", ":material/stacked_line_chart:", "sweeps"),
+    Page("runs.py", "Runs", ":material/folder_open:", "runs"),
+)
+
+
 @dataclass(frozen=True)
 class View:
     """What the sidebar selected: a run and the settings every page evaluates it with."""

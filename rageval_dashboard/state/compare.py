@@ -19,15 +19,8 @@ import streamlit as st
 
 from rageval_dashboard.jobs.busy import calm
 from rageval_dashboard.keys import settings_from_key, settings_key
-from rageval_dashboard.state import (
-    _db,
-    _report,
-    held_source,
-    judge_signature,
-    run_data,
-    runs,
-    store,
-)
+from rageval_dashboard.state.reports import _report, held_source
+from rageval_dashboard.state.storage import _db, judge_signature, run_data, runs, store
 from rageval_core.compare import Comparison, TrendRow, compare, compare_ops
 from rageval_core.compare import shared_query_counts, trends
 from rageval_core.compare.memo import CompareMemo
