@@ -16,7 +16,7 @@ from rageval_dashboard.widgets.downloads import csv_download, table_with_csv
 from rageval_dashboard.components.highlight import chunk_card, text_block
 from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.widgets.view_export import view_downloads
-from rageval_dashboard.widgets.choices import at_k, keep_choice
+from rageval_dashboard.widgets.choices import at_k, keep_choice, linked_item, mirror_item
 from rageval_dashboard.widgets.grid import grid
 from rageval_core import drilldown as dd
 from rageval_core import ops
@@ -373,10 +373,8 @@ def show_per_query(c: Comparison, stem: str) -> None:
         if seen:
             picked = seen[0][0] if isinstance(seen[0], list) else seen[0]
             ss[keys.COMPARE_QUERY] = str(picked)
-    link = st.query_params.get(keys.COMPARE_QUERY)
-    if link is not None and link != ss.get(keys.COMPARE_QUERY_MIRRORED):
-        ss[keys.COMPARE_QUERY] = link  # a link opens its query side by side
-    selected = ss.get(keys.COMPARE_QUERY)
+    # a link opens its query side by side
+    selected = linked_item(keys.COMPARE_QUERY, keys.COMPARE_QUERY, keys.COMPARE_QUERY_MIRRORED)
     with right:
         worst = fc.worst_frame(c, focus, metric)
         st.markdown(f"**Most regressed queries on {metric}**")
@@ -399,15 +397,14 @@ def show_per_query(c: Comparison, stem: str) -> None:
             on_change=_pick,
             format_func=lambda q: q if q != NO_QUERY or selected is None else OTHER_QUERY,
         )
-    ss[keys.COMPARE_QUERY_MIRRORED] = selected
-    if selected is None:
-        st.query_params.pop(keys.COMPARE_QUERY, None)
-        st.info(
-            "Click a point of the scatter or pick a regressed query to see that query's "
-            "retrieved chunks in both runs side by side."
-        )
+    if not mirror_item(
+        selected,
+        keys.COMPARE_QUERY,
+        keys.COMPARE_QUERY_MIRRORED,
+        "Click a point of the scatter or pick a regressed query to see that query's "
+        "retrieved chunks in both runs side by side.",
+    ):
         return
-    st.query_params[keys.COMPARE_QUERY] = str(selected)
     show_side_by_side(
         c, focus_run, metric, str(selected), base_report.per_query, cand_report.per_query
     )

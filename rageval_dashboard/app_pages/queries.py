@@ -15,7 +15,7 @@ from rageval_dashboard.components.highlight import chunk_card, text_block
 from rageval_dashboard.components.tables import file_stem
 from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.widgets.text_tables import text_column, text_table
-from rageval_dashboard.widgets.choices import page_picker
+from rageval_dashboard.widgets.choices import linked_item, mirror_item, page_picker, url_multiselect
 from rageval_dashboard.widgets.grid import grid
 from rageval_core import drilldown as dd
 from rageval_core import ops
@@ -70,14 +70,8 @@ tag = c2.selectbox(
 )
 values: list[str] = []
 if tag != ANY_TAG:
-    options = dd.tag_values(table, tag)
-    ss[keys.QUERIES_TAG_VALUES] = [v for v in ss.get(keys.QUERIES_TAG_VALUES, []) if v in options]
-    values = c3.multiselect(
-        "Values",
-        options,
-        key=keys.QUERIES_TAG_VALUES,
-        placeholder="all values",
-        bind="query-params",
+    values = url_multiselect(
+        c3, "Values", dd.tag_values(table, tag), keys.QUERIES_TAG_VALUES, placeholder="all values"
     )
 else:
     c3.multiselect("Values", [], disabled=True, placeholder="pick a tag first")
@@ -135,10 +129,7 @@ if rows != ss.get(keys.QUERIES_SEEN_ROWS, []):  # a new click (not a selection l
     ss[keys.QUERIES_SEEN_ROWS] = rows
     if rows and rows[0] < page_rows.size:
         ss[keys.SELECTED_QUERY] = str(table.query_ids[page_rows[rows[0]]])
-link = st.query_params.get(keys.QUERY_PARAM)
-if link is not None and link != ss.get(keys.QUERIES_MIRRORED):
-    ss[keys.SELECTED_QUERY] = link
-selected = ss.get(keys.SELECTED_QUERY)
+selected = linked_item(keys.QUERY_PARAM, keys.SELECTED_QUERY, keys.QUERIES_MIRRORED)
 # the open query's row is ticked in the table, however it was opened (a link, prev/next)
 open_qidx = dd.qidx_of(data, selected) if selected is not None else None
 ticked = [] if open_qidx is None else [int(i) for i in np.flatnonzero(page_rows == open_qidx)[:1]]
@@ -185,15 +176,14 @@ with st.container(horizontal=True):
         "queries.json",
     )
 
-ss[keys.QUERIES_MIRRORED] = selected
-if selected is None:
-    st.query_params.pop(keys.QUERY_PARAM, None)
-    st.info(
-        "Select a row of the table to open that query: its gold spans, its ranked chunks "
-        "with the matched text highlighted, and the evidence x chunk scores."
-    )
+if not mirror_item(
+    selected,
+    keys.QUERY_PARAM,
+    keys.QUERIES_MIRRORED,
+    "Select a row of the table to open that query: its gold spans, its ranked chunks "
+    "with the matched text highlighted, and the evidence x chunk scores.",
+):
     st.stop()
-st.query_params[keys.QUERY_PARAM] = selected
 qidx = dd.qidx_of(data, selected)
 st.divider()
 if qidx is None:

@@ -11,7 +11,7 @@ from rageval_dashboard import actions, keys, sidebar, state
 from rageval_dashboard.components.figures import sweeps as fs
 from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.widgets.text_tables import text_table
-from rageval_dashboard.widgets.choices import keep_choice
+from rageval_dashboard.widgets.choices import keep_choice, url_multiselect
 from rageval_core.compare.sweeps import COST, LATENCY, best_under, swept_settings
 
 NO_BUDGET = "no budget"
@@ -39,14 +39,12 @@ default_y = next(
 )
 keep_choice(keys.SWEEP_Y, values, default_y)
 y = c1.selectbox("Plot", values, key=keys.SWEEP_Y, bind="query-params")
-if keys.SWEEP_SETTINGS not in ss:
-    ss[keys.SWEEP_SETTINGS] = swept[:1]
-ss[keys.SWEEP_SETTINGS] = [s for s in ss[keys.SWEEP_SETTINGS] if s in swept]
-chosen = c2.multiselect(
+chosen = url_multiselect(
+    c2,
     "Against",
     swept,
-    key=keys.SWEEP_SETTINGS,
-    bind="query-params",
+    keys.SWEEP_SETTINGS,
+    default=swept[:1],
     help="one setting: a scatter; two: a heat map; more: parallel coordinates",
 )
 b1, b2, _ = st.columns([1, 1, 2])

@@ -20,7 +20,7 @@ import streamlit as st
 from rageval_dashboard.jobs.busy import calm
 from rageval_dashboard.keys import settings_from_key, settings_key
 from rageval_dashboard.state.reports import _report, held_source
-from rageval_dashboard.state.storage import _db, judge_signature, run_data, runs, store
+from rageval_dashboard.state.storage import _db, judge_signature, run_data, RunKey, runs, store
 from rageval_core.compare import Comparison, TrendRow, compare, compare_ops
 from rageval_core.compare import shared_query_counts, trends
 from rageval_core.compare.memo import CompareMemo
@@ -70,7 +70,7 @@ def _compare_inputs(
     reports: list[Report | None] = []
     for run_id, content_hash, _ in runs:
         try:
-            reports.append(_report(run_id, content_hash, db, key, None, None, judges))
+            reports.append(_report(RunKey(run_id, content_hash, db), key, None, None, judges))
         except RagevalError:  # compare() evaluates it on the metrics it compares, or says why
             reports.append(None)
     return [run_data(run_id, h, db) for run_id, h, _ in runs], reports

@@ -13,7 +13,7 @@ from rageval_dashboard.jobs.busy import calm
 from rageval_dashboard.keys import View, settings_from_key, settings_key
 from rageval_core import curves
 from rageval_core.metrics import registry
-from rageval_dashboard.state.storage import _db, run_data, store
+from rageval_dashboard.state.storage import run_data, run_key, RunKey, store
 
 
 #: evidence metrics over the threshold come from one sweep (fine grid); ranking metrics in
@@ -23,12 +23,8 @@ COARSE_GRID = tuple(round(i / 20, 2) for i in range(21))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _curves_k(
-    run_id: int, content_hash: str, db: str | None, key: tuple[Any, ...], names: tuple[str, ...]
-) -> dict[str, np.ndarray]:
-    return curves.curves_over_k(
-        store(), run_data(run_id, content_hash, db), settings_from_key(key), list(names)
-    )
+def _curves_k(run: RunKey, key: tuple[Any, ...], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    return curves.curves_over_k(store(), run_data(*run), settings_from_key(key), list(names))
 
 
 @calm
@@ -40,9 +36,9 @@ def curves_k(view: View, names: Sequence[str]) -> dict[str, np.ndarray]:
     """
     s = view.settings
     key = settings_key(dataclasses.replace(s, k=1))
-    run = (view.run.run_id, view.run.content_hash, _db())
+    run = run_key(view.run)
     if s.relevance != "ids":
-        return _curves_k(*run, key, tuple(names))
+        return _curves_k(run, key, tuple(names))
     ranking = tuple(
         n for n in names if registry.REGISTRY[registry.ALIASES.get(n, n)].family == "ranking"
     )
@@ -50,24 +46,22 @@ def curves_k(view: View, names: Sequence[str]) -> dict[str, np.ndarray]:
     found: dict[str, np.ndarray] = {}
     if ranking:
         found.update(
-            _curves_k(*run, settings_key(dataclasses.replace(s, k=1, threshold=0.0)), ranking)
+            _curves_k(run, settings_key(dataclasses.replace(s, k=1, threshold=0.0)), ranking)
         )
     if other:
-        found.update(_curves_k(*run, key, other))
+        found.update(_curves_k(run, key, other))
     return {n: found[n] for n in names}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _curves_t(
-    run_id: int,
-    content_hash: str,
-    db: str | None,
+    run: RunKey,
     key: tuple[Any, ...],
     grid: tuple[float, ...],
     names: tuple[str, ...] | None,
 ) -> dict[str, np.ndarray]:
     return curves.curves_over_threshold(
-        store(), run_data(run_id, content_hash, db), settings_from_key(key), grid, names
+        store(), run_data(*run), settings_from_key(key), grid, names
     )
 
 
@@ -78,9 +72,7 @@ def curves_t(
     """Run values at k over the thresholds of grid (cached; keyed without the threshold)."""
     key = settings_key(dataclasses.replace(view.settings, threshold=0.0))
     return _curves_t(
-        view.run.run_id,
-        view.run.content_hash,
-        _db(),
+        run_key(view.run),
         key,
         tuple(grid),
         None if names is None else tuple(names),

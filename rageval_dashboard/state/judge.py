@@ -12,7 +12,7 @@ from rageval_dashboard.jobs.busy import signature
 from rageval_dashboard.keys import View, settings_from_key, settings_key
 from rageval_core.store import RunRecord
 from rageval_core.store import judgements as jstore
-from rageval_dashboard.state.storage import _db, judge_signature, store
+from rageval_dashboard.state.storage import _db, judge_signature, run_key, RunKey, store
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -67,16 +67,14 @@ def human_labels(run: RunRecord) -> dict[int, dict[str, str]]:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _calibration(
-    run_id: int,
-    content_hash: str,
-    db: str | None,
+    run: RunKey,
     settings_key: tuple[Any, ...],
     label: str,
     files: tuple[Any, ...],
 ) -> Any:
     from rageval_core.calibration import calibrate
 
-    return calibrate(store(), run_id, label=label, settings=settings_from_key(settings_key))
+    return calibrate(store(), run.run_id, label=label, settings=settings_from_key(settings_key))
 
 
 @calm
@@ -84,9 +82,7 @@ def calibration(view: View, label: str) -> Any:
     """The judge against people on one label name (rageval_core.calibration.calibrate), keyed
     by the store's files: a label given on the page or a new judge set recomputes it."""
     return _calibration(
-        view.run.run_id,
-        view.run.content_hash,
-        _db(),
+        run_key(view.run),
         settings_key(view.settings),
         label,
         signature(store().path),

@@ -17,24 +17,20 @@ from rageval_core.parity import Explanation, explain_preset
 from rageval_core.rundata import RunData
 from rageval_core.runops import ops_summary
 from rageval_core.store import RunRecord
-from rageval_dashboard.state.storage import _db, judge_signature, run_data, store
+from rageval_dashboard.state.storage import judge_signature, run_data, run_key, RunKey, store
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
 def _report(
-    run_id: int,
-    content_hash: str,
-    db: str | None,
+    run: RunKey,
     settings_key: tuple[Any, ...],
     metrics: tuple[str, ...] | None,
     by: str | None,
     judges: tuple[Any, ...] = (),
 ) -> Report:
-    data = run_data(run_id, content_hash, db)
+    data = run_data(*run)
     if by is not None:  # the breakdown regroups the report's per-query values: no re-evaluation
-        return with_breakdown(
-            data, _report(run_id, content_hash, db, settings_key, metrics, None, judges), by
-        )
+        return with_breakdown(data, _report(run, settings_key, metrics, None, judges), by)
     return evaluate(
         data,
         list(metrics) if metrics else None,
@@ -47,9 +43,7 @@ def _report(
 def report(view: View, metrics: tuple[str, ...] | None = None, by: str | None = None) -> Report:
     """The core's report for the current view (cached per run, settings, metrics and tag)."""
     return _report(
-        view.run.run_id,
-        view.run.content_hash,
-        _db(),
+        run_key(view.run),
         settings_key(view.settings),
         metrics,
         by,
@@ -58,10 +52,8 @@ def report(view: View, metrics: tuple[str, ...] | None = None, by: str | None = 
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _explanation(
-    run_id: int, content_hash: str, db: str | None, preset: str, given: tuple[Any, ...]
-) -> Explanation:
-    data = run_data(run_id, content_hash, db)
+def _explanation(run: RunKey, preset: str, given: tuple[Any, ...]) -> Explanation:
+    data = run_data(*run)
     return explain_preset(store(), data, preset, dict(given))
 
 
@@ -71,9 +63,7 @@ def explanation(view: View, given: dict[str, Any]) -> Explanation:
     the settings the user moved away from the preset held fixed at every step (cached)."""
     assert view.settings.preset is not None
     return _explanation(
-        view.run.run_id,
-        view.run.content_hash,
-        _db(),
+        run_key(view.run),
         view.settings.preset,
         tuple(sorted(given.items())),
     )
@@ -82,7 +72,7 @@ def explanation(view: View, given: dict[str, Any]) -> Explanation:
 @calm
 def data(view: View) -> RunData:
     """The current run's arrays (cached)."""
-    return run_data(view.run.run_id, view.run.content_hash, _db())
+    return run_data(*run_key(view.run))
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -95,12 +85,12 @@ def figure(name: str, view: View, key: tuple[Any, ...], build: Callable[[], Any]
     a slider move that leaves a figure's inputs as they were neither rebuilds it (a scatter of
     thousands of points is tens of ms) nor changes what goes to the browser. Shared read-only
     by every session (st.plotly_chart copies it)."""
-    return _figure(name, (view.run.run_id, view.run.content_hash, _db(), *key), build)
+    return _figure(name, (run_key(view.run), *key), build)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _run_ops(run_id: int, content_hash: str, db: str | None) -> dict[str, Any]:
-    return ops_summary(run_data(run_id, content_hash, db))
+def _run_ops(run: RunKey) -> dict[str, Any]:
+    return ops_summary(run_data(*run))
 
 
 def held_source(
@@ -110,13 +100,13 @@ def held_source(
     settings, so a k move evaluates each run once for every page (no store read either)."""
 
     def source(record: RunRecord) -> tuple[RunData, Report | None]:
-        run = (record.run_id, record.content_hash, db)
+        run = RunKey(record.run_id, record.content_hash, db)
         try:
-            held = _report(*run, settings_key, None, None, judges)
+            held = _report(run, settings_key, None, None, judges)
         except RagevalError:
             return run_data(*run), None
         # latency and cost do not move with the settings: the run's summary, not each report's
-        return run_data(*run), dataclasses.replace(held, ops=_run_ops(*run))
+        return run_data(*run), dataclasses.replace(held, ops=_run_ops(run))
 
     return source
 

@@ -7,7 +7,7 @@ import functools
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import streamlit as st
 
@@ -140,6 +140,20 @@ def take_interrupted() -> list[str]:
         found = leased.interrupted()
         leased.acknowledge_interrupted(found)
     return [e.message for e in found]
+
+
+class RunKey(NamedTuple):
+    """A run as every cache keys it: a re-imported run (a new content hash) or another store
+    file is another key."""
+
+    run_id: int
+    content_hash: str
+    db: str | None
+
+
+def run_key(run: RunRecord) -> RunKey:
+    """The cache key of a stored run in the store this server shows."""
+    return RunKey(run.run_id, run.content_hash, _db())
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

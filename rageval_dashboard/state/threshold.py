@@ -10,7 +10,7 @@ from rageval_dashboard.jobs.busy import calm
 from rageval_dashboard.jobs.busy import signature
 from rageval_dashboard.keys import View, settings_from_key, settings_key
 from rageval_core import tuning
-from rageval_dashboard.state.storage import _db, run_data, store
+from rageval_dashboard.state.storage import run_data, run_key, RunKey, store
 
 
 #: borderline pairs fetched per setting (the Threshold page shows them a few at a time)
@@ -19,16 +19,14 @@ TUNING_LIMIT = 200
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _borderline(
-    run_id: int,
-    content_hash: str,
-    db: str | None,
+    run: RunKey,
     settings_key: tuple[Any, ...],
     band: float,
     limit: int,
 ) -> list[tuning.BorderlinePair]:
     return tuning.borderline_pairs(
         store(),
-        run_data(run_id, content_hash, db),
+        run_data(*run),
         settings_from_key(settings_key),
         band=band,
         limit=limit,
@@ -39,9 +37,7 @@ def _borderline(
 def borderline(view: View, band: float, limit: int = TUNING_LIMIT) -> list[tuning.BorderlinePair]:
     """The pairs near the view's threshold (cached per run, settings and band; labels are not)."""
     return _borderline(
-        view.run.run_id,
-        view.run.content_hash,
-        _db(),
+        run_key(view.run),
         settings_key(view.settings),
         round(float(band), 4),
         limit,
@@ -50,14 +46,12 @@ def borderline(view: View, band: float, limit: int = TUNING_LIMIT) -> list[tunin
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _pair_labels(
-    run_id: int,
-    content_hash: str,
-    db: str | None,
+    run: RunKey,
     scorer: str,
     norm: str,
     signature: tuple[Any, ...],
 ) -> tuning.Labels:
-    return tuning.labels(store(), run_id, scorer, norm)
+    return tuning.labels(store(), run.run_id, scorer, norm)
 
 
 @calm
@@ -68,9 +62,7 @@ def pair_labels(view: View) -> tuning.Labels:
     the files, so it is read again then, and not on every slider move.
     """
     return _pair_labels(
-        view.run.run_id,
-        view.run.content_hash,
-        _db(),
+        run_key(view.run),
         view.settings.scorer_key,
         view.settings.norm.key,
         signature(store().path),

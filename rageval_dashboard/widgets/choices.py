@@ -1,6 +1,10 @@
-"""Widget helpers the pages share: keeping a stored choice valid, picking a page of rows."""
+"""Widget helpers the pages share: keeping a stored choice valid, picking a page of rows, and the
+open item mirrored in the URL (?q=, ?compare.query=) so that a shared link opens it."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -12,6 +16,38 @@ def keep_choice(key: str, options: list[str], default: str) -> None:
     """
     if st.session_state.get(key) not in options:
         st.session_state[key] = default
+
+
+def url_multiselect(
+    where: Any, label: str, options: list[str], key: str, default: Sequence[str] = (), **kwargs: Any
+) -> list[str]:
+    """A multiselect bound to the URL under key, drawn in where (st or a column), whose stored
+    choices keep only those still among options (default when nothing was stored): a value left
+    from another run or tag would make the widget raise."""
+    kept = st.session_state.get(key, list(default))
+    st.session_state[key] = [v for v in kept if v in options]
+    return list(where.multiselect(label, options, key=key, bind="query-params", **kwargs))
+
+
+def linked_item(param: str, selected_key: str, mirrored_key: str) -> str | None:
+    """The open item under selected_key, which a link's ?<param>= opens when it is not the
+    value this page wrote to the URL itself (mirror_item)."""
+    link = st.query_params.get(param)
+    if link is not None and link != st.session_state.get(mirrored_key):
+        st.session_state[selected_key] = link
+    return st.session_state.get(selected_key)
+
+
+def mirror_item(selected: str | None, param: str, mirrored_key: str, hint: str) -> bool:
+    """The open item written to the URL under param (a shared link opens it); with none open,
+    the parameter taken out and hint shown. True when an item is open."""
+    st.session_state[mirrored_key] = selected
+    if selected is None:
+        st.query_params.pop(param, None)
+        st.info(hint)
+        return False
+    st.query_params[param] = str(selected)
+    return True
 
 
 def at_k(name: str, options: list[str], k: int) -> str:
