@@ -159,7 +159,7 @@ def core_split(db: str, run_name: str) -> dict[str, float]:
 
     import dataclasses
 
-    import rageval_dashboard.components.figures.curves  # noqa: F401 (what the page imports: plotly, pandas)
+    import rageval_dashboard.components.figures.curves  # noqa: F401 (plotly, pandas)
     from rageval_core import curves
     from rageval_core.evaluate import Settings, evaluate, with_breakdown
     from rageval_core.rundata import load_run_data

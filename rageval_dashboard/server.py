@@ -3,8 +3,9 @@
 Streamlit reads `.streamlit/config.toml` only from the folder it is started in, so an installed
 `rageval dashboard` started anywhere else would listen on every interface, send usage statistics
 and show the Deploy button. The options below go on Streamlit's command line instead, which wins
-over any config file; `.streamlit/config.toml` repeats them for `streamlit run rageval_dashboard/app.py`
-from the repository (a test keeps the two equal). This module does not import Streamlit.
+over any config file; `.streamlit/config.toml` repeats them for
+`streamlit run rageval_dashboard/app.py` from the repository (a test keeps the two equal). This
+module does not import Streamlit.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Escaped HTML for chunk texts with the matched gold-span window marked (pure; no Streamlit calls).
 
-Every piece of user text goes through escape_text (rageval_dashboard/components/text.py: the one rule
+Every piece of user text goes through escape_text (components/text.py: the one rule
 for user text) before it is joined with markup, so the result is safe for
 st.markdown(..., unsafe_allow_html=True): no Markdown or HTML in it is read, whatever its line
 endings.

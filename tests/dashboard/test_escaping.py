@@ -1,4 +1,4 @@
-"""One rule for user text in the app: escape_text (rageval_dashboard/components/text.py) leaves nothing
+"""One rule for user text in the app: escape_text (components/text.py) leaves nothing
 for Markdown, HTML or plotly to read, whatever the line endings (issue 13: `"\\r\\r![x](http://...)"`
 in a chunk rendered a remote image), and every page shows run-file text only through it.
 

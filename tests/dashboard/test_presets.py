@@ -27,9 +27,8 @@ def test_a_link_with_a_preset_shows_its_numbers_under_its_names(
 ) -> None:
     at = make_app(run="bm25", preset=preset)
     assert not at.exception, [e.value for e in at.exception]
-    wait_for_scores(
-        at
-    )  # a preset's scorer may need new pair scores (rageval_dashboard/jobs/rescoring)
+    # a preset's scorer may need new pair scores (rageval_dashboard/jobs/rescoring.py)
+    wait_for_scores(at)
     values = PRESETS[preset].values
     # the widgets the link did not set take the preset's values
     assert at.sidebar.selectbox(key="preset").value == preset

@@ -24,7 +24,8 @@ from tests.servers import free_port, wait_healthy
 
 
 def test_the_repository_config_says_what_the_command_passes() -> None:
-    """`streamlit run rageval_dashboard/app.py` from the repo and `rageval dashboard` anywhere agree."""
+    """`streamlit run rageval_dashboard/app.py` from the repo and `rageval dashboard` anywhere
+    agree."""
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
 
     def flat(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Overview figures: core results -> plotly Figures (pure: no Streamlit calls, no metric maths).
 
 Their labels are metric names and numbers only; a figure drawing user text (a tag value, a
-query id) escapes it with escape_text (rageval_dashboard/components/text.py), as figures_ops does.
+query id) escapes it with escape_text (components/text.py), as figures_ops does.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Plotly draws trace names, category labels and hover text through its own pseudo-HTML (it knows
 <a href>, <b>, <br> ...) and decodes entities in plain text, so every user string (tag values,
-query ids, stage names) goes through escape_text (rageval_dashboard/components/text.py) here: it then
+query ids, stage names) goes through escape_text (components/text.py) here: it then
 shows exactly as typed and never becomes markup.
 """
 

@@ -2,7 +2,7 @@
 
 The pair cards are HTML built here from escaped pieces only (the page renders them with
 st.markdown(..., unsafe_allow_html=True)): chunk and gold-span texts are user text and must never
-become markup: each piece goes through escape_text (rageval_dashboard/components/text.py, the one rule
+become markup: each piece goes through escape_text (components/text.py, the one rule
 for user text), which also keeps a card one HTML block whatever the line endings.
 """
 
