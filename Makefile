@@ -16,7 +16,7 @@ XDIST ?= 2
 # tests whose behaviour differs in CI (../shared must be there) read CI; keep the caller's value
 PYTEST := $(PY) -m pytest -n $(XDIST)
 
-.PHONY: help run test test-fast test-latest test-lowest fuzz bench bench-quick lint docs-examples lock shell import \
+.PHONY: help run test test-fast test-latest test-lowest fuzz clean-exits bench bench-quick lint docs-examples lock shell import \
 	setup setup-test setup-bench browser java layers clean
 
 help:  ## list the targets
@@ -73,6 +73,9 @@ test-lowest: browser java | $(UV)  ## every test on the lowest versions pyprojec
 
 fuzz: setup-test  ## the hostile-file fuzzer run long (5,000 generated files per reader, 2,500 through the CLI)
 	RAGEVAL_FUZZ_EXAMPLES=$${RAGEVAL_FUZZ_EXAMPLES:-5000} $(PY) -m pytest -p no:cacheprovider -q tests/core/formats/test_fuzz_readers.py
+
+clean-exits: setup-test  ## import, evaluate and judge, 50 processes each, every one a clean exit (the suite runs 10)
+	CLEAN_EXIT_RUNS=$${CLEAN_EXIT_RUNS:-50} $(PY) -m pytest -p no:cacheprovider -q tests/core/test_clean_exit.py
 
 lock: | $(UV)  ## regenerate uv.lock after a change to pyproject.toml (keeps other pins); UPGRADE=1 takes the newest
 	$(UV) lock $(if $(UPGRADE),--upgrade,)

@@ -327,6 +327,16 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
                 f"target at most 3x: {'met' if data['semantic_over_default'] <= 3 else 'MISSED'}",
             )
         )
+    if "judge_pacing" in by_key:
+        data = by_key["judge_pacing"].data
+        rows.append(
+            (
+                f"judge, {data['n_queries']} items x 3 prompts, concurrency "
+                f"{data['concurrency']}: every 3rd first attempt 429 (Retry-After 1 s) / no 429",
+                fmt_ratio(data["ratio"]),
+                f"time ratio; target about 2x: {'met' if data['ratio'] <= 2.2 else 'MISSED'}",
+            )
+        )
     return Table(("comparison", "result", "meaning"), tuple(rows), text_columns=(0, 2))
 
 

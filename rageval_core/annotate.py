@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rageval_core.errors import ProblemLog, UsageError
+from rageval_core.formats.base import MAX_MEASURE, too_large
 from rageval_core.model import ParsedRun, Query
 from rageval_core.store import RunRecord, RunRef, Store
 from rageval_core.store.runfacts import (
@@ -76,6 +77,8 @@ def check_facts(
         for label, value in zip(("prompt", "completion"), prices, strict=True):
             if value is not None and (not math.isfinite(value) or value < 0):
                 raise UsageError(f"{label} price: {value!r} is not a price (USD per 1K, >= 0)")
+            if value is not None and value > MAX_MEASURE:
+                raise UsageError(f"{label} price: {too_large(value)}")
     if tags:
         for key in tags:
             if not key.strip():

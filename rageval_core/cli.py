@@ -13,7 +13,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rageval_core import cli_attach, cli_engines, cli_judge, cli_outputs
+from rageval_core import cli_attach, cli_engines, cli_judge, cli_outputs, cli_paths, threads
+from rageval_core.cli_paths import INPUT, OUTPUT_FOLDER, RUN, add_path_argument, on_spark
 from rageval_core.cli_presets import print_explanation
 from rageval_core.cli_settings import (
     add_settings_arguments,
@@ -30,7 +31,9 @@ def _store(args: argparse.Namespace) -> Any:
     """The store, waiting (and saying so) while another process holds it; tells of interruptions."""
     from rageval_core.store import Store
     from rageval_core.store.locking import StoreBusyError, wait_s
+    from rageval_core.store.store import default_path
 
+    cli_paths.check_store_path(args.db or default_path())  # a FIFO: DuckDB would wait for good
     try:
         store = Store(args.db, wait_s=0)
     except StoreBusyError as e:
@@ -206,9 +209,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from rageval_core.demo import generate
 
     out = Path(args.out)
-    paths = generate(
-        out, n_queries=args.queries, seed=args.seed, progress=lambda s: print(s, file=sys.stderr)
-    )
+    # written into a folder of its own inside out, then moved: never half a run at a run's name
+    with cli_paths.write_folder(args.out) as staging:
+        written = generate(
+            staging,
+            n_queries=args.queries,
+            seed=args.seed,
+            progress=lambda s: print(s.replace(str(staging), str(out)), file=sys.stderr),
+        )
+    paths = [out / p.name for p in written]
     for p in paths:
         print(f"wrote {p} ({p.stat().st_size / 1e6:.1f} MB)")
     if args.db is None:  # --db given: the new runs go into that store too
@@ -239,6 +248,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from rageval_core.store.store import default_path
 
     db = Path(args.db or default_path()).expanduser().resolve()
+    cli_paths.check_store_path(str(db))
     if not server.is_loopback(args.host):
         print(
             f"rageval: warning: the dashboard listens on {args.host}, not on this machine only: "
@@ -405,8 +415,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("import", parents=[common], help="validate run files and store them")
-    p.add_argument(
+    add_path_argument(
+        p,
         "files",
+        kind=INPUT,
+        folders=True,  # a BEIR dataset's folder
         nargs="+",
         metavar="FILE",
         help="run files (a TREC run may come with its qrels file)",
@@ -448,7 +461,13 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="regenerate the sample runs (and import them into the store given by --db)",
     )
-    p.add_argument("--out", default="sample_runs", help="output folder (default: sample_runs)")
+    add_path_argument(
+        p,
+        "--out",
+        kind=OUTPUT_FOLDER,
+        default="sample_runs",
+        help="output folder (default: sample_runs)",
+    )
     p.add_argument("--queries", type=int, default=360, help="queries per run (default: 360)")
     p.add_argument("--seed", type=int, default=7)
     p.set_defaults(func=cmd_demo)
@@ -456,14 +475,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "evaluate", parents=[common], help="compute metrics for a run (file or stored name)"
     )
-    p.add_argument("run", metavar="RUN_FILE_OR_NAME")
-    p.add_argument(
+    add_path_argument(p, "run", kind=RUN, folders=on_spark, metavar="RUN_FILE_OR_NAME")
+    add_path_argument(
+        p,
         "companions",
+        kind=INPUT,
+        folders=True,  # a BEIR dataset's folder (and Spark's input folders)
         nargs="*",
         metavar="FILE",
         help="the run file's companion (a TAT-RAG gold set, QA pairs, TREC qrels)",
     )
-    p.add_argument("--qrels", metavar="FILE", help="qrels for a TREC run file")
+    add_path_argument(p, "--qrels", kind=INPUT, metavar="FILE", help="qrels for a TREC run file")
     p.add_argument("--format", choices=FORMATS, help="force the run file's format")
     add_reader_arguments(p)
     p.add_argument(
@@ -488,8 +510,10 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="compare runs on their shared queries: baseline first, then candidates",
     )
-    p.add_argument(
+    add_path_argument(
+        p,
         "runs",
+        kind=RUN,
         nargs="+",
         metavar="RUN",
         help="BASELINE CANDIDATE...: 2 to 5 stored run names or run files",
@@ -520,8 +544,10 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="exit 1 when the candidate breaks a rule against the baseline (for CI)",
     )
-    p.add_argument("--baseline", required=True, metavar="RUN", help="stored run name or run file")
-    p.add_argument("--candidate", required=True, metavar="RUN", help="stored run name or run file")
+    for flag in ("--baseline", "--candidate"):
+        add_path_argument(
+            p, flag, kind=RUN, required=True, metavar="RUN", help="stored run name or run file"
+        )
     p.add_argument(
         "--max-drop",
         metavar="RULES",
@@ -600,6 +626,8 @@ def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        # every path the line names, before the store or a file is opened
+        cli_paths.check_arguments(args)
         with reader_options(args):
             return int(args.func(args))
     except RagevalError as e:
@@ -660,9 +688,12 @@ def _silence(stdout: Any) -> None:
 
 
 def entry() -> None:
-    """The `rageval` console script: main(), then exit; a Ctrl-C once the work is done (while the
-    interpreter shuts down its pools) no longer turns a finished command into a failure."""
-    sys.exit(main(then_ignore_sigint=True))
+    """The `rageval` console script: main(), then exit; a late Ctrl-C no longer fails a finished
+    command. Background threads are stopped and waited for first (one ended inside DuckDB or
+    Arrow aborts the process: rageval_core.threads), or the process ends at once with the code."""
+    code = main(then_ignore_sigint=True)
+    threads.finish(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

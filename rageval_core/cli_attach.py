@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from rageval_core.cli_paths import INPUT, add_path_argument
 from rageval_core.errors import UsageError
 
 
@@ -22,7 +23,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "scores, judge results and notes. A malformed file changes nothing.",
     )
     p.add_argument("run", help="a stored run (name or id)")
-    p.add_argument("--qrels", metavar="FILE", help="relevance labels for the run's queries")
+    add_path_argument(
+        p, "--qrels", kind=INPUT, metavar="FILE", help="relevance labels for the run's queries"
+    )
     p.add_argument("--date", metavar="ISO", help="the run's created_at, e.g. 2026-05-01")
     p.add_argument("--prompt-price", type=float, metavar="USD", help="USD per 1K prompt tokens")
     p.add_argument(

@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from rageval_core.cli_paths import RUN, add_path_argument
 from rageval_core.terminal import json_text, shown, text_table
 
 _METRICS = "faithfulness,retrieval_quality,answer_quality"
@@ -22,10 +23,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="judge a stored run with an LLM on an OpenAI-compatible endpoint",
         description="Judge every query of a stored run with an LLM (POST {base_url}/chat/"
         "completions) and keep the verdicts as a result set beside the run; evaluate then "
-        "shows them as judge.* metrics. The key is read from an environment variable and "
-        "never stored, logged or cached. docs/judging.md has the prompts.",
+        "shows them as judge.* metrics. A run file is read as evaluate reads it: its replies "
+        "go to the store's cache (importing the file and judging it then sends nothing), its "
+        "verdicts are not kept. The key is read from an environment variable and never "
+        "stored, logged or cached. docs/judging.md has the prompts.",
     )
-    p.add_argument("run", help="a stored run (name or id)")
+    add_path_argument(p, "run", kind=RUN, help="a stored run (name or id) or a run file")
     p.add_argument("--base-url", required=True, help="e.g. https://api.openai.com/v1")
     p.add_argument("--model", required=True, help="the judge model, e.g. gpt-4o-mini")
     p.add_argument(
@@ -44,7 +47,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--max-cost",
         type=float,
         metavar="USD",
-        help="stop before the spend would pass this (keeps what finished)",
+        help="a hard budget: a request is sent only when its worst case (prompt bytes + "
+        "--max-tokens at the prices) fits beside what was spent and what is in flight; "
+        "keeps what finished",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=512,
+        metavar="N",
+        help="the most tokens a reply may have, sent with every request (default 512)",
     )
     p.add_argument(
         "--price-in", type=float, metavar="P", help="the judge's USD per 1K prompt tokens"
@@ -62,7 +74,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--contexts", type=int, default=10, metavar="N", help="top chunks shown (default 10)"
     )
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="(default 60)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="the longest one request may take, connect to the reply's last byte (default 60; "
+        "replies past 4 MiB are cut and are judge errors)",
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -104,6 +123,7 @@ def _config(args: argparse.Namespace) -> Any:
         name=args.name,
         contexts=args.contexts,
         timeout_s=args.timeout,
+        max_tokens=args.max_tokens,
     )
 
 
@@ -135,14 +155,17 @@ class _Bar:
 def cmd_judge(args: argparse.Namespace) -> int:
     import os
 
+    from rageval_core import api
     from rageval_core.cli import _store
     from rageval_core.judging import estimate_judge, repeatability, run_judge
 
     config = _config(args)
     config.check()
-    with _store(args) as store:
+    with _store(args) as store, api.load(args.run, store=store) as run:
+        # a file lives in a scratch store of its own; its replies go to (and come from) --db's
+        ref, cache = run.data.run.run_id, store
         if args.dry_run:
-            summary = estimate_judge(store, args.run, config)
+            summary = estimate_judge(run.store, ref, config, cache=cache)
         else:
             if not os.environ.get(config.api_key_env):
                 print(
@@ -152,21 +175,26 @@ def cmd_judge(args: argparse.Namespace) -> int:
                 )
             bar = _Bar(args.run)
             try:
-                summary = run_judge(store, args.run, config, progress=bar)
+                summary = run_judge(run.store, ref, config, progress=bar, cache=cache)
             finally:
                 bar.close()
         rep = (
-            repeatability(store, args.run, str(summary.judge.judge_id))
+            repeatability(run.store, ref, str(summary.judge.judge_id))
             if summary.judge is not None and config.repeats > 1
             else None
         )
+        from_file = run.store is not store
+        if from_file:
+            summary.judge = None  # it lived in the file's scratch store: gone with it
     if args.json:
         out = summary.to_json()
+        if from_file:
+            out["file"] = args.run
         if rep is not None:
             out["repeatability"] = rep.to_json()
         print(json_text(out))
     else:
-        _print_summary(summary, rep)
+        _print_summary(summary, rep, args.run if from_file else None)
     if summary.status == "failed":
         from rageval_core.judging import JudgeUnreachableError
 
@@ -180,7 +208,7 @@ def _money(value: float | None) -> str:
     )
 
 
-def _print_summary(s: Any, rep: Any) -> None:
+def _print_summary(s: Any, rep: Any, file: str | None = None) -> None:
     from rageval_core.judging.client import FAST_STOP_AFTER
 
     if s.status == "dry-run":
@@ -189,6 +217,11 @@ def _print_summary(s: Any, rep: Any) -> None:
             f"send ({s.cache_hits} answered from the cache), ~{s.prompt_tokens} prompt + "
             f"~{s.completion_tokens} completion tokens, estimated cost "
             f"{_money(s.estimated_cost_usd)}"
+            + (
+                f" (worst case ${s.worst_case_usd:.4f}: what --max-cost reserves)"
+                if s.worst_case_usd is not None
+                else ""
+            )
         )
         return
     print(
@@ -206,8 +239,25 @@ def _print_summary(s: Any, rep: Any) -> None:
         f"tokens {s.prompt_tokens} prompt + {s.completion_tokens} completion, cost "
         f"{_money(s.cost_usd if s.priced else None)}"
     )
+    if s.ledger is not None:
+        b = s.ledger
+        print(
+            f"budget ${b.limit_usd:.4f}: spent ${b.spent_usd:.4f}, reserved at most "
+            f"${b.peak_reserved_usd:.4f} at once for requests in flight (their worst case), "
+            f"${max(0.0, b.limit_usd - b.spent_usd):.4f} left"
+            + (
+                f"; {b.overruns} replies reported more tokens than their worst case"
+                if b.overruns
+                else ""
+            )
+        )
     if s.status == "budget":
-        print("stopped: the next request would have passed --max-cost (finished results kept)")
+        refused = s.ledger.refused_worst_case_usd if s.ledger is not None else None
+        print(
+            "stopped: the next request's worst case"
+            + (f" (${refused:.4f})" if refused is not None else "")
+            + " did not fit in --max-cost (finished results kept)"
+        )
     elif s.status in ("interrupted", "cancelled"):
         print(f"{s.status}: finished results kept")
     if s.cause is not None:
@@ -219,6 +269,12 @@ def _print_summary(s: Any, rep: Any) -> None:
         print("failed: no judgment succeeded (the judge errors above say why)")
     elif s.status == "partial":
         print(f"partial: {s.judge_errors} of {s.done} judgments are judge errors (not scored)")
+    if file is not None and s.done:
+        print(
+            f"verdicts not kept: {file} is a file, not a stored run; its replies are in the "
+            f"store's cache: `rageval import {file}`, then `rageval judge` with the same flags on the "
+            "stored run answers them from the cache (nothing sent, nothing paid)"
+        )
     if s.judge is not None and not s.judge.usable:
         print(
             f"kept as judge {s.judge.judge_id} ({s.judge.name}), status {s.judge.status}: "

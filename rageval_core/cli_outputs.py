@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rageval_core.cli_paths import OUTPUT, RUN, add_path_argument, check_output, write_output
 from rageval_core.errors import ProblemLog, UsageError
 
 EXPORT_TARGETS = ("jsonl", "parquet", "mlflow")
@@ -24,8 +25,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="fuse runs into one (reciprocal rank fusion, CombSUM, CombMNZ), as ranx's fuse (RRF ties ranked as trec_eval does)",
     )
-    p.add_argument(
-        "runs", nargs="+", metavar="RUN", help="two or more stored run names or run files"
+    add_path_argument(
+        p,
+        "runs",
+        kind=RUN,
+        nargs="+",
+        metavar="RUN",
+        help="two or more stored run names or run files",
     )
     p.add_argument("--method", choices=METHODS, default="rrf", help="fusion method (default rrf)")
     p.add_argument(
@@ -38,8 +44,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--depth", type=int, metavar="N", help="keep the top N fused documents per query"
     )
     p.add_argument("--name", help="the fused run's name (default METHOD-RUN1-RUN2...)")
-    p.add_argument(
+    add_path_argument(
+        p,
         "--out",
+        kind=OUTPUT,
         metavar="FILE",
         help="write the fused run to FILE (.trec/.run/.txt: TREC run lines; else native JSONL) "
         "instead of storing it",
@@ -51,8 +59,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="write one self-contained HTML report (no script, no request) of one or more runs",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN", help="stored run names or run files")
-    p.add_argument("--out", required=True, metavar="FILE", help="the .html file to write")
+    add_path_argument(
+        p, "runs", kind=RUN, nargs="+", metavar="RUN", help="stored run names or run files"
+    )
+    add_path_argument(
+        p, "--out", kind=OUTPUT, required=True, metavar="FILE", help="the .html file to write"
+    )
     p.add_argument("--metrics", help='e.g. "P@5 nDCG@10 RR" (default: the default metrics)')
     from rageval_core.cli_settings import add_settings_arguments, add_stat_arguments
 
@@ -104,12 +116,13 @@ def cmd_fuse(args: argparse.Namespace) -> int:
             fused = fuse_queries(runs, args.method, args.k, args.depth, args.name)
         if args.out is not None:
             out = Path(args.out)
-            if out.suffix.lower() in TREC_SUFFIXES:
-                n = write_trec_run(fused, out)
-            else:
-                from rageval_core.formats.native import write_native
+            with write_output(args.out) as partial:
+                if out.suffix.lower() in TREC_SUFFIXES:
+                    n = write_trec_run(fused, partial)
+                else:
+                    from rageval_core.formats.native import write_native
 
-                n = write_native(fused.info, fused.queries, out)
+                    n = write_native(fused.info, fused.queries, partial)
             print(f"wrote {n} fused queries ({args.method}) to {out}")
             return 0
         from rageval_core.model import ParsedRun
@@ -137,11 +150,14 @@ def cmd_export(args: argparse.Namespace) -> int:
         target, out = "jsonl", target
     if target in ("jsonl", "parquet") and out is None:
         raise UsageError(f"export --to {target} needs --out FILE")
+    if out is not None:  # before the store is opened and the run evaluated
+        check_output(out, "--out" if args.out is not None else "--to")
     with _store(args) as store:
         if target == "jsonl":
             from rageval_core.importing import export_native
 
-            n = export_native(store, args.run, Path(out))
+            with write_output(out) as partial:
+                n = export_native(store, args.run, partial)
             print(f"exported {n} queries to {out}")
             return 0
         from rageval_core.evaluate import evaluate
@@ -152,7 +168,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         if target == "parquet":
             from rageval_core.exports import write_per_query_parquet
 
-            n = write_per_query_parquet(report, Path(out))
+            with write_output(out) as partial:
+                n = write_per_query_parquet(report, partial)
             print(f"wrote the per-query table of {report.run} ({n} queries) to {out}")
             return 0
         from rageval_core.exports import export_mlflow
@@ -190,16 +207,18 @@ def cmd_report(args: argparse.Namespace) -> int:
             seed=args.seed,
             alpha=args.alpha,
         )
-        path = write_report(
-            args.runs,
-            Path(args.out),
-            metrics=_metrics(args),
-            store=store,
-            settings=settings_from_args(args),
-            options=options,
-        )
+        with write_output(args.out) as partial:
+            write_report(
+                args.runs,
+                partial,
+                metrics=_metrics(args),
+                store=store,
+                settings=settings_from_args(args),
+                options=options,
+            )
     finally:
         if store is not None:
             store.close()
+    path = Path(args.out)
     print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)", file=sys.stdout)
     return 0

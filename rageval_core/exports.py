@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 import re
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import UsageError
+from rageval_core.terminal import strict_json
 
 #: the characters MLflow allows in a metric or param name; others become "_", "@" becomes "_at_"
 _MLFLOW_UNSAFE = re.compile(r"[^\w\-. /]")
@@ -55,7 +55,7 @@ def write_per_query_parquet(report: Any, path: Path) -> int:
     arrays += [pa.array([r[j] for r in rows], type=pa.float64()) for j in range(1, len(columns))]
     table = pa.Table.from_arrays(arrays, names=columns)
     table = table.replace_schema_metadata(
-        {"rageval.run": report.run, "rageval.settings": json.dumps(report.settings)}
+        {"rageval.run": report.run, "rageval.settings": strict_json(report.settings)}
     )
     partial = path.with_name(path.name + ".partial")
     try:
@@ -109,7 +109,7 @@ def mlflow_params(report: Any, run_settings: Mapping[str, Any]) -> dict[str, str
 
 
 def _param_text(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
+    text = value if isinstance(value, str) else strict_json(value)
     return text[:MLFLOW_PARAM_MAX]
 
 
@@ -151,7 +151,7 @@ def export_mlflow(
         values.update(ops_metrics(report.ops))
         metrics = [Metric(mlflow_name(k), float(v), now, 0) for k, v in values.items()]
         params = [Param(k, v) for k, v in mlflow_params(report, run_settings).items()]
-        tags = [RunTag("rageval.metric_names", json.dumps(list(report.metrics)))]
+        tags = [RunTag("rageval.metric_names", strict_json(list(report.metrics)))]
         for start in range(0, max(len(metrics), len(params), 1), 100):  # log_batch's limits
             client.log_batch(
                 run_id,
@@ -160,7 +160,7 @@ def export_mlflow(
                 tags=tags if start == 0 else [],
             )
         client.log_text(run_id, per_query_csv(report), "per_query.csv")
-        report_json = json.dumps(report.to_json(per_query=True), allow_nan=False, indent=1)
+        report_json = strict_json(report.to_json(per_query=True), indent=1)
         client.log_text(run_id, report_json, "report.json")
         client.set_terminated(run_id)
     except MlflowException as e:

@@ -221,8 +221,7 @@ def _ops_section(reports: Sequence[Report]) -> str:
                     f"${cost['per_query']:.6f}</span></p>"
                 )
             else:
-                missing = ", ".join(escape(str(m)) for m in cost.get("price_missing", []))
-                block += f"<p>Cost: unknown (missing price for {missing})</p>"
+                block += f"<p>Cost: unknown ({escape(ops.cost_gap(cost))})</p>"
         parts.append(block)
     return "<h2>Latency, tokens and cost</h2>" + "".join(parts)
 

@@ -17,6 +17,8 @@ from rageval_core.errors import InputError, Problem, ProblemLog, UsageError
 # path checks every importer of user-named files needs (the dashboard's Runs page too)
 from rageval_core.formats.base import (
     SIDECAR_SUFFIX,
+    Confinement,
+    confined,
     file_problem,
     is_file,
     path_problem,
@@ -28,8 +30,10 @@ from rageval_core.store.store import RunRef
 
 __all__ = [
     "SIDECAR_SUFFIX",
+    "Confinement",
     "ImportOutcome",
     "Progress",
+    "confined",
     "export_native",
     "file_problem",
     "import_paths",

@@ -157,6 +157,8 @@ def format_ms(ms: float | None) -> str:
     """A latency in ms as printed (ms_decimals); "-" when unknown."""
     if ms is None or not math.isfinite(ms):
         return "-"
+    if abs(ms) >= 1e15:  # a 16-digit latency and beyond: its exponent, not 300 digits
+        return f"{ms:.4g}"
     return f"{ms:.{ms_decimals(ms)}f}"
 
 
@@ -216,7 +218,8 @@ def cost_per_query(
                 missing.append(name)
             cost[used] = np.nan
         else:
-            cost[known] += counts[known] / 1000.0 * float(price)
+            with np.errstate(over="ignore", invalid="ignore"):  # inf: too large (cost_gap)
+                cost[known] += counts[known] / 1000.0 * float(price)
     has_tokens = np.isfinite(prompt) | np.isfinite(completion)
     cost[~has_tokens] = np.nan
     return QueryCosts(cost_usd=cost, has_tokens=has_tokens, price_missing=tuple(missing))
@@ -237,9 +240,19 @@ def cost_summary(costs: QueryCosts) -> dict[str, Any]:
     }
     if n_with and not costs.price_missing:
         priced = costs.cost_usd[costs.has_tokens]
-        out["total"] = _num(priced.sum())
-        out["per_query"] = _num(priced.mean())
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond a float: None (cost_gap)
+            out["total"] = _num(priced.sum())
+            out["per_query"] = _num(priced.mean())
     return out
+
+
+def cost_gap(cost: Mapping[str, Any]) -> str:
+    """Why cost_summary's total is unknown though queries have tokens: the prices missing, or
+    (a store written before import bounded prices and token counts) a sum beyond a float."""
+    missing = cost.get("price_missing") or []
+    if missing:
+        return "missing price for " + ", ".join(str(m) for m in missing)
+    return "too large for a float"
 
 
 def breakdown(
@@ -363,12 +376,14 @@ def _latency_stats(
     segment: NDArray[np.intp], values: NDArray[np.float64]
 ) -> tuple[NDArray[np.intp], dict[str, list[Any]]]:
     seg_ids, v, starts, counts = _segments(segment, values)
-    columns: dict[str, list[Any]] = {
-        "count": counts.tolist(),
-        "mean": _nums(np.add.reduceat(v, starts) / counts),
-    }
-    for p in PERCENTILES:
-        columns[f"p{p}"] = _nums(_segment_percentile(v, starts, counts, p))
+    # a sum beyond a float (only in a store written before import bounded latencies) is None
+    with np.errstate(over="ignore", invalid="ignore"):
+        columns: dict[str, list[Any]] = {
+            "count": counts.tolist(),
+            "mean": _nums(np.add.reduceat(v, starts) / counts),
+        }
+        for p in PERCENTILES:
+            columns[f"p{p}"] = _nums(_segment_percentile(v, starts, counts, p))
     return seg_ids, columns
 
 
@@ -376,12 +391,13 @@ def _token_stats(
     segment: NDArray[np.intp], values: NDArray[np.float64]
 ) -> tuple[NDArray[np.intp], dict[str, list[Any]]]:
     seg_ids, v, starts, counts = _segments(segment, values)
-    totals = np.add.reduceat(v, starts)
-    return seg_ids, {
-        "count": counts.tolist(),
-        "mean": _nums(totals / counts),
-        "total": _nums(totals),
-    }
+    with np.errstate(over="ignore", invalid="ignore"):
+        totals = np.add.reduceat(v, starts)
+        return seg_ids, {
+            "count": counts.tolist(),
+            "mean": _nums(totals / counts),
+            "total": _nums(totals),
+        }
 
 
 def _segment_percentile(

@@ -81,9 +81,7 @@ def format_report(report: Any, per_query: bool = False) -> str:
         line = (
             f"cost: total ${total:.4f}, per query ${mean:.6f}"
             if total is not None
-            else (
-                "cost: unknown (missing price for " + ", ".join(cost.get("price_missing", [])) + ")"
-            )
+            else f"cost: unknown ({ops.cost_gap(cost)})"
         )
         out += ["", line]
     if report.by:

@@ -10,6 +10,7 @@ around stdout and stderr); JSON output escapes them the JSON way first (valid JS
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -25,9 +26,29 @@ def shown(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
 
 
+def strict_json(value: Any, **options: Any) -> str:
+    """json.dumps that never writes NaN or Infinity (not JSON: strict parsers refuse them): a
+    non-finite float is written null, as a metric with no value is; finite data as json.dumps."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:  # rare (a run stored before import refused non-finite settings): walk it
+        return json.dumps(finite_or_null(value), allow_nan=False, **options)
+
+
+def finite_or_null(value: Any) -> Any:
+    """value with every non-finite float (NaN, Infinity) inside dicts, lists and tuples as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_null(v) for v in value]
+    return value
+
+
 def json_text(value: Any, default: Callable[[Any], Any] | None = None) -> str:
-    """json.dumps for a terminal: indented, readable Unicode, no raw control character."""
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=default)
+    """json.dumps for a terminal: indented, readable Unicode, no raw control character, no NaN."""
+    text = strict_json(value, indent=2, ensure_ascii=False, default=default)
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
 
 

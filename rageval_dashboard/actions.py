@@ -15,11 +15,12 @@ from typing import Any
 import streamlit as st
 
 from rageval_dashboard import keys
+from rageval_dashboard.jobs import imports
 from rageval_dashboard.keys import View
 from rageval_dashboard.state import clear_caches, store
 from rageval_core import tuning
 from rageval_core.errors import RagevalError
-from rageval_core.importing import ImportOutcome, import_paths
+from rageval_core.importing import ImportOutcome, confined, import_paths
 from rageval_core.store import StoreBusyError
 
 
@@ -49,6 +50,8 @@ def import_files(
 
     progress(stage, label, done, total) as rageval_core.importing.import_paths. upload_dir: the
     temporary folder uploads were written to; it is cut from the runs' recorded sources.
+    Every file the readers open (companions, sidecars, BEIR's corpus and queries beside its
+    qrels) must lie in the import folders, or in upload_dir for uploads.
     """
 
     def shown(source: str) -> str:
@@ -56,7 +59,9 @@ def import_files(
             return source[len(str(upload_dir)) + 1 :]
         return source
 
-    out = import_paths(store(), list(paths), progress=progress, show_source=shown)
+    policy = imports.path_policy() if upload_dir is None else imports.upload_policy(upload_dir)
+    with confined(policy):
+        out = import_paths(store(), list(paths), progress=progress, show_source=shown)
     if out.imported:
         clear_caches()
     return out

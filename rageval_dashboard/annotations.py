@@ -14,6 +14,7 @@ from rageval_dashboard.jobs import imports
 from rageval_dashboard.state import clear_caches, store
 from rageval_core import annotate
 from rageval_core.errors import RagevalError
+from rageval_core.importing import confined
 from rageval_core.store import RunRecord
 
 
@@ -81,7 +82,8 @@ def attach_qrels(run_id: int) -> None:
     with tempfile.TemporaryDirectory(prefix="rageval-qrels-") as tmp:
         try:
             (path,) = imports.save_uploads([upload], Path(tmp).resolve())
-            record = annotate.attach_qrels(store(), run_id, path, shown=upload.name)
+            with confined(imports.upload_policy(Path(tmp))):
+                record = annotate.attach_qrels(store(), run_id, path, shown=upload.name)
         except RagevalError as e:
             detail = str(e).replace(str(Path(tmp).resolve() / upload.name), upload.name)
             actions.flash(actions.Flash("error", "The qrels were not attached.", detail=detail))

@@ -3,12 +3,17 @@
 It answers POST /v1/chat/completions like a judge would: it reads which prompt it was given from
 the system message and replies with that prompt's JSON. Tests script failures ahead of the
 replies (`fail` holds statuses to answer first, in order), turn on malformed replies, and read
-back every request it saw (body and headers).
+back every request it saw (body and headers). Hostile modes, each its own field: `bodies` (raw
+reply bodies by question), `drip` (a reply sent a byte at a time), `auth_fail_after` (a key that
+stops working after some replies).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -21,6 +26,8 @@ from typing import Any
 #: the usage every reply reports (cost tests multiply these by the prices)
 PROMPT_TOKENS = 100
 COMPLETION_TOKENS = 20
+#: blanks a dripped body opens with (valid JSON still; at one byte per drip it never ends)
+DRIP_PAD = 100_000
 
 
 def _prompt_name(messages: list[dict[str, str]]) -> str:
@@ -62,6 +69,28 @@ class FakeJudge:
         self.go.set()
         #: (prompt name, question) -> reply text: recorded replies served as they are
         self.recorded: dict[tuple[str, str], str] = {}
+        #: question -> a function of the normal reply object giving the raw 200 body to send
+        #: instead (hostile replies: nested, huge, not JSON, absurd usage ...)
+        self.bodies: dict[str, Callable[[dict[str, Any]], bytes]] = {}
+        self.no_length = False  # raw bodies without Content-Length (read to the close)
+        #: "head": the whole answer sent a byte at a time from its status line; "body": the
+        #: status and headers at once, then the body a byte at a time (DRIP_PAD blanks first)
+        self.drip: str | None = None
+        self.drip_every_s = 0.5
+        self.drip_questions: set[str] | None = None  # None: every question drips
+        #: answer 401 to every request once this many normal replies were sent
+        self.auth_fail_after: int | None = None
+        self.answered = 0  # normal 200 replies sent
+        self.closing = threading.Event()  # set when the server stops: drips end
+        #: rate limiting: every n-th first attempt (a body not seen before) is answered 429 at
+        #: once (no delay_s) with Retry-After: throttle_retry_after; its retry is answered
+        self.throttle_every: int | None = None
+        self.throttle_retry_after = "1"
+        self.first_attempts = 0
+        self.bodies_seen: set[bytes] = set()
+        #: usage at the request's limits: prompt tokens = the messages' UTF-8 bytes // 2,
+        #: completion tokens = the body's max_tokens (a model that writes until it is cut off)
+        self.usage_at_limits = False
 
     def verdict(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         system = messages[0]["content"]
@@ -106,13 +135,45 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _send_raw(self, data: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if not state.no_length:
+                self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the client stopped reading (past its cap)
+                self.wfile.write(data)
+
+        def _send_dripping(self, head_too: bool, body: Any) -> None:
+            data = b" " * DRIP_PAD + json.dumps(body).encode()
+            head = (
+                f"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(data)}\r\n\r\n"
+            ).encode()
+            if not head_too:
+                self.wfile.write(head)
+            stream = head + data if head_too else data
+            for i in range(len(stream)):
+                if state.closing.wait(state.drip_every_s):
+                    return
+                try:
+                    self.wfile.write(stream[i : i + 1])
+                except OSError:  # the client gave up
+                    return
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
-            body = json.loads(self.rfile.read(length))
+            raw = self.rfile.read(length)
+            body = json.loads(raw)
             with state.lock:
                 state.requests.append(body)
                 state.headers.append(dict(self.headers.items()))
                 scripted = state.fail.popleft() if state.fail else None
+                if state.auth_fail_after is not None and state.answered >= state.auth_fail_after:
+                    scripted = scripted or 401
+                throttled = _throttle(state, raw) if scripted is None else False
+                if throttled:
+                    scripted = (429, {"Retry-After": state.throttle_retry_after})
                 if self.path != "/v1/chat/completions":
                     scripted = 404
                 messages = body["messages"]
@@ -124,7 +185,7 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
                     or question in state.malformed_questions
                 )
                 verdict = None if scripted is not None or bad else state.verdict(messages)
-            if state.delay_s:
+            if state.delay_s and not throttled:
                 time.sleep(state.delay_s)
             state.go.wait(60)
             if scripted is not None:
@@ -140,28 +201,52 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
                 content = "Here is my verdict:\n```json\n" + json.dumps(verdict) + "\n```\nThanks"
             else:
                 content = json.dumps(verdict)
-            self._send(
-                200,
-                {
-                    "id": "fake",
-                    "object": "chat.completion",
-                    "model": body.get("model"),
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": content},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {
-                        "prompt_tokens": PROMPT_TOKENS,
-                        "completion_tokens": COMPLETION_TOKENS,
-                        "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
-                    },
-                },
-            )
+            reply = {
+                "id": "fake",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": _usage(state, body),
+            }
+            hostile = state.bodies.get(question)
+            if state.drip and (state.drip_questions is None or question in state.drip_questions):
+                self._send_dripping(state.drip == "head", reply)
+            elif hostile is not None:
+                self._send_raw(hostile(reply))
+            else:
+                with state.lock:
+                    state.answered += 1
+                self._send(200, reply)
 
     return Handler
+
+
+def _throttle(state: FakeJudge, raw: bytes) -> bool:
+    """Whether this request is answered 429 (state.throttle_every; under state.lock)."""
+    if state.throttle_every is None or raw in state.bodies_seen:
+        return False
+    state.bodies_seen.add(raw)
+    state.first_attempts += 1
+    return state.first_attempts % state.throttle_every == 0
+
+
+def _usage(state: FakeJudge, body: dict[str, Any]) -> dict[str, int]:
+    """The usage a reply reports: fixed, or at the request's limits (state.usage_at_limits)."""
+    prompt, completion = PROMPT_TOKENS, COMPLETION_TOKENS
+    if state.usage_at_limits:
+        prompt = sum(len(m["content"].encode("utf-8")) for m in body["messages"]) // 2
+        completion = int(body["max_tokens"])
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -186,6 +271,7 @@ class FakeServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.state.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -193,6 +279,22 @@ class FakeServer:
     def n_requests(self) -> int:
         with self.state.lock:
             return len(self.state.requests)
+
+
+def judge_process(db: Path, base_url: str, *extra: str, key: str = "sk-x") -> Any:
+    """`rageval judge judged` against base_url in a real child process (what only a process
+    shows: signals, exit at interpreter shutdown), its output piped."""
+    from tests.paths import REPO
+
+    argv = ["--db", str(db), "judge", "judged", "--base-url", base_url, *extra]
+    return subprocess.Popen(
+        [sys.executable, "-m", "rageval_core.cli", *argv],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OPENAI_API_KEY": key},
+    )
 
 
 #: a judge's replies to every prompt of tests/data/judge/judged_run.jsonl, as a real model might

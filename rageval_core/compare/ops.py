@@ -233,6 +233,15 @@ def _resampled_changes(
 def _changes(targets: Sequence[_Target], options: StatOptions, resample: bool) -> list[OpsChange]:
     """Every target's statistics and their bootstrap intervals, the targets with the same number
     of pairs resampled together (latency stages and cost of every candidate on one draw)."""
+    # sums beyond a float (only in a store written before import bounded latencies and prices)
+    # give no value rather than a numpy warning on stderr
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _changes_of(targets, options, resample)
+
+
+def _changes_of(
+    targets: Sequence[_Target], options: StatOptions, resample: bool
+) -> list[OpsChange]:
     intervals: dict[int, tuple[Floats, Floats]] = {}
     if resample:
         by_n: dict[int, list[int]] = {}

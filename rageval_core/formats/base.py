@@ -22,12 +22,16 @@ import functools
 import io
 import json
 import math
+import os
 import re
 import stat
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rageval_core.errors import ProblemLog
 from rageval_core.model import RunInfo
@@ -36,6 +40,9 @@ HEAD_BYTES = 64 * 1024
 #: The key of the header record that may open a native JSONL file (or a sidecar's only key).
 HEADER_KEY = "rageval_run"
 SIDECAR_SUFFIX = ".run.json"
+#: the largest latency (ms) or price (USD per 1,000 tokens) read: far beyond any real one, and
+#: small enough that sums, means and costs (times 2^63 tokens) over any run stay inside a float
+MAX_MEASURE = 1e100
 
 #: the first bytes of a gzip stream (RFC 1952): TREC runs and qrels are often given as .gz
 GZIP_MAGIC = b"\x1f\x8b"
@@ -109,18 +116,134 @@ _LINE_BREAK = re.compile(r"\r\n?|\n")
 
 def is_gzip(path: Path) -> bool:
     """Whether the file starts as a gzip stream (by its bytes, not its name)."""
-    with path.open("rb") as fh:
+    with open_input(path) as fh:
         return fh.read(2) == GZIP_MAGIC
 
 
 def open_bytes(path: Path) -> io.BufferedIOBase:
     """The file's bytes, decompressed when it is gzip-compressed: the TREC readers read a .gz
     run or qrels file (as TREC and ranx distribute them) as they read the plain one."""
-    if not is_gzip(path):
-        return path.open("rb")
+    if not is_gzip(path):  # through open_input: a FIFO, a device or a confined path refused
+        return open_input(path)  # type: ignore[return-value]
     import gzip  # only for a compressed file (zlib is not needed at start-up)
 
     return gzip.open(path, "rb")
+
+
+# -- the one door to the files readers open ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """The folders reads may reach, symlinks and '..' resolved first (the dashboard's policy: a
+    file named in a browser must not lead to /etc/passwd through a companion or a sidecar)."""
+
+    folders: tuple[Path, ...]
+    #: refuse hidden files and folders inside them too (.env, .git/, the store ...)
+    no_hidden: bool = True
+    #: how to allow another folder, said in the refusal
+    hint: str = ""
+
+    def problem(self, resolved: Path) -> str | None:
+        """Why the resolved path may not be read under this policy, or None."""
+        inside = [d for d in self.folders if resolved.is_relative_to(d)]
+        if not inside:
+            listed = ", ".join(str(d) for d in self.folders)
+            return f"outside the folders imports may read from ({listed}){self.hint}"
+        if self.no_hidden and not any(
+            all(not part.startswith(".") for part in resolved.relative_to(d).parts) for d in inside
+        ):
+            return "a hidden file or folder (a name starting with '.'); imports never read those"
+        return None
+
+
+_CONFINEMENT: ContextVar[Confinement | None] = ContextVar("rageval_confinement", default=None)
+
+
+@contextmanager
+def confined(policy: Confinement | None) -> Iterator[None]:
+    """Every file a reader opens inside the block (the files given, their companions, BEIR's
+    corpus and queries found beside its qrels, sidecars) must satisfy policy (None: any file)."""
+    token = _CONFINEMENT.set(policy)
+    try:
+        yield
+    finally:
+        _CONFINEMENT.reset(token)
+
+
+def special_kind(mode: int) -> str | None:
+    """What a path of this st_mode is when it is not a regular file ("a folder", "a FIFO (named
+    pipe)", "a device" ...), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def kind_problem(mode: int) -> str | None:
+    """Why a path of this st_mode is not a file to read, named by what it is, or None."""
+    kind = special_kind(mode)
+    if kind is None:
+        return None
+    # a FIFO waits for a writer: reading one would block the command (or the server) for good
+    return f"{kind}, not a file" + (": reading it would wait forever" if "FIFO" in kind else "")
+
+
+class InputRefused(OSError):
+    """A file a reader was about to open is not one it may read (open_input); its strerror
+    says why, as unreadable() reports it."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(errno.EINVAL, problem)
+
+
+def open_input(path: Path, mode: str = "rb", **kwargs: Any) -> IO[Any]:
+    """Open a file a reader reads, after file_problem (a FIFO, a device, a folder, a symlink
+    loop, a path outside the confinement in force: InputRefused, never a blocked read).
+
+    O_NONBLOCK: a FIFO put in the file's place after the check opens without waiting for a
+    writer, and the check on the open descriptor then refuses it; under a confinement the
+    descriptor's real path is checked again."""
+    problem = file_problem(path)
+    if problem is not None:
+        raise InputRefused(problem)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        problem = kind_problem(os.fstat(fd).st_mode) or _fd_confinement_problem(fd)
+        if problem is not None:
+            raise InputRefused(problem)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, mode, **kwargs)
+
+
+def _fd_confinement_problem(fd: int) -> str | None:
+    policy = _CONFINEMENT.get()
+    if policy is None:
+        return None
+    try:
+        real = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:  # no /proc: the check on the resolved path stands
+        return None
+    return policy.problem(real)
+
+
+def exists_or_link(path: Path) -> bool:
+    """Whether anything is at path, a dangling or looping symlink included: a companion a reader
+    looks for is then opened (open_input) and refused by name, never skipped in silence."""
+    try:
+        return os.path.lexists(path)
+    except (ValueError, OSError):  # a NUL byte, a name too long ...
+        return False
 
 
 def unreadable(e: Exception) -> str:
@@ -133,12 +256,15 @@ def unreadable(e: Exception) -> str:
     if isinstance(e, zlib.error):
         return f"corrupt compressed data ({e})"
     strerror = e.strerror if isinstance(e, OSError) else None
+    if isinstance(e, InputRefused):
+        return str(strerror)
     return f"cannot read: {strerror or e}"
 
 
 def file_problem(path: Path) -> str | None:
-    """Why path names no regular file to read (path_problem's reasons, "no such file", "not a
-    file", "cannot read: ..."), or None when it does."""
+    """Why path names no regular file to read (path_problem's reasons, "no such file", a FIFO,
+    a device, a folder ... named as such, "cannot read: ...", or outside the confinement in
+    force), or None when it does."""
     problem = path_problem(path)
     if problem is not None:
         return problem
@@ -147,7 +273,11 @@ def file_problem(path: Path) -> str | None:
     except OSError as e:  # missing, or a name too long, no permission ...
         missing = e.errno in (errno.ENOENT, errno.ENOTDIR)
         return "no such file" if missing else f"cannot read: {e.strerror or e}"
-    return None if stat.S_ISREG(mode) else "not a file"
+    problem = kind_problem(mode)
+    policy = _CONFINEMENT.get()
+    if problem is None and policy is not None:
+        problem = policy.problem(path.resolve())
+    return problem
 
 
 def is_file(path: Path) -> bool:
@@ -190,6 +320,10 @@ def parse_run_info(obj: Any, file: str, line: int, log: ProblemLog) -> RunInfo:
         log.error(
             file, line, f"{HEADER_KEY}.settings", f"expected an object, got {type_name(settings)}"
         )
+        settings = {}
+    bad = non_finite_path(dict(settings), f"{HEADER_KEY}.settings")
+    if bad is not None:  # JSON has no NaN: show --json and export could not write it back
+        log.error(file, line, bad, "expected a finite number (JSON has no NaN or Infinity)")
         settings = {}
     prompt = completion = None
     if "price_per_1k" in obj:
@@ -237,7 +371,18 @@ def price(value: Any, file: str, line: int, field: str, log: ProblemLog) -> floa
     if number is None or number < 0:
         log.error(file, line, field, f"expected a non-negative number, got {value!r}")
         return None
+    if number > MAX_MEASURE:
+        log.error(file, line, field, too_large(number))
+        return None
     return number
+
+
+def too_large(number: float) -> str:
+    """The problem with a latency or price above MAX_MEASURE."""
+    return (
+        f"{number:g} is too large (at most {MAX_MEASURE:g}: sums and costs over the run must fit "
+        "a float)"
+    )
 
 
 def finite_number(value: Any) -> float | None:
@@ -249,6 +394,23 @@ def finite_number(value: Any) -> float | None:
     except OverflowError:  # an integer beyond a float (the JSON readers refuse these earlier)
         return None
     return number if math.isfinite(number) else None
+
+
+def non_finite_path(value: Any, path: str) -> str | None:
+    """The path of the first NaN/infinite number inside a JSON value, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, dict):
+        items: Iterable[tuple[str, Any]] = ((f"{path}.{k}", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub, item in items:
+        bad = non_finite_path(item, sub)
+        if bad is not None:
+            return bad
+    return None
 
 
 def type_name(value: Any) -> str:
@@ -268,11 +430,12 @@ def read_sidecar(path: Path, log: ProblemLog) -> RunInfo | None:
     from rageval_core.formats.jsonarray import UnsoundJSON, loads  # jsonarray imports this module
 
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
-    if not is_file(sidecar):
+    if not exists_or_link(sidecar):
         return None
     shown = display_path(sidecar)
     try:
-        obj = loads(sidecar.read_text(encoding="utf-8"))
+        with open_input(sidecar, "r", encoding="utf-8") as fh:
+            obj = loads(fh.read())
     except OSError as e:
         log.error(shown, 0, "file", unreadable(e))
         return None

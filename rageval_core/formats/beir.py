@@ -16,7 +16,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import display_path, first_line, is_file, merge_info, read_sidecar
+from rageval_core.formats.base import (
+    display_path,
+    exists_or_link,
+    first_line,
+    merge_info,
+    open_input,
+    read_sidecar,
+    unreadable,
+)
 from rageval_core.formats.jsonarray import describe, first_record, id_text, iter_lines, peek_first
 from rageval_core.formats.scored import (
     Judgements,
@@ -68,9 +76,13 @@ def sniff(path: Path, head: bytes) -> str | None:
 def folder_files(folder: Path, log: ProblemLog) -> list[Path]:
     """The files of the BEIR dataset in folder: corpus.jsonl, queries.jsonl and one qrels split."""
     shown = display_path(folder)
-    files = [folder / name for name in ("corpus.jsonl", "queries.jsonl") if is_file(folder / name)]
+    # whatever stands at a dataset file's name is taken, and refused by name when it is a FIFO,
+    # a device, a folder or a symlink loop (detect's file_problem), never skipped in silence
+    files = [
+        folder / name for name in ("corpus.jsonl", "queries.jsonl") if exists_or_link(folder / name)
+    ]
     qrels_dir = folder / "qrels"
-    splits = sorted(p for p in qrels_dir.glob("*.tsv") if is_file(p)) if qrels_dir.is_dir() else []
+    splits = sorted(qrels_dir.glob("*.tsv")) if qrels_dir.is_dir() else []
     if not files and not splits:
         log.error(
             shown,
@@ -105,7 +117,7 @@ def read(
     if companion is not None:  # BEIR's layout: DATASET/qrels/test.tsv beside DATASET/corpus.jsonl
         dataset = companion.parent.parent if companion.parent.name == "qrels" else companion.parent
         for role, name in ((CORPUS, "corpus.jsonl"), (QUERIES, "queries.jsonl")):
-            if role not in parts and is_file(dataset / name):
+            if role not in parts and exists_or_link(dataset / name):  # read through open_input
                 parts[role] = dataset / name
     shown = [display_path(primary)] + [
         display_path(p) for p in (companion, *parts.values()) if p is not None
@@ -124,7 +136,7 @@ def read(
 
 def _read_run(path: Path, log: ProblemLog) -> Scores | None:
     """A BEIR results JSON file or a TREC run file, as a score map."""
-    with path.open("rb") as fh:
+    with open_input(path) as fh:
         head = fh.read(4096)
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
         return read_score_map(path, log, labels=False)
@@ -146,7 +158,7 @@ def _read_jsonl(
     out: dict[str, str] = {}
     lines: dict[str, int] = {}
     try:
-        with path.open(encoding="utf-8-sig") as fh:
+        with open_input(path, "r", encoding="utf-8-sig") as fh:
             for line, record in iter_lines(fh, file, log):
                 if not isinstance(record, Mapping):
                     log.error(file, line, "record", f"expected an object, got {describe(record)}")
@@ -182,8 +194,6 @@ def _read_jsonl(
                     log.error(file, line, bad, f"expected a string, got {describe(record[bad])}")
                     continue
                 out[doc_id] = " ".join(v for v in values if v).strip()
-    except (OSError, UnicodeDecodeError) as e:
-        from rageval_core.formats.base import unreadable
-
+    except (OSError, UnicodeDecodeError) as e:  # a FIFO, a confined path ... by name too
         log.error(file, 0, "file", unreadable(e))
     return out

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY, finite_number
-from rageval_core.formats.jsonarray import first_record, tag_text
+from rageval_core.formats.base import HEADER_KEY
+from rageval_core.formats.jsonarray import describe, first_record, tag_text
 from rageval_core.formats.rowjson import WRAPPERS, Fields, read_rows
 from rageval_core.model import Chunk, ParsedRun, Query
 
@@ -65,13 +65,7 @@ def _parse(f: Fields, number: int) -> Query | None:
             text = tag_text(value)
             if text is not None:
                 tags[str(key)] = text
-    judge: dict[str, float] = {}
-    metrics = f.record.get("metricsData") or f.record.get("metrics_data")
-    for metric in metrics if isinstance(metrics, list) else []:  # a test run's saved results
-        if isinstance(metric, Mapping) and isinstance(metric.get("name"), str):
-            score = finite_number(metric.get("score"))
-            if score is not None:
-                judge[metric["name"]] = score
+    judge = _metric_scores(f)
     if not f.ok:
         return None
     return Query(
@@ -85,3 +79,38 @@ def _parse(f: Fields, number: int) -> Query | None:
         judge=judge,
         line=f.line,
     )
+
+
+def _metric_scores(f: Fields) -> dict[str, float]:
+    """A saved test run's metricsData: [{"name": ..., "score": ..., ...}]. An entry without a
+    name or whose score is not a finite number (null: the metric failed, its error is given) is
+    warned about and left out."""
+    judge: dict[str, float] = {}
+    key = f.key("metricsData", "metrics_data")
+    if key is None:
+        return judge
+    metrics = f.record[key]
+    if not isinstance(metrics, list):
+        f.ignored(key, f"expected a list of metric results, got {describe(metrics)}")
+        return judge
+    for i, metric in enumerate(metrics):
+        where = f"{key}[{i}]"
+        if not isinstance(metric, Mapping):
+            f.ignored(where, f"expected an object, got {describe(metric)}", describe(metric))
+            continue
+        name = metric.get("name")
+        if not isinstance(name, str) or not name.strip():
+            shown = describe(name)
+            f.ignored(f"{where}.name", f"expected a metric name, got {shown}", shown)
+            continue
+        score = metric.get("score")
+        if score is None and metric.get("error"):
+            error = str(metric["error"])
+            what = "the metric failed: " + (error if len(error) <= 60 else error[:57] + "...")
+            f.ignored(f"{where}.score", f"null ({what})", "failed")
+            continue
+        short = name if len(name) <= 40 else name[:37] + "..."
+        number = f.score(f"{where}.score", score, f"the score of {short}")
+        if number is not None:
+            judge[name] = number
+    return judge

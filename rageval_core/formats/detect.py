@@ -93,7 +93,8 @@ def read_inputs(paths: Sequence[Path], fmt: str | None, log: ProblemLog) -> list
     detected: list[_Detected] = []
     for given in unique.values():
         for path in _expand_folder(given, log):
-            if _is_given_sidecar(path.resolve(), unique, log):
+            # a folder's file may be a symlink loop: _detect names it (path_problem)
+            if path_problem(path) is None and _is_given_sidecar(path.resolve(), unique, log):
                 continue
             found = _detect(path, fmt, log)
             if found is not None:
@@ -275,14 +276,46 @@ def _sniffed(
 
 def _binary_problem(head: bytes, complete: bool) -> str | None:
     """Why head is not UTF-8 text, or None when it is (a multi-byte character cut at the end is fine)."""
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "UTF-16 text (save it as UTF-8)"
+    encoding = _wide_encoding(head)
+    if encoding is not None:
+        return f"{encoding} text (save it as UTF-8)"
     if b"\x00" in head:
         return "binary file"
     try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=complete)
     except UnicodeDecodeError:
         return "binary file"
+    return None
+
+
+#: byte-order marks, UTF-32's first: FF FE 00 00 (UTF-32 LE) starts with FF FE (UTF-16 LE)
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
+def _wide_encoding(head: bytes) -> str | None:
+    """UTF-32 or UTF-16 when head is text in one (by its byte-order mark, or without one by where
+    the zero bytes of an ASCII first character fall: "{" is 7B 00 00 00 in UTF-32 LE)."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name
+    first = head[:4]
+    if len(first) == 4 and first.count(0) == 3 and (first[0] or first[3]):
+        return "UTF-32"
+    if (
+        len(first) == 4
+        and first[1::2] == b"\0\0"
+        and first[0::2].isascii()
+        and first[0]
+        and first[2]
+    ):
+        return "UTF-16"  # little-endian: x 00 y 00
+    if len(first) == 4 and first[0::2] == b"\0\0" and first[1] and first[3]:
+        return "UTF-16"  # big-endian: 00 x 00 y
     return None
 
 

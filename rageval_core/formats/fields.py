@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import finite_number, type_name
+from rageval_core.formats.base import MAX_MEASURE, finite_number, too_large, type_name
 from rageval_core.formats.safejson import MAX_COUNT, MAX_LABEL, MIN_LABEL
 
 T = TypeVar("T")
@@ -48,10 +48,10 @@ def optional_text(value: Any, field: str, check: Check) -> str | None:
 
 def label_problem(label: float) -> str | None:
     """Why a relevance label (an int, or a real grade such as 0.3) cannot be kept, or None."""
-    if not math.isfinite(label):
-        return f"expected a finite number, got {label!r}"
+    if not isinstance(label, int) and not math.isfinite(label):  # an int is finite (and may
+        return f"expected a finite number, got {label!r}"  # be too large for isfinite's float)
     if not MIN_LABEL <= label <= MAX_LABEL:  # the store keeps labels of 32-bit range
-        return f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {label!r}"
+        return f"label out of range ({MIN_LABEL} to {MAX_LABEL}), got {shown_value(label)}"
     if label != 0 and abs(label) < sys.float_info.min:  # hashed apart from integers (rows.py)
         return f"label too close to 0 (below {sys.float_info.min:g}), got {label!r}"
     return None
@@ -172,6 +172,8 @@ def _non_negative(item: Any) -> float:
     number = finite_number(item)
     if number is None or number < 0:
         raise _Refused(f"expected a finite number >= 0, got {shown_value(item)}")
+    if number > MAX_MEASURE:  # the only numbers kept this way are latencies
+        raise _Refused(too_large(number))
     return number
 
 
@@ -210,23 +212,6 @@ def _tag(item: Any) -> str:
     raise _Refused(f"expected a string, got {shown_value(item)}")
 
 
-def non_finite_path(value: Any, path: str) -> str | None:
-    """The path of the first NaN/infinite number inside a JSON value, or None."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else path
-    if isinstance(value, dict):
-        items: Iterable[tuple[str, Any]] = ((f"{path}.{k}", v) for k, v in value.items())
-    elif isinstance(value, list):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    for sub, item in items:
-        bad = non_finite_path(item, sub)
-        if bad is not None:
-            return bad
-    return None
-
-
 def quoted(text: str) -> str:
     """text in double quotes, as JSON spells it."""
     return json.dumps(text, ensure_ascii=False)
@@ -238,5 +223,5 @@ def shown_value(value: Any) -> str:
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, (dict, list)) or value is None:
         return type_name(value)
-    text = json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False, default=str)  # a Decimal, a date: its text
     return text if len(text) <= 40 else text[:37] + "..."

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import finite_number, type_name, unknown_key, unreadable
+from rageval_core.formats.base import (
+    MAX_MEASURE,
+    finite_number,
+    open_input,
+    too_large,
+    type_name,
+    unknown_key,
+    unreadable,
+)
 from rageval_core.model import Chunk
 
 from rageval_core.formats.safejson import DECODER as DECODER
@@ -64,7 +72,8 @@ TRUNCATED = Truncated()
 def read_text(path: Path, file: str, log: ProblemLog) -> str | None:
     """The file's text (UTF-8, an initial BOM dropped), or None after logging why it is unusable."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        with open_input(path) as fh:
+            text = fh.read().decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         log.error(file, 0, "file", unreadable(e))
         return None
@@ -336,30 +345,42 @@ def value_problem(value: Any, expected: str) -> str:
 
 
 class KeyWarner:
-    """Warns about an unknown key once per key per file, at its first line, with how many
-    times it came (a key every record has is one warning, not one per record)."""
+    """Warns about an unknown key (or any problem that may repeat) once per key per file, at
+    its first line, with how many times it came (a key every record has is one warning, not one
+    per record)."""
 
     def __init__(self, file: str, log: ProblemLog) -> None:
         self.file = file
         self.log = log
-        self.seen: dict[str, tuple[int, int]] = {}  # field -> (times seen, index of its warning)
+        # (field, kind) -> (times seen, index of its warning in the log)
+        self.seen: dict[tuple[str, str], tuple[int, int]] = {}
 
     def unknown(self, line: int, field: str, known: frozenset[str] | tuple[str, ...] = ()) -> None:
         """Warn about field (known: the keys it may be a typo of, for "did you mean")."""
-        count, at = self.seen.get(field, (0, -1))
-        problems = self.log.problems
         key = field.rpartition("[].")[2]
+        self.repeated(line, field, lambda times: unknown_key(key, known, times))
+
+    def repeated(
+        self, line: int, field: str, message: Callable[[int], str], kind: str = ""
+    ) -> None:
+        """Warn message(1) at field the first time (field, kind) comes; each later time the same
+        warning's text becomes message(times)."""
+        count, at = self.seen.get((field, kind), (0, -1))
+        problems = self.log.problems
         if count == 0:
-            self.log.warn(self.file, line, field, unknown_key(key, known))
+            self.log.warn(self.file, line, field, message(1))
             at = len(problems) - 1
             first = problems[at] if at >= 0 else None
             if first is None or first.field != field or first.file != self.file:
                 at = -1  # the log is full: the warning was not kept
         elif 0 <= at < len(problems) and problems[at].field == field:
-            problems[at] = dataclasses.replace(
-                problems[at], problem=unknown_key(key, known, count + 1)
-            )
-        self.seen[field] = (count + 1, at)
+            problems[at] = dataclasses.replace(problems[at], problem=message(count + 1))
+        self.seen[(field, kind)] = (count + 1, at)
+
+
+def times_text(times: int) -> str:
+    """ " (3 times)" after a repeated warning; nothing for one."""
+    return f" ({times} times)" if times > 1 else ""
 
 
 # -- sniffing ----------------------------------------------------------------------------------
@@ -589,11 +610,14 @@ def parse_extras(entry: Mapping[str, Any], line: int, file: str, log: ProblemLog
         stages = latency if isinstance(latency, Mapping) else {"total": latency}
         for stage, value in stages.items():
             number = finite_number(value)
+            where = f"latency_ms.{stage}" if isinstance(latency, Mapping) else "latency_ms"
             if number is None or number < 0:
-                where = f"latency_ms.{stage}" if isinstance(latency, Mapping) else "latency_ms"
                 log.error(
                     file, line, where, f"expected a finite number >= 0, got {describe(value)}"
                 )
+                ok = False
+            elif number > MAX_MEASURE:
+                log.error(file, line, where, too_large(number))
                 ok = False
             else:
                 out.latency_ms[stage] = number

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY, finite_number
-from rageval_core.formats.jsonarray import first_record
+from rageval_core.formats.base import HEADER_KEY
+from rageval_core.formats.jsonarray import describe, first_record
 from rageval_core.formats.rowjson import Fields, read_rows
 from rageval_core.model import Chunk, ParsedRun, Query
 
@@ -54,14 +54,7 @@ def _parse(f: Fields, number: int) -> Query | None:
     if ids is not None and len(set(ids)) != len(ids):
         dup = next(d for d in ids if ids.count(d) > 1)
         f.error("retrieved_ids", f'"{dup}" appears more than once')
-    judge: dict[str, float] = {}
-    metrics = f.record.get("metric_dict")
-    if isinstance(metrics, Mapping):
-        for name, result in metrics.items():
-            score = result.get("score") if isinstance(result, Mapping) else result
-            number_ = finite_number(score)
-            if number_ is not None:
-                judge[str(name)] = number_
+    judge = _metric_scores(f)
     tags = {"mode": f.record["mode"]} if isinstance(f.record.get("mode"), str) else {}
     if not f.ok or ids is None:
         return None
@@ -77,3 +70,24 @@ def _parse(f: Fields, number: int) -> Query | None:
         judge=judge,
         line=f.line,
     )
+
+
+def _metric_scores(f: Fields) -> dict[str, float]:
+    """metric_dict's scores: {name: {"score": number, "metadata": ...}} (RetrievalMetricResult);
+    any other shape or a score that is not a finite number is warned about and left out."""
+    judge: dict[str, float] = {}
+    metrics = f.record.get("metric_dict")
+    if metrics is None:
+        return judge
+    if not isinstance(metrics, Mapping):
+        f.ignored("metric_dict", f"expected an object of metric results, got {describe(metrics)}")
+        return judge
+    for name, result in metrics.items():
+        if not isinstance(result, Mapping):  # a bare number is not a RetrievalMetricResult
+            shown = describe(result)
+            f.ignored(f"metric_dict.{name}", f'expected {{"score": ...}}, got {shown}', shown)
+            continue
+        score = f.score(f"metric_dict.{name}.score", result.get("score"), "the metric's score")
+        if score is not None:
+            judge[str(name)] = score
+    return judge

@@ -26,6 +26,7 @@ from rageval_core.formats.base import (
     display_path,
     finite_number,
     merge_info,
+    non_finite_path,
     parse_run_info,
     read_sidecar,
     type_name,
@@ -33,7 +34,6 @@ from rageval_core.formats.base import (
 )
 from rageval_core.formats.fields import (
     Check,
-    non_finite_path,
     optional_text,
     parse_counts,
     parse_evidence,
@@ -46,6 +46,7 @@ from rageval_core.formats.fields import (
     shown_value,
 )
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo, info_to_json
+from rageval_core.terminal import strict_json
 
 # deep nesting, a lone surrogate, a huge integer: a JSON error, never a crash
 from rageval_core.formats.jsonarray import DECODER as safe_json
@@ -93,7 +94,7 @@ def write_native(info: RunInfo, queries: Iterable[Query], out: Path | IO[str]) -
             return write_native(info, queries, fh)
     header = info_to_json(info)
     if header:
-        out.write(json.dumps({HEADER_KEY: header}, ensure_ascii=False) + "\n")
+        out.write(strict_json({HEADER_KEY: header}, ensure_ascii=False) + "\n")
     n = 0
     for q in queries:
         out.write(json.dumps(query_to_json(q), ensure_ascii=False, allow_nan=False) + "\n")

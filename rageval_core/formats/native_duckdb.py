@@ -37,8 +37,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from rageval_core import threads
 from rageval_core.columns import BATCH_SCHEMAS, ColumnBatch, UseQueries
-from rageval_core.formats.base import HEADER_KEY
+from rageval_core.formats.base import HEADER_KEY, MAX_MEASURE
 from rageval_core.formats.jsonarray import DECODER
 from rageval_core.formats.native import CHUNK_KEYS, QUERY_KEYS
 
@@ -118,6 +119,8 @@ def _read(path: Path, skip: int, header: bool) -> Iterator[ColumnBatch]:
     if not sample.ok:
         raise _Doubt(sample.why)
     witness = _Witness(path, header, None)
+    # tracked: at exit its scan is interrupted and it is waited for (rageval_core.threads)
+    threads.track(witness, witness.interrupt)
     witness.start()
     con = _connect()
     try:
@@ -262,13 +265,17 @@ class _Witness(threading.Thread):
                     self._con = None
             self.done.set()
 
-    def stop(self) -> None:
-        """Interrupt the scan (when the rows' scan ended first) and wait for the thread."""
+    def interrupt(self) -> None:
+        """Interrupt the scan; the thread ends soon after."""
         with self._lock:
             self._stopped = True
             if self._con is not None:
                 with contextlib.suppress(duckdb.Error):
                     self._con.interrupt()
+
+    def stop(self) -> None:
+        """Interrupt the scan (when the rows' scan ended first) and wait for the thread."""
+        self.interrupt()
         if self.is_alive():
             self.join()
 
@@ -404,8 +411,12 @@ def _column_batch(rb: pa.RecordBatch, first_qidx: int, seen: set[int]) -> Column
     latency = _map_table("latency", rb.column("latency_ms"), first_qidx)
     if latency is not None:
         ms = latency.column("ms")
-        if _any(pc.invert(pc.is_finite(ms))) or _any(pc.less(ms, 0)):
-            raise _Doubt("a latency that is negative or not finite")
+        if (
+            _any(pc.invert(pc.is_finite(ms)))
+            or _any(pc.less(ms, 0))
+            or _any(pc.greater(ms, MAX_MEASURE))
+        ):
+            raise _Doubt("a latency that is negative, not finite or too large")
         tables["latency"] = latency
     for table, column in (("tokens", "tokens"), ("tags", "tags")):
         mapped = _map_table(table, rb.column(column), first_qidx)

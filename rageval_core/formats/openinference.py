@@ -25,7 +25,7 @@ import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +39,15 @@ from openinference.semconv.trace import (
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import display_path, finite_number, merge_info, read_sidecar
 from rageval_core.formats.jsonarray import (
+    KeyWarner,
     describe,
     first_record,
     id_text,
     iter_records,
     read_text,
+    times_text,
 )
+from rageval_core.formats.fields import shown_value
 from rageval_core.formats.options import GROUP_KEY, STAGE_KEY
 from rageval_core.formats.scored import Judgements, read_qrels
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
@@ -80,6 +83,8 @@ _DOC_ID, _DOC_CONTENT, _DOC_SCORE, _DOC_METADATA = (
 )
 _QUERY_ID_KEY = "query_id"
 _MAX_TOKENS = 2**53
+#: span times are read from 1970 to the end of 9999 (ISO 8601's four-digit years), in ms
+_LAST_MS = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp() * 1000.0
 
 
 def sniff(path: Path, head: bytes) -> str | None:
@@ -112,9 +117,9 @@ class _Span:
 
     @property
     def duration_ms(self) -> float | None:
-        if self.start_ms is None or self.end_ms is None:
-            return None
-        return max(0.0, self.end_ms - self.start_ms)
+        if self.start_ms is None or self.end_ms is None or self.end_ms < self.start_ms:
+            return None  # a span that ends before it starts (warned about) has no latency
+        return self.end_ms - self.start_ms
 
 
 @dataclass(slots=True)
@@ -158,19 +163,22 @@ def _read_traces(path: Path, file: str, log: ProblemLog) -> dict[str, _Trace]:
     traces: dict[str, _Trace] = {}
     if text is None:
         return traces
+    warner = KeyWarner(file, log)
     for line, record in iter_records(text, file, log):
         if not isinstance(record, Mapping):
             log.error(file, line, "span", f"expected an object, got {describe(record)}")
             continue
-        for span in _spans(record, line, file, log):
+        for span in _spans(record, line, file, log, warner):
             traces.setdefault(span.trace_id, _Trace(line)).spans.append(span)
     return traces
 
 
-def _spans(record: Mapping[str, Any], line: int, file: str, log: ProblemLog) -> Iterator[_Span]:
+def _spans(
+    record: Mapping[str, Any], line: int, file: str, log: ProblemLog, warner: KeyWarner
+) -> Iterator[_Span]:
     """The spans of one record: itself, or every span of an OTLP export."""
     if "resourceSpans" not in record:
-        span = _span(record, line, file, log)
+        span = _span(record, line, file, log, warner)
         if span is not None:
             yield span
         return
@@ -184,7 +192,7 @@ def _spans(record: Mapping[str, Any], line: int, file: str, log: ProblemLog) -> 
                 if not isinstance(raw, Mapping):
                     log.error(file, line, where, f"expected an object, got {describe(raw)}")
                     continue
-                span = _span(raw, line, file, log, where)
+                span = _span(raw, line, file, log, warner, where)
                 if span is not None:
                     yield span
 
@@ -194,7 +202,12 @@ def _list(value: Any) -> list[Any]:
 
 
 def _span(
-    record: Mapping[str, Any], line: int, file: str, log: ProblemLog, where: str = ""
+    record: Mapping[str, Any],
+    line: int,
+    file: str,
+    log: ProblemLog,
+    warner: KeyWarner,
+    where: str = "",
 ) -> _Span | None:
     prefix = f"{where}." if where else ""
     attributes: dict[str, Any] = {}
@@ -231,22 +244,39 @@ def _span(
         )
         return None
     times: list[float | None] = []
+    fields: list[str] = []
     for keys in (("start_time", "startTimeUnixNano"), ("end_time", "endTimeUnixNano")):
-        found = next((k for k in keys if record.get(k) is not None), None)
-        if found is None:
+        found = next((k for k in keys if record.get(k) is not None), keys[0])
+        fields.append(f"{prefix}{found}")
+        if record.get(found) is None:
             times.append(None)
             continue
         ms = _time_ms(record[found], nanos=found.endswith("Nano"))
         if ms is None:
             log.error(
-                file,
-                line,
-                f"{prefix}{found}",
-                f"expected a timestamp, got {describe(record[found])}",
+                file, line, fields[-1], f"expected a timestamp, got {describe(record[found])}"
             )
             return None
+        if not 0.0 <= ms <= _LAST_MS:
+            problem = f"{shown_value(record[found])} is not a time from 1970 to 9999"
+            _no_latency(warner, line, fields[-1], problem, "range")
+            ms = None
         times.append(ms)
-    return _Span(line, trace_id, kind.upper(), times[0], times[1], attributes)
+    start, end = times
+    if start is not None and end is not None and end < start:
+        problem = f"the span ends before it starts (by {start - end:g} ms)"
+        _no_latency(warner, line, fields[-1], problem, "order")
+    return _Span(line, trace_id, kind.upper(), start, end, attributes)
+
+
+def _no_latency(warner: KeyWarner, line: int, field: str, problem: str, kind: str) -> None:
+    """Warn (once per field and kind, counted) that a span's times give it no latency."""
+    warner.repeated(
+        line,
+        field,
+        lambda times: f"{problem}; the span's latency is not recorded{times_text(times)}",
+        kind,
+    )
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
@@ -369,6 +399,13 @@ def _documents(span: _Span, key: str, file: str, log: ProblemLog) -> tuple[Chunk
     # the documents' indices present (0, 1, 2 ...), read up to the first gap
     prefix = f"{key}."
     present = {k[len(prefix) :].split(".", 1)[0] for k in span.attributes if k.startswith(prefix)}
+    if isinstance(span.attributes.get(key), list):  # documents not all objects: not flattened
+        value = span.attributes[key]
+        bad = next((d for d in value if not isinstance(d, Mapping)), None)
+        log.error(
+            file, span.line, f"attributes.{key}", f"expected document objects, got {describe(bad)}"
+        )
+        return None
     i = 0
     while str(i) in present:
         where = f"attributes.{key}.{i}"
@@ -409,7 +446,22 @@ def _documents(span: _Span, key: str, file: str, log: ProblemLog) -> tuple[Chunk
                 Chunk(doc_id=doc_id, text=content, score=score, metadata=_metadata(metadata))
             )
         i += 1
+    for index in sorted(present - {str(j) for j in range(i)}, key=_index_order):
+        log.error(
+            file,
+            span.line,
+            f"attributes.{key}.{index}",
+            f"document {index} after a gap (document {i} missing)"
+            if index.isdigit()
+            else f"{index!r} is not a document position (0, 1, 2 ...)",
+        )
+        ok = False
     return tuple(chunks) if ok else None
+
+
+def _index_order(index: str) -> tuple[int, int, str]:
+    """Positions in number order, anything else after them."""
+    return (0, int(index), "") if index.isdigit() and len(index) < 20 else (1, 0, index)
 
 
 def _metadata(value: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY, finite_number
+from rageval_core.formats.base import HEADER_KEY, MAX_MEASURE, finite_number, too_large
 from rageval_core.formats.joined import EntryReader, Gold, Hit, read_joined, shorten
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
@@ -237,10 +237,13 @@ class _Joiner(EntryReader):
     def _retrieval_time(self, value: Any, extras: Extras, line: int) -> Extras | None:
         """retrieval_time_ms as the latency stage "retrieval" (latency_ms's own stages win)."""
         ms = finite_number(value)
-        if ms is None or ms < 0:
-            self.log.error(
-                self.file, line, _TIME_KEY, f"expected a number >= 0, got {describe(value)}"
+        if ms is None or ms < 0 or ms > MAX_MEASURE:
+            problem = (
+                too_large(ms)
+                if ms is not None and ms > 0
+                else f"expected a number >= 0, got {describe(value)}"
             )
+            self.log.error(self.file, line, _TIME_KEY, problem)
             return None
         extras.latency_ms = {"retrieval": ms, **extras.latency_ms}
         return extras

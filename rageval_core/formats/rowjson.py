@@ -8,24 +8,56 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import display_path, merge_info, read_sidecar
-from rageval_core.formats.jsonarray import describe, id_text, iter_records, read_text, string_list
+from rageval_core.formats.base import display_path, finite_number, merge_info, read_sidecar
+from rageval_core.formats.jsonarray import (
+    KeyWarner,
+    describe,
+    id_text,
+    iter_records,
+    read_text,
+    string_list,
+    times_text,
+)
 from rageval_core.model import ParsedRun, Query, RunInfo
 
 
 class Fields:
     """Typed access to one record's fields; each problem is logged and marks the record bad."""
 
-    def __init__(self, record: Mapping[str, Any], file: str, line: int, log: ProblemLog) -> None:
+    def __init__(
+        self,
+        record: Mapping[str, Any],
+        file: str,
+        line: int,
+        log: ProblemLog,
+        warner: KeyWarner | None = None,
+    ) -> None:
         self.record = record
         self.file = file
         self.line = line
         self.log = log
         self.ok = True
+        self.warner = warner or KeyWarner(file, log)
 
     def error(self, field: str, problem: str) -> None:
         self.log.error(self.file, self.line, field, problem)
         self.ok = False
+
+    def ignored(self, field: str, problem: str, kind: str = "") -> None:
+        """A warning that the value at field is left out (once per field and kind per file, with
+        how many times it came); the record itself is good."""
+        self.warner.repeated(
+            self.line, field, lambda times: f"{problem}; ignored{times_text(times)}", kind
+        )
+
+    def score(self, field: str, value: Any, what: str) -> float | None:
+        """value as a judge score; one that is not a finite number (NaN, Infinity, null, a
+        string, a boolean) is warned about at field and left out (None)."""
+        score = finite_number(value)
+        if score is None:
+            shown = describe(value)
+            self.ignored(field, f"expected a finite number ({what}), got {shown}", shown)
+        return score
 
     def key(self, *names: str) -> str | None:
         """The first of names the record has (spellings of one field: snake_case, camelCase)."""
@@ -92,12 +124,13 @@ def _queries(
         return
     seen: dict[str, int] = {}
     number = 0
+    warner = KeyWarner(file, log)
     for line, record in _records(text, file, log):
         number += 1
         if not isinstance(record, Mapping):
             log.error(file, line, "record", f"expected an object, got {describe(record)}")
             continue
-        fields = Fields(record, file, line, log)
+        fields = Fields(record, file, line, log, warner)
         query = parse(fields, number)
         if query is None or not fields.ok:
             continue

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import display_path, finite_number, first_line
+from rageval_core.formats.base import (
+    display_path,
+    finite_number,
+    first_line,
+    open_input,
+    unreadable,
+)
 from rageval_core.formats.jsonarray import Truncated, describe, iter_object, read_text
 from rageval_core.model import Chunk, Query
 
@@ -125,10 +131,10 @@ def read_qrels(path: Path, log: ProblemLog) -> Judgements | None:
     """Qrels in any of the three shapes: ranx's JSON, BEIR's TSV (with its header), TREC's."""
     file = display_path(path)
     try:
-        with path.open("rb") as fh:
+        with open_input(path) as fh:
             head = fh.read(4096).decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
-    except OSError as e:
-        log.error(file, 0, "file", f"cannot read: {e.strerror or e}")
+    except OSError as e:  # a FIFO, a device or a folder too, by name (a FIFO would block)
+        log.error(file, 0, "file", unreadable(e))
         return None
     if head.startswith("{"):
         scores = read_score_map(path, log, labels=True)

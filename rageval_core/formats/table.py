@@ -95,7 +95,7 @@ def read_arrow(table: Any, log: ProblemLog, label: str = "table") -> ParsedRun:
 
     def rows() -> Iterator[Columns | Row]:
         yield 0, list(table.schema.names)
-        yield from enumerate(table.to_pylist(), 1)
+        yield from enumerate(_without_decimals(table).to_pylist(), 1)
 
     return ParsedRun(RunInfo(), _queries(rows(), label, log, is_csv=False), FORMAT, (label,))
 
@@ -154,7 +154,7 @@ def _parquet_rows(path: Path, shown: str, log: ProblemLog) -> Iterator[Columns |
         n = 0
         for batch in pf.iter_batches(batch_size=16_384):
             try:
-                records = batch.to_pylist()
+                records = _without_decimals(batch).to_pylist()
             except UnicodeDecodeError:  # Parquet does not promise valid UTF-8 in a string column
                 row, column = _invalid_utf8(batch)
                 log.error(shown, n + row, column, "text is not valid UTF-8")
@@ -166,6 +166,28 @@ def _parquet_rows(path: Path, shown: str, log: ProblemLog) -> Iterator[Columns |
         log.error(shown, 0, "file", "not a readable Parquet file: a column name is not valid UTF-8")
     except (pa.ArrowException, OSError) as e:
         log.error(shown, 0, "file", f"not a readable Parquet file: {e}")
+
+
+def _without_decimals(batch: Any) -> Any:
+    """batch (a RecordBatch or Table) with its Decimal columns as numbers, as a CSV gives them:
+    integers when the scale is 0 and the values fit 64 bits, floats otherwise. (A Decimal is no
+    JSON number: it would fail where the run is stored.)"""
+    import pyarrow as pa
+
+    columns = list(batch.columns)
+    changed = False
+    for i, column in enumerate(columns):
+        kind = column.type
+        if not pa.types.is_decimal(kind):
+            continue
+        changed = True
+        try:
+            columns[i] = column.cast(pa.int64() if kind.scale <= 0 else pa.float64())
+        except pa.ArrowInvalid:  # an integer beyond 64 bits: a float, checked by the validators
+            columns[i] = column.cast(pa.float64(), safe=False)
+    if not changed:
+        return batch
+    return type(batch).from_arrays(columns, names=batch.schema.names)
 
 
 def _invalid_utf8(batch: Any) -> tuple[int, str]:

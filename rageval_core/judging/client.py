@@ -7,8 +7,13 @@ A failure to get any answer is named in plain words (`describe_failure`, the one
 classifies them: refused, name not resolved, TLS, timeout, closed), and when the endpoint has
 never answered and its first FAST_STOP_AFTER attempts all failed the same way, the client stops
 every request with JudgeUnreachableError instead of retrying each one for minutes.
-An adaptive limiter spaces request starts and widens the spacing on every 429, so a rate-limited
-endpoint is not hammered by all threads at once. The API key lives in the Authorization header
+Each request is bounded as a whole by timeout_s (connect to the reply's last byte) and ends
+within about a second of its stop event, whatever the server does; replies are read up to
+4 MiB, and one that is no chat completion, or whose usage is no token count, is that request's
+EndpointError with a short reason (transport.py, `_reply`).
+An adaptive limiter spaces request starts: a 429 halves the shared pace and each success adds
+to it again (AIMD), so a rate-limited endpoint is not hammered by all threads at once and an
+occasional 429 does not slow the run to a crawl. The API key lives in the Authorization header
 of the request only: never in an error, a log line or the cache key.
 """
 
@@ -30,6 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rageval_core.errors import RagevalError, UsageError
+from rageval_core.judging import transport
 
 #: the longest a Retry-After or a backoff makes a thread wait, in seconds
 MAX_WAIT_S = 60.0
@@ -76,8 +82,11 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
 
 
 #: the one opener of every judge request (no redirect followed; proxies from the environment
-#: as urlopen has them)
-_OPENER = urllib.request.build_opener(_RefuseRedirects())
+#: as urlopen has them; each request under one deadline: transport.py)
+_OPENER = transport.build_opener(_RefuseRedirects())
+#: the largest token count one reply may report (no model reads or writes more in one request;
+#: a count past it is a hostile or broken reply, kept out of the store)
+MAX_REPLY_TOKENS = 100_000_000
 
 
 class EndpointError(Exception):
@@ -166,34 +175,64 @@ def check_base_url(base_url: str) -> str:
 
 
 class RateLimiter:
-    """Spaces request starts: the interval doubles on a 429 and shrinks again on successes."""
+    """Spaces request starts, shared by the judging threads: additive increase of the pace on
+    success, multiplicative decrease on a 429 (AIMD, as TCP paces a congested link).
 
-    def __init__(self, min_interval_s: float = 0.0, max_interval_s: float = 10.0) -> None:
+    A 429 halves the pace (the interval between starts doubles, from STEP_S when there was
+    none), never to an interval past the server's Retry-After nor max_interval_s: the thread
+    that got it waits that Retry-After itself (ChatClient.chat), the others only keep a wider
+    spacing. Each success adds RECOVER_PER_S starts per second; a pace above 1 / STEP_S is no
+    spacing at all. So an endpoint that throttles now and then costs its Retry-Afters and a few
+    short spacings, not a crawl; one that throttles every request keeps every thread apart.
+    clock: seconds, monotonic (a test gives a fake one with the sleep it advances).
+    """
+
+    #: the first spacing after a 429, and the spacing below which there is none, in seconds
+    STEP_S = 0.05
+    #: starts per second each success adds to the pace
+    RECOVER_PER_S = 4.0
+
+    def __init__(
+        self,
+        min_interval_s: float = 0.0,
+        max_interval_s: float = 10.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.interval_s = min_interval_s
         self.min_interval_s = min_interval_s
         self.max_interval_s = max_interval_s
+        self._clock = clock
         self._next = 0.0
         self._lock = threading.Lock()
         self.backoffs = 0
 
     def wait(self, sleep: Callable[[float], None]) -> None:
+        """Take the next start slot; sleep until it comes."""
         with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             start = max(now, self._next)
             self._next = start + self.interval_s
         if start > now:
             sleep(start - now)
 
-    def throttled(self) -> None:
+    def throttled(self, retry_after_s: float | None = None) -> None:
+        """A 429: halve the pace (at most to the Retry-After's and max_interval_s's spacing)."""
         with self._lock:
             self.backoffs += 1
-            self.interval_s = min(self.max_interval_s, max(0.05, self.interval_s * 2))
+            cap = self.max_interval_s
+            if retry_after_s is not None:
+                cap = min(cap, max(self.STEP_S, retry_after_s))
+            grown = max(self.STEP_S, self.interval_s * 2)
+            self.interval_s = max(self.min_interval_s, min(cap, grown))
 
     def succeeded(self) -> None:
+        """A reply: add RECOVER_PER_S to the pace; past 1 / STEP_S the spacing is gone."""
         with self._lock:
-            self.interval_s = max(self.min_interval_s, self.interval_s * 0.9)
-            if self.interval_s < 0.01:
-                self.interval_s = self.min_interval_s
+            if self.interval_s <= self.min_interval_s:
+                return
+            interval = 1.0 / (1.0 / self.interval_s + self.RECOVER_PER_S)
+            self.interval_s = max(self.min_interval_s, 0.0 if interval < self.STEP_S else interval)
 
 
 def retry_after_s(value: str | None) -> float | None:
@@ -260,14 +299,19 @@ class ChatClient:
             if stop is not None and stop.is_set():
                 raise EndpointError("cancelled")
             self.limiter.wait(self.sleep)
-            request = urllib.request.Request(self.url, data=data, headers=self._headers)
+            deadline = transport.Deadline(self.timeout_s, stop)
+            request = transport.DeadlineRequest(
+                self.url, deadline, data=data, headers=self._headers
+            )
             wait: float | None = None
             try:
                 with _OPENER.open(request, timeout=self.timeout_s) as response:
                     self._answered()
-                    payload = response.read()
+                    payload = transport.read_reply(response)
                 self.limiter.succeeded()
                 return _reply(payload)
+            except (transport.RequestCancelled, transport.ReplyTooLarge) as e:
+                raise EndpointError(str(e)) from None
             except urllib.error.HTTPError as e:
                 self._answered()
                 status = e.code
@@ -278,12 +322,12 @@ class ChatClient:
                         f"({'unauthorized' if status == 401 else 'forbidden'}): check the API key "
                         f"in the environment variable {self.key_env}"
                     ) from None
-                if status == 429:
-                    self.limiter.throttled()
+                wait = retry_after_s(e.headers.get("Retry-After") if e.headers else None)
+                if status == 429:  # this request waits its own Retry-After; the pace halves
+                    self.limiter.throttled(wait)
                 elif status < 500 and status != 408:
                     raise EndpointError(f"HTTP {status}") from None
                 problem = f"HTTP {status}"
-                wait = retry_after_s(e.headers.get("Retry-After") if e.headers else None)
             except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
                 # refused, not resolved, TLS, timeout, reset mid-read ...
                 problem, _ = describe_failure(e, self.url, self.timeout_s)
@@ -323,23 +367,44 @@ class ChatClient:
 
 
 def _reply(payload: bytes) -> Reply:
-    """The first choice's message text and the usage; EndpointError when the body is no reply."""
+    """The first choice's message text and the usage; EndpointError, with a short reason, when
+    the body is no reply or its usage is no token count (never stored, never a crash)."""
     try:
         obj = json.loads(payload)
+    except RecursionError:
+        raise EndpointError("the reply nests too deeply to be read") from None
+    except json.JSONDecodeError:
+        raise EndpointError("the reply is not JSON") from None
+    except ValueError:  # not UTF-8, or an integer of thousands of digits
+        raise EndpointError("the reply cannot be read as JSON text") from None
+    try:
         content = obj["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
-        raise EndpointError("the endpoint's reply is not a chat completion") from None
+    except (KeyError, IndexError, TypeError):
+        raise EndpointError(
+            "the reply is not a chat completion (no choices[0].message.content)"
+        ) from None
     if not isinstance(content, str):
-        raise EndpointError("the endpoint's reply has no text content")
-    usage = obj.get("usage") if isinstance(obj, dict) else None
-    usage = usage if isinstance(usage, dict) else {}
+        raise EndpointError("the reply has no text content")
+    usage = obj.get("usage")
+    if usage is None:  # not reported (a local server): no tokens counted
+        usage = {}
+    if not isinstance(usage, dict):
+        raise EndpointError("the reply's usage is not an object")
+    return Reply(
+        content, _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
+    )
 
-    def count(key: str) -> int:
-        value = usage.get(key)
-        return (
-            int(value)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            else 0
+
+def _token_count(usage: dict[str, Any], key: str) -> int:
+    """usage[key] as a whole number of tokens in [0, MAX_REPLY_TOKENS] (absent or null: 0)."""
+    value = usage.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():  # 100.0 from a loose server
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPLY_TOKENS:
+        raise EndpointError(
+            f"the reply's usage.{key} is not a token count (a whole number from 0 to "
+            f"{MAX_REPLY_TOKENS:,})"
         )
-
-    return Reply(content, count("prompt_tokens"), count("completion_tokens"))
+    return value

@@ -1,16 +1,19 @@
 """run_judge: an LLM judge over every query of a stored run, kept as a result set beside it.
 
 Plan (one task per query x prompt x repeat) -> cached replies answered from the store -> the
-rest sent by a thread pool (bounded by concurrency, a budget checked before each request) ->
+rest sent by a thread pool (bounded by concurrency; with --max-cost each request is sent only
+when its worst case fits the budget: a Budget reservation, settled to the reply's cost) ->
 every finished result kept in one transaction at the end, also after a budget stop, a cancel or
-Ctrl-C. A 401/403 stops everything and keeps nothing. An endpoint that never answers stops the
-run early (client.FAST_STOP_AFTER); a run in which no judgment succeeded is `failed`, one with
-some judge errors `partial`.
+Ctrl-C. A 401/403 stops everything and keeps no result set; the valid replies received before
+it stay in the store's judge cache (each is kept as it arrives), and its message says how many.
+An endpoint that never answers stops the run early (client.FAST_STOP_AFTER); a run in which no
+judgment succeeded is `failed`, one with some judge errors `partial`.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import hashlib
 import json
 import math
@@ -41,6 +44,10 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 EST_COMPLETION_TOKENS = 120
 #: characters per token, for a dry run's estimate (the usual rule of thumb for English)
 CHARS_PER_TOKEN = 4.0
+#: tokens a chat template may add per message (role markers) and per request (the reply's
+#: priming), on top of the messages' own: part of a request's worst case (Budget)
+TEMPLATE_TOKENS_PER_MESSAGE = 8
+TEMPLATE_TOKENS_PER_REQUEST = 8
 
 
 #: JudgeConfig's fields as `rageval judge` names them (a JudgeConfigError's default words)
@@ -57,7 +64,7 @@ CLI_FLAGS = {
     "name": "--name",
     "contexts": "--contexts",
     "timeout_s": "--timeout",
-    "max_tokens": "max_tokens",
+    "max_tokens": "--max-tokens",
     "max_attempts": "max_attempts",
     "temperature": "temperature",
     "backoff_s": "backoff_s",
@@ -127,6 +134,10 @@ class JudgeConfig:
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise JudgeConfigError(name, f"must be a finite number >= 0, got {value}")
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise JudgeConfigError(
+                "timeout_s", f"must be a number of seconds > 0, got {self.timeout_s}"
+            )
         if self.max_cost_usd is not None and not self.priced:
             raise JudgeConfigError(
                 "max_cost_usd",
@@ -171,6 +182,8 @@ class JudgeSummary:
     judge: JudgeSet | None = None
     errors: dict[str, int] = field(default_factory=dict)  # cause -> count
     cause: str | None = None  # why the endpoint was given up on (JudgeUnreachableError)
+    ledger: BudgetLedger | None = None  # reserved vs spent, with --max-cost
+    worst_case_usd: float | None = None  # a dry run: what --max-cost would reserve for it all
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -190,6 +203,8 @@ class JudgeSummary:
             "completion_tokens": self.completion_tokens,
             "cost_usd": self.cost_usd if self.priced else None,
             "estimated_cost_usd": self.estimated_cost_usd,
+            "worst_case_usd": self.worst_case_usd,
+            "budget": None if self.ledger is None else self.ledger.to_json(),
             "judge": None if self.judge is None else self.judge.to_json(),
         }
 
@@ -242,14 +257,108 @@ def _prices(config: JudgeConfig) -> tuple[float, float]:
     return float(config.price_in_per_1k or 0.0), float(config.price_out_per_1k or 0.0)
 
 
-def estimate_judge(store: Store, ref: RunRef, config: JudgeConfig) -> JudgeSummary:
+def worst_prompt_tokens(messages: list[dict[str, str]]) -> int:
+    """The most prompt tokens the messages can be: their UTF-8 bytes (a byte-level tokenizer's
+    token is at least one byte) plus what a chat template adds."""
+    return TEMPLATE_TOKENS_PER_REQUEST + sum(
+        len(m["content"].encode("utf-8")) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetLedger:
+    """A budget's account at the end of a run (USD): what replies cost, what was reserved."""
+
+    limit_usd: float
+    spent_usd: float
+    reserved_usd: float  # still held (0 once every request in flight has settled)
+    peak_reserved_usd: float  # the most held at once by requests in flight
+    reservations: int  # requests sent under the budget
+    refused_worst_case_usd: float | None  # the request that did not fit (None: none)
+    overruns: int  # replies that cost more than their worst case (an endpoint that miscounts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "left_usd": max(0.0, self.limit_usd - self.spent_usd)}
+
+
+class Budget:
+    """A hard spending limit shared by the judging threads.
+
+    A request is sent only when its worst case (worst_prompt_tokens at the input price plus
+    the body's max_tokens at the output price) fits beside what was spent and what the requests
+    in flight hold; its reservation is settled to its reply's reported cost when it ends (0 when
+    it got no reply). So the spend never passes the limit unless an endpoint reports more tokens
+    than the worst case (counted as overruns). limit_usd None: no limit, the same bookkeeping.
+    """
+
+    def __init__(self, limit_usd: float | None, price_in: float, price_out: float) -> None:
+        self.limit_usd = limit_usd
+        self.price_in = price_in
+        self.price_out = price_out
+        self.spent_usd = 0.0
+        self.reserved_usd = 0.0
+        self.peak_reserved_usd = 0.0
+        self.reservations = 0
+        self.refused_usd: float | None = None
+        self.overruns = 0
+        self._lock = threading.Lock()
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return prompt_tokens * self.price_in / 1000 + completion_tokens * self.price_out / 1000
+
+    def worst_usd(self, body: dict[str, Any]) -> float:
+        return self.cost(worst_prompt_tokens(body["messages"]), int(body["max_tokens"]))
+
+    def reserve(self, body: dict[str, Any]) -> float | None:
+        """Hold the request's worst case and return it; None (nothing held) when it does not fit."""
+        worst = self.worst_usd(body)
+        with self._lock:
+            if (
+                self.limit_usd is not None
+                and self.spent_usd + self.reserved_usd + worst > self.limit_usd
+            ):
+                self.refused_usd = worst
+                return None
+            self.reserved_usd += worst
+            self.peak_reserved_usd = max(self.peak_reserved_usd, self.reserved_usd)
+            self.reservations += 1
+            return worst
+
+    def settle(self, held: float, spent: float) -> None:
+        """A request ended: release what it held, count what it cost."""
+        with self._lock:
+            self.reserved_usd = max(0.0, self.reserved_usd - held)
+            self.spent_usd += spent
+            if spent > held * (1 + 1e-9):
+                self.overruns += 1
+
+    def ledger(self) -> BudgetLedger | None:
+        if self.limit_usd is None:
+            return None
+        with self._lock:
+            return BudgetLedger(
+                self.limit_usd,
+                self.spent_usd,
+                self.reserved_usd,
+                self.peak_reserved_usd,
+                self.reservations,
+                self.refused_usd,
+                self.overruns,
+            )
+
+
+def estimate_judge(
+    store: Store, ref: RunRef, config: JudgeConfig, *, cache: Store | None = None
+) -> JudgeSummary:
     """A dry run: the requests a run would send (cached ones left out) and their estimated cost
-    (prompt tokens from text length, EST_COMPLETION_TOKENS per reply). Sends nothing."""
+    (prompt tokens from text length, EST_COMPLETION_TOKENS per reply) and worst case (what
+    --max-cost reserves). Sends nothing. cache: the store whose replies count (default store)."""
     config.check()
     tasks, skipped = plan(store, ref, config)
-    cached = jstore.cached_replies(store, [t.key for t in tasks])
+    cached = jstore.cached_replies(cache or store, [t.key for t in tasks])
     p_in, p_out = _prices(config)
     todo = [t for t in tasks if t.key not in cached]
+    budget = Budget(None, p_in, p_out)
     estimate = sum(
         t.est_prompt_tokens * p_in / 1000 + EST_COMPLETION_TOKENS * p_out / 1000 for t in todo
     )
@@ -265,6 +374,7 @@ def estimate_judge(store: Store, ref: RunRef, config: JudgeConfig) -> JudgeSumma
         completion_tokens=EST_COMPLETION_TOKENS * len(todo),
         estimated_cost_usd=estimate if config.priced else None,
         priced=config.priced,
+        worst_case_usd=sum(budget.worst_usd(t.body) for t in todo) if config.priced else None,
     )
 
 
@@ -279,21 +389,34 @@ class _Outcome:
     content: str | None  # the valid reply's text, for the cache
 
 
-def _judge_one(client: ChatClient, task: Task, prompt: Prompt, stop: threading.Event) -> _Outcome:
-    """Send one task; an invalid reply is asked again once; a reply still invalid is an error."""
+def _judge_one(
+    client: ChatClient,
+    task: Task,
+    prompt: Prompt,
+    stop: threading.Event,
+    budget: Budget,
+    held: float,
+) -> _Outcome:
+    """Send one task (its worst case `held` in the budget already); an invalid reply is asked
+    again once, if that request fits the budget too; a reply still invalid is an error."""
     tokens = [0, 0]
     requests = 0
 
-    def send(body: dict[str, Any]) -> Reply:
+    def send(body: dict[str, Any], held: float) -> Reply:
         nonlocal requests
         requests += 1
-        reply = client.chat(body, stop)
+        try:
+            reply = client.chat(body, stop)
+        except BaseException:
+            budget.settle(held, 0.0)  # no reply: nothing reported, nothing counted
+            raise
+        budget.settle(held, budget.cost(reply.prompt_tokens, reply.completion_tokens))
         tokens[0] += reply.prompt_tokens
         tokens[1] += reply.completion_tokens
         return reply
 
     try:
-        reply = send(task.body)
+        reply = send(task.body, held)
         try:
             verdict = parse_reply(reply.content, prompt)
             return _Outcome(verdict, None, None, tokens[0], tokens[1], requests, reply.content)
@@ -304,7 +427,10 @@ def _judge_one(client: ChatClient, task: Task, prompt: Prompt, stop: threading.E
                 {"role": "assistant", "content": reply.content},
                 {"role": "user", "content": RETRY_NOTE.format(problem=e)},
             ]
-            second = send(retry)
+            again = budget.reserve(retry)
+            if again is None:  # the second ask's worst case does not fit: not judged
+                return _Outcome(None, None, "budget", tokens[0], tokens[1], requests, None)
+            second = send(retry, again)
             try:
                 verdict = parse_reply(second.content, prompt)
                 return _Outcome(verdict, None, None, tokens[0], tokens[1], requests, second.content)
@@ -323,6 +449,19 @@ def _judge_one(client: ChatClient, task: Task, prompt: Prompt, stop: threading.E
 
 
 Progress = Callable[[int, int], None]
+
+
+def _kept_after_auth(cached: int) -> str:
+    """What a run stopped by a 401/403 leaves in the store, said exactly."""
+    if not cached:
+        return "nothing more was sent and nothing was stored"
+    replies = "one reply" if cached == 1 else f"{cached} replies"
+    return (
+        f"nothing more was sent and no result set was kept; the {replies} judged valid before "
+        f"it {'is' if cached == 1 else 'are'} kept in the store's judge cache, so a run with "
+        "the right key answers "
+        f"{'it' if cached == 1 else 'them'} from there without sending or paying again"
+    )
 
 
 def _outcome_status(status: str, results: list[JudgeResult], cause: str | None) -> str:
@@ -346,15 +485,20 @@ def run_judge(
     *,
     api_key: str | None = None,
     client: ChatClient | None = None,
+    cache: Store | None = None,
 ) -> JudgeSummary:
     """Judge every query of the run and keep the results as a new result set beside it.
 
     The key is read from the environment variable config.api_key_env (api_key: given directly,
     for a caller that has it already; never stored). progress(done, total) after each task;
     cancel: set it to stop (finished results are kept). Ctrl-C does the same. JudgeAuthError
-    (exit 2) on a 401/403, with nothing kept. An endpoint that never answers ends the run at once
-    with status `failed` and summary.cause saying why, once.
+    (exit 2) on a 401/403: no result set is kept; its message says how many valid replies of
+    this run the judge cache kept (a run with the right key answers those from it). An endpoint
+    that never answers ends the run at once with status `failed` and summary.cause saying why,
+    once. cache: the store whose cached replies are read and new ones kept (default store; a run
+    read from a file into a scratch store gives the user's store here).
     """
+    cache = cache or store
     config.check()
     run = store.run(ref)
     tasks, skipped = plan(store, ref, config)
@@ -375,15 +519,15 @@ def run_judge(
     del key
     stop = cancel or threading.Event()
     results: list[JudgeResult] = []
-
-    def cost(pt: int, ct: int) -> float:
-        return pt * p_in / 1000 + ct * p_out / 1000
+    cached_now = 0  # valid replies of this run kept in the judge cache
+    budget = Budget(config.max_cost_usd, p_in, p_out)
+    cost = budget.cost
 
     def note(kind: str) -> None:
         summary.judge_errors += 1
         summary.errors[kind] = summary.errors.get(kind, 0) + 1
 
-    cached = jstore.cached_replies(store, [t.key for t in tasks])
+    cached = jstore.cached_replies(cache, [t.key for t in tasks])
     pending: list[Task] = []
     for t in tasks:
         hit = cached.get(t.key)
@@ -416,23 +560,28 @@ def run_judge(
         progress(summary.cache_hits, total)
 
     def finish(t: Task, out: _Outcome) -> None:
+        nonlocal cached_now
+        spent = cost(out.prompt_tokens, out.completion_tokens)
+        summary.prompt_tokens += out.prompt_tokens  # a reply is paid for, judged or not
+        summary.completion_tokens += out.completion_tokens
+        summary.cost_usd += spent
         if out.kind == "cancelled":
             return  # stopped while waiting to retry: not judged, and no fault of the judge
         summary.requests += out.requests
-        summary.prompt_tokens += out.prompt_tokens
-        summary.completion_tokens += out.completion_tokens
-        spent = cost(out.prompt_tokens, out.completion_tokens)
-        summary.cost_usd += spent
+        if out.kind == "budget":
+            summary.status = "budget"  # its second ask did not fit: not judged
+            return
         summary.done += 1
         if out.error is not None:
             note(out.kind or out.error)
         elif out.content is not None:
             jstore.keep_reply(
-                store,
+                cache,
                 t.key,
                 config.model,
                 CachedReply(out.content, out.prompt_tokens, out.completion_tokens),
             )
+            cached_now += 1
         results.append(
             JudgeResult(
                 t.qidx,
@@ -449,35 +598,40 @@ def run_judge(
         if progress is not None:
             progress(summary.done, total)
 
-    def estimate(t: Task) -> float:
-        return cost(t.est_prompt_tokens, EST_COMPLETION_TOKENS)
-
     pool = cf.ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="judge")
     running: dict[cf.Future[_Outcome], Task] = {}
+    holds: dict[cf.Future[_Outcome], float] = {}  # each one's reservation, settled by the task
     queue = iter(pending)
+    held_back: Task | None = None  # refused by the budget while others were in flight
     interrupted = False
     try:
         exhausted = False
         while True:
-            # keep the pool busy; each new request must fit the budget with what is in flight
+            # keep the pool busy; each new request's worst case must fit the budget beside
+            # what was spent and what the requests in flight hold
             while not exhausted and not stop.is_set() and len(running) < config.concurrency:
-                nxt = next(queue, None)
+                nxt = held_back or next(queue, None)
+                held_back = None
                 if nxt is None:
                     exhausted = True
                     break
-                t = nxt
-                if config.max_cost_usd is not None:
-                    reserved = sum(estimate(r) for r in running.values())
-                    if summary.cost_usd + reserved + estimate(t) > config.max_cost_usd:
+                held = budget.reserve(nxt.body)
+                if held is None:
+                    if running:  # their replies may cost less than they hold: ask again then
+                        held_back = nxt
+                    else:
                         summary.status = "budget"
                         exhausted = True
-                        break
-                running[pool.submit(_judge_one, client, t, PROMPTS[t.prompt], stop)] = t
+                    break
+                fut = pool.submit(_judge_one, client, nxt, PROMPTS[nxt.prompt], stop, budget, held)
+                running[fut] = nxt
+                holds[fut] = held
             if not running:
                 break
             done, _ = cf.wait(running, timeout=0.2, return_when=cf.FIRST_COMPLETED)
             for fut in done:
                 t = running.pop(fut)
+                holds.pop(fut)
                 try:
                     outcome = fut.result()  # JudgeAuthError propagates from here
                 except JudgeUnreachableError as e:
@@ -489,10 +643,10 @@ def run_judge(
             if stop.is_set() and summary.status == "complete" and summary.cause is None:
                 summary.status = "cancelled"
             exhausted = exhausted or stop.is_set()
-    except JudgeAuthError:
+    except JudgeAuthError as e:
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
-        raise
+        raise JudgeAuthError(f"{e}; {_kept_after_auth(cached_now)}") from None
     except KeyboardInterrupt:
         interrupted = True
         stop.set()
@@ -507,7 +661,11 @@ def run_judge(
     finally:
         stop_now = stop.is_set() or interrupted
         pool.shutdown(wait=not stop_now, cancel_futures=True)
+        for fut, held in holds.items():
+            if fut.cancelled():  # never started: what it held is released, nothing was spent
+                budget.settle(held, 0.0)
     summary.retries = client.retries
+    summary.ledger = budget.ledger()
     summary.status = _outcome_status(summary.status, results, summary.cause)
     if results:
         summary.judge = jstore.save_judge_set(

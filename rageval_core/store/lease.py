@@ -20,6 +20,7 @@ from pathlib import Path
 
 import duckdb
 
+from rageval_core import threads
 from rageval_core.errors import StoreError
 from rageval_core.store import locking
 from rageval_core.store.store import Store, default_path
@@ -65,6 +66,7 @@ class LeasedStore(Store):
         self._timer: threading.Timer | None = None
         #: how many times the file was opened (for measurements and tests)
         self.opens = 0
+        threads.close_at_exit(self)  # the connection is closed before the interpreter ends
         with self.hold():
             pass
 
@@ -92,7 +94,7 @@ class LeasedStore(Store):
             try:
                 yield cur
             except duckdb.Error as e:
-                raise StoreError(f"the store {self.path}: {e}") from e
+                raise self._error(e) from e  # a damaged block says so, as Store's does
             finally:
                 cur.close()
 
@@ -142,6 +144,7 @@ class LeasedStore(Store):
     def _arm_timer(self) -> None:
         self._timer = threading.Timer(self.idle_s, self._close_if_idle)
         self._timer.daemon = True
+        threads.track(self._timer, self._timer.cancel)  # never ended at exit inside DuckDB
         self._timer.start()
 
     def _close_if_idle(self) -> None:

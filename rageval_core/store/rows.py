@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rageval_core import threads
 from rageval_core.columns import (
     BATCH_SCHEMAS,
     OPTIONAL_TABLES,
@@ -195,8 +196,8 @@ def prefetch(items: Iterable[T], depth: int = 1) -> Iterator[T]:
             if close is not None:
                 close()
 
-    worker = threading.Thread(target=work, name="rageval-read", daemon=True)
-    worker.start()
+    # tracked: at exit it is asked to stop and waited for, never ended inside DuckDB or Arrow
+    worker = threads.start(work, name="rageval-read", stop=stop.set)
     try:
         while True:
             kind, value = slots.get()

@@ -19,12 +19,11 @@ from rageval_core.errors import (
     NotFoundError,
     Problem,
     ProblemLog,
-    StoreCorruptError,
     StoreError,
     UsageError,
 )
 from rageval_core.model import ParsedRun, Query, RunInfo
-from rageval_core.store import journal, locking
+from rageval_core.store import damage, journal, locking
 from rageval_core.store.rows import ContentHasher, batches_from_queries, build_queries, prefetch
 from rageval_core.store.schema import (
     ALL_TABLES,
@@ -145,19 +144,22 @@ class Store:
         if target != ":memory:":
             _check_folder(target)
         self.path = target
+        if target != ":memory:":
+            damage.check_header(target)
         try:
             self._con: duckdb.DuckDBPyConnection | None = locking.connect(target, wait_s)
         except duckdb.Error as e:
-            raise _open_error(target, e) from e
+            raise damage.open_error(target, e) from e
         except (OSError, ValueError) as e:  # a NUL in the path, a name too long ...
             raise StoreError(f"cannot open the store {target}: {e}") from e
         try:
             migrate(self._con, target)
             journal.sweep(self._con)
+            self._wal_bytes = damage.wal_bytes(target)
         except duckdb.Error as e:
             self.close()
-            if is_corrupt_error(e):
-                raise corrupt_error(target, e) from e
+            if damage.is_corrupt_error(e):
+                raise damage.corrupt_error(target, e, readable=False) from e
             raise StoreError(f"cannot update the schema of the store {target}: {e}") from e
         except BaseException:
             self.close()
@@ -168,8 +170,34 @@ class Store:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        try:
+            if exc_type is None:
+                self._checkpoint()
+        finally:
+            self.close()
+
+    def _checkpoint(self) -> None:
+        """Write what this process changed into the file now, so damage is said, not hidden.
+
+        DuckDB does it on close too, but silently: in a damaged file a write (an import) stays in
+        the write-ahead log, and every later open replays it. Only when this process wrote (the
+        log grew): a store damaged before stays readable, so what still reads can be exported.
+        """
+        if self._con is None or damage.wal_bytes(self.path) == getattr(self, "_wal_bytes", None):
+            return
+        try:
+            self._con.execute("CHECKPOINT")
+        except duckdb.Error as e:
+            if damage.is_corrupt_error(e):
+                raise damage.corrupt_error(
+                    self.path,
+                    e,
+                    what=f"DuckDB could not write this command's changes into the file ({e}); "
+                    f"they are kept in its write-ahead log {self.path}.wal, read at each open",
+                    changed=True,
+                ) from e
+            # another thread's transaction still open: the close's own checkpoint will do
 
     def __repr__(self) -> str:
         return f"Store({self.path!r})"
@@ -204,8 +232,8 @@ class Store:
 
     def _error(self, e: duckdb.Error) -> StoreError:
         return (
-            corrupt_error(self.path, e)
-            if is_corrupt_error(e)
+            damage.corrupt_error(self.path, e)
+            if damage.is_corrupt_error(e)
             else StoreError(f"the store {self.path}: {e}")
         )
 
@@ -651,36 +679,3 @@ def _check_folder(path: str) -> None:
             raise StoreError(f"cannot open the store {path}: it is a folder, not a store file")
     except (OSError, ValueError) as e:  # unreadable, a NUL in the name, a name too long ...
         raise StoreError(f"cannot open the store {path}: {e}") from e
-
-
-#: what DuckDB says of a file it cannot read as a database
-CORRUPT_SIGNS = ("corrupt database file", "not a valid duckdb database file", "checksum")
-
-
-def is_corrupt_error(e: BaseException) -> bool:
-    text = str(e).lower()
-    return any(sign in text for sign in CORRUPT_SIGNS)
-
-
-def corrupt_error(path: str, e: BaseException) -> StoreCorruptError:
-    return StoreCorruptError(
-        f"the store {path} is corrupt: DuckDB cannot read it ({e}). Nothing was changed. To "
-        f"recover: move it aside (mv {path} {path}.corrupt), then import your runs again into a "
-        f"new store, or import native exports (`rageval export RUN --to FILE`) made from a "
-        f"backup copy; docs/reliability.md says what the crash journal keeps"
-    )
-
-
-def _open_error(path: str, e: duckdb.Error) -> StoreError:
-    text = str(e)
-    if is_corrupt_error(e):
-        return corrupt_error(path, e)
-    if locking.is_lock_error(e):
-        pid = re.search(r"PID (\d+)", text)
-        who = f" (PID {pid.group(1)})" if pid else ""
-        return StoreError(
-            f"the store {path} is in use by another process{who}: DuckDB allows one writer at a "
-            f"time; close the other rageval (dashboard or CLI) or use another store "
-            f"(RAGEVAL_DB or --db)"
-        )
-    return StoreError(f"cannot open the store {path}: {e}")

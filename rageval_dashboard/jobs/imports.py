@@ -13,6 +13,7 @@ from typing import Any
 from rageval_core.errors import UsageError
 from rageval_core.importing import (
     SIDECAR_SUFFIX,
+    Confinement,
     file_problem,
     is_file,
     path_problem,
@@ -39,6 +40,19 @@ def import_dirs() -> list[Path]:
         too_wide = cwd == Path(cwd.anchor) or cwd == Path.home().resolve()
         dirs = [_SAMPLE_RUNS] if too_wide else [cwd, _SAMPLE_RUNS]
     return [d.resolve() for d in dirs if path_problem(d) is None]
+
+
+def path_policy() -> Confinement:
+    """What a path import may read: files inside import_dirs(), no hidden one. The readers hold
+    every file they open to it (rageval_core.importing.confined), companions and sidecars too."""
+    return Confinement(
+        tuple(import_dirs()), hint=f"; set {IMPORT_DIRS_ENV} to allow another folder"
+    )
+
+
+def upload_policy(folder: Path) -> Confinement:
+    """What an import of uploaded files may read: the folder they were saved to, nothing else."""
+    return Confinement((folder.resolve(),), no_hidden=False)
 
 
 def _expanded(raw: str) -> Path:
@@ -68,34 +82,18 @@ def check_import_path(text: str) -> Path:
     if problem is not None:
         raise UsageError(f"{shown}: {problem}")
     resolved = (path if path.is_absolute() else Path.cwd() / path).resolve()
-    allowed = import_dirs()
-    _confine(resolved, shown, allowed)
-    problem = file_problem(resolved)
-    if problem == "not a file":
+    policy = path_policy()
+    problem = policy.problem(resolved) or file_problem(resolved)
+    if problem is not None and problem.startswith("a folder"):
         problem += " (give the run files, not their folder)"
     if problem is not None:
         raise UsageError(f"{shown}: {problem}")
     sidecar = resolved.with_name(resolved.name + SIDECAR_SUFFIX)
-    if is_file(sidecar):  # as the readers test it: then they read it
-        _confine(sidecar.resolve(), f"{shown}{SIDECAR_SUFFIX} (the run facts beside it)", allowed)
+    if is_file(sidecar):  # said here, before the import; the readers refuse it too
+        problem = policy.problem(sidecar.resolve())
+        if problem is not None:
+            raise UsageError(f"{shown}{SIDECAR_SUFFIX} (the run facts beside it): {problem}")
     return resolved
-
-
-def _confine(resolved: Path, shown: str, allowed: list[Path]) -> None:
-    """UsageError unless resolved lies inside an allowed folder, in no hidden file or folder."""
-    inside = [d for d in allowed if resolved.is_relative_to(d)]
-    if not inside:
-        listed = ", ".join(str(d) for d in allowed)
-        raise UsageError(
-            f"{shown}: outside the folders imports may read from ({listed}); "
-            f"set {IMPORT_DIRS_ENV} to allow another folder"
-        )
-    if not any(
-        all(not part.startswith(".") for part in resolved.relative_to(d).parts) for d in inside
-    ):
-        raise UsageError(
-            f"{shown}: a hidden file or folder (a name starting with '.'); imports never read those"
-        )
 
 
 def save_uploads(files: Sequence[Any], folder: Path) -> list[Path]:

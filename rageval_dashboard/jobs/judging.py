@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from rageval_core import threads
 from rageval_core.errors import RagevalError
 from rageval_core.judging import JudgeAuthError, JudgeConfig, run_judge
 from rageval_core.store import Store
@@ -67,6 +68,6 @@ def start(store: Store, run_id: int, run_name: str, config: JudgeConfig) -> Judg
         except Exception as e:  # a thread's exception would be lost: shown on the page
             job.error = f"the judge run failed: {type(e).__name__}"
 
-    job.thread = threading.Thread(target=work, name="rageval-judge", daemon=True)
-    job.thread.start()
+    # tracked: the server's exit cancels it (what finished is kept) and waits for it
+    job.thread = threads.start(work, name="rageval-judge", stop=job.cancel.set)
     return job

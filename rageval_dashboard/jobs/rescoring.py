@@ -20,6 +20,7 @@ import streamlit as st
 from rageval_dashboard import state
 from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.keys import View
+from rageval_core import threads
 from rageval_core.errors import RagevalError
 from rageval_core.scoring import ScoringCancelled, ensure_scored, is_scored
 
@@ -109,7 +110,8 @@ def start(view: View) -> Job:
         )
         jobs[key] = job
         # the store is looked up here: the thread has no Streamlit context for the cache
-        threading.Thread(target=_run, args=(job, view, state.store()), daemon=True).start()
+        # tracked: the server's exit cancels it and waits, never ends it inside DuckDB
+        threads.start(_run, job, view, state.store(), name="rageval-scoring", stop=job.cancel.set)
     return job
 
 

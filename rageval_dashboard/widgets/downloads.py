@@ -64,7 +64,9 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
 
 def json_bytes(value: Any) -> bytes:
     """The JSON file of value: UTF-8, NaN as null, one item per line at the top levels."""
-    return json.dumps(to_json_value(value), ensure_ascii=False, indent=1).encode("utf-8")
+    return json.dumps(to_json_value(value), ensure_ascii=False, indent=1, allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 def csv_download(

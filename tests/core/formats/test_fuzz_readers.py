@@ -36,6 +36,7 @@ import re
 import signal
 import unicodedata
 from collections import Counter
+from decimal import Decimal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -114,6 +115,14 @@ numbers = st.one_of(
     st.sampled_from(
         [0, -1, -0.0, 1e308, -1e-320, 2**63, 2**64 + 1, 10**400, -(10**400), 10**308, 2 * 10**308]
     ),
+)
+#: where a number goes (a score, a latency, a time, a price): also null, and numbers as text
+numeric = st.one_of(
+    numbers,
+    numbers,
+    st.none(),
+    st.booleans(),
+    st.sampled_from(["0.5", "NaN", "Infinity", "-1", "1e999", "", "12"]),
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, texts)
 #: any JSON value: where a field is given the wrong type
@@ -270,8 +279,15 @@ def native_file(draw: st.DrawFn) -> tuple[str, str]:
                 {},
                 optional={
                     "name": maybe(texts),
-                    "settings": maybe(st.dictionaries(texts, scalars)),
-                    "price_per_1k": maybe(numbers),
+                    "settings": maybe(
+                        st.dictionaries(texts, st.one_of(scalars, st.lists(numeric, max_size=2)))
+                    ),
+                    "price_per_1k": maybe(numeric),
+                    "prices_per_1k": maybe(
+                        st.fixed_dictionaries(
+                            {}, optional={"prompt": numeric, "completion": numeric}
+                        )
+                    ),
                 },
             ),
         )
@@ -497,11 +513,35 @@ def beir_files(draw: st.DrawFn) -> list[tuple[str, str]]:
     return files
 
 
+#: where OpenInference's flat attributes put a document: positions, and what is not one
+DOC_INDEXES = ["0", "0", "1", "1", "2", "-1", "7", "99999999999999999999", "x", "01"]
+#: span times: ISO text at the edges of what can be, and numbers (ms, or ns as OTLP gives them)
+SPAN_TIMES = [
+    "2024-05-01T10:00:00.000000+00:00",
+    "2024-05-01T10:00:00.250000+00:00",
+    "1900-01-01T00:00:00",
+    "9999-12-31T23:59:59.999999",
+    "0001-01-01T00:00:00",
+    "1714557600000000000",
+    "9" * 40,
+]
+
+
+def flat_documents(draw: st.DrawFn) -> dict[str, Any]:
+    """retrieval.documents as OpenTelemetry's flat keys, at drawn (sometimes impossible) indexes."""
+    out: dict[str, Any] = {}
+    for index in draw(st.lists(st.sampled_from(DOC_INDEXES), max_size=4)):
+        out[f"retrieval.documents.{index}.document.id"] = draw(maybe(ids))
+        if draw(st.booleans()):
+            out[f"retrieval.documents.{index}.document.score"] = draw(numeric)
+    return out
+
+
 @st.composite
 def openinference_file(draw: st.DrawFn) -> tuple[str, str]:
     doc = st.fixed_dictionaries(
         {"document.id": maybe(ids)},
-        optional={"document.content": maybe(texts), "document.score": maybe(numbers)},
+        optional={"document.content": maybe(texts), "document.score": maybe(numeric)},
     )
     kind = st.sampled_from(["RETRIEVER", "RERANKER", "LLM", "CHAIN", "retriever"])
     attributes = st.fixed_dictionaries(
@@ -510,7 +550,7 @@ def openinference_file(draw: st.DrawFn) -> tuple[str, str]:
             "input.value": maybe(texts),
             "retrieval.documents": st.one_of(st.lists(doc, max_size=3), anything),
             "reranker.output_documents": st.one_of(st.lists(doc, max_size=3), anything),
-            "llm.token_count.prompt": maybe(counts),
+            "llm.token_count.prompt": maybe(st.one_of(counts, numeric)),
             "metadata": st.one_of(st.just('{"query_id": "q1"}'), anything),
         },
     )
@@ -521,11 +561,16 @@ def openinference_file(draw: st.DrawFn) -> tuple[str, str]:
             "attributes": st.one_of(attributes, attributes, anything),
         },
         optional={
-            "start_time": st.one_of(st.just("2024-05-01T10:00:00.000000+00:00"), anything),
-            "end_time": st.one_of(st.just("2024-05-01T10:00:00.250000+00:00"), anything),
+            "start_time": st.one_of(st.sampled_from(SPAN_TIMES), numeric, anything),
+            "end_time": st.one_of(st.sampled_from(SPAN_TIMES), numeric, anything),
+            "startTimeUnixNano": st.one_of(st.sampled_from(SPAN_TIMES), numeric),
+            "endTimeUnixNano": st.one_of(st.sampled_from(SPAN_TIMES), numeric),
         },
     )
     spans = draw(st.lists(span, min_size=1, max_size=6))
+    for s in spans:  # documents as flat keys too, at any index
+        if isinstance(s.get("attributes"), dict) and draw(st.booleans()):
+            s["attributes"].update(flat_documents(draw))
     if draw(st.booleans()):
         return "spans.json", dumps(spans)
     return "spans.jsonl", "\n".join(dumps(s) for s in spans) + "\n"
@@ -540,9 +585,20 @@ def deepeval_file(draw: st.DrawFn) -> tuple[str, str]:
             "retrieval_context": st.one_of(st.lists(texts, max_size=3), anything),
             "context": st.one_of(st.lists(texts, max_size=2), anything),
             "name": maybe(ids),
+            "metricsData": st.one_of(st.lists(deepeval_metric, max_size=3), anything),
         },
     )
-    return "cases.json", dumps(draw(st.lists(case, min_size=1, max_size=5)))
+    cases = draw(st.lists(case, min_size=1, max_size=5))
+    if draw(st.booleans()):  # a saved test run: the cases under test_cases
+        return "run.json", dumps({"test_cases": cases})
+    return "cases.json", dumps(cases)
+
+
+#: one entry of a DeepEval test run's metricsData: a name (or none) and a score (or anything)
+deepeval_metric = st.fixed_dictionaries(
+    {"name": st.one_of(texts, texts, st.none(), anything), "score": numeric},
+    optional={"error": st.one_of(st.none(), texts), "threshold": numeric},
+)
 
 
 @st.composite
@@ -557,7 +613,15 @@ def llamaindex_file(draw: st.DrawFn) -> tuple[str, str]:
             "expected_texts": st.one_of(st.lists(texts, max_size=2), anything),
             "retrieved_texts": st.one_of(st.lists(texts, max_size=4), anything),
             "metric_dict": st.one_of(
-                st.dictionaries(texts, st.fixed_dictionaries({"score": numbers}), max_size=2),
+                st.dictionaries(
+                    texts,
+                    st.one_of(
+                        st.fixed_dictionaries({"score": numeric}, optional={"metadata": anything}),
+                        numeric,  # a bare number: not a RetrievalMetricResult
+                        anything,
+                    ),
+                    max_size=3,
+                ),
                 anything,
             ),
         },
@@ -620,6 +684,7 @@ def check_import(store: Store, paths: list[Path], fmt: str | None, reader: str) 
         log.raise_if_errors()
         got = list(store.iter_queries(run.run_id))
         assert got == expected
+        json.dumps(run.settings, allow_nan=False)  # run facts hold no NaN: --json stays JSON
         assert run.n_queries == len(expected) == len({q.query_id for q in expected})
         assert run.n_chunks == sum(len(q.retrieved or ()) for q in expected)
         with store._cursor() as cur:
@@ -772,7 +837,15 @@ def test_parquet(
     for c in columns:
         values = [r.get(c) for r in rows]
         kinds = {type(v) for v in values if v is not None}
-        if kinds <= {int} and all(v is None or -(2**63) <= v < 2**63 for v in values):
+        small = (
+            all(v is None or abs(v) < 10**17 for v in values) if kinds <= {int, float} else False
+        )
+        if kinds and small and data.draw(st.integers(0, 3)) == 0:  # as a database writes them
+            arrays[c] = pa.array(
+                [None if v is None else Decimal(v).quantize(Decimal("1e-6")) for v in values],
+                type=pa.decimal128(24, 6),
+            )
+        elif kinds <= {int} and all(v is None or -(2**63) <= v < 2**63 for v in values):
             arrays[c] = pa.array(values, type=pa.int64())
         elif kinds <= {int, float}:  # an integer beyond a float is Infinity, as a writer would
             arrays[c] = pa.array(

@@ -210,9 +210,15 @@ def test_the_runs_prices_are_never_taken_for_the_judges(server: FakeServer, db: 
 def test_max_cost_stops_before_the_budget_and_keeps_what_finished(
     server: FakeServer, db: Path
 ) -> None:
-    budget = 0.5
+    budget = 1.0  # a request's worst case (prompt bytes + 64 max_tokens) is about 0.5
     summary = judge_api(
-        server, db, concurrency=1, max_cost_usd=budget, price_in_per_1k=0.5, price_out_per_1k=1.5
+        server,
+        db,
+        concurrency=1,
+        max_tokens=64,
+        max_cost_usd=budget,
+        price_in_per_1k=0.5,
+        price_out_per_1k=1.5,
     )
     assert summary.status == "budget"
     assert 0 < summary.done < N_TASKS

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,35 +11,14 @@ from pathlib import Path
 import pytest
 
 from rageval_core.store import Store, judgements
-from tests.fakellm import FakeServer
-from tests.paths import REPO
+from tests.fakellm import FakeServer, judge_process
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child is POSIX")
 def test_ctrl_c_keeps_the_finished_judgments(server: FakeServer, db: Path) -> None:
     server.state.delay_s = 0.2  # a slow model: the run is still going when Ctrl-C comes
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rageval_core.cli",
-            "--db",
-            str(db),
-            "judge",
-            "judged",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "slow",
-            "--concurrency",
-            "1",
-            "--json",
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "OPENAI_API_KEY": "sk-sigint"},
+    proc = judge_process(
+        db, server.base_url, "--model", "slow", "--concurrency", "1", "--json", key="sk-sigint"
     )
     deadline = time.monotonic() + 60
     while server.n_requests < 4 and time.monotonic() < deadline and proc.poll() is None:
