@@ -15,6 +15,7 @@ from bench import (
     bench_semantic,
     browser_speed,
     compare_speed,
+    diagnosis_speed,
     distributed,
     judge_pacing,
     matching_speed,
@@ -39,6 +40,7 @@ SCENARIOS = (
     "semantic",
     "compare",
     "browser",
+    "diagnosis",
     "judge_pacing",
 )
 GROWTH_SVG = "benchmarks_growth.svg"
@@ -60,6 +62,7 @@ FULL: dict[str, dict[str, Any]] = {
     "semantic": {"n_queries": 10_000, "n_embed": 100_000},
     "compare": {"n_queries": 10_000, "repeats": 3},
     "browser": {"n_queries": 10_000, "repeats": 3},
+    "diagnosis": {"n_queries": 100_000, "repeats": 5},
     "judge_pacing": {"n_queries": 120, "latency_s": 0.5, "concurrency": 4},
 }
 #: added by --scale (make bench passes it): the issue's large sizes, minutes each
@@ -86,6 +89,7 @@ QUICK: dict[str, dict[str, Any]] = {
     "semantic": {"n_queries": 300, "n_embed": 2_000},
     "compare": {"n_queries": 200, "repeats": 1},
     "browser": {"n_queries": 100, "repeats": 1},
+    "diagnosis": {"n_queries": 2_000, "repeats": 1},
     "judge_pacing": {"n_queries": 12, "latency_s": 0.1, "concurrency": 4},
 }
 
@@ -145,6 +149,8 @@ def _run_one(
         return compare_speed.run(workdir / "compare", **sizes["compare"])
     if name == "browser":  # a fresh `streamlit run` + chromium, every page
         return browser_speed.run(workdir / "browser", **sizes["browser"])
+    if name == "diagnosis":  # rageval_core.diagnosis from kept scores
+        return diagnosis_speed.run(**sizes["diagnosis"])
     if name == "judge_pacing":  # a fake judge on 127.0.0.1, with and without 429s
         return judge_pacing.run(workdir / "judge_pacing", **sizes["judge_pacing"])
     if name == "distributed":  # needs pyspark (the bench extra) and Java 17+

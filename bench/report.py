@@ -327,6 +327,15 @@ def headline(results: Sequence[ScenarioResult]) -> Table:
                 f"target at most 3x: {'met' if data['semantic_over_default'] <= 3 else 'MISSED'}",
             )
         )
+    if "diagnosis" in by_key:
+        data = by_key["diagnosis"].data
+        rows.append(
+            (
+                f"failure diagnosis of {data['n_queries']:,} queries from kept scores",
+                fmt_seconds(data["timing"]["median_s"]),
+                f"target 1 s: {'met' if data['met'] else 'MISSED'}",
+            )
+        )
     if "judge_pacing" in by_key:
         data = by_key["judge_pacing"].data
         rows.append(

@@ -12,11 +12,13 @@ Everything here is rageval_core.api's; the CLI's evaluate, compare and gate call
 
 from rageval_core.api import (
     Comparison,
+    Diagnosis,
     GateResult,
     LoadedRun,
     Report,
     Settings,
     compare,
+    diagnose,
     evaluate,
     explain_preset,
     gate,
@@ -29,6 +31,7 @@ __version__ = _core_version
 
 __all__ = [
     "Comparison",
+    "Diagnosis",
     "GateResult",
     "InputError",
     "LoadedRun",
@@ -38,6 +41,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "compare",
+    "diagnose",
     "evaluate",
     "explain_preset",
     "gate",

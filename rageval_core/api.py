@@ -24,6 +24,7 @@ from typing import Any
 
 from rageval_core.compare import Comparison, GateResult, Rule, gate as _gate, parse_rules
 from rageval_core.compare import compare as _compare
+from rageval_core.diagnosis import Diagnosis
 from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.evaluate import (
     Report,
@@ -39,11 +40,13 @@ from rageval_core.store import Store
 
 __all__ = [
     "Comparison",
+    "Diagnosis",
     "GateResult",
     "LoadedRun",
     "Report",
     "Settings",
     "compare",
+    "diagnose",
     "evaluate",
     "explain_preset",
     "gate",
@@ -119,6 +122,99 @@ def evaluate(
         return _evaluate(run, metrics, settings=settings, by=by, **overrides)
     with load(run, db=db) as loaded:
         return _evaluate(loaded, metrics, settings=settings, by=by, **overrides)
+
+
+def diagnose(
+    run: LoadedRun | str | Path,
+    *,
+    first_stage: LoadedRun | str | Path | None = None,
+    settings: Settings | None = None,
+    by: str | None = None,
+    db: str | Path | None = None,
+    **overrides: Any,
+) -> Diagnosis:
+    """Why each failing query of a run fails, and what would fix it (docs/diagnosis.md), with
+    settings given whole or as keywords (k=5, threshold=0.8, near_miss_band=0.05 ...).
+
+    first_stage: the run it reranks (adds the two-stage split); left out, an OpenInference
+    export's reranker stage (a file, or NAME@reranker stored beside NAME) is diagnosed against
+    its retriever stage. by: a tag whose values each get their counts."""
+    import contextlib
+
+    from rageval_core.diagnosis import diagnose as _diagnose
+
+    with contextlib.ExitStack() as stack:
+        stored = [
+            r for r in (run, first_stage) if isinstance(r, (str, Path)) and not Path(r).is_file()
+        ]
+        opened = stack.enter_context(Store(db)) if db is not None or stored else None
+        loaded, traced = load_stages(run, store=opened)
+        stack.enter_context(loaded)
+        if traced is not None:
+            stack.enter_context(traced)
+        first = traced
+        if first_stage is not None:
+            first = (
+                first_stage
+                if isinstance(first_stage, LoadedRun)
+                else stack.enter_context(load(first_stage, store=opened))
+            )
+        return _diagnose(
+            loaded.store,
+            loaded.data,
+            settings,
+            first_stage=None if first is None else (first.store, first.data),
+            by=by,
+            **overrides,
+        )
+
+
+def load_stages(
+    source: LoadedRun | str | Path,
+    *,
+    companions: Sequence[str | Path] = (),
+    store: Store | None = None,
+    format: str | None = None,
+) -> tuple[LoadedRun, LoadedRun | None]:
+    """A run, and the first stage it reranks when it is an OpenInference export's reranker
+    stage (its file, with companions such as its qrels; or NAME@reranker stored beside NAME);
+    None otherwise. Close both."""
+    if isinstance(source, LoadedRun):
+        return _with_first(LoadedRun(source.store, source.data, owns_store=False))
+    path = Path(source)
+    if not path.is_file():
+        if companions:
+            raise UsageError(f"{source} is not a file: companions apply to run files only")
+        return _with_first(_stored(str(source), None, store))
+    from rageval_core.formats import read_inputs
+    from rageval_core.formats.options import STAGE_KEY
+
+    log = ProblemLog()
+    paths = [path, *map(Path, companions)]
+    parsed = read_inputs(paths, format, log)
+    log.raise_if_errors()
+    if len(parsed) != 2 or not all(STAGE_KEY in p.info.settings for p in parsed):
+        return _scratch(open_file_in_scratch_store(paths, format)), None
+    scratch = Store(":memory:")  # both stages of a trace export, the retriever first
+    try:
+        for run in parsed:
+            scratch.import_run(run, log)
+        loaded = LoadedRun(scratch, load_run_data(scratch, scratch.runs()[-1].run_id))
+    except BaseException:
+        scratch.close()
+        raise
+    return _with_first(loaded)
+
+
+def _with_first(loaded: LoadedRun) -> tuple[LoadedRun, LoadedRun | None]:
+    """loaded, and its trace export's retriever stage from the same store (or None)."""
+    from rageval_core.diagnosis.stages import trace_first_stage
+
+    found = trace_first_stage(loaded.store, loaded.data.run)
+    if found is None:
+        return loaded, None
+    first = LoadedRun(loaded.store, load_run_data(loaded.store, found.run_id), owns_store=False)
+    return loaded, first
 
 
 def explain_preset(run: LoadedRun, preset: str, **settings: Any) -> Explanation:

@@ -7,15 +7,15 @@ import json
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from rageval_core import cli_attach, cli_engines, cli_judge, cli_outputs, cli_paths, threads
+from rageval_core import cli_attach, cli_diagnose, cli_engines, cli_judge, cli_outputs, cli_paths
+from rageval_core import threads
 from rageval_core.cli_paths import INPUT, OUTPUT_FOLDER, RUN, add_path_argument, on_spark
 from rageval_core.cli_presets import print_explanation
+from rageval_core.cli_signals import SigintSeen, interrupted, silence
 from rageval_core.cli_settings import (
     add_settings_arguments,
     add_stat_arguments,
@@ -328,7 +328,7 @@ def _print_report(report: Any, args: argparse.Namespace) -> int:
 
 def _compare_runs(
     args: argparse.Namespace,
-    runs: Sequence[str],
+    runs: Sequence[Any],
     metrics: list[str] | None,
     by: Sequence[str] = (),
     n_worst: int = 0,
@@ -346,9 +346,8 @@ def _compare_runs(
         alpha=args.alpha,
     )
     with contextlib.ExitStack() as stack:
-        store = (
-            stack.enter_context(_store(args)) if any(not Path(r).is_file() for r in runs) else None
-        )
+        named = [r for r in runs if isinstance(r, str) and not Path(r).is_file()]
+        store = stack.enter_context(_store(args)) if named else None
         return api.compare(
             list(runs),
             metrics,
@@ -364,11 +363,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from rageval_core.compare import format_comparison
 
     metrics = args.metrics.replace(",", " ").split() if args.metrics else None
+    if args.json:  # with the diagnosis's transition table
+        from rageval_core import cli_diagnose
+
+        print(json_text(cli_diagnose.compare_json(args, metrics)))
+        return 0
     comparison = _compare_runs(args, args.runs, metrics, args.by or (), args.worst)
-    if args.json:
-        print(json_text(comparison.to_json()))
-    else:
-        print(format_comparison(comparison, worst=args.worst))
+    print(format_comparison(comparison, worst=args.worst))
     return 0
 
 
@@ -573,6 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_outputs.add_parser(sub, common)  # fuse, report, export; compare --table
     cli_judge.add_parser(sub, common)  # judge, calibrate
     cli_attach.add_parser(sub, common)  # attach
+    cli_diagnose.add_parser(sub, common)  # diagnose
     p = sub.add_parser("dashboard", parents=[common], help="start the dashboard")
     p.add_argument("--port", type=int, default=8501, help="(default: 8501)")
     p.add_argument(
@@ -594,18 +596,18 @@ def main(argv: Sequence[str] | None = None, *, then_ignore_sigint: bool = False)
     statement short before Python has run its handler) cannot kill the process on its way out."""
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = EscapingWriter(streams[0]), EscapingWriter(streams[1])  # type: ignore[assignment]
-    sigint = _SigintSeen()
+    sigint = SigintSeen()
     try:
         return _main(argv, sigint)
     except BrokenPipeError:  # `rageval show RUN | head -1`: the reader has gone, so do we
-        _silence(streams[0])
+        silence(streams[0])
         return 141
     except SystemExit:
         raise
     except BaseException as e:
         # DuckDB turns Ctrl-C inside a statement into its own errors (InterruptException,
         # RuntimeError, a failed rollback): the signal, not the error's type, says what happened
-        if _interrupted(e, sigint):
+        if interrupted(e, sigint):
             sigint.quiet()  # the same Ctrl-C, still pending, must not cut the message short
             print(
                 "rageval: interrupted; the step under way was rolled back (nothing of it was "
@@ -622,7 +624,7 @@ def main(argv: Sequence[str] | None = None, *, then_ignore_sigint: bool = False)
         sys.stdout, sys.stderr = streams
 
 
-def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
+def _main(argv: Sequence[str] | None, sigint: SigintSeen) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -631,7 +633,7 @@ def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
         with reader_options(args):
             return int(args.func(args))
     except RagevalError as e:
-        if _interrupted(e, sigint):  # a statement cut short, surfaced as a store error
+        if interrupted(e, sigint):  # a statement cut short, surfaced as a store error
             raise
         if isinstance(e, InputError):
             _print_problems(e.problems, e.truncated)
@@ -639,52 +641,6 @@ def _main(argv: Sequence[str] | None, sigint: _SigintSeen) -> int:
         else:
             print(f"rageval: {e}", file=sys.stderr)
         return e.exit_code
-
-
-def _interrupted(e: BaseException, sigint: _SigintSeen) -> bool:
-    """Whether Ctrl-C is what ended the command. DuckDB turns a Ctrl-C inside a statement into its
-    own errors (InterruptException, a failed rollback), sometimes before Python has run its
-    handler, and the store may wrap those: the signal or an interruption anywhere in the chain."""
-    seen: set[int] = set()
-    cause: BaseException | None = e
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt) or type(cause).__name__ == "InterruptException":
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return sigint.seen
-
-
-class _SigintSeen:
-    """Notes that SIGINT arrived (then raises KeyboardInterrupt as Python's own handler does)."""
-
-    def __init__(self) -> None:
-        self.seen = False
-        self.previous: Any = None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._on_sigint)
-
-    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        self.seen = True
-        raise KeyboardInterrupt
-
-    def quiet(self) -> None:
-        """Ignore SIGINT from now on (until restore)."""
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def restore(self) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-
-def _silence(stdout: Any) -> None:
-    """Point stdout's file descriptor at /dev/null, so the interpreter's last flush is quiet."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # not a real file (a test's StringIO)
-        pass
 
 
 def entry() -> None:

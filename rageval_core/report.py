@@ -73,6 +73,9 @@ class Settings:
     judge: str | None = DEFAULTS["judge"]
     #: the semantic scorers' embedder (part of their kept scores' key: scorer_key)
     embedder: str = DEFAULTS["embedder"]
+    #: the failure diagnosis's knobs (rageval_core.diagnosis): no metric reads them
+    near_miss_band: float = DEFAULTS["near_miss_band"]
+    split_min_chars: int = DEFAULTS["split_min_chars"]
 
     def check(self) -> None:
         k_min, _ = BY_NAME["k"].bounds()
@@ -91,6 +94,7 @@ class Settings:
         if self.score_threshold is not None and not math.isfinite(self.score_threshold):
             raise UsageError(f"score threshold must be finite, got {self.score_threshold!r}")
         check_rel_level(self.rel_level)
+        _check_diagnosis_settings(self.near_miss_band, self.split_min_chars)
         from rageval_core.matching import get_scorer  # rapidfuzz: only when settings are checked
 
         get_scorer(self.scorer)
@@ -159,6 +163,15 @@ class Settings:
                 if getattr(self, name) != DEFAULTS[name]
             },
         }
+
+
+def _check_diagnosis_settings(band: object, min_chars: object) -> None:
+    b_min, b_max = BY_NAME["near_miss_band"].bounds()
+    c_min, _ = BY_NAME["split_min_chars"].bounds()
+    if isinstance(band, bool) or not isinstance(band, (int, float)) or not b_min <= band <= b_max:
+        raise UsageError(f"near-miss band must be between {b_min:g} and {b_max:g}, got {band!r}")
+    if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < c_min:
+        raise UsageError(f"split minimum must be an integer >= {c_min:g}, got {min_chars!r}")
 
 
 def depth_warning(depth: int, cutoffs: Iterable[int | None]) -> tuple[str, ...]:

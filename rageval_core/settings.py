@@ -331,6 +331,31 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="NAME",
         rescores=True,
     ),
+    # --- the failure diagnosis's two knobs (rageval_core.diagnosis, docs/diagnosis.md); last,
+    # so the dashboard's cache keys keep the shape they had before them
+    Setting(
+        "near_miss_band",
+        float,
+        0.1,
+        "diagnosis: a missed gold span is a near miss when a top-k chunk scores at least the "
+        "threshold minus this",
+        "--near-miss-band",
+        "Near-miss band",
+        minimum=0.0,
+        maximum=1.0,
+        step=0.01,
+    ),
+    Setting(
+        "split_min_chars",
+        int,
+        30,
+        "diagnosis: each part of a gold span cut in two at a word boundary has at least this "
+        "many characters when the split is checked (split_across_chunks)",
+        "--split-min-chars",
+        "Split part minimum (characters)",
+        minimum=1,
+        step=1,
+    ),
 )
 
 #: the settings that are rules of the preset metrics (not read by rageval's own metrics)

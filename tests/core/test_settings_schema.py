@@ -40,6 +40,7 @@ MINIMAL_ARGV = {
     "report": ["report", "a", "--out", "r.html"],
     "export": ["export", "a", "--to", "mlflow"],
     "calibrate": ["calibrate", "a"],
+    "diagnose": ["diagnose", "run.jsonl"],
 }
 #: flags a subcommand spells like a setting but which mean something else there (the issue's
 #: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off)
@@ -70,6 +71,9 @@ FLAGS = {
     # which LLM judge result set the judge.* metrics read (rageval_core.judging)
     "--judge": (None, None, "NAME_OR_ID"),
     "--embedder": (None, None, "NAME"),
+    # the failure diagnosis's knobs (rageval_core.diagnosis)
+    "--near-miss-band": (float, None, None),
+    "--split-min-chars": (int, None, None),
 }
 #: the query parameters of shared links: never renamed
 URL_KEYS = {
@@ -342,11 +346,13 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:-3] == (
+    assert keys.settings_key(Settings())[9:-5] == (
         True, None, False, False, False, "k", *[False] * 4
     )  # fmt: skip
-    # judged_only, judge and embedder: added last
-    assert keys.settings_key(Settings())[-3:] == (False, None, "wordllama")
+    # judged_only, judge and embedder: added after them
+    assert keys.settings_key(Settings())[-5:-2] == (False, None, "wordllama")
+    # the diagnosis's near-miss band and split minimum: added last
+    assert keys.settings_key(Settings())[-2:] == (0.1, 30)
     s = Settings(
         k=3,
         threshold=0.55,
