@@ -80,11 +80,15 @@ _NO_PROGRESS = """() => {
 PAGES: tuple[tuple[str, str], ...] = (
     ("Overview", ""),
     ("Queries", "queries"),
+    ("Why failing", "why"),
     ("Threshold tuning", "threshold"),
     ("Compare", "compare"),
     ("Latency & cost", "latency"),
     ("Sweeps", "sweeps"),
 )
+#: more query parameters of a page's URL: Why failing in evidence mode, the mode whose split
+#: check reads texts (in ids mode the diagnosis is arrays only)
+PAGE_PARAMS = {"why": "&relevance=evidence"}
 K_SLIDER, THRESHOLD_SLIDER = "k (cut-off)", "Fuzzy threshold"
 #: Compare's note while the intervals and randomisation p-values are computed
 _PENDING = ".st-key-compare-pending"
@@ -148,7 +152,10 @@ def measure(db: Path, run_name: str, repeats: int, only: tuple[str, ...] = ()) -
 def _page(page: Any, url: str, path: str, run_name: str, repeats: int, i: int) -> dict[str, Any]:
     # each page starts at its own threshold and k, so no move is answered from another's cache
     threshold = round(0.40 + 0.05 * i, 2)
-    page.goto(f"{url}/{path}?run={run_name}&k=10&threshold={threshold:.2f}", wait_until="commit")
+    extra = PAGE_PARAMS.get(path, "")
+    page.goto(
+        f"{url}/{path}?run={run_name}&k=10&threshold={threshold:.2f}{extra}", wait_until="commit"
+    )
     first_ms = float(page.wait_for_function(_DRAWN, arg=0, polling="raf").json_value())
     settled_ms = float(page.wait_for_function(_SETTLED, polling="raf").json_value())
     _no_exception(page)

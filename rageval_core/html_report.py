@@ -8,7 +8,8 @@ Every text that comes from a run (names, descriptions, metric and stage names) i
 Sections: the runs and settings; the metric table (each run's evaluate() values); the curves
 over k and over the coverage threshold; latency percentiles, tokens and cost per run; with
 several runs, the comparison (rageval_core.compare: paired deltas, CIs, p-values on the shared
-queries, the first run as the baseline). report_html() is what the dashboard's "download
+queries, the first run as the baseline); why queries fail (rageval_core.diagnosis: the failing
+queries per reason and the what-if lines, per run). report_html() is what the dashboard's "download
 report" calls with the runs it already has open.
 """
 
@@ -276,6 +277,47 @@ def _comparison_section(comparison: Any) -> str:
     return "<h2>Comparison</h2>" + _table(headers, rows, "comparison") + note
 
 
+def _diagnosis_section(loaded: Sequence[tuple[Store, RunData]], s: Settings) -> str:
+    """Why queries fail: per run, the failing queries per reason (rageval_core.diagnosis, the
+    split check included) with example query ids, and the what-if lines."""
+    from rageval_core.diagnosis import NO_GOLD, diagnose
+
+    parts = ["<h2>Why queries fail</h2>"]
+    for store, data in loaded:
+        parts.append(f"<h3>{escape(data.run.name)}</h3>")
+        try:
+            d = diagnose(store, data, s)
+        except RagevalError as e:  # a preset: the diagnosis reads rageval's own coverage
+            parts.append(f"<p>Not diagnosed: {escape(str(e))}</p>")
+            continue
+        if d.relevance is None:
+            parts.append("<p>Nothing to find (no qrels, no gold spans): no query can fail.</p>")
+            continue
+        queries, spans = d.query_counts(), d.span_counts()
+        what = "missed spans" if d.relevance == "evidence" else "failing queries"
+        rows = [
+            f'<tr><td class="text">{escape(r)}</td>{_cell(spans[r])}{_cell(queries[r])}'
+            f"{_cell(queries[r] / d.n_failing if d.n_failing else None, 3)}"
+            f'<td class="text">{escape(", ".join(d.examples(r)))}</td></tr>'
+            for r in d.reasons
+        ]
+        parts.append(
+            f"<p>{d.n_failing} of {d.query_ids.size} queries fail ({escape(d.relevance)} mode); "
+            f"{queries[NO_GOLD]} have nothing to find. Each missed gold span gets the first "
+            "reason that holds, in the table's order; a query's reason is its missed spans' "
+            "most frequent one.</p>"
+        )
+        parts.append(
+            _table(["reason", what, "queries", "share of failing", "examples"], rows, "diagnosis")
+        )
+        if d.what_if:
+            lines = "".join(f"<li>{escape(w.text())}</li>" for w in d.what_if)
+            parts.append(
+                f'<p>What would fix them (computed, not estimated):</p><ul class="what-if">{lines}</ul>'
+            )
+    return "".join(parts)
+
+
 def report_html(
     loaded: Sequence[tuple[Store, RunData]],
     metrics: Sequence[str] | None = None,
@@ -323,6 +365,7 @@ def report_html(
             body.append(f"<h2>Comparison</h2><p>Not compared: {escape(str(e))}</p>")
         else:
             body.append(_comparison_section(comparison))
+    body.append(_diagnosis_section(loaded, s))
     body.append(_curves_section(loaded, reports, s))
     body.append(_ops_section(reports))
     return (

@@ -38,6 +38,8 @@ JUDGED_ONLY = URL_KEYS["judged_only"]
 #: the sidebar's relevance radio under a preset: the preset's mode, shown, not movable
 PRESET_RELEVANCE = "sidebar.preset_relevance"
 EMBEDDER = URL_KEYS["embedder"]
+#: the failure diagnosis's band and split minimum (the sidebar's "Failure diagnosis")
+NEAR_MISS_BAND, SPLIT_MIN_CHARS = URL_KEYS["near_miss_band"], URL_KEYS["split_min_chars"]
 #: session key: the scorer the sidebar last showed (a threshold left at that scorer's default
 #: follows a new scorer to its own default)
 SCORER_SEEN = "sidebar.scorer_seen"
@@ -66,6 +68,7 @@ class Page:
 PAGES = (
     Page("overview.py", "Overview", ":material/dashboard:", "overview"),
     Page("queries.py", "Queries", ":material/manage_search:", "queries"),
+    Page("why.py", "Why failing", ":material/troubleshoot:", "why"),
     Page("threshold.py", "Threshold tuning", ":material/tune:", "threshold"),
     Page("compare.py", "Compare", ":material/compare_arrows:", "compare"),
     Page("latency.py", "Latency & cost", ":material/speed:", "latency"),
@@ -171,7 +174,7 @@ COMPARE_TREND_BY = "compare.trend_by"
 COMPARE_MAX_CANDIDATES = 4
 #: the comparison's sections, one tab each (only the open one runs); the open one is in the URL
 COMPARE_SECTION = "compare.section"
-COMPARE_SECTIONS = ("Metrics", "Per query", "Segments", "Latency & cost", "Trends")
+COMPARE_SECTIONS = ("Metrics", "Per query", "Why failing", "Segments", "Latency & cost", "Trends")
 
 #: the form's values; the judge job this session has redrawn the whole page for since it ended
 JUDGE_FORM, JUDGE_SHOWN = "judge.form", "judge.shown"
@@ -181,3 +184,10 @@ SWEEP_Y, SWEEP_SETTINGS = "sweep.y", "sweep.settings"
 SWEEP_BUDGET_ON, SWEEP_BUDGET = "sweep.budget_on", "sweep.budget"
 #: the chart's widget key, and the run a click picked (opened with a button)
 SWEEP_CHART, SWEEP_PICKED = "sweep.chart", "sweep.picked"
+
+#: the failure diagnosis (issue 30): the Why failing page's first stage (a run name, in the URL)
+#: and its bar chart; the Queries page's reason filter (in the URL: a bar's click sets it);
+#: Compare's transition cell opened
+WHY_FIRST_STAGE, WHY_CHART = "why.first_stage", "why.chart"
+QUERIES_REASON = "queries.reason"
+COMPARE_CELL, COMPARE_CELL_QUERY = "compare.cell", "compare.cell_query"

@@ -35,6 +35,9 @@ MATCHING = (
     "judged_only",
 )
 MATCHING_TITLE = "Matching and cut-off"
+#: the failure diagnosis's knobs (the Why failing page; no metric reads them)
+DIAGNOSIS = ("near_miss_band", "split_min_chars")
+DIAGNOSIS_TITLE = "Failure diagnosis"
 #: choices shown as a row of radio buttons (few, and worth seeing at once) instead of a select box
 RADIO = ("relevance",)
 #: choice settings whose None is an option of its own (not "decided by the run", as relevance):
@@ -131,6 +134,9 @@ def setting_widget(s: Setting, run: RunRecord, default: Any = None) -> Any:
     # the widget's default must stay the schema's: a bound widget leaves its default out of the
     # URL, and a link without the key must open on the same value
     first = s.default if default is None else default
+    if hi == float("inf"):  # no upper bound (split_min_chars): a number box, not a slider
+        box = st.number_input(s.label, s.type(lo), None, first, s.type(s.step), **common)
+        return s.type(box)
     value = st.slider(
         s.label, s.type(lo), s.type(hi), min(first, s.type(hi)), s.type(s.step), **common
     )
@@ -160,6 +166,9 @@ def settings_widgets(run: RunRecord) -> Settings:
             values[name] = setting_widget(BY_NAME[name], run, default_for(name, scorer))
         with st.expander(MATCHING_TITLE):
             for name in MATCHING:
+                values[name] = setting_widget(BY_NAME[name], run)
+        with st.expander(DIAGNOSIS_TITLE):
+            for name in DIAGNOSIS:
                 values[name] = setting_widget(BY_NAME[name], run)
     if preset is None:
         return Settings.from_values(values)

@@ -9,7 +9,9 @@ import streamlit as st
 
 from rageval_dashboard import keys, sidebar, state
 from rageval_dashboard.state import compare as sc
+from rageval_dashboard.state import diagnosis as sd
 from rageval_dashboard.components.figures import compare as fc
+from rageval_dashboard.components.figures import diagnosis as fd
 from rageval_dashboard.components.figures import queries as fq
 from rageval_dashboard.components.figures import trends as ft
 from rageval_dashboard.widgets.downloads import csv_download, table_with_csv
@@ -149,6 +151,7 @@ def show_comparison(c: Comparison, pending: bool) -> None:
     sections = {
         "Metrics": lambda: show_metrics(c, stem),
         "Per query": lambda: show_per_query_section(c, stem),
+        "Why failing": lambda: show_reasons(c),
         "Segments": lambda: show_segments(c, stem),
         "Latency & cost": lambda: show_ops(c, stem),
         "Trends": lambda: show_trends(c),
@@ -608,6 +611,78 @@ def show_trends(c: Comparison | None) -> None:
         },
     )
     csv_download("Download CSV", lambda: frame, "trends.csv", "compare.trends.csv")
+
+
+def show_reasons(c: Comparison) -> None:
+    """The transition table: each shared query's reason in the baseline (rows) against its
+    reason in the candidate (columns); a cell opens its queries side by side."""
+    keep_choice(keys.COMPARE_FOCUS, list(c.candidates), c.candidates[0])
+    focus = st.selectbox(
+        "Candidate", list(c.candidates), key=keys.COMPARE_FOCUS, bind="query-params"
+    )
+    focus_run = by_name[focus]
+    try:
+        table = sd.transition_table(run_view(baseline), run_view(focus_run), start=False)
+    except RagevalError as e:
+        st.info(escape_text(f"No diagnosis for these runs: {e}", one_line=True))
+        return
+    if table is None:
+        wait_for_transitions(focus_run)
+        return
+    st.caption(
+        f"{table.n_shared:,} shared queries: each run's status (passing, no_gold, or the "
+        "reason why it fails, as on the Why failing page) in the baseline (rows) and the "
+        "candidate (columns). Off the diagonal: fixed (a reason to passing), broken (passing "
+        "to a reason), changed (one reason to another)."
+    )
+    grid(fd.transitions_frame(table), width="stretch", key="compare.transitions")
+    cells = {fd.cell_label(cell): cell for cell in table.cells}
+    keep_choice(keys.COMPARE_CELL, list(cells), next(iter(cells)))
+    label = st.selectbox("Open a cell", list(cells), key=keys.COMPARE_CELL, bind="query-params")
+    cell = cells[label]
+    qid = st.selectbox(
+        f"Its queries ({len(cell.query_ids):,})", cell.query_ids, key=keys.COMPARE_CELL_QUERY
+    )
+    if qid is None:
+        return
+    metric = fc.headline_metric(c) or (c.metrics[0] if c.metrics else None)
+    if metric is None:
+        return
+    base_view, cand_view = run_view(baseline), run_view(focus_run)
+    # why it fails in each run (the side by side below shows both runs' chunks)
+    for col, v, role in zip(
+        st.columns(2), (base_view, cand_view), ("baseline", "candidate"), strict=True
+    ):
+        d = sd.best(v)
+        q = dd.qidx_of(state.data(v), qid)
+        if q is not None:
+            lines = d.sentences(q) or [str(d.status[q])]
+            col.markdown(
+                f"**Why, in the {role}**\n\n"
+                + "\n".join("- " + escape_text(x, one_line=True) for x in lines)
+            )
+    show_side_by_side(
+        c,
+        focus_run,
+        metric,
+        qid,
+        state.report(base_view).per_query,
+        state.report(cand_view).per_query,
+    )
+
+
+@st.fragment(run_every=0.5)
+def wait_for_transitions(focus_run: RunRecord) -> None:
+    # the split checks start from the note's second run, after the page is drawn
+    token = (baseline.run_id, focus_run.run_id, repr(settings))
+    start = ss.get("compare.why_polled") == token
+    ss["compare.why_polled"] = token
+    if sd.transition_table(run_view(baseline), run_view(focus_run), start=start) is not None:
+        st.rerun(scope="app")
+    st.caption(
+        "Checking the runs' spans for splits across two chunks in the background: the "
+        "transition table shows when both runs' reasons are in."
+    )
 
 
 comparison: Comparison | None = None

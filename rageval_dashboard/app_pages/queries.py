@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from rageval_dashboard import annotations, keys, sidebar, state
+from rageval_dashboard.components.figures import diagnosis as fd
 from rageval_dashboard.components.figures import queries as fq
 from rageval_dashboard.components.figures import judge as jv
 from rageval_dashboard.widgets.downloads import csv_download, json_download
@@ -17,6 +18,7 @@ from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.widgets.text_tables import text_column, text_table
 from rageval_dashboard.widgets.choices import linked_item, mirror_item, page_picker, url_multiselect
 from rageval_dashboard.widgets.grid import grid
+from rageval_dashboard.state import diagnosis as sd
 from rageval_core import drilldown as dd
 from rageval_core import ops
 from rageval_core.errors import RagevalError
@@ -36,6 +38,10 @@ except RagevalError as e:
     st.stop()
 data = state.data(view)
 k = view.settings.k
+try:  # each query's reason (the Why failing page's, which checks the splits of a large run)
+    diagnosis = sd.best(view)
+except RagevalError:  # under a preset: no reasons (the diagnosis reads rageval's own coverage)
+    diagnosis = None
 
 # --- filters -------------------------------------------------------------------------------
 ss = st.session_state
@@ -87,6 +93,20 @@ search_all = c4.toggle("all texts", key=keys.QUERIES_SEARCH_ALL, bind="query-par
 #: the drilldown outlines the search term in every text it shows (a search of all texts)
 found_term = (search or "").strip() if search_all else ""
 sort_by = c5.selectbox("Sort by", sorts, key=keys.QUERIES_SORT, bind="query-params")
+reason = fd.ANY_REASON
+if diagnosis is not None:
+    reasons = fd.reason_options(diagnosis)
+    if ss.get(keys.QUERIES_REASON) not in reasons:
+        ss[keys.QUERIES_REASON] = fd.ANY_REASON
+    reason = c5.selectbox(
+        "Reason",
+        reasons,
+        key=keys.QUERIES_REASON,
+        bind="query-params",
+        help="why a query fails (the Why failing page): its missed spans' most frequent reason. "
+        "On a large run, split_across_chunks shows once Why failing has checked the splits "
+        "(in the background); until then such spans count as near misses or not retrieved",
+    )
 
 mask = dd.filter_rows(
     table,
@@ -97,12 +117,16 @@ mask = dd.filter_rows(
     text=search or "",
     text_hits=state.search_all(view, search) if search_all and (search or "").strip() else None,
 )
+if diagnosis is not None:
+    mask &= fd.reason_mask(diagnosis, reason)
 order = dd.sort_rows(table, mask, sort_by)
 # one page of rows goes to the browser; the filters, the sort and the downloads see every row
 page, n_pages = page_picker(order.size, keys.QUERIES_PAGE_ROWS, keys.QUERIES_PAGE, "rows each")
 first = page.start
 page_rows = order[page]
 frame = fq.table_frame(table, page_rows)
+if diagnosis is not None:
+    frame = fd.with_reason(frame, diagnosis, page_rows)
 shown = (
     f"{order.size} of {table.n_queries} queries shown"
     if n_pages == 1
@@ -239,6 +263,30 @@ m4.metric(
     if table.total_derived[qidx]
     else None,
 )
+if diagnosis is not None and diagnosis.failing[qidx]:  # why it fails: a sentence a missed span
+    st.markdown(
+        f"**Why it fails** ({escape_text(str(diagnosis.status[qidx]), one_line=True)})\n\n"
+        + "\n".join("- " + escape_text(line, one_line=True) for line in diagnosis.sentences(qidx))
+    )
+    below = fd.covering_below_k(diagnosis, qidx)
+    covering = [c for c in detail.chunks if c.rank in below]
+    if covering:
+        with st.expander(f"The chunk(s) below k = {k} that cover a missed span"):
+            st.markdown(
+                "".join(
+                    chunk_card(
+                        fq.chunk_header(c),
+                        c.text,
+                        c.match_start,
+                        c.match_end,
+                        c.covers,
+                        dimmed=True,
+                        find=found_term,
+                    )
+                    for c in covering
+                ),
+                unsafe_allow_html=True,
+            )
 # --- a note on this query, kept with the run ---------------------------------------------------
 note_box = annotations.note_key(view.run.run_id, detail.query_id)
 if note_box not in ss:

@@ -11,7 +11,7 @@ from rageval_dashboard import actions, keys, sidebar, state
 from rageval_dashboard.components.figures import sweeps as fs
 from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.widgets.text_tables import text_table
-from rageval_dashboard.widgets.choices import keep_choice, url_multiselect
+from rageval_dashboard.widgets.choices import clicked_point, keep_choice, url_multiselect
 from rageval_core.compare.sweeps import COST, LATENCY, best_under, swept_settings
 
 NO_BUDGET = "no budget"
@@ -86,17 +86,9 @@ else:
 if not chosen:
     st.info("Pick at least one setting to plot against.")
 elif len(chosen) == 1:
-    event = st.plotly_chart(
-        fs.against_setting(rows, chosen[0], y, best),
-        width="stretch",
-        key=keys.SWEEP_CHART,
-        on_select="rerun",
-        selection_mode="points",
-    )
-    points = list(event.selection.points) if event is not None else []
-    if points:
-        picked = points[0].get("customdata")
-        ss[keys.SWEEP_PICKED] = picked[0] if isinstance(picked, list) else picked
+    picked = clicked_point(fs.against_setting(rows, chosen[0], y, best), keys.SWEEP_CHART)
+    if picked is not None:
+        ss[keys.SWEEP_PICKED] = picked
     st.caption("Click a point to pick its run; the star is the best run under the budget.")
 elif len(chosen) == 2:
     st.plotly_chart(fs.heat_map(rows, chosen[0], chosen[1], y), width="stretch", key="sweep.heat")

@@ -5,6 +5,7 @@ the names it exports (`state.report(view)`, `state.query_table(view)`):
 - reports.py: a run's report at a view's settings, the preset's why, built figures
 - curves.py, queries.py, latency.py, threshold.py, judge.py, sweeps.py: each page's results
 - compare.py: the Compare page's caches (`from rageval_dashboard.state import compare`)
+- diagnosis.py: the failure diagnosis (`from rageval_dashboard.state import diagnosis`)
 - background.py: the registries of scorings and judge runs under way (rageval_dashboard.jobs)
 
 Heavy objects (the Store, each run's arrays, reports) are cache_resource: they are shared
@@ -18,6 +19,7 @@ import streamlit as st
 
 from rageval_dashboard.state import (
     compare,
+    diagnosis,
     judge,
     latency,
     queries,
@@ -60,6 +62,7 @@ __all__ = [
     "curves_k",
     "curves_t",
     "data",
+    "diagnosis",
     "explanation",
     "figure",
     "held_source",
@@ -93,6 +96,7 @@ def clear_caches() -> None:
     st.cache_data.clear()
     storage.clear_listing()
     compare.clear_caches()
+    diagnosis.clear_caches()
     for module in (storage, reports, queries, latency, threshold, judge):
         for cached in module.CACHES:  # curves' and sweeps' are cache_data: cleared above
             cached.clear()

@@ -1,5 +1,6 @@
-"""Widget helpers the pages share: keeping a stored choice valid, picking a page of rows, and the
-open item mirrored in the URL (?q=, ?compare.query=) so that a shared link opens it."""
+"""Widget helpers the pages share: keeping a stored choice valid, picking a page of rows, the
+open item mirrored in the URL (?q=, ?compare.query=) so that a shared link opens it, the point
+clicked on a chart."""
 
 from __future__ import annotations
 
@@ -90,3 +91,16 @@ def page_picker(n_rows: int, per_page: int, key: str, what: str) -> tuple[slice,
         )
     first = (page_no - 1) * per_page
     return slice(first, first + per_page), n_pages
+
+
+def clicked_point(figure: Any, key: str) -> Any:
+    """Draw a plotly figure whose points can be clicked; the clicked point's customdata (its
+    first value when a list), or None without a click."""
+    event = st.plotly_chart(
+        figure, width="stretch", key=key, on_select="rerun", selection_mode="points"
+    )
+    points = list(event.selection.points) if event is not None else []
+    if not points:
+        return None
+    picked = points[0].get("customdata")
+    return picked[0] if isinstance(picked, list) else picked

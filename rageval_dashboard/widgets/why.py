@@ -1,7 +1,7 @@
 """The "Why do my numbers differ?" panel of a preset view: its script's numbers against rageval's
 defaults, one rule at a time (rageval_core.parity.Explanation), as a table and a waterfall.
 
-steps_frame and waterfall (components/figures/why.py) build them; panel draws them on the page.
+steps_frame and waterfall (components/figures/preset.py) build them; panel draws them on the page.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rageval_dashboard.widgets.downloads import csv_download
 from rageval_dashboard.components.tables import file_stem
 from rageval_dashboard.keys import View
 from rageval_dashboard.widgets.grid import grid
-from rageval_dashboard.components.figures.why import steps_frame, waterfall
+from rageval_dashboard.components.figures.preset import steps_frame, waterfall
 from rageval_core.presets import get_preset
 from rageval_core.settings import BY_NAME, DEFAULTS
 

@@ -78,7 +78,7 @@ FLAGS = {
 #: the query parameters of shared links: never renamed
 URL_KEYS = {
     "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "numbers",
-    "preset", "judged", "embedder",
+    "preset", "judged", "embedder", "near_miss_band", "split_min_chars",
 }  # fmt: skip
 
 
@@ -378,6 +378,8 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.PRESET,
         keys.JUDGED_ONLY,
         keys.EMBEDDER,
+        keys.NEAR_MISS_BAND,
+        keys.SPLIT_MIN_CHARS,
     } == URL_KEYS
     assert keys.RUN == "run"
 

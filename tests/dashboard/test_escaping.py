@@ -339,3 +339,16 @@ def test_compare_of_two_payload_runs_side_by_side(
     assert assert_inert(at, "compare side by side")
     blocks = "".join(m.value for m in at.markdown)
     assert 'class="rageval-chunk"' in blocks and escape_text(RUN_B) in blocks
+
+
+@pytest.mark.parametrize("run", [RUN_A, HOSTILE], ids=["cr-run", "hostile"])
+def test_why_failing_shows_payloads_inert(
+    make_app: Callable[..., AppTest], breaks_db: Path, run: str
+) -> None:
+    """Why failing on the payload runs, with the other payload run as the first stage: its
+    name in the two-stage chart's title, escaped (issue 30)."""
+    first = RUN_B if run == RUN_A else RUN_A
+    params = {"run": run, "threshold": "0.9", "relevance": "evidence", "why.first_stage": first}
+    at = make_app("why.py", db=breaks_db, **params)
+    assert at.selectbox(key="why.first_stage").value == first
+    assert assert_inert(at, f"why failing of {run!r}")  # the first stage's name, escaped

@@ -23,6 +23,7 @@ PACKAGE = REPO / "rageval_dashboard"
 PUBLISHED = {
     "overview": "Overview",
     "queries": "Queries",
+    "why": "Why failing",
     "threshold": "Threshold tuning",
     "compare": "Compare",
     "latency": "Latency & cost",
@@ -35,7 +36,7 @@ PUBLISHED = {
 #: constants in keys.py, which the move left as they were)
 URL_PARAMS = {
     "run", "k", "threshold", "scorer", "punct", "articles", "relevance", "cut", "cut_on",
-    "numbers", "preset", "judged", "embedder", "judge", "q",
+    "numbers", "preset", "judged", "embedder", "judge", "q", "near_miss_band", "split_min_chars",
 }  # fmt: skip
 
 
