@@ -94,8 +94,8 @@ docs-examples: setup-test  ## run every command example of README.md and docs/, 
 	$(PY) -m tests.doc_examples --write
 
 lint: setup-test  ## ruff (lint and format), mypy, and the import layers (import-linter)
-	$(VENV)/bin/ruff check rageval rageval_core dashboard tests bench
-	$(VENV)/bin/ruff format --check rageval rageval_core dashboard tests bench
+	$(VENV)/bin/ruff check rageval rageval_core rageval_dashboard tests bench
+	$(VENV)/bin/ruff format --check rageval rageval_core rageval_dashboard tests bench
 	$(VENV)/bin/mypy rageval rageval_core
 	$(VENV)/bin/lint-imports
 

@@ -174,7 +174,7 @@ def _rescoring(page: Any, url: str, run_name: str, repeats: int) -> list[float]:
     """Seconds from a click on a switch that needs new pair scores to the progress bar drawn,
     for up to repeats combinations of RESCORING; each scoring cancelled (a tiny run's may be
     done first), its switches turned back (the page then draws the run as before)."""
-    from dashboard.sidebar import MATCHING_TITLE
+    from rageval_dashboard.sidebar import MATCHING_TITLE
 
     page.goto(f"{url}/?run={run_name}", wait_until="commit")
     page.wait_for_function(_SETTLED, polling="raf")

@@ -101,7 +101,7 @@ def page_timings(db: Path, repeats: int) -> dict[str, float]:
     from streamlit.testing.v1 import AppTest
 
     os.environ["RAGEVAL_DB"] = str(db)
-    at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=600)
+    at = AppTest.from_file(str(REPO / "rageval_dashboard" / "app.py"), default_timeout=600)
     at.run()
     at.switch_page("app_pages/compare.py")
     first = _ms(at.run)

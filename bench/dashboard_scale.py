@@ -6,7 +6,7 @@ imported by the real CLI (`rageval import FILE`, evidence scoring and answer met
 in a child process, timed on its own. Then, each in a fresh process (empty caches, nothing of
 the app imported yet, as a user's first visit after an import):
 
-- browser: `streamlit run dashboard/app.py` and Debian's chromium driven by playwright. The
+- browser: `streamlit run rageval_dashboard/app.py` and Debian's chromium driven by playwright. The
   first render is performance.now() (from the navigation's start) when the Overview has
   finished its script run and drawn its charts; a slider move is a key press on the slider's
   thumb (keydown, in the page) to the end of the rerun it starts plus two animation frames.
@@ -39,10 +39,10 @@ from typing import Any
 
 from bench.common import ScenarioResult, Table, fmt_seconds, run_child
 from bench.dashboard_speed import write_big_run
-from dashboard import server
+from rageval_dashboard import server
 
 REPO = Path(__file__).resolve().parents[1]
-APP = REPO / "dashboard" / "app.py"
+APP = REPO / "rageval_dashboard" / "app.py"
 #: the issue's targets
 TARGET_FIRST_S = 3.0
 TARGET_MOVE_S = 0.3
@@ -159,7 +159,7 @@ def core_split(db: str, run_name: str) -> dict[str, float]:
 
     import dataclasses
 
-    import dashboard.components.figures  # noqa: F401 (what the page imports: plotly, pandas)
+    import rageval_dashboard.components.figures.curves  # noqa: F401 (plotly, pandas)
     from rageval_core.evaluation import curves
     from rageval_core.evaluation.evaluate import evaluate, with_breakdown
     from rageval_core.evaluation.report import Settings

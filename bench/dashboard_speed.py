@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["RAGEVAL_DB"] = str(db)
         print(f"{'page':<14}{'first render ms':>16}{'threshold move ms':>19}{'k move ms':>11}")
         for page in PAGES:
-            at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=300)
+            at = AppTest.from_file(str(REPO / "rageval_dashboard" / "app.py"), default_timeout=300)
             at.run()
             at.switch_page(f"app_pages/{page}")
             t = time.perf_counter()

@@ -197,7 +197,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             f"the dashboard needs {', '.join(missing)}, which `pip install rageval` leaves out: "
             "pip install 'rageval[dashboard]' (the core and every other command work without it)"
         )
-    from dashboard import server
+    from rageval_dashboard import server
     from rageval_core.store.store import default_path
 
     db = Path(args.db or default_path()).expanduser().resolve()

@@ -83,7 +83,7 @@ def test_long_commands_exit_cleanly_every_time(tmp_path: Path) -> None:
 
 
 def test_a_dashboard_judge_job_left_running_at_exit_is_cancelled_and_kept(tmp_path: Path) -> None:
-    # the Judge page's job thread (dashboard/judge_jobs.py) was a bare daemon thread: a server
+    # the Judge page's job thread (jobs/judging.py) was a bare daemon thread: a server
     # stopping mid-run ended it wherever it was (inside DuckDB: an abort), and the verdicts it
     # had were never saved. Now the exit cancels it, it saves what finished, the process ends 0.
     db = tmp_path / "s.duckdb"
@@ -97,7 +97,7 @@ def test_a_dashboard_judge_job_left_running_at_exit_is_cancelled_and_kept(tmp_pa
         import atexit, sys, time
         H = {}
         atexit.register(lambda: print("LAST", H["job"].error, H["job"].summary, H["job"].running))
-        from dashboard import judge_jobs
+        from rageval_dashboard.jobs import judging as judge_jobs
         from rageval_core.judging import JudgeConfig
         from rageval_core.store import Store
         store = Store(sys.argv[1])

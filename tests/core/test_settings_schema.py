@@ -246,7 +246,7 @@ def sidebar_script() -> None:
 
     import streamlit as st
 
-    from dashboard.sidebar import settings_widgets
+    from rageval_dashboard.sidebar import settings_widgets
 
     run = SimpleNamespace(max_depth=20, has_qrels=True, has_evidence=True)
     st.session_state["test.settings"] = settings_widgets(run)  # type: ignore[arg-type]
@@ -262,7 +262,7 @@ def widgets(at: AppTest) -> dict[str, Any]:
 
 
 def test_sidebar_widgets_show_the_schema() -> None:
-    from dashboard.sidebar import NONE_OPTIONS, widget_help
+    from rageval_dashboard.sidebar import NONE_OPTIONS, widget_help
 
     at = AppTest.from_function(sidebar_script, default_timeout=30).run()
     assert not at.exception
@@ -340,7 +340,7 @@ def test_sidebar_reads_judged_only_from_the_url() -> None:
 
 
 def test_cache_key_keeps_its_shape() -> None:
-    from dashboard import keys
+    from rageval_dashboard import keys
 
     # (k, threshold, scorer, punct, articles, relevance, cut, rel_level, complete): the order
     # every cached result was keyed by before the schema; then the numbers guard, the preset and

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from tests.cli import rageval
 
 REPO = Path(__file__).resolve().parents[2]
-APP = REPO / "dashboard" / "app.py"
+APP = REPO / "rageval_dashboard" / "app.py"
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +30,7 @@ def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def make_app(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., AppTest]]:
     """make_app(page=None, db=None, **query_params) -> an AppTest that has run once.
 
-    page: a file under dashboard/app_pages (e.g. "queries.py"); query params preset the sidebar;
+    page: a file under app_pages/ (e.g. "queries.py"); query params preset the sidebar;
     wait=False returns while new pair scores are still being computed (the progress bar shows).
     """
 
@@ -63,7 +63,7 @@ def url_param(at: AppTest, key: str) -> str | None:
 
 def wait_for_scores(at: AppTest, timeout_s: float = 120) -> None:
     """Rerun the app until no page shows the rescoring progress bar (new pair scores are
-    computed in a background thread, dashboard/rescoring.py), failing after timeout_s."""
+    computed in a background thread, jobs/rescoring.py), failing after timeout_s."""
     deadline = time.monotonic() + timeout_s
     while at.progress:
         assert time.monotonic() < deadline, "the pair scores were not in after the timeout"

@@ -7,10 +7,10 @@ from collections.abc import Callable
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components.grid import MISSING
+from rageval_dashboard.widgets.grid import MISSING
 from tests.paths import REPO
 
-DASHBOARD = REPO / "dashboard"
+DASHBOARD = REPO / "rageval_dashboard"
 
 PAGES = ["overview.py", "queries.py", "threshold.py", "compare.py", "latency.py", "runs.py"]
 RUNS = ["bm25", "tfidf_char", "hybrid_rerank"]

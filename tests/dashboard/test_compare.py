@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components import figures_compare as fc
-from dashboard.components import figures_trends as ft
+from rageval_dashboard.components.figures import compare as fc
+from rageval_dashboard.components.figures import trends as ft
 from rageval_core.compare import Comparison, compare, trends
 from rageval_core.evaluation.drilldown import qidx_of, query_detail
 from rageval_core.errors import ProblemLog
@@ -24,7 +24,7 @@ from rageval_core.evaluation.report import Settings
 from rageval_core.formats import read_inputs
 from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
-from dashboard.components.text import escape_text
+from rageval_dashboard.components.text import escape_text
 from tests.cli import import_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -469,7 +469,7 @@ def test_a_large_comparison_shows_deltas_first_then_its_tests(
     the page shows every number of compare()."""
     import time
 
-    from dashboard.state import compare as state_compare
+    from rageval_dashboard.state import compare as state_compare
 
     monkeypatch.setattr(state_compare, "COMPARE_INLINE_CELLS", 0)
     state_compare.clear_caches()
@@ -608,7 +608,7 @@ def test_trends_spec_is_valid_plotly_with_latency_on_the_right_axis(ref_store: S
 def test_only_the_open_tab_runs(make_app: Callable[..., AppTest]) -> None:
     """The comparison's sections are tabs; only the open one is computed and sent (a slider
     move redraws one section), the summary above them always."""
-    from dashboard import keys
+    from rageval_dashboard import keys
 
     at = make_app(PAGE)
     assert [t.label for t in at.tabs] == list(keys.COMPARE_SECTIONS)

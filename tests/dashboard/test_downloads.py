@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components.downloads import ICON, csv_bytes, json_bytes
+from rageval_dashboard.widgets.downloads import ICON, csv_bytes, json_bytes
 from tests.paths import REPO
 
 
@@ -57,7 +57,7 @@ def page() -> None:
     import pandas as pd
     import streamlit as st
 
-    from dashboard.components.downloads import csv_download, json_download
+    from rageval_dashboard.widgets.downloads import csv_download, json_download
 
     def later() -> pd.DataFrame:
         st.session_state["built"] = True
@@ -88,7 +88,7 @@ def test_parquet_holds_the_frame_exactly() -> None:
     import pandas as pd
     import pyarrow.parquet as pq
 
-    from dashboard.components.downloads import parquet_bytes
+    from rageval_dashboard.widgets.downloads import parquet_bytes
 
     frame = pd.DataFrame(
         {"query": ["=HYPERLINK(1)", None, "a\r\nb"], "value": [0.25, float("nan"), 1.0]}
@@ -98,8 +98,8 @@ def test_parquet_holds_the_frame_exactly() -> None:
 
 
 def test_every_download_in_the_app_uses_the_helper() -> None:
-    helper = REPO / "dashboard" / "components" / "downloads.py"
-    for path in sorted((REPO / "dashboard").rglob("*.py")):
+    helper = REPO / "rageval_dashboard" / "widgets" / "downloads.py"
+    for path in sorted((REPO / "rageval_dashboard").rglob("*.py")):
         if path == helper:
             continue
         text = path.read_text(encoding="utf-8")

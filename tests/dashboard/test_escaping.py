@@ -1,4 +1,4 @@
-"""One rule for user text in the app: escape_text (dashboard/components/text.py) leaves nothing
+"""One rule for user text in the app: escape_text (components/text.py) leaves nothing
 for Markdown, HTML or plotly to read, whatever the line endings (issue 13: `"\\r\\r![x](http://...)"`
 in a chunk rendered a remote image), and every page shows run-file text only through it.
 
@@ -20,8 +20,8 @@ import pytest
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components.highlight import chunk_card, highlight, text_block, word_window
-from dashboard.components.text import LINE_BREAK, ZERO_WIDTH_SPACE, escape_text
+from rageval_dashboard.components.highlight import chunk_card, highlight, text_block, word_window
+from rageval_dashboard.components.text import LINE_BREAK, ZERO_WIDTH_SPACE, escape_text
 from tests.cli import rageval
 
 REPO = Path(__file__).resolve().parents[2]
@@ -178,7 +178,7 @@ def test_ordinary_text_still_reads_the_same() -> None:
 def test_the_dashboard_has_no_other_escaping_rule() -> None:
     """One mechanism: no module of the app escapes user text by hand (html.escape, its own
     character references)."""
-    for path in sorted((REPO / "dashboard").rglob("*.py")):
+    for path in sorted((REPO / "rageval_dashboard").rglob("*.py")):
         source = path.read_text(encoding="utf-8")
         assert "html.escape" not in source and "import html" not in source, path
         if path.name != "text.py":

@@ -64,7 +64,7 @@ def _judge_cards(at: AppTest) -> dict[str, str]:
 
 def _job() -> Any:
     """The judge job of the app's store (state.judge_jobs(): one per store, every tab sees it)."""
-    from dashboard import state
+    from rageval_dashboard import state
 
     return state.judge_jobs()[state.store_path()]
 
@@ -205,7 +205,7 @@ def test_a_judge_set_added_elsewhere_shows_on_the_next_rerun(
 ) -> None:
     at = make_app(db=fresh_db, run="judged")
     before = _judge_cards(at)
-    from dashboard import state
+    from rageval_dashboard import state
 
     leased = state.store()  # the app's own store object: the test writes as another page would
     with leased.hold():  # type: ignore[attr-defined]
@@ -262,7 +262,7 @@ def test_calibration_page_matches_the_core_and_takes_a_label(
     at.button(key="calibration.save").click().run()
     assert not at.exception
     at.run()
-    from dashboard import state
+    from rageval_dashboard import state
 
     leased = state.store()
     with leased.hold():  # type: ignore[attr-defined]
@@ -319,7 +319,7 @@ def test_cancel_keeps_what_finished(make_app: Callable[..., AppTest], fresh_db: 
     assert 1 <= job.summary["done"] < job.summary["tasks"]
     assert job.summary["done"] < job.summary["tasks"]
     at.run()
-    from dashboard import state
+    from rageval_dashboard import state
 
     leased = state.store()
     with leased.hold():  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components.text import escape_text
+from rageval_dashboard.components.text import escape_text
 from rageval_core.store import Store
 from tests.cli import import_files
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from dashboard.annotations import note_key
+from rageval_dashboard.annotations import note_key
 from rageval_core.annotate import query_notes
 from rageval_core.store import Store
 from tests.dashboard.test_runs import db  # noqa: F401 (the fixture)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components.tables import format_value
-from dashboard.components.text import escape_text
+from rageval_dashboard.components.tables import format_value
+from rageval_dashboard.components.text import escape_text
 from rageval_core import api
 from rageval_core.settings.presets import PRESETS
 from rageval_core.store import Store
@@ -27,7 +27,8 @@ def test_a_link_with_a_preset_shows_its_numbers_under_its_names(
 ) -> None:
     at = make_app(run="bm25", preset=preset)
     assert not at.exception, [e.value for e in at.exception]
-    wait_for_scores(at)  # a preset's scorer may need new pair scores (dashboard/rescoring)
+    # a preset's scorer may need new pair scores (rageval_dashboard/jobs/rescoring.py)
+    wait_for_scores(at)
     values = PRESETS[preset].values
     # the widgets the link did not set take the preset's values
     assert at.sidebar.selectbox(key="preset").value == preset
@@ -111,7 +112,7 @@ def test_rageval_s_own_metrics_that_share_a_preset_s_names_stay_in_their_groups(
     headings = [h.value for h in at.subheader]
     assert "Evidence coverage" in headings and not any("tat-rag" in h for h in headings)
     assert "Preset" not in headings
-    from dashboard.components import tables
+    from rageval_dashboard.components import tables
     from rageval_core.settings.presets import METRIC_HELP
 
     groups = tables.metric_groups({"EvidenceRecall@10": 0.5, "P@10": 0.1})

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import keys
-from dashboard.components.highlight import HIT_CLASS, chunk_card, highlight
-from dashboard.components.text import escape_text
+from rageval_dashboard import keys
+from rageval_dashboard.components.highlight import HIT_CLASS, chunk_card, highlight
+from rageval_dashboard.components.text import escape_text
 from tests.dashboard.conftest import url_param
 from rageval_core.evaluation import drilldown as dd
 from rageval_core.errors import ProblemLog
@@ -263,8 +263,8 @@ def test_chunk_card_borders_and_markdown_safety() -> None:
 
 def test_downloads_hold_the_filtered_rows(app_db: Path) -> None:
     """The CSV and JSON the page offers: exactly the filtered rows, NaN as null in JSON."""
-    from dashboard.components import figures_queries as fq
-    from dashboard.components.downloads import csv_bytes, json_bytes
+    from rageval_dashboard.components.figures import queries as fq
+    from rageval_dashboard.widgets.downloads import csv_bytes, json_bytes
 
     table = core_table(app_db)
     rows = dd.sort_rows(table, dd.filter_rows(table, failing_only=True))
@@ -430,7 +430,7 @@ def test_search_all_texts_in_the_page_outlines_the_term(
 
 
 def test_found_ranges_and_escaping() -> None:
-    from dashboard.components.highlight import found_ranges
+    from rageval_dashboard.components.highlight import found_ranges
 
     assert found_ranges("Abc abc ABC", "abc") == [(0, 3), (4, 7), (8, 11)]
     assert found_ranges("abc", "  ") == []

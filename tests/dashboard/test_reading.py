@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components import figures, tables
-from dashboard.components.bands import read_bands
-from dashboard.components.highlight import highlight, word_window
-from dashboard.components.tables import BANDS
+from rageval_dashboard.components import tables
+from rageval_dashboard.components.figures import curves as figures
+from rageval_dashboard.components.bands import read_bands
+from rageval_dashboard.components.highlight import highlight, word_window
+from rageval_dashboard.components.tables import BANDS
 
 
 @pytest.mark.parametrize(
@@ -98,8 +99,8 @@ def test_a_lower_is_better_band_reads_its_direction(
 def _view_page() -> None:
     import streamlit as st
 
-    from dashboard.components.view_export import view_document
-    from dashboard.keys import View
+    from rageval_dashboard.widgets.view_export import view_document
+    from rageval_dashboard.keys import View
     from rageval_core.evaluation.report import Settings
 
     st.query_params["run"] = "bm25"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import keys
+from rageval_dashboard import keys
 from rageval_core.annotate import run_tags
 from rageval_core.store import Store
 from tests.dashboard.test_runs import db, names, runs_page, tiny_run  # noqa: F401 (the fixture)

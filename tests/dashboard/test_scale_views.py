@@ -13,8 +13,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bench.dashboard_speed import write_big_run
-from dashboard import busy, keys
-from dashboard.components import figures_ops as fo
+from rageval_dashboard import keys
+from rageval_dashboard.jobs import busy
+from rageval_dashboard.components.figures import latency as fo
 from rageval_core.evaluation import drilldown as dd
 from rageval_core.evaluation.evaluate import evaluate
 from rageval_core.evaluation.report import Settings

@@ -30,7 +30,7 @@ def test_threshold_follows_the_scorer_until_moved(make_app: Callable[..., AppTes
 def test_threshold_page_draws_semantic_scores(make_app: Callable[..., AppTest]) -> None:
     at = make_app("threshold.py", run="bm25", scorer="semantic", threshold=str(SEMANTIC_THRESHOLD))
     assert not at.exception, [e.value for e in at.exception]
-    # new pair scores are computed in the background under a progress bar (dashboard/rescoring)
+    # new pair scores are computed in the background under a progress bar (jobs/rescoring.py)
     wait_for_scores(at)
     text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "semantic:wordllama" in text

@@ -17,14 +17,15 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import server
+from rageval_dashboard import server
 from tests.cli import rageval
 from tests.paths import REPO
 from tests.servers import free_port, wait_healthy
 
 
 def test_the_repository_config_says_what_the_command_passes() -> None:
-    """`streamlit run dashboard/app.py` from the repo and `rageval dashboard` anywhere agree."""
+    """`streamlit run rageval_dashboard/app.py` from the repo and `rageval dashboard` anywhere
+    agree."""
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
 
     def flat(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -82,7 +83,7 @@ def test_the_sidebar_shows_the_store_as_an_absolute_path(
     monkeypatch.setenv(
         "RAGEVAL_DB", "runs/my.duckdb"
     )  # relative: resolved against the start folder
-    at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO / "rageval_dashboard" / "app.py"), default_timeout=60)
     at.run()
     assert not at.exception
     assert str(tmp_path / "runs" / "my.duckdb") in [t.value for t in at.sidebar.text]

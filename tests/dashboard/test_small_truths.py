@@ -12,8 +12,8 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
-from dashboard import keys
-from dashboard.components.text import escape_text
+from rageval_dashboard import keys
+from rageval_dashboard.components.text import escape_text
 from rageval_core import api
 from rageval_core.evaluation import tuning
 from rageval_core.compare import compare

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import keys
+from rageval_dashboard import keys
 from tests.cli import rageval
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Long text in tables can be read whole (dashboard/components/text_tables.py): which columns
+"""Long text in tables can be read whole (rageval_dashboard/widgets/text_tables.py): which columns
 count as long, the escaped full-text block under a table, and the table's own downloads."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components.text import LINE_BREAK
-from dashboard.components.text_tables import (
+from rageval_dashboard.components.text import LINE_BREAK
+from rageval_dashboard.widgets.text_tables import (
     FULL_TEXT_CLASS,
     LONG_TEXT,
     full_text_html,
@@ -59,7 +59,7 @@ def _page() -> None:
     import pandas as pd
     import streamlit as st
 
-    from dashboard.components.text_tables import text_table
+    from rageval_dashboard.widgets.text_tables import text_table
 
     frame = pd.DataFrame(st.session_state["frame"])
     text_table(frame, "t.table", "table.csv", column_config=None)
@@ -95,7 +95,7 @@ def test_a_table_of_short_text_is_a_plain_table() -> None:
 
 def test_the_download_is_the_frame_itself() -> None:
     """What the CSV and Parquet buttons hold: every row, every text whole."""
-    from dashboard.components.downloads import csv_bytes, parquet_bytes
+    from rageval_dashboard.widgets.downloads import csv_bytes, parquet_bytes
 
     frame = pd.DataFrame({"query_id": ["q1", "q2"], "evidence": [LONG + "\nmore", "b"]})
     back = pd.read_csv(io.BytesIO(csv_bytes(frame)))

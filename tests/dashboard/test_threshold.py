@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.components.text import escape_text
+from rageval_dashboard.components.text import escape_text
 from rageval_core.evaluation import tuning
 from rageval_core.errors import ProblemLog
 from rageval_core.evaluation.report import Settings
@@ -205,7 +205,7 @@ def _annotations(fig: Any) -> list[dict[str, Any]]:
 def test_agreement_figure_labels_never_overlap_and_the_axis_zooms(
     current: float, suggested: float
 ) -> None:
-    from dashboard.components import figures_tuning as ft
+    from rageval_dashboard.components.figures import threshold as ft
 
     scores = np.asarray([0.55, 0.62, 0.68, 0.74, 0.81, 0.86])
     labels = np.asarray([False, False, True, False, True, True])
@@ -229,7 +229,7 @@ def test_agreement_figure_labels_never_overlap_and_the_axis_zooms(
 
 
 def test_zoomed_range_without_labels_is_the_whole_axis() -> None:
-    from dashboard.components import figures_tuning as ft
+    from rageval_dashboard.components.figures import threshold as ft
 
     assert ft.zoomed_range([]) == [0.0, 1.0]
     assert ft.zoomed_range([0.8]) == pytest.approx([0.75, 0.85])

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from dashboard.components.figures_tuning import window_html
+from rageval_dashboard.components.figures.threshold import window_html
 from rageval_core.evaluation.tuning import BorderlinePair
 
 

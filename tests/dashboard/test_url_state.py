@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from streamlit.testing.v1 import AppTest
 
-from dashboard import keys
+from rageval_dashboard import keys
 from tests.dashboard.conftest import url_param
 
 

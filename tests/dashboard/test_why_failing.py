@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import rageval as rv
-from dashboard.components.text import escape_text
+from rageval_dashboard.components.text import escape_text
 from rageval_core.diagnosis import EVIDENCE_REASONS, Diagnosis
 from tests.cli import rageval
 from tests.core.diagnosis import runs
@@ -168,7 +168,7 @@ def test_the_split_check_runs_in_the_background(
 ) -> None:
     """Past SPLIT_INLINE_SPANS undecided spans the page first shows the diagnosis without the
     split check (q_split: a near miss) and says so; once the thread is done, the split."""
-    from dashboard.state import diagnosis
+    from rageval_dashboard.state import diagnosis
 
     gate = threading.Event()
     job = diagnosis._whole_job
@@ -204,7 +204,7 @@ def test_a_long_split_check_waits_for_the_button(
 ) -> None:
     """Past SPLIT_AUTO_SPANS no thread starts by itself (a check in the thread slows every
     slider move): the page offers "Check for splits"; once clicked, the split is found."""
-    from dashboard.state import diagnosis
+    from rageval_dashboard.state import diagnosis
 
     monkeypatch.setattr(diagnosis, "SPLIT_INLINE_SPANS", 0)
     monkeypatch.setattr(diagnosis, "SPLIT_AUTO_SPANS", 0)
@@ -225,7 +225,7 @@ def test_a_long_split_check_waits_for_the_button(
 
 def test_the_two_stage_chart_shows_a_run_name_as_text() -> None:
     """A first stage named with HTML and plotly's label syntax is text in the chart's title."""
-    from dashboard.components.figures_diagnosis import stages_bar
+    from rageval_dashboard.components.figures.diagnosis import stages_bar
     from rageval_core.diagnosis import Stages
 
     name = '<b>x</b><a href="https://example.com">y</a> %{x}'

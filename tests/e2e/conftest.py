@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dashboard import server
+from rageval_dashboard import server
 from tests.servers import free_port, wait_healthy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,7 +54,7 @@ def import_runs(db: Path, files: list[Path]) -> None:
 @contextmanager
 def serve(db: Path, options: dict[str, Any] | None = None) -> Iterator[str]:
     """Streamlit on a free port with RAGEVAL_DB=db, started as `rageval dashboard` starts it
-    (dashboard/server.py: the same options, with `options` over them); yields its URL."""
+    (rageval_dashboard/server.py: the same options, with `options` over them); yields its URL."""
     port = free_port()
     env = {**os.environ, "RAGEVAL_DB": str(db)}
     proc = subprocess.Popen(

@@ -23,7 +23,7 @@ WIDE = {"width": 1600, "height": 1000}  # the metrics table's columns fit beside
 def expected() -> Iterator[dict[str, Any]]:
     """What the page must show, from compare() on the sample files in a store of their own
     (the server holds the e2e store file; the sidebar's defaults: bm25, k 10, threshold 0.7)."""
-    from dashboard.components import figures_compare as fc
+    from rageval_dashboard.components.figures import compare as fc
     from rageval_core.compare import compare
     from rageval_core.errors import ProblemLog
     from rageval_core.evaluation.report import Settings

@@ -36,7 +36,7 @@ def narrow_run(folder: Path) -> Path:
 def pairs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
     """A served store with bm25, narrow and the disjoint run, and the summary line of
     bm25 vs narrow compared alone (the independent reference for narrow's pair)."""
-    from dashboard.components import figures_compare as fc
+    from rageval_dashboard.components.figures import compare as fc
     from rageval_core.compare import compare
     from rageval_core.errors import ProblemLog
     from rageval_core.evaluation.report import Settings

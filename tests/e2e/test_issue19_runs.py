@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from dashboard import keys
+from rageval_dashboard import keys
 from tests.e2e.conftest import REPO, import_runs, serve
 from tests.e2e.harness import query_params, screenshot, wait_idle
 from tests.e2e.test_issue19_views import click_row, download

@@ -18,7 +18,7 @@ from urllib.parse import quote, urlencode
 import pytest
 from playwright.sync_api import expect
 
-from dashboard import keys
+from rageval_dashboard import keys
 from tests.e2e.conftest import K, REPO, THRESHOLD, Facts
 from tests.e2e.harness import open_tab, query_params, screenshot, wait_idle
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from rageval_dashboard import keys
 from tests.e2e.harness import query_params, screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
@@ -29,6 +30,19 @@ def test_page_renders(app_url: str, page: Any, path: str) -> None:
     run = page.locator("[data-testid='stSidebar']").get_by_role("combobox", name="Run")
     assert run.input_value() == "hybrid_rerank"
     screenshot(page, shot)
+
+
+@pytest.mark.parametrize("url_path", [p.url_path for p in keys.PAGES])
+def test_every_page_opens_at_its_url_path(app_url: str, page: Any, url_path: str) -> None:
+    """A link shared before the dashboard moved to rageval_dashboard opens the same page."""
+    title = {p.url_path: p.title for p in keys.PAGES}[url_path]
+    page.goto(f"{app_url}/{url_path}?run=bm25")
+    wait_idle(page)
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.locator("h1").first.inner_text().strip() == title
+    # the address stays the page's own; the default page's is / (Streamlit's rule)
+    shown = "" if url_path == keys.PAGES[0].url_path else url_path
+    assert page.url.split("?")[0] == f"{app_url}/{shown}"
 
 
 def test_latency_page_draws_its_charts(app_url: str, page: Any) -> None:

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import pytest
 
-from dashboard import keys
+from rageval_dashboard import keys
 from tests.e2e.harness import open_tab, wait_idle
 
 pytestmark = pytest.mark.e2e

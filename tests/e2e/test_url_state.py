@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dashboard import keys
+from rageval_dashboard import keys
 from tests.e2e.harness import query_params, screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dashboard import imports
+from rageval_dashboard.jobs import imports
 from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.formats import native_duckdb, read_inputs
 from rageval_core.formats.jsonarray import MAX_INT_DIGITS, loads

@@ -206,7 +206,7 @@ def test_an_import_into_a_damaged_store_is_not_reported_as_done(good: Path, tmp_
 
 @pytest.mark.parametrize("kind", ["cut_in_the_first_block", "zeroed_file_header", "an_sqlite_file"])
 def test_the_dashboards_store_says_corrupt(kind: str, good: Path, tmp_path: Path) -> None:
-    # the dashboard opens the store through a LeasedStore (dashboard/state); the sidebar shows
+    # the dashboard opens the store through a LeasedStore (rageval_dashboard/state); the sidebar shows
     # the error's text
     db = _damaged(good, tmp_path, kind)
     with pytest.raises(StoreCorruptError, match=r"corrupt \(damaged\)(.|\n)*To recover:"):

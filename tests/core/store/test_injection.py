@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dashboard import imports
+from rageval_dashboard.jobs import imports
 from rageval_core.errors import NotFoundError, ProblemLog, UsageError
 from rageval_core.formats import read_inputs
 from rageval_core.store import Store
