@@ -12,14 +12,14 @@ from rageval_dashboard.state import compare as sc
 from rageval_dashboard.state import diagnosis as sd
 from rageval_dashboard.components.figures import compare as fc
 from rageval_dashboard.components.figures import diagnosis as fd
-from rageval_dashboard.components.figures import queries as fq
 from rageval_dashboard.components.figures import trends as ft
 from rageval_dashboard.widgets.downloads import csv_download, table_with_csv
-from rageval_dashboard.components.highlight import chunk_card, text_block
+from rageval_dashboard.components.highlight import text_block
 from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.widgets.view_export import view_downloads
 from rageval_dashboard.widgets.choices import at_k, keep_choice, linked_item, mirror_item
 from rageval_dashboard.widgets.grid import grid
+from rageval_dashboard.widgets.query_detail import html_label, show_detail
 from rageval_core.evaluation import drilldown as dd
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
@@ -36,13 +36,6 @@ DELTAS = {"baseline": NUM, "candidate": NUM, "delta": NUM}
 #: narrow columns of the metrics table (it should fit beside the sidebar without scrolling)
 SMALL = ("n", "delta", "p (t-test)", "p (Holm)", "effect d_z")
 ss = st.session_state
-
-
-def html_label(text: str, role: str) -> str:
-    return (
-        f'<div style="font-weight:600;font-size:1.1rem;margin:0.2rem 0 0.4rem 0">'
-        f'{escape_text(text)} <span style="opacity:0.6;font-weight:400">({role})</span></div>'
-    )
 
 
 st.title("Compare")
@@ -462,35 +455,6 @@ def show_side_by_side(
                 width="content",
             )
             show_detail(detail, row)
-
-
-def show_detail(detail: dd.QueryDetail, row: Any) -> None:
-    k = detail.k
-    row.metric(
-        f"Spans covered in top {k}",
-        f"{detail.n_covered} / {len(detail.spans)}" if detail.spans else "—",
-        width="content",
-    )
-    row.metric("Chunks retrieved", len(detail.chunks), width="content")
-    if detail.has_qrels and detail.missed_relevant:
-        st.caption(
-            f"{len(detail.missed_relevant)} relevant document(s) by the qrels not in the top {k}."
-        )
-    if not detail.in_run or not detail.chunks:
-        st.info("Nothing was retrieved for this query in this run.")
-        return
-
-    def card(ch: dd.ChunkDetail) -> str:
-        header = fq.chunk_header(ch)
-        return chunk_card(
-            header, ch.text, ch.match_start, ch.match_end, ch.covers, odd=ch.odd_numbers
-        )
-
-    st.caption(f"Top {k} chunks, rank order; the matched gold-span window is highlighted.")
-    with st.container(height=720):  # both lists scroll side by side, the page stays short
-        st.markdown(
-            "".join(card(ch) for ch in detail.chunks if ch.in_top_k), unsafe_allow_html=True
-        )
 
 
 def show_segments(c: Comparison, stem: str) -> None:
