@@ -19,7 +19,7 @@ from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.widgets.view_export import view_downloads
 from rageval_dashboard.widgets.choices import at_k, keep_choice, linked_item, mirror_item
 from rageval_dashboard.widgets.grid import grid
-from rageval_dashboard.widgets.query_detail import html_label, show_detail
+from rageval_dashboard.widgets.query_detail import role_label, show_detail
 from rageval_core.evaluation import drilldown as dd
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare import BY_STEM, Comparison, group_keys, higher_is_better
@@ -443,7 +443,7 @@ def show_side_by_side(
         st.columns(2), (baseline, focus_run), shown, details, strict=True
     ):
         with col, st.container(key=f"compare-detail-{role}"):
-            st.markdown(html_label(record.name, role), unsafe_allow_html=True)
+            st.markdown(role_label(record.name, role), unsafe_allow_html=True)
             # a row as wide as its labels, wrapping: three columns of half the page cut them
             row = st.container(horizontal=True)
             row.metric(

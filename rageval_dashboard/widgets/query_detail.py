@@ -13,7 +13,7 @@ from rageval_dashboard.components.text import escape_text
 from rageval_core.evaluation import drilldown as dd
 
 
-def html_label(text: str, role: str) -> str:
+def role_label(text: str, role: str) -> str:
     return (
         f'<div style="font-weight:600;font-size:1.1rem;margin:0.2rem 0 0.4rem 0">'
         f'{escape_text(text)} <span style="opacity:0.6;font-weight:400">({role})</span></div>'
