@@ -1,4 +1,4 @@
-"""Issue 19's points in a real browser, on the three sample runs (one server for the session):
+"""Reading, links and downloads in a real browser, on the three sample runs (one server for the session):
 long text read whole, the no-gold category, every view a link, downloads of what is shown,
 search in chunk texts, Trends without None, the system's dark mode, notes, Sweeps' click.
 

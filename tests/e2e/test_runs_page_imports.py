@@ -1,4 +1,4 @@
-"""Issue 19's Runs page points in a real browser, on a store of this module's own (the tests
+"""The Runs page in a real browser, on a store of this module's own (the tests
 import into it): the import tab in the URL, a taken name asks, a TREC run without qrels is
 warned about and its qrels attached later, facts attached to a stored run show in the list."""
 
@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 from rageval_dashboard import keys
 from tests.e2e.conftest import REPO, import_runs, serve
 from tests.e2e.harness import query_params, screenshot, wait_idle
-from tests.e2e.test_issue19_views import click_row, download
+from tests.e2e.test_reading_links_downloads import click_row, download
 
 pytestmark = pytest.mark.e2e
 
