@@ -281,6 +281,36 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             "ALTER TABLE qrels ALTER rel TYPE DOUBLE",
         ),
     ),
+    (
+        10,
+        (
+            # Relevance grades made in rageval (rageval_core.store.ground_truth): by people in
+            # the dashboard or `attach --labels`, adjudicated, or by an LLM judge. Keyed by
+            # (query_id, doc_id) like a qrels file, not by run: every run of the store with that
+            # query id sees them, and renaming, re-importing or deleting a run, or attaching its
+            # qrels, loses none. source: 'people', 'adjudicated' or 'llm:MODEL'; annotator: the
+            # person (or the model) who gave the grade. Never mixed with a run's imported qrels.
+            """CREATE TABLE relevance_labels (
+                query_id VARCHAR NOT NULL,
+                doc_id VARCHAR NOT NULL,
+                source VARCHAR NOT NULL,
+                annotator VARCHAR NOT NULL,
+                grade DOUBLE NOT NULL,
+                labelled_at VARCHAR NOT NULL,
+                PRIMARY KEY (query_id, doc_id, source, annotator)
+            )""",
+            # Gold evidence spans a person marked inside a chunk, keyed like relevance_labels;
+            # doc_id: the document the span was marked in (NULL when added without one).
+            """CREATE TABLE added_evidence (
+                query_id VARCHAR NOT NULL,
+                text VARCHAR NOT NULL,
+                doc_id VARCHAR,
+                annotator VARCHAR NOT NULL,
+                added_at VARCHAR NOT NULL,
+                PRIMARY KEY (query_id, text)
+            )""",
+        ),
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -299,8 +329,10 @@ DERIVED_TABLES = (
     "judge_results",
     "query_notes",
 )
-#: Every table the store owns (for counts and deletes); judge_cache belongs to no run.
-ALL_TABLES = ("schema_version", "runs", *QUERY_TABLES, *DERIVED_TABLES, "judge_cache")
+#: Every table the store owns (for counts and deletes).
+#: Tables of the whole store, not of one run: kept when a run is deleted.
+STORE_TABLES = ("judge_cache", "relevance_labels", "added_evidence")
+ALL_TABLES = ("schema_version", "runs", *QUERY_TABLES, *DERIVED_TABLES, *STORE_TABLES)
 
 
 def first_row(rows: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
