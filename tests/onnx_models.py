@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
-WORDS = (
+WORDS = (  # noqa: SIM905 (a list of 61 words reads better as text)
     "the a of to in is are for with on by and or not no claim claims policy covers covered "
     "water damage flood fire theft premium rate interest loan bank paid pay month year days "
     "refund within thirty 30 dose daily tablet patient mg take adults children apple banana "
