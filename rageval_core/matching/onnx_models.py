@@ -248,10 +248,19 @@ class OnnxEmbedder:
     _model: OnnxModel = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._model = load_model(self.model_path)
+        try:
+            self._model = load_model(self.model_path)
+        except UsageError as e:
+            raise UsageError(f"--embedder onnx:{e}") from e
         self.name = f"onnx:{self.model_path}@{self._model.identity}"
         probe = self._model.run(["probe"])[0]
         self.dim = int(probe.shape[-1])
+        if probe.ndim not in (1, 2) or self.dim < 2:
+            raise UsageError(
+                f"--embedder onnx:{self._model.path / MODEL_FILE}: not a sentence-embedding model: "
+                f"its first output has shape {probe.shape} per text (token vectors or one vector "
+                "expected; a cross-encoder's one logit goes to --cross-encoder)"
+            )
 
     def embed_raw(self, texts: Sequence[str]) -> NDArray[np.float32]:
         return self.embed(texts)
@@ -285,13 +294,15 @@ class CrossEncoder:
     _model: OnnxModel = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._model = load_model(self.model_path)
+        try:
+            self._model = load_model(self.model_path)
+        except UsageError as e:
+            raise UsageError(f"--cross-encoder {e}") from e
         self.identity = self._model.identity
         probe = self._model.run([("probe", "probe")])[0]
         if probe.size not in (1, 2):
-            raise _fail(
-                self._model.path / MODEL_FILE,
-                f"not a cross-encoder: its first output has {probe.size} values per pair "
+            raise UsageError(
+                f"--cross-encoder {self._model.path / MODEL_FILE}: not a cross-encoder: its first output has {probe.size} values per pair "
                 "(one relevance logit, or two: not relevant, relevant)",
             )
 

@@ -176,3 +176,16 @@ def test_a_graph_without_text_inputs_is_refused(tmp_path: Path) -> None:
 def test_an_embedder_is_not_a_cross_encoder(models: dict[str, Path]) -> None:
     with pytest.raises(UsageError, match="not a cross-encoder"):
         CrossEncoder(str(models["emb"]))
+
+
+def test_a_cross_encoder_is_not_an_embedder(models: dict[str, Path]) -> None:
+    with pytest.raises(UsageError, match="not a sentence-embedding model") as e:
+        OnnxEmbedder(str(models["ce"]))
+    assert str(e.value).startswith("--embedder onnx:") and "--cross-encoder" in str(e.value)
+
+
+def test_the_errors_name_the_flag(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"^--embedder onnx:\S*nowhere: no such model folder"):
+        OnnxEmbedder(str(tmp_path / "nowhere"))
+    with pytest.raises(UsageError, match=r"^--cross-encoder \S*nowhere: no such model folder"):
+        CrossEncoder(str(tmp_path / "nowhere"))
