@@ -76,6 +76,8 @@ class Settings:
     #: the failure diagnosis's knobs (rageval_core.diagnosis): no metric reads them
     near_miss_band: float = DEFAULTS["near_miss_band"]
     split_min_chars: int = DEFAULTS["split_min_chars"]
+    #: a local cross-encoder model folder: the cross-encoder scorer and CrossEncoderSimilarity
+    cross_encoder: str | None = DEFAULTS["cross_encoder"]
 
     def check(self) -> None:
         k_min, _ = BY_NAME["k"].bounds()

@@ -70,9 +70,21 @@ def model_files(path: str | os.PathLike[str]) -> tuple[Path, Path]:
 
 def model_hash(path: str | os.PathLike[str]) -> str:
     """12 hex digits of BLAKE2b over the folder's model.onnx and tokenizer.json: the model's
-    identity in keys of kept scores and vectors (the same files at another path: the same)."""
+    identity in keys of kept scores and vectors (the same files at another path: the same).
+    Read once per process while the files' sizes and modification times stay the same."""
+    files = model_files(path)
+    try:
+        stamp = tuple((str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    except OSError as e:
+        raise _fail(path, f"unreadable ({e.strerror or e})") from e
+    return _hash_files(stamp)
+
+
+@functools.lru_cache(maxsize=64)
+def _hash_files(stamp: tuple[tuple[str, int, int], ...]) -> str:
     h = hashlib.blake2b(digest_size=6)
-    for f in model_files(path):
+    for name, _, _ in stamp:
+        f = Path(name)
         try:
             with f.open("rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):

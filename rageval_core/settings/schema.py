@@ -358,6 +358,19 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
         step=1,
     ),
+    # last, so the dashboard's cache keys keep the shape they had before it
+    Setting(
+        "cross_encoder",
+        str,
+        None,
+        "a cross-encoder model folder on disk (model.onnx and tokenizer.json; never downloaded): "
+        "the cross-encoder scorer's model and CrossEncoderSimilarity's",
+        "--cross-encoder",
+        "Cross-encoder model folder",
+        url_key="cross_encoder",
+        metavar="PATH",
+        rescores=True,
+    ),
 )
 
 #: the settings that are rules of the preset metrics (not read by rageval's own metrics)
