@@ -76,7 +76,7 @@ def model_hash(path: str | os.PathLike[str]) -> str:
     try:
         stamp = tuple((str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
     except OSError as e:
-        raise _fail(path, f"unreadable ({e.strerror or e})") from e
+        raise _fail(Path(path), f"unreadable ({e.strerror or e})") from e
     return _hash_files(stamp)
 
 
