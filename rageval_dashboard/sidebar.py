@@ -28,6 +28,7 @@ TOP = ("k", "threshold", "relevance")
 MATCHING = (
     "scorer",
     "embedder",
+    "cross_encoder",
     "strip_punct",
     "strip_articles",
     "numbers_must_match",
@@ -117,6 +118,9 @@ def setting_widget(s: Setting, run: RunRecord, default: Any = None) -> Any:
         if s.name in RADIO:
             return st.radio(s.label, found, index=index, horizontal=True, **common)
         return st.selectbox(s.label, found, index=index, **common)
+    if s.type is str:  # free text (a model folder's path): empty is the default, None
+        text = st.text_input(s.label, value=None, placeholder=s.metavar, **common)
+        return (text or "").strip() or None
     if s.default is None:  # an optional number: a switch, then its value
         on = st.checkbox(
             s.switch_label or s.label, key=s.url_switch, bind="query-params", help=widget_help(s)

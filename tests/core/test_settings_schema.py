@@ -76,11 +76,13 @@ FLAGS = {
     # the failure diagnosis's knobs (rageval_core.diagnosis)
     "--near-miss-band": (float, None, None),
     "--split-min-chars": (int, None, None),
+    # a local cross-encoder model folder (rageval_core.matching.onnx_models)
+    "--cross-encoder": (None, None, "PATH"),
 }
 #: the query parameters of shared links: never renamed
 URL_KEYS = {
     "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "numbers",
-    "preset", "judged", "embedder", "near_miss_band", "split_min_chars",
+    "preset", "judged", "embedder", "near_miss_band", "split_min_chars", "cross_encoder",
 }  # fmt: skip
 
 
@@ -255,7 +257,7 @@ def sidebar_script() -> None:
 def widgets(at: AppTest) -> dict[str, Any]:
     """Every sidebar widget by key."""
     found: dict[str, Any] = {}
-    for kind in ("slider", "selectbox", "radio", "checkbox", "number_input"):
+    for kind in ("slider", "selectbox", "radio", "checkbox", "number_input", "text_input"):
         for w in at.sidebar.get(kind):
             found[w.key] = w
     return found
@@ -348,13 +350,15 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:-5] == (
+    assert keys.settings_key(Settings())[9:-6] == (
         True, None, False, False, False, "k", *[False] * 4
     )  # fmt: skip
     # judged_only, judge and embedder: added after them
-    assert keys.settings_key(Settings())[-5:-2] == (False, None, "wordllama")
-    # the diagnosis's near-miss band and split minimum: added last
-    assert keys.settings_key(Settings())[-2:] == (0.1, 30)
+    assert keys.settings_key(Settings())[-6:-3] == (False, None, "wordllama")
+    # the diagnosis's near-miss band and split minimum
+    assert keys.settings_key(Settings())[-3:-1] == (0.1, 30)
+    # the cross-encoder's model folder: added last
+    assert keys.settings_key(Settings())[-1] is None
     s = Settings(
         k=3,
         threshold=0.55,
@@ -382,6 +386,7 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.EMBEDDER,
         keys.NEAR_MISS_BAND,
         keys.SPLIT_MIN_CHARS,
+        keys.CROSS_ENCODER,
     } == URL_KEYS
     assert keys.RUN == "run"
 
