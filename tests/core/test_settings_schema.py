@@ -341,6 +341,19 @@ def test_sidebar_reads_judged_only_from_the_url() -> None:
     assert at.session_state["test.settings"] == Settings(relevance="ids", judged_only=True)
 
 
+def test_sidebar_reads_the_cross_encoder_folder_from_the_url() -> None:
+    at = AppTest.from_function(sidebar_script, default_timeout=30)
+    at.query_params["cross_encoder"] = " /models/ms-marco "
+    at.run()
+    assert not at.exception
+    assert widgets(at)["cross_encoder"].label == "Cross-encoder model folder"
+    assert at.session_state["test.settings"] == Settings(
+        relevance="ids", cross_encoder="/models/ms-marco"
+    )
+    widgets(at)["cross_encoder"].set_value("  ").run()  # cleared: no model
+    assert at.session_state["test.settings"] == Settings(relevance="ids")
+
+
 def test_cache_key_keeps_its_shape() -> None:
     from rageval_dashboard import keys
 
