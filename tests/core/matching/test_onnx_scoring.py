@@ -156,3 +156,40 @@ def test_cli_model_errors_are_one_line_exit_2(
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
     assert said in lines[0] and str(folder) in lines[0] and flag in lines[0]
+
+
+def test_onnx_embedder_vectors_are_kept_and_a_second_scoring_embeds_nothing(
+    emb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rageval_core.store.embeddings import kept_vector_count
+    from rageval_core.store.scores import ensure_scored, load_pair_rows
+
+    store = _store()
+    name = f"onnx:{emb}@{onnx_models.model_hash(emb)}"  # vectors keyed by the model's content
+    first = ensure_scored(store, "ce", f"semantic:onnx:{emb}")
+    assert not first.cached and kept_vector_count(store, name) > 0
+    n_vectors = kept_vector_count(store, name)
+    runs: list[int] = []
+    original = onnx_models.OnnxModel.run
+
+    def counted(self: onnx_models.OnnxModel, texts: list[str]) -> list[np.ndarray]:
+        runs.append(len(texts))
+        return original(self, texts)
+
+    monkeypatch.setattr(onnx_models.OnnxModel, "run", counted)
+    hybrid = ensure_scored(store, "ce", f"hybrid:onnx:{emb}")  # scored again, embeds nothing
+    assert not hybrid.cached and runs == [] and kept_vector_count(store, name) == n_vectors
+    rows = load_pair_rows(store, "ce", f"semantic:onnx:{emb}")
+    # the span's cosine with each chunk's best window, from numpy's vectors of the same graph
+    span = "water damage is covered by the policy"
+    chunks = [c.text for c in _run().queries[0].retrieved or ()]
+    from rageval_core.matching.semantic import sentence_spans, windows
+
+    best = []
+    for text in chunks:
+        spans = sentence_spans(text)
+        texts = [text[spans[i][0] : spans[j - 1][1]] for i, j in windows(spans)]
+        best.append(
+            float(np.clip(tiny.embed_numpy(texts) @ tiny.embed_numpy([span])[0], 0, 1).max())
+        )
+    np.testing.assert_allclose(rows.score[:2], best, atol=1e-5)
