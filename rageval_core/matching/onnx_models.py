@@ -95,6 +95,20 @@ def _hash_files(stamp: tuple[tuple[str, int, int], ...]) -> str:
     return h.hexdigest()
 
 
+def model_identity(path: str) -> str:
+    """ "PATH@HASH": the model folder as a key names it (scores and vectors kept per model)."""
+    folder = str(Path(model_path(path)).expanduser().resolve())
+    return f"{folder}@{model_hash(folder)}"
+
+
+def model_path(identity: str) -> str:
+    """The folder of a model's identity ("PATH@HASH" or a bare PATH), with its hash left off."""
+    path, sep, digest = identity.strip().rpartition("@")
+    if sep and len(digest) == 12 and all(c in "0123456789abcdef" for c in digest):
+        return path
+    return identity.strip()
+
+
 def _max_length(folder: Path, tokenizer_json: dict[str, Any]) -> int:
     """The longest input the model takes: tokenizer.json's truncation, else config.json's
     max_position_embeddings or tokenizer_config.json's model_max_length, else 512."""
@@ -260,6 +274,7 @@ class OnnxEmbedder:
     _model: OnnxModel = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.model_path = model_path(self.model_path)
         try:
             self._model = load_model(self.model_path)
         except UsageError as e:
@@ -306,6 +321,7 @@ class CrossEncoder:
     _model: OnnxModel = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.model_path = model_path(self.model_path)
         try:
             self._model = load_model(self.model_path)
         except UsageError as e:

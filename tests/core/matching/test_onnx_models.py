@@ -189,3 +189,17 @@ def test_the_errors_name_the_flag(tmp_path: Path) -> None:
         OnnxEmbedder(str(tmp_path / "nowhere"))
     with pytest.raises(UsageError, match=r"^--cross-encoder \S*nowhere: no such model folder"):
         CrossEncoder(str(tmp_path / "nowhere"))
+
+
+def test_a_models_identity_is_its_absolute_folder_and_content_hash(
+    models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = models["ce"]
+    identity = onnx_models.model_identity(str(folder))
+    assert identity == f"{folder.resolve()}@{onnx_models.model_hash(folder)}"
+    monkeypatch.chdir(folder.parent)
+    assert onnx_models.model_identity(folder.name) == identity  # relative: the same key
+    assert onnx_models.model_path(identity) == str(folder.resolve())
+    assert onnx_models.model_path("/models/a@b") == "/models/a@b"  # not a hash: part of the path
+    # a model built from the identity is the folder's
+    assert CrossEncoder(identity).identity == onnx_models.model_hash(folder)
