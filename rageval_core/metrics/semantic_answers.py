@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rageval_core.matching.embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
+from rageval_core.matching.embedders import DEFAULT_EMBEDDER, Embedder
+from rageval_core.matching.keys import get_embedder
 from rageval_core.errors import UsageError
 from rageval_core.metrics.registry import KINDS, MeasureSpec, register
 
