@@ -19,11 +19,6 @@ from numpy.typing import ArrayLike
 from rageval_core.matching.onnx_models import get_cross_encoder
 from rageval_core.matching.pair_scores import PairScores
 
-#: the scorer's name (`--scorer cross-encoder`)
-CROSS_ENCODER = "cross-encoder"
-#: its default threshold: a sigmoid of a relevance logit is 0.5 at "as likely relevant as not"
-CROSS_ENCODER_THRESHOLD = 0.5
-
 
 class ExactPass(Protocol):
     """The partial scorer's PairScorer in its exact-substring mode (scorers.PairScorer)."""

