@@ -183,9 +183,18 @@ def settings_widgets(run: RunRecord) -> Settings:
         with st.expander(DIAGNOSIS_TITLE):
             for name in DIAGNOSIS:
                 values[name] = setting_widget(BY_NAME[name], run)
-    if preset is None:
-        return Settings.from_values(values)
-    return Settings.from_values({**preset_values(preset), **values})
+    settings = (
+        Settings.from_values(values)
+        if preset is None
+        else Settings.from_values({**preset_values(preset), **values})
+    )
+    try:  # a scorer's model (the cross-encoder's folder) missing or unreadable: said, then stop
+        _ = settings.scorer_key
+    except RagevalError as e:
+        st.error("The scorer cannot be used with these settings:")
+        st.code(str(e), language=None)  # may hold a path: shown as typed, never as Markdown
+        st.stop()
+    return settings
 
 
 def preset_relevance() -> None:
