@@ -37,7 +37,7 @@ PUBLISHED = {
 URL_PARAMS = {
     "run", "k", "threshold", "scorer", "punct", "articles", "relevance", "cut", "cut_on",
     "numbers", "preset", "judged", "embedder", "judge", "q", "near_miss_band", "split_min_chars",
-    "cross_encoder",
+    "labels", "cross_encoder",
 }  # fmt: skip
 
 
