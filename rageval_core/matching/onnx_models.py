@@ -247,6 +247,14 @@ def load_model(path: str) -> OnnxModel:
     return OnnxModel(Path(path).expanduser())
 
 
+def _load_as(flag: str, path: str) -> OnnxModel:
+    """The model at path, its errors starting with the flag that named it."""
+    try:
+        return load_model(path)
+    except UsageError as e:
+        raise UsageError(f"{flag}{e}") from e
+
+
 def mean_pool(rows: Sequence[NDArray[np.float32]], dim: int) -> NDArray[np.float32]:
     """Each text's token vectors (tokens x dim, padding already cut off) averaged; a text's
     single vector (dim) kept as it is; unit length, a zero row for a text with no token."""
@@ -275,17 +283,14 @@ class OnnxEmbedder:
 
     def __post_init__(self) -> None:
         self.model_path = model_path(self.model_path)
-        try:
-            self._model = load_model(self.model_path)
-        except UsageError as e:
-            raise UsageError(f"--embedder onnx:{e}") from e
+        self._model = _load_as("--embedder onnx:", self.model_path)
         self.name = f"onnx:{self.model_path}@{self._model.identity}"
         probe = self._model.run(["probe"])[0]
         self.dim = int(probe.shape[-1])
         if probe.ndim not in (1, 2) or self.dim < 2:
             raise UsageError(
-                f"--embedder onnx:{self._model.path / MODEL_FILE}: not a sentence-embedding model: "
-                f"its first output has shape {probe.shape} per text (token vectors or one vector "
+                f"--embedder onnx:{self._model.path / MODEL_FILE}: not a sentence-embedding "
+                f"model: its first output has shape {probe.shape} per text (token vectors or one vector "
                 "expected; a cross-encoder's one logit goes to --cross-encoder)"
             )
 
@@ -322,16 +327,14 @@ class CrossEncoder:
 
     def __post_init__(self) -> None:
         self.model_path = model_path(self.model_path)
-        try:
-            self._model = load_model(self.model_path)
-        except UsageError as e:
-            raise UsageError(f"--cross-encoder {e}") from e
+        self._model = _load_as("--cross-encoder ", self.model_path)
         self.identity = self._model.identity
         probe = self._model.run([("probe", "probe")])[0]
         if probe.size not in (1, 2):
             raise UsageError(
-                f"--cross-encoder {self._model.path / MODEL_FILE}: not a cross-encoder: its first output has {probe.size} values per pair "
-                "(one relevance logit, or two: not relevant, relevant)",
+                f"--cross-encoder {self._model.path / MODEL_FILE}: not a cross-encoder: its first "
+                f"output has {probe.size} values per pair (one relevance logit, or two: not "
+                "relevant, relevant)",
             )
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> NDArray[np.float64]:
