@@ -40,7 +40,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--metrics",
         default=_METRICS,
-        help=f"prompts to run, comma-separated (default {_METRICS})",
+        help=f"prompts to run, comma-separated (default {_METRICS}); `relevance` grades each "
+        "top --contexts chunk nobody labelled 0-3 (UMBRELA), kept as llm:MODEL labels",
     )
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="(default 4)")
     p.add_argument(
@@ -72,7 +73,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--name", help="the result set's name (default: the model)")
     p.add_argument(
-        "--contexts", type=int, default=10, metavar="N", help="top chunks shown (default 10)"
+        "--contexts",
+        type=int,
+        default=10,
+        metavar="N",
+        help="top chunks shown (relevance: the top chunks graded; default 10)",
     )
     p.add_argument(
         "--timeout",
@@ -284,6 +289,12 @@ def _print_summary(s: Any, rep: Any, file: str | None = None) -> None:
         print(
             f"kept as judge {s.judge.judge_id} ({s.judge.name}); "
             f"`rageval evaluate {s.run}` shows its judge.* metrics"
+        )
+    if s.relevance_labels is not None:
+        print(
+            f"relevance: {s.relevance_labels} documents graded 0-3, kept as llm:{s.model} labels "
+            f"beside the people's (`rageval agreement {s.run} --raters NAME,llm:{s.model}` "
+            "compares them)"
         )
     if rep is not None:
         rows = [
