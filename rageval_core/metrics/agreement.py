@@ -9,7 +9,6 @@ an exception: no items, fewer than two, one category only (chance explains every
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -256,7 +255,3 @@ def per_grade_precision(confusion: ArrayLike, categories: Sequence[float]) -> li
         )
     return out
 
-
-def is_number(value: float | None) -> bool:
-    """Whether value is a finite number (not None, not NaN)."""
-    return value is not None and math.isfinite(value)

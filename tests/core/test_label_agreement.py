@@ -44,6 +44,16 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
+def graded_store(tmp_path: Path, grades: dict[str, list[tuple[str, str, int]]]) -> Path:
+    """A store holding the judged run and these people's grades (annotator -> grades)."""
+    path = tmp_path / "graded.duckdb"
+    import_files(path, RUN_FILE)
+    with Store(path) as store:
+        for annotator, rows in grades.items():
+            gt.set_grades(store, rows, annotator=annotator)
+    return path
+
+
 def _nan(xs: list[int | None]) -> list[float]:
     return [np.nan if x is None else float(x) for x in xs]
 
@@ -110,10 +120,7 @@ def test_cli_json_contract_and_adjudication(db: Path) -> None:
 
 
 def test_one_annotator_is_withheld_with_its_reason_and_exit_1(tmp_path: Path) -> None:
-    path = tmp_path / "one.duckdb"
-    import_files(path, RUN_FILE)
-    with Store(path) as store:
-        gt.set_grades(store, [("q1", "d1", 2), ("q1", "d2", 0)], annotator="alice")
+    path = graded_store(tmp_path, {"alice": [("q1", "d1", 2), ("q1", "d2", 0)]})
     r = rageval("agreement", "judged", "--json", db=path)
     assert r.returncode == 1
     out = json.loads(r.stdout)
@@ -124,11 +131,8 @@ def test_one_annotator_is_withheld_with_its_reason_and_exit_1(tmp_path: Path) ->
 
 
 def test_one_grade_only_withholds_kappa_not_zero(tmp_path: Path) -> None:
-    path = tmp_path / "same.duckdb"
-    import_files(path, RUN_FILE)
-    with Store(path) as store:
-        for name in ("alice", "bob"):
-            gt.set_grades(store, [("q1", "d1", 2), ("q1", "d2", 2)], annotator=name)
+    same = [("q1", "d1", 2), ("q1", "d2", 2)]
+    with Store(graded_store(tmp_path, {"alice": same, "bob": same})) as store:
         a = agreement(store, ["q1"])
     assert a.pairs[0].kappa is None and a.pairs[0].weighted_kappa is None
     assert "one category only" in (a.pairs[0].reason or "")
@@ -153,11 +157,13 @@ def test_llm_against_a_person_by_name_and_python_api(db: Path) -> None:
 
 
 def test_hostile_names_are_escaped_in_the_terminal(tmp_path: Path) -> None:
-    path = tmp_path / "hostile.duckdb"
-    import_files(path, RUN_FILE)
-    with Store(path) as store:
-        gt.set_grades(store, [("q1", "d1\x1b[31m", 2), ("q1", "d2", 0)], annotator="a\x1b]8;;")
-        gt.set_grades(store, [("q1", "d1\x1b[31m", 0), ("q1", "d2", 0)], annotator="b")
+    path = graded_store(
+        tmp_path,
+        {
+            "a\x1b]8;;": [("q1", "d1\x1b[31m", 2), ("q1", "d2", 0)],
+            "b": [("q1", "d1\x1b[31m", 0), ("q1", "d2", 0)],
+        },
+    )
     r = rageval("agreement", "judged", db=path)
     assert "\x1b" not in r.stdout
     assert "d1\\x1b[31m" in r.stdout and "a\\x1b]8;;" in r.stdout
