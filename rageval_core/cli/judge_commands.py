@@ -88,6 +88,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "replies past 4 MiB are cut and are judge errors)",
     )
     p.add_argument(
+        "--labels",
+        default="imported",
+        metavar="SOURCES",
+        help="with --metrics relevance: the documents labelled under these label sources "
+        "(the labels setting: imported, adjudicated, people, llm[:MODEL]) are not graded "
+        "(default imported: the run's qrels; imported,people also leaves the people's grades)",
+    )
+    p.add_argument(
         "--dry-run",
         action="store_true",
         help="send nothing: print the requests a run would send and their estimated cost",
@@ -132,6 +140,19 @@ def _config(args: argparse.Namespace) -> Any:
     )
 
 
+def _labelled(store: Any, ref: int, config: Any, labels: str) -> set[tuple[str, str]] | None:
+    """The (query_id, doc_id) labelled under --labels, which relevance leaves alone (None: the
+    default, the run's imported qrels, which the runner reads itself)."""
+    from rageval_core.settings.label_sources import IMPORTED, parse_labels
+
+    if parse_labels(labels) == (IMPORTED,) or "relevance" not in config.metrics:
+        return None
+    from rageval_core.evaluation.labels import resolved_qrels
+
+    rows, _ = resolved_qrels(store, ref, labels)
+    return {(q, d) for q, d, _ in rows}
+
+
 class _Bar:
     """A tqdm bar with ETA on stderr (the raw stream: tqdm redraws with \\r)."""
 
@@ -169,8 +190,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
     with open_store(args) as store, api.load(args.run, store=store) as run:
         # a file lives in a scratch store of its own; its replies go to (and come from) --db's
         ref, cache = run.data.run.run_id, store
+        labelled = _labelled(run.store, ref, config, args.labels)
         if args.dry_run:
-            summary = estimate_judge(run.store, ref, config, cache=cache)
+            summary = estimate_judge(run.store, ref, config, cache=cache, labelled=labelled)
         else:
             if not os.environ.get(config.api_key_env):
                 print(
@@ -180,7 +202,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
                 )
             bar = _Bar(args.run)
             try:
-                summary = run_judge(run.store, ref, config, progress=bar, cache=cache)
+                summary = run_judge(
+                    run.store, ref, config, progress=bar, cache=cache, labelled=labelled
+                )
             finally:
                 bar.close()
         rep = (

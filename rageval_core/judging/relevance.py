@@ -1,8 +1,9 @@
 """LLM relevance labels (`rageval judge RUN --metrics relevance`, issue 31): which top-k chunks
 are graded and how their grades are kept.
 
-A chunk is graded when nobody has labelled its document for its query: no imported qrel of the
-run and no grade by people or adjudication (store/ground_truth.py). Each such chunk is one
+A chunk is graded when its document has no label for its query under the `labels` setting
+(default `imported`: the run's own qrels; `imported,people` leaves the people's grades alone
+too; evaluation/labels.py resolves it, the command passes the labelled set). Each such chunk is one
 request with the RELEVANCE prompt (UMBRELA, judging/prompts.py); a document with several chunks
 in the top k keeps the highest of their grades (a document is as relevant as its best passage).
 The grades are kept with ground_truth.set_grades under source `llm:MODEL`, annotator MODEL,
@@ -16,10 +17,6 @@ from collections.abc import Iterable
 from rageval_core.model import Query
 from rageval_core.store import Store
 from rageval_core.store import ground_truth as gt
-from rageval_core.store.store import RunRef
-
-#: the grade sources that make a document judged (the LLM grades only what these leave open)
-HUMAN_SOURCES = (gt.PEOPLE, gt.ADJUDICATED)
 
 
 def source_of(model: str) -> str:
@@ -27,26 +24,22 @@ def source_of(model: str) -> str:
     return f"{gt.LLM_PREFIX}{model}"
 
 
-def labelled_by_people(store: Store, ref: RunRef) -> set[tuple[str, str]]:
-    """(query_id, doc_id) a person graded or adjudicated, over the run's queries."""
-    from rageval_core.store.judgements import query_ids
-
-    qids = query_ids(store, store.run(ref).run_id)
-    return {(r.query_id, r.doc_id) for r in gt.grade_rows(store, qids, HUMAN_SOURCES)}
-
-
 def unjudged_chunks(
-    query: Query, depth: int, labelled: set[tuple[str, str]]
+    query: Query, depth: int, labelled: set[tuple[str, str]] | None = None
 ) -> list[tuple[str, str]]:
-    """(doc_id, text) of the query's top `depth` chunks with text whose document has no imported
-    qrel and no person's grade, in rank order."""
-    judged = set(query.relevance or {})
+    """(doc_id, text) of the query's top `depth` chunks with text whose document has no label, in
+    rank order. labelled: the (query_id, doc_id) labelled under the `labels` setting
+    (evaluation/labels.py's resolution); None: its default, the run's imported qrels (a 0 too)."""
+    judged = set(query.relevance or {}) if labelled is None else None
     return [
         (c.doc_id, c.text)
         for c in (query.retrieved or ())[:depth]
         if c.text is not None
-        and c.doc_id not in judged
-        and (query.query_id, c.doc_id) not in labelled
+        and (
+            c.doc_id not in judged
+            if judged is not None
+            else (query.query_id, c.doc_id) not in (labelled or set())
+        )
     ]
 
 

@@ -69,6 +69,11 @@ CLI_FLAGS = {
 }
 
 
+#: the (query_id, doc_id) labelled under the `labels` setting, which relevance leaves alone
+#: (None: the run's imported qrels; judging/relevance.py)
+Labelled = set[tuple[str, str]] | None
+
+
 class JudgeConfigError(UsageError):
     """A bad JudgeConfig value, worded for whichever front end shows it: `field` is the
     JudgeConfig field, `problem` follows its name and may name others as {field}; str() uses
@@ -222,12 +227,13 @@ def request_key(body: dict[str, Any], rep: int) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def plan(store: Store, ref: RunRef, config: JudgeConfig) -> tuple[list[Task], int]:
+def plan(
+    store: Store, ref: RunRef, config: JudgeConfig, labelled: Labelled = None
+) -> tuple[list[Task], int]:
     """Every task of the run (query file order, then prompt, then repeat; relevance: one task
-    per unjudged top-k chunk, judging/relevance.py) and the number of queries with none."""
+    per unlabelled top-k chunk, judging/relevance.py) and the number of queries with none."""
     prompts = [ALL_PROMPTS[m] for m in config.metrics if m != RELEVANCE.name]
     grading = RELEVANCE.name in config.metrics
-    labelled = relevance.labelled_by_people(store, ref) if grading else set()
     tasks: list[Task] = []
     skipped = 0
 
@@ -271,13 +277,18 @@ def _prices(config: JudgeConfig) -> tuple[float, float]:
 
 
 def estimate_judge(
-    store: Store, ref: RunRef, config: JudgeConfig, *, cache: Store | None = None
+    store: Store,
+    ref: RunRef,
+    config: JudgeConfig,
+    *,
+    cache: Store | None = None,
+    labelled: Labelled = None,
 ) -> JudgeSummary:
     """A dry run: the requests a run would send (cached ones left out) and their estimated cost
     (prompt tokens from text length, EST_COMPLETION_TOKENS per reply) and worst case (what
     --max-cost reserves). Sends nothing. cache: the store whose replies count (default store)."""
     config.check()
-    tasks, skipped = plan(store, ref, config)
+    tasks, skipped = plan(store, ref, config, labelled)
     cached = jstore.cached_replies(cache or store, [t.key for t in tasks])
     p_in, p_out = _prices(config)
     todo = [t for t in tasks if t.key not in cached]
@@ -409,6 +420,7 @@ def run_judge(
     api_key: str | None = None,
     client: ChatClient | None = None,
     cache: Store | None = None,
+    labelled: Labelled = None,
 ) -> JudgeSummary:
     """Judge every query of the run and keep the results as a new result set beside it.
 
@@ -419,12 +431,13 @@ def run_judge(
     this run the judge cache kept (a run with the right key answers those from it). An endpoint
     that never answers ends the run at once with status `failed` and summary.cause saying why,
     once. cache: the store whose cached replies are read and new ones kept (default store; a run
-    read from a file into a scratch store gives the user's store here).
+    read from a file into a scratch store gives the user's store here). labelled: with the
+    relevance prompt, the documents it leaves alone (None: those of the run's imported qrels).
     """
     cache = cache or store
     config.check()
     run = store.run(ref)
-    tasks, skipped = plan(store, ref, config)
+    tasks, skipped = plan(store, ref, config, labelled)
     p_in, p_out = _prices(config)
     summary = JudgeSummary(
         run.name, config.model, "complete", len(tasks), skipped, priced=config.priced

@@ -254,4 +254,3 @@ def per_grade_precision(confusion: ArrayLike, categories: Sequence[float]) -> li
             Estimate(None, "never given") if given == 0 else Estimate(float(c[j, j]) / given)
         )
     return out
-

@@ -53,7 +53,7 @@ def test_each_unjudged_chunk_is_one_umbrela_request_and_its_grade_is_kept(
     server.state.relevance = dict(GRADES)
     with Store(db) as store:  # a person graded d3 already: the LLM leaves it alone
         gt.set_grade(store, "q3", "d3", 2, annotator="alice")
-    done = judge(server, db, "--json")
+    done = judge(server, db, "--json", "--labels", "imported,people")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["relevance_labels"] == {"source": SOURCE, "documents": 6}
@@ -75,9 +75,16 @@ def test_each_unjudged_chunk_is_one_umbrela_request_and_its_grade_is_kept(
             ("alice", 2.0)
         ]
     # again: every grade from the cache, nothing sent, the same grades
-    again = json.loads(judge(server, db, "--json").stdout)
+    again = json.loads(judge(server, db, "--json", "--labels", "imported,people").stdout)
     assert again["requests"] == 0 and again["cache_hits"] == 6 and server.n_requests == 6
     assert llm_grades(db) == grades
+    # by default (--labels imported) only the run's qrels count as labels: the LLM grades d3
+    # too, beside the person, which is what its calibration against people compares
+    default = json.loads(judge(server, db, "--json").stdout)
+    assert default["requests"] == 1 and default["cache_hits"] == 6
+    assert llm_grades(db)[("q3", "d3")] == 2.0
+    bad = judge(server, db, "--labels", "imported,nobody")
+    assert bad.returncode == 2 and "nobody" in bad.stderr
 
 
 @pytest.mark.parametrize(
@@ -157,9 +164,10 @@ def test_what_counts_as_unjudged_and_a_documents_best_chunk() -> None:
         query="?",
         relevance={"b": 0},  # an imported qrel, even a 0, is a judgment
     )
-    assert unjudged_chunks(q, 10, set()) == [("a", "x"), ("d", "z")]
-    assert unjudged_chunks(q, 10, {("q", "a")}) == [("d", "z")]
-    assert unjudged_chunks(q, 1, set()) == [("a", "x")]
+    assert unjudged_chunks(q, 10) == [("a", "x"), ("d", "z")]
+    assert unjudged_chunks(q, 1) == [("a", "x")]
+    # under a labels setting: what it resolved, and nothing else (here not the imported b)
+    assert unjudged_chunks(q, 10, {("q", "a")}) == [("b", "y"), ("d", "z")]
 
 
 def test_keep_grades_keeps_the_highest_chunk_grade_per_document(tmp_path: Path) -> None:
