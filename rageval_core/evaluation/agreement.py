@@ -333,17 +333,15 @@ LABEL_VIEWS = (
 
 def metrics_by_labels(
     data: Any, store: Store, settings: Any, metrics: Sequence[str]
-) -> list[tuple[str, dict[str, float]]] | None:
-    """The run's metrics under each of LABEL_VIEWS (evaluate with settings' `labels` set to it);
-    None when Settings has no `labels` setting to set."""
+) -> list[tuple[str, dict[str, float]]]:
+    """The run's metrics under each of LABEL_VIEWS: evaluate with settings' `labels` set to it and
+    relevance by document ids (labels are about documents)."""
     import dataclasses
 
     from rageval_core.evaluation.evaluate import evaluate
 
-    if "labels" not in {f.name for f in dataclasses.fields(settings)}:
-        return None
     out = []
     for name, value in LABEL_VIEWS:
-        s = dataclasses.replace(settings, labels=value)
+        s = dataclasses.replace(settings, labels=value, relevance="ids")
         out.append((name, dict(evaluate(data, list(metrics), store=store, settings=s).metrics)))
     return out

@@ -152,13 +152,11 @@ for cal in calibrations:
 if calibrations:
     k = view.settings.k
     side = state.metrics_by_labels(view, (f"P@{k}", f"nDCG@{k}", f"Judged@{k}"))
-    if side is None:
-        st.caption(
-            "The metrics with people's labels only, with the LLM's filling the holes, and with "
-            "the LLM's only come with the `labels` setting."
-        )
-    else:
-        grid(jv.labels_frame(side), hide_index=True)
+    st.markdown(
+        "**The metrics by whose labels count** (the `labels` setting, relevance by document "
+        "ids): people only, people with the LLM's filling the holes, the LLM's only"
+    )
+    grid(jv.labels_frame(side), hide_index=True, key="calibration.labels_side_by_side")
 
 st.subheader("Give labels")
 data = state.data(view)

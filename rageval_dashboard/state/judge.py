@@ -122,7 +122,7 @@ def _metrics_by_labels(
 @calm
 def metrics_by_labels(view: View, metrics: tuple[str, ...]) -> Any:
     """The run's metrics with people's labels only, with the LLM's filling the holes, with the
-    LLM's only (agreement.metrics_by_labels; None before the `labels` setting)."""
+    LLM's only (agreement.metrics_by_labels)."""
     return _metrics_by_labels(
         run_key(view.run), settings_key(view.settings), metrics, signature(store().path)
     )

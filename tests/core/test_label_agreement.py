@@ -173,3 +173,32 @@ def test_agreement_json_is_strict_json(db: Path) -> None:
     with Store(db) as store:
         out = agreement_json(agreement(store, ["q1"], resamples=50))
     json.dumps(out, allow_nan=False)
+
+
+def test_metrics_side_by_side_under_people_filled_and_llm_labels(tmp_path: Path) -> None:
+    from rageval_core.evaluation.agreement import calibrate_labels, metrics_by_labels
+    from rageval_core.evaluation.report import Settings
+    from rageval_core.rundata import load_run_data
+
+    path = graded_store(tmp_path, {"alice": [("q1", "d1", 2), ("q1", "d2", 0), ("q2", "d7", 0)]})
+    with Store(path) as store:
+        llm = [("q1", "d1", 3), ("q1", "d2", 1), ("q2", "d7", 1), ("q2", "d8", 2), ("q3", "d3", 2)]
+        gt.set_grades(store, llm, annotator="m", source="llm:m")
+        side = metrics_by_labels(
+            load_run_data(store, "judged"), store, Settings(), ["P@2", "Judged@2"]
+        )
+        cal = calibrate_labels(store, None, "llm:m")
+    # by hand: people only judge q1 (d1 2, d2 0) and q2 (d7 0); the LLM fills d8 and q3's d3;
+    # the LLM alone calls every top-2 document relevant
+    assert side == [
+        ("people only", {"P@2": pytest.approx(0.25), "Judged@2": pytest.approx(0.75)}),
+        ("people, the LLM filling the holes", {"P@2": 0.5, "Judged@2": 1.0}),
+        ("LLM only", {"P@2": pytest.approx(5 / 6), "Judged@2": 1.0}),
+    ]
+    # calibration: the three documents both graded; people 2,0,0 against the LLM 3,1,1
+    assert cal.pair.n == 3 and cal.n_llm == 5 and cal.n_people == 3
+    assert cal.pair.kappa == pytest.approx(cohen_kappa_score([2, 0, 0], [3, 1, 1]))
+    assert cal.pair.weighted_kappa == pytest.approx(
+        cohen_kappa_score([2, 0, 0], [3, 1, 1], weights="quadratic", labels=[0, 1, 2, 3])
+    )
+    assert [(g.grade, g.n, g.precision) for g in cal.precision] == [(1.0, 2, 0.0), (3.0, 1, 0.0)]
