@@ -32,7 +32,7 @@ from rageval_core.judging.client import (
     base_host,
     base_url_problem,
 )
-from rageval_core.judging import relevance
+from rageval_core.judging.relevance import keep_grades, source_of, unjudged_chunks
 from rageval_core.judging.budget import Budget, BudgetLedger
 from rageval_core.judging.prompts import ALL_PROMPTS, PROMPTS, RELEVANCE, BadReply, Item, Prompt
 from rageval_core.judging.prompts import parse_reply
@@ -211,7 +211,7 @@ class JudgeSummary:
             "worst_case_usd": self.worst_case_usd,
             "relevance_labels": None
             if self.relevance_labels is None
-            else {"source": relevance.source_of(self.model), "documents": self.relevance_labels},
+            else {"source": source_of(self.model), "documents": self.relevance_labels},
             "budget": None if self.ledger is None else self.ledger.to_json(),
             "judge": None if self.judge is None else self.judge.to_json(),
         }
@@ -255,7 +255,7 @@ def plan(
         )
         item = Item(q.query or "", contexts, q.answer, q.reference_answer, tuple(q.evidence))
         applicable = [p for p in prompts if q.query and p.applies(item)]
-        chunks = relevance.unjudged_chunks(q, config.contexts, labelled) if q.query else []
+        chunks = unjudged_chunks(q, config.contexts, labelled) if q.query else []
         if not applicable and not (grading and chunks):
             skipped += 1
         for p in applicable:
@@ -615,7 +615,7 @@ def run_judge(
     summary.ledger = budget.ledger()
     summary.status = _outcome_status(summary.status, results, summary.cause)
     if RELEVANCE.name in config.metrics:
-        summary.relevance_labels = relevance.keep_grades(store, config.model, graded)
+        summary.relevance_labels = keep_grades(store, config.model, graded)
     results = [r for r in results if r.prompt != RELEVANCE.name]  # kept as grades, not here
     if results:
         summary.judge = jstore.save_judge_set(
