@@ -202,3 +202,11 @@ def test_metrics_side_by_side_under_people_filled_and_llm_labels(tmp_path: Path)
         cohen_kappa_score([2, 0, 0], [3, 1, 1], weights="quadratic", labels=[0, 1, 2, 3])
     )
     assert [(g.grade, g.n, g.precision) for g in cal.precision] == [(1.0, 2, 0.0), (3.0, 1, 0.0)]
+
+
+def test_text_output_shows_the_figures_and_withholds_nothing_it_has(db: Path) -> None:
+    r = rageval("agreement", "judged", "--resamples", "300", db=db)
+    assert r.returncode == 0, r.stderr
+    assert "Krippendorff's alpha (ordinal) " in r.stdout and "95% bootstrap interval" in r.stdout
+    assert "withheld" not in r.stdout
+    assert "3 items graded differently" in r.stdout
