@@ -22,7 +22,20 @@ from rageval_core.rundata import load_run_data
 from rageval_core.store import Store
 from rageval_core.store.ground_truth import add_span, remove_span
 
-WORDS = "tax rate fuel charity audit board annual report revenue grant fund trust".split()
+WORDS = [
+    "tax",
+    "rate",
+    "fuel",
+    "charity",
+    "audit",
+    "board",
+    "annual",
+    "report",
+    "revenue",
+    "grant",
+    "fund",
+    "trust",
+]
 METRICS = [
     "EvidenceRecall@5",
     "PerQueryCoverage@5",
@@ -32,8 +45,6 @@ METRICS = [
     "P@5",
     "nDCG@5",
 ]
-#: spans people add: to a query with its own spans, to one without, one with a number
-ADDED = {"q1": "added one", "q4": "added two", "q6": "added three"}
 
 
 def _sentence(rnd: random.Random, number: int | None = None) -> str:
