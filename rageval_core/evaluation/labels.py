@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval_core.rundata import RunData, memo
+from rageval_core.rundata import RunData
 from rageval_core.settings.label_sources import IMPORTED, LLM, parse_labels
 from rageval_core.store import Store
 from rageval_core.store.ground_truth import (
@@ -176,13 +176,15 @@ def labelled_data(store: Store, data: RunData, labels: str) -> RunData:
     grades, grade_hash, spans, span_hash = grades_signature(store)
     if sources == (IMPORTED,) and spans == 0:
         return data
-    key = (
-        "labelled",
-        sources,
-        (grades, grade_hash) if sources != (IMPORTED,) else None,
-        (spans, span_hash),
-    )
-    return memo(data, key, lambda: _view(store, data, sources))  # type: ignore[no-any-return]
+    signature = ((grades, grade_hash) if sources != (IMPORTED,) else None, (spans, span_hash))
+    # the latest view per setting only: a label given replaces it (a long labelling session
+    # keeps one view, not one per label)
+    kept = data._cache.get(("labelled", sources))
+    if kept is not None and kept[0] == signature:
+        return kept[1]  # type: ignore[no-any-return]
+    view = _view(store, data, sources)
+    data._cache[("labelled", sources)] = (signature, view)
+    return view
 
 
 def label_counts(view: RunData) -> dict[str, int]:
@@ -196,9 +198,12 @@ def _view(store: Store, data: RunData, sources: tuple[str, ...]) -> RunData:
     ids = [str(q) for q in data.query_ids]
     position = {q: i for i, q in enumerate(ids)}
     added: dict[int, tuple[AddedSpan, ...]] = {}
-    for span in added_spans(store, ids):
-        q = position[span.query_id]
-        added[q] = (*added.get(q, ()), span)
+    n_added = grades_signature(store)[2]
+    # few rows store-wide: all read and picked here (a list of 10,000 ids costs DuckDB more)
+    for span in added_spans(store, None if n_added <= 4 * len(ids) else ids):
+        q = position.get(span.query_id)
+        if q is not None:
+            added[q] = (*added.get(q, ()), span)
     changes: dict[str, Any] = {}
     if sources != (IMPORTED,):
         changes, counts = _labelled(store, data, sources)
@@ -224,9 +229,15 @@ def _labelled(
     """The qrels arrays of data under sources, and how many labels each source gave."""
     keep = IMPORTED in sources
     ids = [str(q) for q in data.query_ids]
-    rows = grade_rows(store, ids, store_sources(sources))
-    rows = [r for r in rows if r.source.startswith(LLM_PREFIX) or r.source in sources]
     position = {q: i for i, q in enumerate(ids)}
+    n_grades = grades_signature(store)[0]
+    # few rows store-wide: all read and picked here (a list of 10,000 ids costs DuckDB more)
+    rows = grade_rows(store, None if n_grades <= 4 * len(ids) else ids, store_sources(sources))
+    rows = [
+        r
+        for r in rows
+        if r.query_id in position and (r.source.startswith(LLM_PREFIX) or r.source in sources)
+    ]
     touched = sorted({position[r.query_id] for r in rows if r.query_id in position})
     qrels, chunks = run_label_rows(store, data.run.run_id, touched)
     imported = {(ids[q], d): float(rel) for q, d, rel in qrels} if keep else {}

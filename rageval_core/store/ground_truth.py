@@ -127,11 +127,12 @@ def grade_rows(
     sql = "SELECT query_id, doc_id, source, annotator, grade, labelled_at FROM relevance_labels"
     where: list[str] = []
     params: list[object] = []
+    # a semi-join on the unnested list: list_contains per row took 0.4 s over 10,000 ids
     if query_ids is not None:
-        where.append("list_contains(?, query_id)")
+        where.append("query_id IN (SELECT unnest(?::VARCHAR[]))")
         params.append(list(query_ids))
     if sources is not None:
-        where.append("list_contains(?, source)")
+        where.append("source IN (SELECT unnest(?::VARCHAR[]))")
         params.append(list(sources))
     if where:
         sql += " WHERE " + " AND ".join(where)
@@ -204,7 +205,7 @@ def added_spans(store: Store, query_ids: Iterable[str] | None = None) -> list[Ad
     sql = "SELECT query_id, text, doc_id, annotator, added_at FROM added_evidence"
     params: list[object] = []
     if query_ids is not None:
-        sql += " WHERE list_contains(?, query_id)"
+        sql += " WHERE query_id IN (SELECT unnest(?::VARCHAR[]))"
         params.append(list(query_ids))
     sql += " ORDER BY query_id, added_at, text"
     with store._cursor() as cur:
@@ -225,13 +226,13 @@ def run_label_rows(
         return [], []
     with store._cursor() as cur:
         qrels = cur.execute(
-            "SELECT qidx, doc_id, rel FROM qrels WHERE run_id = ? AND list_contains(?, qidx) "
-            "ORDER BY qidx, pos",
+            "SELECT qidx, doc_id, rel FROM qrels WHERE run_id = ? "
+            "AND qidx IN (SELECT unnest(?::INTEGER[])) ORDER BY qidx, pos",
             [run_id, wanted],
         ).fetchall()
         chunks = cur.execute(
-            "SELECT qidx, rank, doc_id FROM chunks WHERE run_id = ? AND list_contains(?, qidx) "
-            "ORDER BY qidx, rank",
+            "SELECT qidx, rank, doc_id FROM chunks WHERE run_id = ? "
+            "AND qidx IN (SELECT unnest(?::INTEGER[])) ORDER BY qidx, rank",
             [run_id, wanted],
         ).fetchall()
     return (

@@ -355,8 +355,8 @@ def score_spans(
     wanted = sorted({q for q, _ in spans})
     with store._cursor() as cur:
         rows = cur.execute(
-            "SELECT qidx, rank, text FROM chunks WHERE run_id = ? AND list_contains(?, qidx) "
-            "AND text IS NOT NULL ORDER BY qidx, rank",
+            "SELECT qidx, rank, text FROM chunks WHERE run_id = ? "
+            "AND qidx IN (SELECT unnest(?::INTEGER[])) AND text IS NOT NULL ORDER BY qidx, rank",
             [run_id, wanted],
         ).fetchall()
         by_query: dict[int, list[tuple[int, str]]] = {}
