@@ -45,8 +45,9 @@ MINIMAL_ARGV = {
     "diagnose": ["diagnose", "run.jsonl"],
 }
 #: flags a subcommand spells like a setting but which mean something else there (the issue's
-#: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off)
-OWN_FLAGS = {"fuse": {"--k"}}
+#: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off; issue 31's `attach RUN --labels
+#: FILE --annotator NAME`: a qrels file of one annotator's grades, not the labels setting)
+OWN_FLAGS = {"fuse": {"--k"}, "attach": {"--labels"}}
 #: the flags as users' scripts call them today: (flag, argparse type, choices, metavar)
 FLAGS = {
     "--k": (int, None, None),
