@@ -390,15 +390,13 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
     rid = data.run.run_id
     n_spans = int(data.n_spans[qidx])
     if n_spans:
-        ensure_scored(store, rid, settings.scorer_key, settings.norm)  # a no-op once kept
-    rows = reads.query_rows(
-        store, rid, qidx, settings.scorer_key, settings.norm.key, pairs=bool(n_spans)
-    )
+        ensure_scored(store, rid, settings.scorer_key)  # a no-op once kept
+    rows = reads.query_rows(store, rid, qidx, settings.scorer_key, pairs=bool(n_spans))
     q, ch, pairs = rows.query, rows.chunks, list(rows.pairs)
     ev = list(rows.evidence)
     added = data.added.get(qidx, ())
     ev += [(len(ev) + j, span.text) for j, span in enumerate(added)]
-    for q_i, e_i, got in added_pairs(store, data, settings.scorer_key, settings.norm):
+    for q_i, e_i, got in added_pairs(store, data, settings.scorer_key):
         if q_i == qidx:
             pairs += zip(
                 got.rank, [e_i] * got.rank.size, got.score, got.start, got.end, strict=True

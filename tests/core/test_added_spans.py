@@ -141,9 +141,9 @@ def test_only_a_new_span_is_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     scored: list[list[tuple[int, str]]] = []
     real = rundata.score_spans
 
-    def counting(store: Store, run_id: int, scorer: str, norm: object, spans: list) -> list:  # type: ignore[type-arg]
+    def counting(store: Store, run_id: int, key: object, spans: list) -> list:  # type: ignore[type-arg]
         scored.append(list(spans))
-        return real(store, run_id, scorer, norm, spans)  # type: ignore[arg-type]
+        return real(store, run_id, key, spans)  # type: ignore[arg-type]
 
     monkeypatch.setattr(rundata, "score_spans", counting)
     spans = list(_spans().items())
