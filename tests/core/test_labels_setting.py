@@ -242,6 +242,8 @@ def test_a_query_without_imported_qrels_becomes_judged_by_people(
     name = _import(store, run)  # no qrels at all
     with pytest.raises(UsageError, match="has no qrels"):
         _metrics(store, name)
+    with pytest.raises(UsageError, match=r"has no qrels \(relevant ids\) under --labels people"):
+        _metrics(store, name, "people")  # nobody labelled anything yet: said so
     set_grade(store, "q3", "nowhere", 1, annotator="ann")  # a document the run never retrieved
     first = _metrics(store, name, "people")
     assert first["R@10"] == 0 and first["Judged@10"] == 0
