@@ -32,19 +32,20 @@ def cross_encoder_inputs(
             f"{CROSS_ENCODER_SIMILARITY} needs a cross-encoder: --cross-encoder PATH (a folder "
             "with model.onnx and tokenizer.json; nothing is downloaded)"
         )
-    from rageval_core.matching.onnx_models import model_hash
+    from rageval_core.matching.onnx_models import model_identity
 
     try:
-        metric = f"{CROSS_ENCODER_SIMILARITY}@{model_hash(path)}"
+        identity = model_identity(path)  # ABSOLUTE_PATH@HASH: a new export is another model
     except UsageError as e:
         raise UsageError(f"--cross-encoder {e}") from e
+    metric = f"{CROSS_ENCODER_SIMILARITY}@{identity.rpartition('@')[2]}"
 
     def make() -> tuple[CrossEncoderScores, NDArray[np.int64]]:
         rid = data.run.run_id
         kept = answers.kept_answer_scores(store, rid, [metric])
         if kept is None:
             qidx, texts, refs = answers.answered_texts(store, rid)
-            values = cross_encoder_similarity(texts, refs, path)
+            values = cross_encoder_similarity(texts, refs, identity)
             answers.keep_answer_metric(store, rid, metric, qidx, values)
             kept = answers.kept_answer_scores(store, rid, [metric])
         if kept is None:  # pragma: no cover - just kept

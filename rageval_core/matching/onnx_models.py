@@ -241,9 +241,14 @@ def _short(e: BaseException) -> str:
     return line if len(line) <= 200 else line[:197] + "..."
 
 
-@functools.cache
 def load_model(path: str) -> OnnxModel:
-    """The model folder at path, loaded once per process."""
+    """The model folder at path, loaded once per process while its files stay the same (a
+    folder exported again is loaded again: its hash, and so its keys, changed)."""
+    return _load(path, model_hash(Path(path).expanduser()))
+
+
+@functools.cache
+def _load(path: str, digest: str) -> OnnxModel:
     return OnnxModel(Path(path).expanduser())
 
 

@@ -203,3 +203,13 @@ def test_a_models_identity_is_its_absolute_folder_and_content_hash(
     assert onnx_models.model_path("/models/a@b") == "/models/a@b"  # not a hash: part of the path
     # a model built from the identity is the folder's
     assert CrossEncoder(identity).identity == onnx_models.model_hash(folder)
+
+
+def test_a_folder_exported_again_is_loaded_again(tmp_path: Path) -> None:
+    folder = tiny.write_cross_encoder(tmp_path / "ce")
+    first = onnx_models.load_model(str(folder))
+    assert onnx_models.load_model(str(folder)) is first  # once per process
+    model = folder / "model.onnx"
+    model.write_bytes(model.read_bytes().replace(b"tiny", b"TINY"))
+    again = onnx_models.load_model(str(folder))
+    assert again is not first and again.identity != first.identity
