@@ -294,10 +294,17 @@ class JsonClient:
         """What a 401/403 raises: the run stops, nothing more is sent."""
         raise NotImplementedError
 
-    def post(self, body: Mapping[str, Any], stop: threading.Event | None = None) -> bytes:
+    def post(
+        self,
+        body: Mapping[str, Any],
+        stop: threading.Event | None = None,
+        took_ms: list[float] | None = None,
+    ) -> bytes:
         """The reply's body (at most 4 MiB) to one request; EndpointError when it fails for good,
         auth_error() on 401/403, JudgeUnreachableError once the endpoint is given up on
-        (FAST_STOP_AFTER). stop: an event that ends the request and the retry waits early."""
+        (FAST_STOP_AFTER). stop: an event that ends the request and the retry waits early.
+        took_ms: gets the wall time of the attempt that answered (connect to the reply's last
+        byte; no pacing or retry wait in it)."""
         data = json.dumps(body).encode("utf-8")
         problem = "no attempt made"
         for attempt in range(self.max_attempts):
@@ -311,10 +318,13 @@ class JsonClient:
                 self.url, deadline, data=data, headers=self._headers
             )
             wait: float | None = None
+            started = time.perf_counter()
             try:
                 with _OPENER.open(request, timeout=self.timeout_s) as response:
                     self._answered()
                     payload = transport.read_reply(response)
+                if took_ms is not None:
+                    took_ms.append((time.perf_counter() - started) * 1000.0)
                 self.limiter.succeeded()
                 return payload
             except (transport.RequestCancelled, transport.ReplyTooLarge) as e:
