@@ -90,6 +90,9 @@ class State:
         self.redirect_to: str | None = None
         self.drip = False
         self.delay_s = 0.0
+        #: (body key, value): requests whose body has it wait slow_s (0.2 s slices) first
+        self.slow_when: tuple[str, Any] | None = None
+        self.slow_s = 60.0
         #: (header, value) every request must carry, else 401
         self.require_header: tuple[str, str] | None = None
         self.closing = threading.Event()
@@ -118,6 +121,9 @@ def _handler(state: State) -> type[BaseHTTPRequestHandler]:
                 failing = state.fail.popleft() if state.fail else None
             if state.delay_s and state.closing.wait(state.delay_s):
                 return
+            if state.slow_when is not None and body.get(state.slow_when[0]) == state.slow_when[1]:
+                if state.closing.wait(state.slow_s):
+                    return
             if state.require_header is not None:
                 name, value = state.require_header
                 if self.headers.get(name) != value:
@@ -129,7 +135,8 @@ def _handler(state: State) -> type[BaseHTTPRequestHandler]:
             if failing is not None:
                 self._send(failing, b'{"error": "scripted"}')
                 return
-            query = body.get("query", "")
+            nested = body.get("q")  # a custom mapping's place: {"q": {"text": ...}}
+            query = nested.get("text", "") if isinstance(nested, dict) else body.get("query", "")
             if query in state.fail_questions:
                 self._send(state.fail_questions[query], b'{"error": "scripted"}')
                 return

@@ -198,7 +198,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
         return 130
     if summary.cause_exit is not None:
         return int(summary.cause_exit)
-    return 0 if summary.status == "done" else 2
+    # every grid point stored (--keep-partial: some without their failed questions): 0
+    return 0 if len(summary.stored) == len(summary.points) else 2
 
 
 def _dry_run(args: argparse.Namespace, config: Any, questions: Any, summary: Any) -> int:
@@ -264,7 +265,7 @@ def _print_summary(s: Any) -> None:
             "way stored nothing",
             file=sys.stderr,
         )
-    elif s.status != "done":
+    elif len(s.stored) < len(s.points):
         print(
             f"{s.status}: {len(s.points) - len(s.stored)} grid points not stored (their failed "
             "questions are listed above; --keep-partial stores them without those)",

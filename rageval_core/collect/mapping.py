@@ -348,7 +348,9 @@ def read_reply(payload: bytes, mapping: Mapping_) -> Retrieved:
         seen[chunk.doc_id] = i
     return Retrieved(
         tuple(c for _, c in chunks),
-        _numbers(obj, mapping.latency_ms, float),
+        # the reply's own stages happen inside the request: request.NAME (docs/metrics.md:
+        # a nested stage is not added again to the derived total)
+        {f"{REQUEST_STAGE}.{k}": v for k, v in _numbers(obj, mapping.latency_ms, float).items()},
         {k: int(v) for k, v in _numbers(obj, mapping.tokens, int).items()},
     )
 
@@ -418,7 +420,5 @@ def _numbers(obj: Any, paths: Paths, kind: type) -> dict[str, float]:
         if number < 0 or whole:
             what = "a count (a whole number, 0 or more)" if kind is int else "a time (0 or more)"
             raise ReplyProblem(f"{where}.{key}", f"{value!r} is not {what}")
-        if key == REQUEST_STAGE and kind is float:
-            key = f"server_{key}"  # the client's own wall time keeps its name
         out[str(key)] = number
     return out

@@ -237,7 +237,8 @@ def collect(
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
         summary.retries = client.retries
-    if summary.status == "done" and len(summary.stored) < len(summary.points):
+    failed = any(p.failures for p in summary.points)
+    if summary.status == "done" and (failed or len(summary.stored) < len(summary.points)):
         summary.status = "partial" if summary.stored else "failed"
     return summary
 
@@ -302,7 +303,7 @@ def _store(
     from rageval_core.formats.native import write_native
     from rageval_core.importing import import_paths
 
-    point.failures = [a for a in answers.values() if isinstance(a, str)]
+    point.failures = [a for q in questions if isinstance(a := answers[q.query_id], str)]
     good = [(q, answers[q.query_id]) for q in questions if not isinstance(answers[q.query_id], str)]
     point.answered = len(good)
     wall = sorted(a.latency_ms[REQUEST_STAGE] for _, a in good if isinstance(a, _Answer))
