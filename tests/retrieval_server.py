@@ -121,9 +121,11 @@ def _handler(state: State) -> type[BaseHTTPRequestHandler]:
                 failing = state.fail.popleft() if state.fail else None
             if state.delay_s and state.closing.wait(state.delay_s):
                 return
-            if state.slow_when is not None and body.get(state.slow_when[0]) == state.slow_when[1]:
-                if state.closing.wait(state.slow_s):
-                    return
+            slow = (
+                state.slow_when is not None and body.get(state.slow_when[0]) == state.slow_when[1]
+            )
+            if slow and state.closing.wait(state.slow_s):
+                return
             if state.require_header is not None:
                 name, value = state.require_header
                 if self.headers.get(name) != value:
@@ -145,7 +147,10 @@ def _handler(state: State) -> type[BaseHTTPRequestHandler]:
                 return
             t0 = time.perf_counter()
             results = search(query, body.get("search_type", "hybrid"), int(body.get("top_k", 10)))
-            reply = {"results": results, "timings_ms": {"retrieval": (time.perf_counter() - t0) * 1000}}
+            reply = {
+                "results": results,
+                "timings_ms": {"retrieval": (time.perf_counter() - t0) * 1000},
+            }
             data = json.dumps(reply).encode()
             if state.drip:
                 self.send_response(200)
@@ -172,7 +177,7 @@ class Server:
     def __init__(self, httpd: ThreadingHTTPServer, state: State) -> None:
         self.httpd = httpd
         self.state = state
-        host, port = httpd.server_address[:2]
+        port = httpd.server_address[1]
         self.url = f"http://127.0.0.1:{port}/search"
 
 

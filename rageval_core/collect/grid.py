@@ -14,7 +14,9 @@ from urllib.parse import urlsplit
 from rageval_core.errors import UsageError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-_INT = re.compile(r"[+-]?\d+")
+# JSON's numbers (a sign allowed): "07" and ".5" stay text (an id, a zip code)
+_INT = re.compile(r"[+-]?(?:0|[1-9]\d*)")
+_FLOAT = re.compile(r"[+-]?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 #: the most grid points one command runs (each is a run of every question)
 MAX_POINTS = 1000
 #: names a template may use besides the grid's
@@ -35,12 +37,11 @@ def typed(text: str) -> Any:
         return int(text)
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
-    try:
+    if _FLOAT.fullmatch(text):
         number = float(text)
-    except ValueError:
-        return text
-    # "nan", "inf" and "1e999" are text: JSON has no such number, and a run setting is JSON
-    return number if number == number and abs(number) != float("inf") else text
+        # "1e999" is text: JSON has no infinite number, and a run setting is JSON
+        return number if abs(number) != float("inf") else text
+    return text
 
 
 def parse_axis(spec: str) -> Axis:

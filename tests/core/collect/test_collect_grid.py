@@ -19,7 +19,9 @@ GRID = ["--grid", "search_type=hybrid,keyword,vector", "--grid", "top_k=1,5"]
 
 
 def collect(db: Path, questions: Path, url: str, *extra: str) -> int:
-    return main(["--db", str(db), "collect", "--questions", str(questions), "--endpoint", url, *extra])
+    return main(
+        ["--db", str(db), "collect", "--questions", str(questions), "--endpoint", url, *extra]
+    )
 
 
 def test_the_grid_expands_to_one_run_per_point_named_by_the_template(
@@ -48,7 +50,9 @@ def test_the_grid_expands_to_one_run_per_point_named_by_the_template(
 def test_stored_runs_equal_what_the_server_returned_with_the_gold_carried_over(
     server: Server, questions: Path, db: Path
 ) -> None:
-    assert collect(db, questions, server.url, *GRID, "--name-template", "{search_type}@{top_k}") == 0
+    assert (
+        collect(db, questions, server.url, *GRID, "--name-template", "{search_type}@{top_k}") == 0
+    )
     _, gold = demo()
     by_id = {q.query_id: q for q in gold}
     with Store(db) as store:
@@ -94,7 +98,9 @@ def test_sweeps_and_trends_see_the_grid_values(server: Server, questions: Path, 
     assert all(r.latency_p95_ms > 0 for r in rows)  # the request stage, a total of its own
     # recall at 5 grows with top_k for every search type (1 chunk cannot hold what 5 hold)
     for st in ("hybrid", "keyword", "vector"):
-        r1, r5 = (next(r for r in rows if r.settings == {"search_type": st, "top_k": k}) for k in (1, 5))
+        r1, r5 = (
+            next(r for r in rows if r.settings == {"search_type": st, "top_k": k}) for k in (1, 5)
+        )
         assert r5.metrics["R@5"] >= r1.metrics["R@5"]
     assert all(t.tags["search_type"] in ("hybrid", "keyword", "vector") for t in lines)
 
@@ -109,7 +115,10 @@ def test_a_bad_reply_is_reported_per_question_and_its_grid_point_not_stored(
     assert collect(db, questions, server.url, "--grid", "top_k=2") == 2
     err = capsys.readouterr().err
     assert f"question {gold[1].query_id}: reply: reply: is not JSON" in err
-    assert f"question {gold[2].query_id}: reply: results[0].id | doc_id | chunk_id | _id: no chunk id" in err
+    assert (
+        f"question {gold[2].query_id}: reply: results[0].id | doc_id | chunk_id | _id: no chunk id"
+        in err
+    )
     assert f"question {gold[3].query_id}: reply: results | documents" in err
     assert "no chunks list there" in err
     with Store(db) as store:
@@ -210,9 +219,7 @@ def test_a_bad_mapping_file_is_exit_2_naming_its_line_and_field(
     assert server.state.requests == []
 
 
-def test_questions_from_qa_pairs_carry_their_context_as_evidence(
-    server: Server, db: Path
-) -> None:
+def test_questions_from_qa_pairs_carry_their_context_as_evidence(server: Server, db: Path) -> None:
     data = Path(__file__).parents[2] / "data" / "qa_pairs"
     files = [str(data / "pairs.jsonl"), str(data / "retrieval.json")]
     code = main(
