@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rageval_core.cli.common import Bars
 from rageval_core.cli.path_args import INPUT, add_path_argument
-from rageval_core.terminal import json_text, shown, text_table
+from rageval_core.terminal import json_text, text_table
 
 _EXAMPLE = (
     "rageval collect --questions qa.jsonl --endpoint http://localhost:8000/search "
@@ -142,32 +143,6 @@ def _config(args: argparse.Namespace) -> Any:
     )
 
 
-class _Bar:
-    """A tqdm bar per grid point on stderr (the raw stream: tqdm redraws with \\r)."""
-
-    def __init__(self) -> None:
-        self.bars: dict[str, Any] = {}
-
-    def __call__(self, name: str, done: int, total: int) -> None:
-        from tqdm import tqdm
-
-        if name not in self.bars:
-            self.bars[name] = tqdm(
-                desc=shown(f"collecting {name}"),
-                unit=" questions",
-                total=total,
-                delay=0.5,
-                file=getattr(sys.stderr, "raw", sys.stderr),
-                leave=False,
-            )
-        bar = self.bars[name]
-        bar.update(done - bar.n)
-
-    def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
-
-
 def cmd_collect(args: argparse.Namespace) -> int:
     from rageval_core.cli.common import open_store
     from rageval_core.collect import collect, plan, read_questions
@@ -178,13 +153,21 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(args, config, questions, summary)
     config.headers()  # an unset variable is exit 2 before the store is opened
-    bar = _Bar()
+    bars = Bars(" questions")
     try:
         with open_store(args) as store:
             try:
-                collect(store, questions, config, summary, progress=bar)
+                collect(
+                    store,
+                    questions,
+                    config,
+                    summary,
+                    progress=lambda name, done, total: bars.update(
+                        name, f"collecting {name}", done, total
+                    ),
+                )
             finally:
-                bar.close()
+                bars.close()
     except BaseException:
         if summary.stored:  # stopped in the store's own step: what was stored before it stays
             kept = ", ".join(p.name for p in summary.stored)

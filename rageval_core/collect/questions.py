@@ -3,6 +3,7 @@ query texts, with the gold each one carries (evidence, qrels, reference answer, 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,15 +12,9 @@ from rageval_core.model import Query
 
 
 def gold_only(q: Query) -> Query:
-    """q without what a retriever (or a generator) made: the gold and the question stay."""
-    return Query(
-        query_id=q.query_id,
-        query=q.query,
-        relevance=q.relevance,
-        evidence=q.evidence,
-        reference_answer=q.reference_answer,
-        tags=dict(q.tags),
-        line=q.line,
+    """q without what a retriever (or a generator, or a judge) made: the question and its gold."""
+    return dataclasses.replace(
+        q, retrieved=(), answer=None, latency_ms={}, tokens={}, judge={}, labels={}
     )
 
 

@@ -15,6 +15,7 @@ stored before it stay, the one under way stores nothing.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -328,22 +329,11 @@ def _store(
         ),
         settings=dict(point.params),
     )
-    queries = []
-    for q, a in good:
-        assert isinstance(a, _Answer)
-        queries.append(
-            Query(
-                query_id=q.query_id,
-                query=q.query,
-                retrieved=a.chunks,
-                relevance=q.relevance,
-                evidence=q.evidence,
-                reference_answer=q.reference_answer,
-                latency_ms=a.latency_ms,
-                tokens=a.tokens,
-                tags=q.tags,
-            )
-        )
+    queries = [
+        dataclasses.replace(q, retrieved=a.chunks, latency_ms=a.latency_ms, tokens=a.tokens)
+        for q, a in good
+        if isinstance(a, _Answer)
+    ]
     with tempfile.TemporaryDirectory(prefix="rageval-collect-") as tmp:
         path = Path(tmp) / "run.jsonl"
         write_native(info, queries, path)

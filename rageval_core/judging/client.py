@@ -387,21 +387,13 @@ class ChatClient(JsonClient):
         base_url: str,
         api_key: str | None,
         key_env: str,
-        *,
-        timeout_s: float = 60.0,
-        max_attempts: int = 6,
-        backoff_s: float = 0.5,
-        sleep: Callable[[float], None] = time.sleep,
-        limiter: RateLimiter | None = None,
+        **options: Any,
     ) -> None:
+        """options: JsonClient's (timeout_s, max_attempts, backoff_s, sleep, limiter)."""
         super().__init__(
             check_base_url(base_url) + "/chat/completions",
             {"Authorization": f"Bearer {api_key}"} if api_key else {},
-            timeout_s=timeout_s,
-            max_attempts=max_attempts,
-            backoff_s=backoff_s,
-            sleep=sleep,
-            limiter=limiter,
+            **options,
         )
         self.key_env = key_env
 
