@@ -41,9 +41,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         nargs="+",
         required=True,
         metavar="FILE",
-        help="the questions: any file rageval reads that has query texts (native JSONL, a run "
-        "file with its qrels, QA pairs or TAT-RAG gold with a retrieval file, a BEIR dataset "
-        "with a run); their evidence, qrels, reference answers and tags go into every run",
+        help="the questions: any file rageval reads that has query texts (native JSONL, any "
+        "run file, a QA-pair file, a TAT-RAG golden set, a BEIR dataset folder, each alone or "
+        "with its run); their evidence, qrels, reference answers and tags go into every run",
     )
     p.add_argument("--format", help="force the questions' format instead of detecting it")
     p.add_argument(

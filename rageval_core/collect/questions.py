@@ -24,7 +24,7 @@ def read_questions(paths: Sequence[Path], fmt: str | None = None) -> list[Query]
     from rageval_core.formats.detect import read_inputs
 
     log = ProblemLog()
-    runs = read_inputs(list(paths), fmt, log)
+    runs = read_inputs(list(paths), fmt, log, questions=True)
     log.raise_if_errors()
     out: list[Query] = []
     seen: dict[str, str] = {}

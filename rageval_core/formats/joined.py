@@ -93,6 +93,29 @@ def read_joined(
     return ParsedRun(info, queries, format, (pfile, cfile))
 
 
+def read_gold_questions(
+    companion: Path, log: ProblemLog, *, format: str, parse: ParseGold, id_field: str
+) -> ParsedRun:
+    """The companion set alone as questions with their gold, nothing retrieved (what
+    `rageval collect` sends): a QA-pair file or a TAT-RAG golden set without its results."""
+    cfile = display_path(companion)
+    golds = read_golds(companion, cfile, log, parse, id_field) or []
+    queries = [
+        Query(
+            query_id=g.query_id,
+            query=g.query,
+            relevance=g.relevance,
+            evidence=g.evidence,
+            reference_answer=g.reference_answer,
+            tags=g.tags,
+            line=g.line,
+        )
+        for g in golds
+        if g.valid
+    ]
+    return ParsedRun(RunInfo(), queries, format, (cfile,))
+
+
 def read_golds(
     path: Path, file: str, log: ProblemLog, parse: ParseGold, id_field: str
 ) -> list[Gold] | None:

@@ -16,7 +16,14 @@ from typing import Any
 
 from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import HEADER_KEY, MAX_MEASURE, finite_number, too_large
-from rageval_core.formats.joined import EntryReader, Gold, Hit, read_joined, shorten
+from rageval_core.formats.joined import (
+    read_gold_questions,
+    EntryReader,
+    Gold,
+    Hit,
+    read_joined,
+    shorten,
+)
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
     TRUNCATED,
@@ -110,6 +117,13 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
         join=_join,
         field="qa_pair_id",
         output="results",
+    )
+
+
+def read_questions(companion: Path, parts: Mapping[str, Path], log: ProblemLog) -> ParsedRun:
+    """The QA-pair file alone: its questions with their gold, nothing retrieved."""
+    return read_gold_questions(
+        companion, log, format=FORMAT, parse=_parse_pair, id_field="qa_pair_id"
     )
 
 

@@ -22,7 +22,14 @@ from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import (
     HEADER_KEY,
 )
-from rageval_core.formats.joined import EntryReader, Gold, Hit, read_joined, shorten
+from rageval_core.formats.joined import (
+    read_gold_questions,
+    EntryReader,
+    Gold,
+    Hit,
+    read_joined,
+    shorten,
+)
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
     TRUNCATED,
@@ -143,6 +150,13 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
     )
     _check_file_ids(list(run.queries), run.sources[-1], log)
     return run
+
+
+def read_questions(companion: Path, parts: Mapping[str, Path], log: ProblemLog) -> ParsedRun:
+    """The TAT-RAG golden set alone: its questions with their gold, nothing retrieved."""
+    return read_gold_questions(
+        companion, log, format=FORMAT, parse=_parse_gold, id_field="query_id"
+    )
 
 
 def _join(

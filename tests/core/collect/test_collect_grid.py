@@ -256,3 +256,31 @@ def test_names_that_collide_are_refused_before_anything_is_sent(
     assert collect(db, questions, server.url, "--grid", "top_k=1", "--name-template", "x") == 2
     assert "a run named 'x' is already stored" in capsys.readouterr().err
     assert len(server.state.requests) == n
+
+
+@pytest.mark.parametrize(
+    ("given", "qid", "gold"),
+    [
+        (["qa_pairs/pairs.jsonl"], "1", ("evidence", ("The standard rate of VAT is 20%.",))),
+        (["tatrag/gold.json"], "q1", ("evidence", ("Total cost of revenue $48,881",))),
+        (["beir/mini"], "q1", ("relevance", {"d1": 1, "d3": 2})),
+    ],
+    ids=["qa-pairs-alone", "tatrag-gold-alone", "beir-dataset-without-run"],
+)
+def test_a_gold_set_without_its_run_gives_the_questions(
+    server: Server, db: Path, given: list[str], qid: str, gold: tuple[str, object]
+) -> None:
+    data = Path(__file__).parents[2] / "data"
+    files = [str(data / g) for g in given]
+    code = main(
+        ["--db", str(db), "collect", "--questions", *files, "--endpoint", server.url,
+         "--grid", "top_k=2"]
+    )  # fmt: skip
+    assert code == 0
+    with Store(db) as store:
+        (run,) = store.runs()
+        stored = {q.query_id: q for q in store.iter_queries(run.run_id)}
+    field, value = gold
+    assert getattr(stored[qid], field) == value
+    assert all(len(q.retrieved or ()) == 2 for q in stored.values())
+    assert len(server.state.requests) == len(stored)
