@@ -32,6 +32,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "'request'. A grid point is stored only when every question got a valid reply "
         "(--keep-partial: without the failed ones); Ctrl-C keeps the points already stored. "
         f"Example: {_EXAMPLE}. docs/collect.md has the mapping reference.",
+        epilog="exit codes: 0 every grid point stored; 2 bad flags, mapping or questions, the "
+        "endpoint refused the headers (401/403), or a grid point not stored (its failed "
+        "questions listed); 3 store unavailable; 4 the endpoint never answered; 130 interrupted "
+        "(the grid points stored before it are kept)",
     )
     add_path_argument(
         p,

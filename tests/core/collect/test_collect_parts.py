@@ -89,3 +89,22 @@ def test_a_bad_reply_names_its_field(reply: bytes, message: str) -> None:
     with pytest.raises(ReplyProblem) as e:
         read_reply(reply, Mapping_())
     assert message in str(e.value)
+
+
+def test_help_names_every_flag_the_default_name_and_the_docs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from rageval_core.cli.dispatch import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["collect", "--help"])
+    assert e.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for flag in (
+        "--questions", "--endpoint", "--grid", "--concurrency", "--name-template", "--mapping",
+        "--timeout", "--retries", "--header-env", "--keep-partial", "--dry-run", "--json",
+        "--db", "--format",
+    ):  # fmt: skip
+        assert flag in text
+    assert "localhost:8000 search_type={search_type} top_k={top_k}" in text
+    assert "docs/collect.md" in text
