@@ -159,24 +159,20 @@ def cmd_collect(args: argparse.Namespace) -> int:
     config.headers()  # an unset variable is exit 2 before the store is opened
     bars = Bars(" questions")
     try:
-        with open_store(args) as store:
-            try:
-                collect(
-                    store,
-                    questions,
-                    config,
-                    summary,
-                    progress=lambda name, done, total: bars.update(
-                        name, f"collecting {name}", done, total
-                    ),
-                )
-            finally:
-                bars.close()
+        collect(
+            lambda: open_store(args),
+            questions,
+            config,
+            summary,
+            progress=lambda name, done, total: bars.update(name, f"collecting {name}", done, total),
+        )
     except BaseException:
         if summary.stored:  # stopped in the store's own step: what was stored before it stays
             kept = ", ".join(p.name for p in summary.stored)
             print(f"rageval: the grid points stored before it stay: {kept}", file=sys.stderr)
         raise
+    finally:
+        bars.close()
     if args.json:
         print(json_text(summary.to_json()))
     else:

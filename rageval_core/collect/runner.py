@@ -19,6 +19,7 @@ import dataclasses
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -188,8 +189,13 @@ def plan(config: CollectConfig, questions: Sequence[Query]) -> CollectSummary:
     )
 
 
+#: opens the store for one step (a context manager): held only while a grid point is stored,
+#: so the dashboard or an import can use it between points
+OpenStore = Callable[[], AbstractContextManager[Any]]
+
+
 def collect(
-    store: Any,
+    open_store: OpenStore,
     questions: Sequence[Query],
     config: CollectConfig,
     summary: CollectSummary,
@@ -200,7 +206,8 @@ def collect(
     """Send every question at every grid point of summary (plan()), storing each point once it
     is complete; summary is filled as it goes (a caller that is interrupted still holds what
     was stored). Returns summary."""
-    taken = {r.name for r in store.runs()}
+    with open_store() as store:  # names checked before anything is sent
+        taken = {r.name for r in store.runs()}
     for point in summary.points:
         if point.name in taken:
             raise UsageError(
@@ -220,11 +227,9 @@ def collect(
         for point in summary.points:
             point.status = "interrupted"  # until it is stored or refused
             answers = _answers(client, questions, config.mapping, point, stop, pool, progress)
-            if answers is None:  # every request stopped: unreachable, refused headers
-                point.status = "not stored"
-                break
             summary.requests += len(answers)
-            _store(store, questions, answers, config, point)
+            with open_store() as store:
+                _store(store, questions, answers, config, point)
     except KeyboardInterrupt:
         stop.set()
         summary.status = "interrupted"
@@ -259,7 +264,7 @@ def _answers(
     stop: threading.Event,
     pool: cf.ThreadPoolExecutor,
     progress: Progress | None,
-) -> dict[str, _Answer | str] | None:
+) -> dict[str, _Answer | str]:
     """query_id -> its answer, or the failure's message; raises what stops every request."""
 
     def ask(q: Query) -> _Answer | str:
