@@ -21,6 +21,8 @@ from rageval_core.matching.semantic import sentence_spans, windows
 
 #: the keys, as the buttons show them and docs/labelling.md lists them
 NEXT_CHUNK, PREV_CHUNK, NEXT_QUERY, PREV_QUERY, TAKE_BACK = "J", "K", "N", "P", "Delete"
+#: session key: (list, focus) last scrolled to
+SCROLLED = "labels.scrolled"
 
 
 @dataclass(frozen=True)
@@ -178,7 +180,24 @@ def labeller(
                 )
             st.button("Focus", key=f"labels.c{i}.focus", on_click=_move, args=(i,))
     span_editor(focused, name)
+    follow_focus(list_id, at)
     return at
+
+
+def follow_focus(list_id: str, at: int) -> None:
+    """Scroll the focused chunk into view when a key or click moved the focus within the list
+    (not when the list opens: the page stays where the reader is). A script of our own: the
+    element id is a number, no user text is in it."""
+    ss = st.session_state
+    moved = ss.get(SCROLLED) not in (None, (list_id, at)) and ss[SCROLLED][0] == list_id
+    ss[SCROLLED] = (list_id, at)
+    if moved:
+        st.html(
+            "<script>window.parent.document.getElementById("
+            f'"rageval-chunk-{int(at)}")?.scrollIntoView({{block: "center"}});</script>',
+            unsafe_allow_javascript=True,
+            width="content",
+        )
 
 
 def span_editor(item: LabelItem, name: str) -> None:
