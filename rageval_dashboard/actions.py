@@ -228,3 +228,19 @@ def remove_gold_span(query_id: str, text: str) -> None:
         st.toast(escape_text(f"The gold span was not removed: {e}", one_line=True))
         return
     st.session_state[keys.LABEL_SAID] = f"removed a gold span of query {query_id}"
+
+
+def adjudicate(query_id: str, doc_id: str, grade_key: str) -> None:
+    """on_click of "Keep as final": the sidebar's annotator's final grade of the item (kept under
+    the source 'adjudicated', beside the annotators' own)."""
+    from rageval_core.evaluation.agreement import adjudicate as keep_final
+
+    name, grade = annotator(), st.session_state.get(grade_key)
+    if not name or grade is None:
+        return
+    try:
+        keep_final(store(), query_id, doc_id, int(grade), annotator=name)
+    except (StoreBusyError, RagevalError) as e:
+        st.toast(escape_text(f"The final grade was not kept: {e}", one_line=True))
+        return
+    st.session_state[keys.LABEL_SAID] = f"kept {grade} as the final grade of {doc_id}"

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rageval_dashboard import keys, sidebar, state
+from rageval_dashboard import actions, keys, sidebar, state
+from rageval_dashboard.components import labels as lv
+from rageval_dashboard.widgets.grid import grid
 from rageval_dashboard.components.figures import queries as fq
 from rageval_dashboard.components.highlight import chunk_card
 from rageval_dashboard.components.text import escape_text
@@ -139,3 +141,41 @@ else:
             None if next_q is None else (lambda: _to(next_q)),
         ),
     )
+
+# --- agreement between annotators (issue 31, point 5) ----------------------------------------
+st.divider()
+st.subheader("Agreement between annotators")
+found = sl.run_agreement(view.run)
+st.caption(
+    "Every person who graded this run's queries, pair by pair: Cohen's kappa, and weighted "
+    "(quadratic) for grades; Krippendorff's alpha (ordinal) over all of them with a bootstrap "
+    "interval. Kappa and alpha are withheld, with the reason, where they cannot be computed."
+)
+if not found.pairs:
+    st.info(escape_text(found.reason or "agreement needs two annotators", one_line=True))
+else:
+    st.markdown(escape_text(lv.alpha_line(found), one_line=True))
+    grid(lv.pairs_rows(found), hide_index=True, key="labelling.pairs")
+    names = [f"{p.a} with {p.b}" for p in found.pairs]
+    chosen = st.selectbox("Confusion of the pair", names, key="labelling.pair")
+    pair = found.pairs[names.index(chosen)]
+    grid(lv.confusion_rows(pair), hide_index=True, key="labelling.confusion")
+    st.markdown(f"**Items they disagree on** ({len(found.disagreements):,})")
+    if found.disagreements:
+        grid(lv.disagreement_rows(found), hide_index=True, key="labelling.disagreements")
+        items_ = [f"{d.query_id} · {d.doc_id}" for d in found.disagreements]
+        a1, a2, a3 = st.columns([4, 2, 1], vertical_alignment="bottom")
+        item = a1.selectbox("Adjudicate", items_, key="labelling.adjudicate")
+        picked = found.disagreements[items_.index(item)]
+        a2.selectbox(
+            "Final grade", list(lv.GRADES), format_func=lv.grade_name, key="labelling.final"
+        )
+        a3.button(
+            "Keep as final",
+            key="labelling.keep_final",
+            disabled=not actions.annotator(),
+            on_click=actions.adjudicate,
+            args=(picked.query_id, picked.doc_id, "labelling.final"),
+            help="the final grade is kept apart from the annotators' own ('adjudicated' in the "
+            "labels setting)",
+        )

@@ -7,8 +7,10 @@ Every name and text from the store (annotators, document ids, spans) goes throug
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rageval_dashboard.components.text import escape_text
+from rageval_core.evaluation.agreement import Agreement, PairAgreement
 
 #: the scale people label on (docs/labelling.md): the digit key gives the grade
 GRADES = {0: "not relevant", 1: "partly relevant", 2: "relevant"}
@@ -59,3 +61,58 @@ def announcement(text: str) -> str:
         '<div class="rageval-said" role="status" aria-live="polite" '
         f'style="font-size:0.9rem;opacity:0.85">{escape_text(text)}</div>'
     )
+
+
+def _num(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def pairs_rows(a: Agreement) -> dict[str, list[Any]]:
+    """The pairs table's columns: who with whom, on how many items, kappa and weighted kappa
+    (a dash and the reason where a figure is withheld)."""
+    return {
+        "a": [p.a for p in a.pairs],
+        "b": [p.b for p in a.pairs],
+        "items": [p.n for p in a.pairs],
+        "kappa": [_num(p.kappa) for p in a.pairs],
+        "weighted kappa": [_num(p.weighted_kappa) for p in a.pairs],
+        "note": [p.reason or "" for p in a.pairs],
+    }
+
+
+def confusion_rows(p: PairAgreement) -> dict[str, list[Any]]:
+    """One pair's confusion: a row per grade of a, a column per grade of b, counts of items."""
+    names = [f"{g:g}" for g in p.grades]
+    out: dict[str, list[Any]] = {f"{p.a} \\ {p.b}": names}
+    for j, name in enumerate(names):
+        out[name] = [row[j] for row in p.confusion]
+    return out
+
+
+def alpha_line(a: Agreement) -> str:
+    """Krippendorff's alpha with its interval, or why it is withheld (plain text)."""
+    if a.alpha is None:
+        return f"Krippendorff's alpha (ordinal): withheld, {a.reason}"
+    ci = (
+        f", 95% interval {a.alpha_ci[0]:.3f} to {a.alpha_ci[1]:.3f}"
+        if a.alpha_ci is not None
+        else ""
+    )
+    note = f" ({a.reason})" if a.reason else ""
+    return (
+        f"Krippendorff's alpha (ordinal): {a.alpha:.3f}{ci}{note}, over {a.n_items:,} items "
+        f"graded by two or more of {len(a.annotators)} annotators"
+    )
+
+
+def disagreement_rows(a: Agreement) -> dict[str, list[Any]]:
+    """The items the annotators disagree on: query, document, each one's grade, the final one."""
+    return {
+        "query_id": [d.query_id for d in a.disagreements],
+        "doc_id": [d.doc_id for d in a.disagreements],
+        "grades": [
+            ", ".join(f"{who}: {g:g}" for who, g in sorted(d.grades.items()))
+            for d in a.disagreements
+        ],
+        "final": ["" if d.adjudicated is None else f"{d.adjudicated:g}" for d in a.disagreements],
+    }

@@ -16,7 +16,7 @@ import streamlit as st
 from rageval_dashboard.jobs.busy import calm, signature
 from rageval_dashboard.state.storage import RunKey, run_data, run_key, store, store_path
 from rageval_core import annotate
-from rageval_core.evaluation import label_queue
+from rageval_core.evaluation import agreement, label_queue
 from rageval_core.store import RunRecord
 
 #: the sources whose grades count as "labelled" in the queue's progress (people's own)
@@ -88,5 +88,18 @@ def labelled() -> frozenset[tuple[str, str]]:
     return _labelled(store_path(), grades_signature())
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _agreement(db: str, sig: tuple[int, ...], run: RunKey) -> agreement.Agreement:
+    data = run_data(*run)
+    return agreement.agreement(store(), [str(q) for q in data.query_ids])
+
+
+@calm
+def run_agreement(run: RunRecord) -> agreement.Agreement:
+    """The people annotators' agreement over run's queries (kappa per pair, alpha with its
+    bootstrap interval, disagreements), read again when a grade changes."""
+    return _agreement(store_path(), grades_signature(), run_key(run))
+
+
 #: cleared by state.clear_caches() after an import, rename or delete
-CACHES = (_grades_signature, _grades, _spans, _queue, _labelled)
+CACHES = (_grades_signature, _grades, _spans, _queue, _labelled, _agreement)

@@ -38,8 +38,17 @@ def label_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("labelling") / "labels.duckdb"
     import_runs(db, [SAMPLE])
     subprocess.run(
-        [sys.executable, "-m", "rageval_core.cli", "--db", str(db), "import", "--name", COPY]
-        + [str(SAMPLE)],
+        [
+            sys.executable,
+            "-m",
+            "rageval_core.cli",
+            "--db",
+            str(db),
+            "import",
+            "--name",
+            COPY,
+            str(SAMPLE),
+        ],
         check=True,
         capture_output=True,
         cwd=REPO,
@@ -121,7 +130,7 @@ def test_keyboard_grades_equal_the_qrels_route(
     with store.hold():
         given = annotate.grade_rows(store)
         assert [(g.query_id, g.doc_id, g.grade, g.annotator) for g in given] == sorted(
-            (i.query_id, i.doc_id, float(g), ME) for i, g in zip(expected_queue, "212")
+            (i.query_id, i.doc_id, float(g), ME) for i, g in zip(expected_queue, "212", strict=True)
         )
         # the qrels route: the run's own qrels and the same three grades, attached to the copy
         lines_out = []
