@@ -73,37 +73,21 @@ def key_row(
     name = actions.annotator()
     item = items[at]
     prev_query, next_query = on_query
+    moves: list[tuple[str, str, Callable[[], None] | None]] = [
+        ("Previous query", PREV_QUERY, prev_query),
+        ("Previous chunk", PREV_CHUNK, (lambda: _move(at - 1)) if at > 0 else None),
+        ("Next chunk", NEXT_CHUNK, (lambda: _move(at + 1)) if at < len(items) - 1 else None),
+        ("Next query", NEXT_QUERY, next_query),
+    ]
     with st.container(horizontal=True, key="labels.keys"):
-        st.button(
-            "Previous query",
-            key="labels.prev_query",
-            shortcut=PREV_QUERY,
-            disabled=prev_query is None,
-            on_click=prev_query or (lambda: None),
-        )
-        st.button(
-            "Previous chunk",
-            key="labels.prev_chunk",
-            shortcut=PREV_CHUNK,
-            disabled=at == 0,
-            on_click=_move,
-            args=(at - 1,),
-        )
-        st.button(
-            "Next chunk",
-            key="labels.next_chunk",
-            shortcut=NEXT_CHUNK,
-            disabled=at >= len(items) - 1,
-            on_click=_move,
-            args=(at + 1,),
-        )
-        st.button(
-            "Next query",
-            key="labels.next_query",
-            shortcut=NEXT_QUERY,
-            disabled=next_query is None,
-            on_click=next_query or (lambda: None),
-        )
+        for label, key, then in moves:
+            st.button(
+                label,
+                key=f"labels.{label.lower().replace(' ', '_')}",
+                shortcut=key,
+                disabled=then is None,
+                on_click=then or (lambda: None),
+            )
         for grade, meaning in lv.GRADES.items():
             st.button(
                 f"{grade} {meaning}",

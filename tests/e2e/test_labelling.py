@@ -30,6 +30,8 @@ ME = "tester"
 #: the labels the app counts in these tests: the run's qrels first, then people's grades
 LABELS = "imported,people"
 METRICS = [f"nDCG@{K}", f"P@{K}", "AP", "RR", f"R@{K}", f"Judged@{K}", "Bpref"]
+#: what test_security's INJECTED finds on a page where no user text became markup
+INERT = {"xss": "undefined", "js_links": 0, "handlers": 0, "scripts": 0, "imgs_x": 0}
 HOSTILE_NAME = '<img src=x onerror="window.__xss=1">*bold* [a](javascript:alert(1))'
 
 
@@ -228,25 +230,53 @@ def test_hostile_annotator_names_and_texts_stay_text(
     wait_idle(page)
     line = page.locator(".rageval-grades").first.inner_text()
     assert f"{HOSTILE_NAME} (people): 2 relevant" in line  # shown as typed
-    assert page.evaluate(INJECTED) == {
-        "xss": "undefined",
-        "js_links": 0,
-        "handlers": 0,
-        "scripts": 0,
-        "imgs_x": 0,
-    }
+    assert page.evaluate(INJECTED) == INERT
     # the hostile run's chunks, queries and ids on the Labelling page and in the keys' words
     page.goto(f"{hostile_url}/labelling?annotator={quote(HOSTILE_NAME)}")
     wait_idle(page)
     press(page, "1")
     assert page.locator("[data-testid='stException']").count() == 0
-    assert page.evaluate(INJECTED)["xss"] == "undefined"
-    assert page.evaluate(INJECTED) == {
-        "xss": "undefined",
-        "js_links": 0,
-        "handlers": 0,
-        "scripts": 0,
-        "imgs_x": 0,
-    }
+    assert page.evaluate(INJECTED) == INERT
     assert "<script>" in page.locator("[data-testid='stMain']").inner_text()
     assert dialogs == []
+
+
+def test_agreement_section_shows_the_cores_figures_and_keeps_a_final_grade(
+    label_url: str, label_db: Path, page: Any
+) -> None:
+    from rageval_core import annotate
+    from rageval_core.evaluation.agreement import agreement
+    from rageval_core.rundata import load_run_data
+
+    # two people grade the same first three items of the queue, differently on two of them
+    for name, grades in (("ann1", "210"), ("ann2", "200")):
+        page.goto(f"{label_url}/labelling?run={RUN}&annotator={name}")
+        wait_idle(page)
+        back = page.get_by_role("button", name="Back", exact=True)
+        while back.is_enabled():
+            back.click()
+            wait_idle(page)
+        for grade in grades:
+            press(page, grade)
+    page.goto(f"{label_url}/labelling?run={RUN}&annotator=ann1")
+    wait_idle(page)
+    store = leased(label_db)
+    with store.hold():
+        found = agreement(store, [str(q) for q in load_run_data(store, RUN).query_ids])
+    pair = next(p for p in found.pairs if {p.a, p.b} == {"ann1", "ann2"})
+    assert pair.n >= 3 and len(found.disagreements) >= 1
+    main = page.locator("[data-testid='stMain']")
+    assert f"Krippendorff's alpha (ordinal): {found.alpha:.3f}" in main.inner_text()
+    # the pairs table is a grid (canvas): its values, read through the page's copy of the data,
+    # are compared with the core's through the disagreements count shown as text
+    assert f"Items they disagree on ({len(found.disagreements):,})" in main.inner_text()
+    first = found.disagreements[0]
+    page.get_by_role("button", name="Keep as final", exact=True).click()
+    wait_idle(page)
+    with store.hold():
+        final = [
+            (g.query_id, g.doc_id, g.grade, g.annotator)
+            for g in annotate.grade_rows(store, sources=["adjudicated"])
+        ]
+    store.close()
+    assert final == [(first.query_id, first.doc_id, 0.0, "ann1")]  # "0 not relevant", the default
