@@ -73,6 +73,7 @@ FLAGS = {
     # which LLM judge result set the judge.* metrics read (rageval_core.judging)
     "--judge": (None, None, "NAME_OR_ID"),
     "--embedder": (None, None, "NAME"),
+    "--labels": (None, None, "SOURCES"),
     # the failure diagnosis's knobs (rageval_core.diagnosis)
     "--near-miss-band": (float, None, None),
     "--split-min-chars": (int, None, None),
@@ -80,7 +81,7 @@ FLAGS = {
 #: the query parameters of shared links: never renamed
 URL_KEYS = {
     "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "numbers",
-    "preset", "judged", "embedder", "near_miss_band", "split_min_chars",
+    "preset", "judged", "embedder", "near_miss_band", "split_min_chars", "labels",
 }  # fmt: skip
 
 
@@ -339,6 +340,23 @@ def test_sidebar_reads_judged_only_from_the_url() -> None:
     assert at.session_state["test.settings"] == Settings(relevance="ids", judged_only=True)
 
 
+@pytest.mark.parametrize(
+    ("linked", "shown"),
+    [
+        ("people,imported", "people,imported"),  # one the sidebar offers
+        ("llm:gpt-4o,people", "llm:gpt-4o,people"),  # any valid one a link names
+        ("people,peeple", "imported"),  # not a labels value: the default
+    ],
+)
+def test_sidebar_reads_the_labels_from_the_url(linked: str, shown: str) -> None:
+    at = AppTest.from_function(sidebar_script, default_timeout=30)
+    at.query_params["labels"] = linked
+    at.run()
+    assert not at.exception
+    assert widgets(at)["labels"].value == shown
+    assert at.session_state["test.settings"] == Settings(relevance="ids", labels=shown)
+
+
 def test_cache_key_keeps_its_shape() -> None:
     from rageval_dashboard import keys
 
@@ -348,13 +366,13 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:-5] == (
+    assert keys.settings_key(Settings())[9:-6] == (
         True, None, False, False, False, "k", *[False] * 4
     )  # fmt: skip
     # judged_only, judge and embedder: added after them
-    assert keys.settings_key(Settings())[-5:-2] == (False, None, "wordllama")
-    # the diagnosis's near-miss band and split minimum: added last
-    assert keys.settings_key(Settings())[-2:] == (0.1, 30)
+    assert keys.settings_key(Settings())[-6:-3] == (False, None, "wordllama")
+    # the diagnosis's near-miss band and split minimum, then the labels: added last
+    assert keys.settings_key(Settings())[-3:] == (0.1, 30, "imported")
     s = Settings(
         k=3,
         threshold=0.55,
@@ -382,6 +400,7 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.EMBEDDER,
         keys.NEAR_MISS_BAND,
         keys.SPLIT_MIN_CHARS,
+        keys.LABELS,
     } == URL_KEYS
     assert keys.RUN == "run"
 
