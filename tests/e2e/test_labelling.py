@@ -9,8 +9,7 @@ which waits its turn while the server holds the file.
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,8 @@ ME = "tester"
 #: the labels the app counts in these tests: the run's qrels first, then people's grades
 LABELS = "imported,people"
 METRICS = [f"nDCG@{K}", f"P@{K}", "AP", "RR", f"R@{K}", f"Judged@{K}", "Bpref"]
+#: a document no run retrieves: the qrels line of a query judged with nothing relevant
+NOT_RETRIEVED = "judged-nothing-relevant"
 #: what test_security's INJECTED finds on a page where no user text became markup
 INERT = {"xss": "undefined", "js_links": 0, "handlers": 0, "scripts": 0, "imgs_x": 0}
 HOSTILE_NAME = '<img src=x onerror="window.__xss=1">*bold* [a](javascript:alert(1))'
@@ -37,24 +38,17 @@ HOSTILE_NAME = '<img src=x onerror="window.__xss=1">*bold* [a](javascript:alert(
 
 @pytest.fixture(scope="module")
 def label_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("labelling") / "labels.duckdb"
-    import_runs(db, [SAMPLE])
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rageval_core.cli",
-            "--db",
-            str(db),
-            "import",
-            "--name",
-            COPY,
-            str(SAMPLE),
-        ],
-        check=True,
-        capture_output=True,
-        cwd=REPO,
-    )
+    folder = tmp_path_factory.mktemp("labelling")
+    db = folder / "labels.duckdb"
+    # the copy: the same records under another name, with a run setting of its own (the same
+    # content twice is stored once)
+    first, rest = SAMPLE.read_text(encoding="utf-8").split("\n", 1)
+    header = json.loads(first)
+    header["rageval_run"]["name"] = COPY
+    header["rageval_run"]["settings"]["copy"] = "the qrels route"
+    copy = folder / f"{COPY}.jsonl"
+    copy.write_text(json.dumps(header) + "\n" + rest, encoding="utf-8")
+    import_runs(db, [SAMPLE, copy])
     return db
 
 
@@ -139,6 +133,8 @@ def test_keyboard_grades_equal_the_qrels_route(
         for q in store.iter_queries(RUN):
             for doc, rel in (q.relevance or {}).items():
                 lines_out.append(f"{q.query_id} 0 {doc} {rel:g}")
+            if q.relevance == {}:  # judged, nothing relevant: TREC says it with a 0 line
+                lines_out.append(f"{q.query_id} 0 {NOT_RETRIEVED} 0")
         lines_out += [f"{g.query_id} 0 {g.doc_id} {g.grade:g}" for g in given]
         qrels = tmp_path / "with_grades.qrels"
         qrels.write_text("\n".join(lines_out) + "\n")
