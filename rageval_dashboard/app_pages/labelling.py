@@ -61,6 +61,12 @@ c3.metric(
 )
 if items:
     st.progress(labelled / len(items))
+if "people" not in view.settings.labels.split(","):
+    st.caption(
+        f"The metrics read the labels **{escape_text(view.settings.labels, one_line=True)}**: "
+        "people's grades count in them (Judged@k included) once the sidebar's Labels include "
+        "people (imported,people: the run's qrels first, your grades where they say nothing)."
+    )
 
 if not items:
     st.success(f"Nothing to label: every chunk of the top {k} is judged by the imported qrels.")
