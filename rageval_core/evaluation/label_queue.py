@@ -10,7 +10,7 @@ at two ranks) is one item, at its best rank. order_queue is pure; queue() reads 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rageval_core.metrics.arrays import JUDGED
@@ -94,10 +94,21 @@ def queue(store: Store, datas: Sequence[RunData], k: int) -> list[QueueItem]:
     return order_queue(runs, judged)
 
 
-def progress(items: Sequence[QueueItem], labelled: Iterable[tuple[str, str]]) -> tuple[int, int]:
-    """(labelled, to go) of the queue's items, labelled: the (query_id, doc_id) with a grade."""
-    done = set(labelled)
-    n = sum((item.query_id, item.doc_id) in done for item in items)
+def positions(items: Sequence[QueueItem]) -> dict[tuple[str, str], int]:
+    """(query_id, doc_id) -> its place in the queue: progress() then counts the labelled pairs
+    (few) instead of walking the queue (a hundred thousand items at 10,000 queries)."""
+    return {(item.query_id, item.doc_id): i for i, item in enumerate(items)}
+
+
+def progress(
+    items: Sequence[QueueItem],
+    labelled: Iterable[tuple[str, str]],
+    where: Mapping[tuple[str, str], int] | None = None,
+) -> tuple[int, int]:
+    """(labelled, to go) of the queue's items, labelled: the (query_id, doc_id) with a grade;
+    where: positions(items), when the caller keeps it."""
+    found = positions(items) if where is None else where
+    n = sum(pair in found for pair in set(labelled))
     return n, len(items) - n
 
 

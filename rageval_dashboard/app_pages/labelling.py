@@ -32,7 +32,7 @@ runs = [view.run, *(by_name[n] for n in compared if n in by_name and n != view.r
 runs = list({r.run_id: r for r in runs}.values())
 items = sl.queue(runs, k)
 done = sl.labelled()
-labelled, to_go = lq.progress(items, done)
+labelled, to_go = sl.progress(runs, k)
 
 st.caption(
     f"The top {k} chunks of **{escape_text(view.run.name, one_line=True)}**"
@@ -151,6 +151,9 @@ else:
 # --- agreement between annotators (issue 31, point 5) ----------------------------------------
 st.divider()
 st.subheader("Agreement between annotators")
+# computed when asked for: its bootstrap would otherwise run again after every grade given
+if not st.toggle("Show the agreement", key="labelling.agreement", bind="query-params"):
+    st.stop()
 found = sl.run_agreement(view.run)
 st.caption(
     "Every person who graded this run's queries, pair by pair: Cohen's kappa, and weighted "

@@ -77,6 +77,18 @@ def queue(runs: Sequence[RunRecord], k: int) -> list[label_queue.QueueItem]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
+def _positions(runs: tuple[RunKey, ...], k: int) -> dict[tuple[str, str], int]:
+    return label_queue.positions(_queue(runs, k))
+
+
+@calm
+def progress(runs: Sequence[RunRecord], k: int) -> tuple[int, int]:
+    """(labelled, to go) of the queue: counted over the labelled pairs, not the queue's items."""
+    keys_ = tuple(run_key(r) for r in runs)
+    return label_queue.progress(_queue(keys_, k), labelled(), _positions(keys_, k))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _labelled(db: str, sig: tuple[int, ...]) -> frozenset[tuple[str, str]]:
     rows = annotate.grade_rows(store(), sources=PEOPLE_SOURCES)
     return frozenset((r.query_id, r.doc_id) for r in rows)
@@ -102,4 +114,4 @@ def run_agreement(run: RunRecord) -> agreement.Agreement:
 
 
 #: cleared by state.clear_caches() after an import, rename or delete
-CACHES = (_grades_signature, _grades, _spans, _queue, _labelled, _agreement)
+CACHES = (_grades_signature, _grades, _spans, _queue, _positions, _labelled, _agreement)

@@ -65,7 +65,10 @@ def _query_detail(
 @calm
 def query_detail(view: View, qidx: int) -> drilldown.QueryDetail:
     """One query's drilldown at the current settings (cached)."""
-    return _query_detail(run_key(view.run), settings_key(view.settings), qidx, grades_signature())
+    # keyed by the added spans only (a grade changes no detail: its qrels are the run's own),
+    # so a label click does not read each shown query's rows again
+    spans = grades_signature()[2:]
+    return _query_detail(run_key(view.run), settings_key(view.settings), qidx, spans)
 
 
 #: cleared by state.clear_caches() after an import, rename or delete

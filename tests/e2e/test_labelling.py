@@ -254,7 +254,7 @@ def test_agreement_section_shows_the_cores_figures_and_keeps_a_final_grade(
             wait_idle(page)
         for grade in grades:
             press(page, grade)
-    page.goto(f"{label_url}/labelling?run={RUN}&annotator=ann1")
+    page.goto(f"{label_url}/labelling?run={RUN}&annotator=ann1&labelling.agreement=true")
     wait_idle(page)
     store = leased(label_db)
     with store.hold():
