@@ -126,7 +126,7 @@ else:
 
     def _item(it: lq.QueueItem) -> LabelItem | None:
         shown = View(run=records[it.run_id], settings=view.settings)
-        detail = state.query_detail(shown, it.qidx)
+        detail = state.query_texts_detail(shown, it.qidx)
         chunk = next((c for c in detail.chunks if c.original_rank == it.rank), None)
         if chunk is None:
             return None
@@ -136,7 +136,8 @@ else:
             + fq.chunk_header(chunk)
         )
         card = chunk_card(header, chunk.text, chunk.match_start, chunk.match_end, chunk.covers)
-        return LabelItem(it.query_id, it.doc_id, card, chunk.label, chunk.text)
+        # the imported qrels judge no queue item (the queue leaves them out)
+        return LabelItem(it.query_id, it.doc_id, card, None, chunk.text)
 
     shown_items = [x for x in map(_item, window) if x is not None]
     labeller(

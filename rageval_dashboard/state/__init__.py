@@ -39,7 +39,12 @@ from rageval_dashboard.state.judge import (
     repeatability,
 )
 from rageval_dashboard.state.latency import latency_by_tag, query_ops
-from rageval_dashboard.state.queries import query_detail, query_table, search_all
+from rageval_dashboard.state.queries import (
+    query_detail,
+    query_table,
+    query_texts_detail,
+    search_all,
+)
 from rageval_dashboard.state.reports import data, explanation, figure, held_source, report
 from rageval_dashboard.state.storage import (
     judge_signature,
@@ -78,6 +83,7 @@ __all__ = [
     "query_detail",
     "query_ops",
     "query_table",
+    "query_texts_detail",
     "repeatability",
     "report",
     "run_data",

@@ -65,9 +65,16 @@ def _query_detail(
 @calm
 def query_detail(view: View, qidx: int) -> drilldown.QueryDetail:
     """One query's drilldown at the current settings (cached)."""
-    # keyed by the added spans only (a grade changes no detail: its qrels are the run's own),
-    # so a label click does not read each shown query's rows again
-    spans = grades_signature()[2:]
+    return _query_detail(run_key(view.run), settings_key(view.settings), qidx, grades_signature())
+
+
+@calm
+def query_texts_detail(view: View, qidx: int) -> drilldown.QueryDetail:
+    """One query's drilldown for its texts, spans and highlights: kept across grades given (only
+    an added span makes it anew), so its labels may be older than the last grade. The labelling
+    queue shows it for chunks the imported qrels do not judge: a grade there reads the store
+    once, not once per query shown."""
+    spans = ("spans", *grades_signature()[2:])
     return _query_detail(run_key(view.run), settings_key(view.settings), qidx, spans)
 
 
