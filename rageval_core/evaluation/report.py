@@ -19,7 +19,7 @@ from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import UsageError
 from rageval_core.metrics.arrays import check_rel_level
 from rageval_core.matching.normalise import Normalisation
-from rageval_core.matching.keys import is_semantic, scorer_key
+from rageval_core.matching.keys import ScorerKey, is_semantic
 from rageval_core.settings.label_sources import IMPORTED, parse_labels
 from rageval_core.settings.schema import BY_NAME, DEFAULTS, RULES, SETTINGS, default_for
 
@@ -99,10 +99,7 @@ class Settings:
             raise UsageError(f"score threshold must be finite, got {self.score_threshold!r}")
         check_rel_level(self.rel_level)
         _check_diagnosis_settings(self.near_miss_band, self.split_min_chars)
-        from rageval_core.matching.scorers import get_scorer  # rapidfuzz: when settings are checked
-
-        get_scorer(self.scorer)
-        get_scorer(self.scorer_key)  # an unknown embedder name fails here, before any work
+        ScorerKey.of(self.scorer, self.embedder)  # an unknown scorer or embedder fails here
         for name in ("preset", "precision_divisor"):
             value, choices = getattr(self, name), BY_NAME[name].choices
             if value is not None and value not in choices:
@@ -125,9 +122,10 @@ class Settings:
             )
 
     @property
-    def scorer_key(self) -> str:
-        """The key the pair scores are kept under: "semantic:wordllama" for a semantic scorer."""
-        return scorer_key(self.scorer, self.embedder)
+    def scorer_key(self) -> ScorerKey:
+        """What the pair scores are computed with and kept under: the scorer, its embedder (a
+        scorer by meaning only) and the normalisation."""
+        return ScorerKey.of(self.scorer, self.embedder, self.norm)
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Settings:

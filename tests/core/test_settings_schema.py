@@ -21,6 +21,7 @@ from rageval_core.matching import scorers as matching
 from rageval_core.evaluation.report import Relevance, Settings
 from rageval_core.matching.scorers import Normalisation
 from rageval_core.metrics import evidence
+from rageval_core.matching.keys import SCORER_KINDS
 from rageval_core.settings.schema import (
     BY_NAME,
     DEFAULTS,
@@ -45,8 +46,9 @@ MINIMAL_ARGV = {
     "diagnose": ["diagnose", "run.jsonl"],
 }
 #: flags a subcommand spells like a setting but which mean something else there (the issue's
-#: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off)
-OWN_FLAGS = {"fuse": {"--k"}}
+#: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off; issue 31's `attach RUN --labels
+#: FILE --annotator NAME`: a qrels file of one annotator's grades, not the labels setting)
+OWN_FLAGS = {"fuse": {"--k"}, "attach": {"--labels"}}
 #: the flags as users' scripts call them today: (flag, argparse type, choices, metavar)
 FLAGS = {
     "--k": (int, None, None),
@@ -116,6 +118,7 @@ def test_settings_defaults_are_the_schema_defaults() -> None:
 
 def test_choices_match_the_core() -> None:
     assert tuple(matching.SCORERS) == SCORER_NAMES
+    assert tuple(SCORER_KINDS) == SCORER_NAMES  # the keys' registry (matching/keys.py)
     assert get_args(Relevance) == RELEVANCE_MODES
     assert BY_NAME["scorer"].choices == SCORER_NAMES
     assert BY_NAME["relevance"].choices == RELEVANCE_MODES
