@@ -53,21 +53,22 @@ def order_queue(
         for _, qid, _, _ in cands:
             query_pos.setdefault(qid, len(query_pos))
     several = len(runs) > 1
-    keyed: list[tuple[tuple[int, int, int, int], QueueItem]] = []
+    # plain tuples sorted, items made for the kept ones only: 100,000 candidates at 10,000
+    # queries (a dataclass per candidate before the sort tripled the time)
+    rows: list[tuple[int, int, int, int, int, str, str, int]] = []
     for r, (run_id, cands) in enumerate(runs):
         for qidx, qid, rank, doc in cands:
             if (qid, doc) in skip:
                 continue
             differs = several and any(doc not in top.get(qid, ()) for top in tops)
-            item = QueueItem(run_id, qidx, qid, rank, doc, differs)
-            keyed.append(((0 if differs else 1, rank, query_pos[qid], r), item))
-    keyed.sort(key=lambda pair: pair[0])
+            rows.append((0 if differs else 1, rank, query_pos[qid], r, qidx, qid, doc, run_id))
+    rows.sort()
     seen: set[tuple[str, str]] = set()
     out: list[QueueItem] = []
-    for _, item in keyed:
-        if (item.query_id, item.doc_id) not in seen:
-            seen.add((item.query_id, item.doc_id))
-            out.append(item)
+    for same, rank, _, _, qidx, qid, doc, run_id in rows:
+        if (qid, doc) not in seen:
+            seen.add((qid, doc))
+            out.append(QueueItem(run_id, qidx, qid, rank, doc, same == 0))
     return out
 
 
