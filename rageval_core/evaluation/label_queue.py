@@ -84,6 +84,16 @@ def imported_judged(data: RunData, candidates: Sequence[Candidate]) -> set[tuple
     }
 
 
+def imported_label(data: RunData, qidx: int, rank: int) -> float | None:
+    """The run's own qrels label of the chunk at (1-based, as retrieved) rank of qidx; None when
+    those qrels do not judge it (whatever the labels setting counts instead)."""
+    if data.judged is None or not 0 < rank <= data.judged.shape[1]:
+        return None
+    if data.judged[qidx, rank - 1] != JUDGED:
+        return None
+    return float(data.labels[qidx, rank - 1])
+
+
 def queue(store: Store, datas: Sequence[RunData], k: int) -> list[QueueItem]:
     """The queue of the top k of datas (the sidebar's run first, then Compare's others)."""
     runs: list[tuple[int, Sequence[Candidate]]] = []

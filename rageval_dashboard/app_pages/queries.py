@@ -23,6 +23,7 @@ from rageval_dashboard.widgets.choices import linked_item, mirror_item, page_pic
 from rageval_dashboard.widgets.grid import grid
 from rageval_dashboard.state import diagnosis as sd
 from rageval_core.evaluation import drilldown as dd
+from rageval_core.evaluation import label_queue as lq
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import RagevalError
 
@@ -413,7 +414,17 @@ else:
         return lambda: _open(target)
 
     labeller(
-        [LabelItem(detail.query_id, c.doc_id, _card(c), c.label, c.text) for c in top],
+        [
+            # the run's own qrels label: c.label is the one the labels setting counts
+            LabelItem(
+                detail.query_id,
+                c.doc_id,
+                _card(c),
+                lq.imported_label(data, qidx, c.original_rank),
+                c.text,
+            )
+            for c in top
+        ],
         f"queries:{view.run.run_id}:{detail.query_id}",
         on_query=(_step(-1), _step(1)),
     )

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from rageval_core.evaluation.label_queue import first_to_go, order_queue, progress, queue
+from rageval_core.evaluation.label_queue import (
+    first_to_go,
+    imported_label,
+    order_queue,
+    progress,
+    queue,
+)
 from rageval_core.model import Chunk, ParsedRun, Query, RunInfo
 from rageval_core.errors import ProblemLog
 from rageval_core.store import Store
@@ -74,3 +80,15 @@ def test_queue_leaves_out_what_the_imported_qrels_judge() -> None:
         items = queue(store, [data], k=2)
     # top 2: q1 a, b (b judged: left out), q2 d, e
     assert pairs(items) == [("q1", "a"), ("q2", "d"), ("q2", "e")]
+
+
+def test_imported_label_is_the_runs_own_qrels_only() -> None:
+    from rageval_core.rundata import load_run_data
+
+    with Store(":memory:") as store:
+        store.import_run(run_with_qrels(), ProblemLog())
+        data = load_run_data(store, "r")
+    assert imported_label(data, 0, 2) == 1.0  # q1's b
+    assert imported_label(data, 0, 1) is None  # q1's a: not in the qrels
+    assert imported_label(data, 1, 1) is None  # q2: judged, nothing relevant, d not listed
+    assert imported_label(data, 0, 9) is None  # past the list
