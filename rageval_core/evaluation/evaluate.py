@@ -23,6 +23,7 @@ from rageval_core.model import ParsedRun
 from rageval_core.evaluation.breakdown import breakdown as breakdown
 from rageval_core.evaluation.labels import label_counts, labelled_data
 from rageval_core.evaluation.relevance import _cut_order as _cut_order
+from rageval_core.evaluation.relevance import _under_labels
 from rageval_core.evaluation.relevance import coverage as coverage
 from rageval_core.evaluation.relevance import evidence_labels as evidence_labels
 from rageval_core.evaluation.relevance import id_labels as id_labels
@@ -259,7 +260,8 @@ def _evaluate(
     if "ranking" in families:
         if relevance is None:
             raise UsageError(
-                f"run {data.run.name} has neither qrels nor gold evidence: ranking metrics need one"
+                f"run {data.run.name} has neither qrels{_under_labels(settings)} nor gold "
+                "evidence: ranking metrics need one"
             )
         inputs["ranking"] = (
             id_labels(data, settings)

@@ -36,6 +36,8 @@ from rageval_dashboard.state.judge import (
     human_labels,
     judge_sets,
     judge_verdicts,
+    label_calibrations,
+    metrics_by_labels,
     repeatability,
 )
 from rageval_dashboard.state.latency import latency_by_tag, query_ops
@@ -78,7 +80,9 @@ __all__ = [
     "judge_sets",
     "judge_signature",
     "judge_verdicts",
+    "label_calibrations",
     "latency_by_tag",
+    "metrics_by_labels",
     "pair_labels",
     "query_detail",
     "query_ops",

@@ -47,8 +47,9 @@ MINIMAL_ARGV = {
 }
 #: flags a subcommand spells like a setting but which mean something else there (the issue's
 #: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off; issue 31's `attach RUN --labels
-#: FILE --annotator NAME`: a qrels file of one annotator's grades, not the labels setting)
-OWN_FLAGS = {"fuse": {"--k"}, "attach": {"--labels"}}
+#: FILE --annotator NAME`: a qrels file of one annotator's grades, not the labels setting; `judge
+#: RUN --metrics relevance --labels`: the labels setting alone, which documents it leaves alone)
+OWN_FLAGS = {"fuse": {"--k"}, "attach": {"--labels"}, "judge": {"--labels"}}
 #: the flags as users' scripts call them today: (flag, argparse type, choices, metavar)
 FLAGS = {
     "--k": (int, None, None),
