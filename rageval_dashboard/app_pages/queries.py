@@ -10,7 +10,6 @@ import streamlit as st
 
 from rageval_dashboard import annotations, keys, sidebar, state
 from rageval_dashboard.labeller import LabelItem, labeller
-from rageval_dashboard.state import labelling as sl
 from rageval_dashboard.components.figures import diagnosis as fd
 from rageval_dashboard.components.figures import queries as fq
 from rageval_dashboard.components.figures import judge as jv
@@ -339,7 +338,7 @@ elif not detail.spans:
     st.info("This query has no gold evidence spans.")
 else:
     text_table(
-        fq.spans_frame(detail, {a.text: a.annotator for a in sl.added_spans(detail.query_id)}),
+        fq.spans_frame(detail),
         "queries.spans",
         f"{file_stem(view.run.name)}_{file_stem(detail.query_id)}_spans.csv",
         column_config={"best_score@k": st.column_config.NumberColumn(format="%.3f")},

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -34,11 +34,9 @@ def table_document(
     return {**meta, "queries": table.records(rows)}
 
 
-def spans_frame(detail: QueryDetail, added: Mapping[str, str] | None = None) -> pd.DataFrame:
+def spans_frame(detail: QueryDetail) -> pd.DataFrame:
     """One row per gold span: covered or not in the top k, the first covering rank, best score,
-    and where it comes from (imported with the run, or added by whom: added maps an added
-    span's text to its annotator)."""
-    added = added or {}
+    and where it comes from (imported with the run, or added in rageval by whom)."""
     rows = []
     for s in detail.spans:
         if s.covered:
@@ -56,7 +54,7 @@ def spans_frame(detail: QueryDetail, added: Mapping[str, str] | None = None) -> 
                 "best_score@k": s.best_score,
                 "best_rank@k": s.best_rank,
                 "evidence": s.text,
-                "source": f"added by {added[s.text]}" if s.text in added else "imported",
+                "source": "imported" if s.added_by is None else f"added by {s.added_by}",
             }
         )
     return pd.DataFrame(
