@@ -267,6 +267,19 @@ def judge_widget(run: RunRecord) -> str | None:
     return None if value == NEWEST else value
 
 
+def annotator_widget() -> None:
+    """Who labels: set once, kept in the URL (?annotator=), stored with every grade and span."""
+    st.sidebar.text_input(
+        "Annotator",
+        key=keys.ANNOTATOR,
+        bind="query-params",
+        max_chars=80,
+        placeholder="your name, to label chunks",
+        help="Grades and gold spans you give (Queries drilldown, Labelling page) are stored "
+        "under this name, beside the imported qrels and other people's labels",
+    )
+
+
 def show_store_path() -> None:
     """The store file, at the foot of the sidebar: which file the dashboard shows is no guess."""
     st.sidebar.caption("Store file")
@@ -305,6 +318,7 @@ def sidebar() -> View | None:
     preset_from_link()
     settings = settings_widgets(run)
     settings = dataclasses.replace(settings, judge=judge_widget(run))
+    annotator_widget()
     show_store_path()
     return View(run=run, settings=settings)
 

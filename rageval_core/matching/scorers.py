@@ -36,7 +36,7 @@ from rageval_core.matching.normalise import (
     to_original,
 )
 from rageval_core.matching.keys import ScorerKey
-from rageval_core.matching.pair_scores import PairScores
+from rageval_core.matching.pair_scores import ClosedOnExit, PairScores
 
 __all__ = [
     "NORMALISATION_VERSION",
@@ -278,7 +278,7 @@ def _blocks(lengths: NDArray[np.int64], limit: int) -> Iterator[tuple[int, int]]
         yield lo, len(lengths)
 
 
-class PairScorer:
+class PairScorer(ClosedOnExit):
     """score_pairs for a stream of blocks, with one process pool for all of them.
 
     submit() prepares a block (distinct texts and pairs, normalisation), hands its pairs to
@@ -308,12 +308,6 @@ class PairScorer:
             raise UsageError(f"min_align_score must be a finite number, got {min_align_score!r}")
         self.min_align_score = float(min_align_score)
         self._pool = PairPool(self.workers, _run_batch)
-
-    def __enter__(self) -> PairScorer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stop the pool (pending blocks are cancelled)."""
