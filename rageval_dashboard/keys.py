@@ -43,6 +43,8 @@ LABELS = URL_KEYS["labels"]
 #: the sidebar's relevance radio under a preset: the preset's mode, shown, not movable
 PRESET_RELEVANCE = "sidebar.preset_relevance"
 EMBEDDER = URL_KEYS["embedder"]
+#: the sidebar's cross-encoder model folder (a PATH on the dashboard's machine)
+CROSS_ENCODER = URL_KEYS["cross_encoder"]
 #: the failure diagnosis's band and split minimum (the sidebar's "Failure diagnosis")
 NEAR_MISS_BAND, SPLIT_MIN_CHARS = URL_KEYS["near_miss_band"], URL_KEYS["split_min_chars"]
 #: session key: the scorer the sidebar last showed (a threshold left at that scorer's default

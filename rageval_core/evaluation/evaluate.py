@@ -150,6 +150,8 @@ def default_metrics(
         names += [m.format(k=k) for m in EVIDENCE_DEFAULTS]
     if data.run.has_answers:
         names += [spec.name for spec in registry.REGISTRY.values() if spec.family == "generation"]
+        if settings is not None and settings.cross_encoder:
+            names.append("CrossEncoderSimilarity")
     if store is not None:
         names += sorted(judge_inputs(store, data, settings or Settings()).columns)
     return names
@@ -280,6 +282,10 @@ def _evaluate(
     if "generation" in families:
         inputs["generation"] = answer_inputs(store, data)
         counts["scored_answers"] = int(inputs["generation"][1].size)
+    if "cross_encoder" in families:
+        from rageval_core.evaluation.cross_answers import cross_encoder_inputs
+
+        inputs["cross_encoder"] = cross_encoder_inputs(store, data, settings)
     settings_json = settings.to_json(relevance)
     if settings_json["labels"] != DEFAULT_LABELS:  # how many labels of each source counted
         settings_json["label_counts"] = label_counts(data)

@@ -38,7 +38,7 @@ PUBLISHED = {
 URL_PARAMS = {
     "run", "k", "threshold", "scorer", "punct", "articles", "relevance", "cut", "cut_on",
     "numbers", "preset", "judged", "embedder", "judge", "q", "near_miss_band", "split_min_chars",
-    "labels", "annotator",
+    "labels", "annotator", "cross_encoder",
 }  # fmt: skip
 
 
