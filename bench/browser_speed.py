@@ -211,14 +211,14 @@ def write_runs(folder: Path, n_queries: int, names: tuple[str, ...]) -> list[Pat
                 chunks = list(q["retrieved"])
                 seen = {c["doc_id"] for c in chunks}
                 low = min((c["score"] for c in chunks), default=1.0)
-                extra = queries[(i + 1) % len(queries)]["retrieved"]
-                for c in extra:
-                    if len(chunks) >= CHUNKS:
-                        break
-                    if c["doc_id"] not in seen:
-                        low *= 0.99
-                        chunks.append({**c, "score": round(low, 6)})
-                        seen.add(c["doc_id"])
+                step = 1
+                while len(chunks) < CHUNKS:  # the next queries' chunks not in the list yet
+                    for c in queries[(i + step) % len(queries)]["retrieved"]:
+                        if len(chunks) < CHUNKS and c["doc_id"] not in seen:
+                            low *= 0.99
+                            chunks.append({**c, "score": round(low, 6)})
+                            seen.add(c["doc_id"])
+                    step += 1
                 q["retrieved"] = chunks
                 q["query_id"] = f"{q['query_id']}-{i // len(queries)}"
                 f.write(json.dumps(q) + "\n")
@@ -296,6 +296,9 @@ def settled_moves(
     thumb.focus()
     out = []
     for _ in range(n):
+        now, top = thumb.get_attribute("aria-valuenow"), thumb.get_attribute("aria-valuemax")
+        if now is not None and now == top:
+            raise RuntimeError(f"{label}: at its maximum, a press would not move it")
         page.wait_for_function(_IDLE, polling="raf")
         time.sleep(0.3)  # the user's pause between two moves
         page.evaluate(_ARM)
@@ -357,8 +360,10 @@ def _page(
     page: Any, url: str, path: str, tab: str | None, run_name: str, repeats: int, i: int
 ) -> dict[str, Any]:
     # each view starts at its own threshold and k, so no move is answered from another's cache
+    # (k, threshold) pairs: the threshold apart by more than `repeats` steps from view to view,
+    # k low enough for `repeats` steps up before the runs' depth (20)
     threshold = round(0.30 + 0.04 * i, 2)
-    k = 5 + 3 * i
+    k = 3 + i % 10
     extra = PAGE_PARAMS.get(path, "")
     if tab is not None:
         extra += "&" + urllib.parse.urlencode({"compare.section": tab})
