@@ -123,13 +123,28 @@ _IDLE = """() => {
   if (document.querySelector("[data-testid='stStatusWidgetRunningIcon']")) return false;
   return !document.querySelector("[data-testid='stSkeleton']");
 }"""
+#: counts the app's WebSocket messages (an init script): a rerun that changes nothing in the page
+#: and ends within one frame shows neither as a change nor as the running state, only as messages
+_COUNT_MESSAGES = """(() => {
+  const Native = window.WebSocket;
+  const seen = window.__ragevalMessages = {n: 0, last: null};
+  const Counted = function (...args) {
+    const ws = new Native(...args);
+    ws.addEventListener('message', () => { seen.n += 1; seen.last = performance.now(); });
+    return ws;
+  };
+  Counted.prototype = Native.prototype;
+  for (const name of ['CONNECTING', 'OPEN', 'CLOSING', 'CLOSED']) Counted[name] = Native[name];
+  window.WebSocket = Counted;
+})();"""
 #: arms the move's timer: t0 at the keydown (capture), the time of every DOM mutation after it,
 #: when the script state went to running and back, and what the last mutation touched
 _ARM = """() => {
   const app = document.querySelector("[data-testid='stApp']");
   const main = document.querySelector("[data-testid='stMain']");
   const rg = window.__ragevalSettle = {t0: null, last: null, ran: false, start: null,
-                                       end: null, what: null, n: 0};
+                                       end: null, what: null, n: 0,
+                                       messages: (window.__ragevalMessages || {n: 0}).n};
   window.addEventListener('keydown', () => {
     if (rg.t0 === null) { rg.t0 = performance.now(); rg.last = rg.t0; }
   }, {capture: true, once: true});
@@ -171,7 +186,13 @@ _ARM = """() => {
 #: QUIET_MS; the timer's times (ms) and what changed last
 _SETTLED = """(quiet) => {
   const rg = window.__ragevalSettle;
-  if (!rg || rg.t0 === null || !rg.ran) return false;
+  const messages = window.__ragevalMessages || {n: 0, last: null};
+  if (!rg || rg.t0 === null) return false;
+  // the server answered the move (its messages, then quiet) although nothing changed
+  if (!rg.ran && messages.n > rg.messages && performance.now() - messages.last >= quiet) {
+    rg.ran = true;
+  }
+  if (!rg.ran) return false;
   const app = document.querySelector("[data-testid='stApp']");
   if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
   if (document.querySelector("[data-testid='stStatusWidgetRunningIcon']")) return false;
@@ -330,6 +351,7 @@ def measure(
         try:
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             page.set_default_timeout(BROWSER_TIMEOUT_S * 1000)
+            page.add_init_script(_COUNT_MESSAGES)
             with (
                 tempfile.TemporaryDirectory(prefix="rageval-bare-") as tmp,
                 serve_bare(Path(tmp)) as url,
@@ -436,7 +458,10 @@ def run(
     if large:
         n_large = n_queries * LARGE_FACTOR
         db, run_name, imports["large"] = build_store(workdir / "large", n_large, (LARGE_RUN,))
+        # one run: Compare has nothing to pair and says so, its tabs are not drawn
+        pages = ",".join(sorted({p or "overview" for _, p, tab in PAGES if tab is None}))
         args = [str(db), "--run", run_name, "--repeats", str(repeats), "--no-rescoring"]
+        args += ["--pages", pages]
         measured["large"] = run_child("bench.browser_speed", args, db, "browser (large)")
         db.unlink(missing_ok=True)
     return _result(measured, n_queries, repeats, imports, load_before, _load())
@@ -463,6 +488,30 @@ def _scenario_rows(
         rows.append(tuple(row))
     rows.append(("bare page (floor)", "", _ms(bare), "1.0", "", "", ""))
     return rows, slowest
+
+
+#: a move changing more DOM nodes than this redraws a chart (plotly's SVG) in the browser
+CHART_CHANGES = 1_000
+
+
+def _where_note(m: dict[str, Any]) -> str:
+    """Where the moves of one scenario went, from their timers: on every view the last change
+    comes with the script run's end; the moves that change thousands of nodes redraw a chart,
+    the others wait for the server."""
+    drawn, server = [], []
+    for title, _, _ in PAGES:
+        for name, _ in SLIDERS:
+            detail = m.get(title, {}).get(f"{name}_detail") or []
+            if not detail:
+                continue
+            changes = statistics.median(d["n"] for d in detail)
+            cell = f"{title} {name} ({changes:,.0f})"
+            (drawn if changes > CHART_CHANGES else server).append(cell)
+    return (
+        "Where the time goes (DOM changes per move, median): moves that redraw a plotly chart "
+        f"change thousands of nodes: {', '.join(drawn) or 'none'}; the others change a few "
+        f"hundred and wait for the script run on the server: {', '.join(server) or 'none'}."
+    )
 
 
 def _result(
@@ -551,6 +600,7 @@ def _result(
             f"{TARGET_LARGE_MOVE_S * 1000:.0f} ms: "
             f"{'met' if data['large']['met_moves'] else 'MISSED'})."
         )
+    notes.append(_where_note(three))
     notes.append(
         "The stores were built by importing the runs ("
         + ", ".join(f"{k}: {fmt_seconds(v)}" for k, v in imports.items())
