@@ -33,12 +33,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,7 +48,6 @@ from bench.dashboard_scale import (
     BROWSER_TIMEOUT_S,
     CHROMIUM,
     CHROMIUM_ARGS,
-    REPO,
     _free_port,
     _load,
     _no_exception,
@@ -218,33 +215,10 @@ _TIMER_STATE = """() => {
 
 def write_runs(folder: Path, n_queries: int, names: tuple[str, ...]) -> list[Path]:
     """The sample runs `names` repeated under new ids up to n_queries each, every query's list
-    padded to CHUNKS chunks with the next sample query's (lower scores, after its own)."""
-    out = []
-    for name in names:
-        lines = (REPO / "sample_runs" / f"{name}.jsonl").read_text().splitlines()
-        head, queries = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
-        head["rageval_run"]["name"] = f"{name}{n_queries}"
-        path = folder / f"{name}.jsonl"
-        with path.open("w") as f:
-            f.write(json.dumps(head) + "\n")
-            for i in range(n_queries):
-                q = dict(queries[i % len(queries)])
-                chunks = list(q["retrieved"])
-                seen = {c["doc_id"] for c in chunks}
-                low = min((c["score"] for c in chunks), default=1.0)
-                step = 1
-                while len(chunks) < CHUNKS:  # the next queries' chunks not in the list yet
-                    for c in queries[(i + step) % len(queries)]["retrieved"]:
-                        if len(chunks) < CHUNKS and c["doc_id"] not in seen:
-                            low *= 0.99
-                            chunks.append({**c, "score": round(low, 6)})
-                            seen.add(c["doc_id"])
-                    step += 1
-                q["retrieved"] = chunks
-                q["query_id"] = f"{q['query_id']}-{i // len(queries)}"
-                f.write(json.dumps(q) + "\n")
-        out.append(path)
-    return out
+    padded to CHUNKS chunks (bench.compare_speed.write_runs)."""
+    from bench.compare_speed import write_runs as repeated
+
+    return repeated(folder, n_queries, names, chunks=CHUNKS)
 
 
 def build_store(
@@ -271,37 +245,10 @@ def build_store(
 @contextmanager
 def serve_bare(workdir: Path) -> Iterator[str]:
     """The bare page under `streamlit run` with rageval's server options: its URL."""
-    from rageval_dashboard import server
-
     app = workdir / "bare_app.py"
     app.write_text(BARE_APP, encoding="utf-8")
-    port = _free_port()
-    command = [str(app) if part == str(server.APP) else part for part in server.command(port)]
-    proc = subprocess.Popen(
-        command, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the bare page's streamlit exited with {proc.returncode}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{url} did not become healthy") from None
-                time.sleep(0.1)
+    with serve(workdir / "unused.duckdb", app=app) as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def settled_moves(
