@@ -1,5 +1,6 @@
 """What a person adds to a stored run later: a date, prices, run tags (checked here, stored by
-rageval_core.store.runfacts), qrels, and notes on its queries. The dashboard's Runs page and
+rageval_core.store.runfacts), qrels, and notes on its queries; and the ground truth made in
+rageval, store-wide (grades and added gold spans, rageval_core.store.ground_truth). The dashboard's Runs page and
 drilldown and `rageval attach` call these; nothing here re-scores a run."""
 
 from __future__ import annotations
@@ -14,6 +15,16 @@ from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.formats.base import MAX_MEASURE, too_large
 from rageval_core.model import ParsedRun, Query
 from rageval_core.store import RunRecord, RunRef, Store
+from rageval_core.store.ground_truth import (
+    AddedSpan,
+    GradeRow,
+    add_span,
+    added_spans,
+    grade_rows,
+    grades_signature,
+    remove_span,
+    set_grade,
+)
 from rageval_core.store.runfacts import (
     RUN_TAGS,
     query_notes,
@@ -25,11 +36,19 @@ from rageval_core.store.runfacts import (
 
 __all__ = [
     "RUN_TAGS",
+    "AddedSpan",
+    "GradeRow",
+    "add_span",
+    "added_spans",
     "attach_facts",
     "attach_qrels",
     "check_facts",
+    "grade_rows",
+    "grades_signature",
     "query_notes",
+    "remove_span",
     "run_tags",
+    "set_grade",
     "set_query_note",
 ]
 
@@ -130,3 +149,32 @@ def attach_qrels(store: Store, ref: RunRef, path: Path, shown: str | None = None
             f"{record.name} with these qrels is the run already stored as {result.run.name!r}"
         )
     return take_over(store, record.run_id, result.run.run_id)
+
+
+def attach_grades(store: Store, ref: RunRef, path: Path, annotator: str) -> tuple[int, int]:
+    """Keep the grades of a qrels file made elsewhere (TREC, BEIR's TSV or ranx's JSON) as
+    annotator's (source people; ground_truth: store-wide, by query and document id), replacing
+    their earlier grade of each document. Returns (grades kept, of them on ref's queries). A
+    malformed file raises InputError (`file:line: field: problem`), a file that judges none of
+    the run's queries UsageError: either way nothing is kept."""
+    from rageval_core.formats.scored import read_qrels
+    from rageval_core.store.ground_truth import PEOPLE, run_qrels, set_grades
+
+    if not annotator or not annotator.strip():
+        raise UsageError("--annotator must not be empty")
+    log = ProblemLog()
+    judged = read_qrels(path, log)
+    log.raise_if_errors()
+    assert judged is not None
+    record = store.run(ref)
+    ids, _ = run_qrels(store, record.run_id)
+    held = set(ids)
+    rows = [(q, d, float(g)) for q, docs in judged.labels.items() for d, g in docs.items()]
+    on_run = sum(1 for q, _, _ in rows if q in held)
+    if not on_run:
+        raise UsageError(
+            f"{judged.file}: none of its {len(judged.labels)} queries is a query of run "
+            f"{record.name}: nothing kept"
+        )
+    set_grades(store, rows, annotator=annotator, source=PEOPLE)
+    return len(rows), on_run

@@ -6,7 +6,7 @@ operation on these: no SQL and no text scoring per change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,12 +18,12 @@ from numpy.typing import NDArray
 
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import UsageError
-from rageval_core.matching.scorers import Normalisation
-from rageval_core.matching.keys import canonical_key
+from rageval_core.matching.keys import ScorerKey
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import reads
 from rageval_core.store.reads import run_tables
-from rageval_core.store.scores import ensure_scored, pair_score_table
+from rageval_core.store.ground_truth import AddedSpan
+from rageval_core.store.scores import SpanPairs, ensure_scored, pair_score_table, score_spans
 from rageval_core.store.store import RunRef
 
 Floats = NDArray[np.float64]
@@ -60,6 +60,9 @@ class RunData:
     latency_derived: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     #: the stages in pipeline order (ops.pipeline_order), a derived total last
     latency_stages: tuple[str, ...] = ()
+    #: gold spans added in rageval (store-wide, ground_truth.added_spans) per qidx, in eidx
+    #: order after the run's own: set on a view (evaluation/labels.py), whose n_spans counts them
+    added: Mapping[int, tuple[AddedSpan, ...]] = field(default_factory=dict)
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -247,20 +250,18 @@ def _floats(column: Any) -> Floats:
 
 
 def evidence_tensor(
-    store: Store, data: RunData, scorer: str = "partial", norm: Normalisation = Normalisation()
+    store: Store, data: RunData, key: ScorerKey = ScorerKey("partial")
 ) -> NDArray[np.float32]:
     """(n, depth, max spans) pair scores: NaN where the chunk or the span does not exist.
 
     A retrieved chunk without text scores 0 against every span. Scored once per
     (run, scorer, normalisation) and kept in the store; cached on data as well.
     """
-    scorer = canonical_key(scorer)
-    key = ("evidence", scorer, norm.key)
-    if key in data._cache:
-        return data._cache[key]  # type: ignore[no-any-return]
-    ensure_scored(store, data.run.run_id, scorer, norm)
+    if ("evidence", key) in data._cache:
+        return data._cache["evidence", key]  # type: ignore[no-any-return]
+    ensure_scored(store, data.run.run_id, key)
     # only the four columns the tensor needs, in storage order: no sort, no span offsets
-    rows = pair_score_table(store, data.run.run_id, scorer, norm.key)
+    rows = pair_score_table(store, data.run.run_id, key)
     width = int(data.n_spans.max()) if data.n_queries else 0
     tensor = np.full((data.n_queries, data.depth, width), np.nan, dtype=np.float32)
     exists = (np.arange(data.depth)[None, :, None] < data.n_ret[:, None, None]) & (
@@ -270,8 +271,29 @@ def evidence_tensor(
     tensor[_ints(rows, "qidx"), _ints(rows, "rank") - 1, _ints(rows, "eidx")] = rows.column(
         "score"
     ).to_numpy()
-    data._cache[key] = tensor
+    for q, e, pairs in added_pairs(store, data, key):
+        tensor[q, pairs.rank - 1, e] = pairs.score
+    data._cache["evidence", key] = tensor
     return tensor
+
+
+def added_pairs(store: Store, data: RunData, key: ScorerKey) -> list[tuple[int, int, SpanPairs]]:
+    """(qidx, eidx, pairs) of every added span of data (data.added): scored once per (span,
+    scorer, normalisation) and kept in a memo the run's views share, so a span added later is
+    the only one scored then (store.scores.score_spans)."""
+    if not data.added:
+        return []
+    kept: dict[tuple[int, str], SpanPairs] = memo(data, ("added_pairs", key), dict)
+    missing = [(q, s.text) for q, spans in data.added.items() for s in spans]
+    missing = [item for item in missing if item not in kept]
+    if missing:
+        scored = score_spans(store, data.run.run_id, key, missing)
+        kept.update(zip(missing, scored, strict=True))
+    out = []
+    for q, spans in data.added.items():
+        first = int(data.n_spans[q]) - len(spans)
+        out += [(q, first + j, kept[(q, s.text)]) for j, s in enumerate(spans)]
+    return out
 
 
 def numbers_guard(store: Store, data: RunData) -> NDArray[np.bool_]:
@@ -284,6 +306,8 @@ def numbers_guard(store: Store, data: RunData) -> NDArray[np.bool_]:
         ok = np.ones((data.n_queries, data.depth, width), dtype=np.bool_)
         rows = reads.numbers_missing_pairs(store, data.run.run_id)
         ok[_ints(rows, "qidx"), _ints(rows, "rank") - 1, _ints(rows, "eidx")] = False
+        for q, e, pairs in added_pairs(store, data, ScorerKey("partial")):
+            ok[q, pairs.rank - 1, e] = pairs.numbers_ok  # any scorer's pairs: the same texts
         return ok
 
     return memo(data, ("numbers",), make)  # type: ignore[no-any-return]

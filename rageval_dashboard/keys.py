@@ -30,11 +30,16 @@ CUT_ON = BY_NAME["score_threshold"].url_switch
 NUMBERS = URL_KEYS["numbers_must_match"]
 #: the sidebar's "Metrics as": a seed-parity preset (rageval_core.settings.presets), none for rageval's
 PRESET = URL_KEYS["preset"]
-#: the settings a preset may set that have a sidebar widget (the others come with the preset)
+#: the settings a preset may set that have a sidebar widget (the others come with the preset;
+#: a preset reads no labels: it keeps the imported ones)
 PRESET_SETTINGS = tuple(
-    s.name for s in SETTINGS if s.url_key is not None and s.name not in ("k", "preset", "relevance")
+    s.name
+    for s in SETTINGS
+    if s.url_key is not None and s.name not in ("k", "preset", "relevance", "labels")
 )
 JUDGED_ONLY = URL_KEYS["judged_only"]
+#: which relevance labels the ranking metrics read (?labels=people,imported; issue 31)
+LABELS = URL_KEYS["labels"]
 #: the sidebar's relevance radio under a preset: the preset's mode, shown, not movable
 PRESET_RELEVANCE = "sidebar.preset_relevance"
 EMBEDDER = URL_KEYS["embedder"]
@@ -47,6 +52,8 @@ SCORER_SEEN = "sidebar.scorer_seen"
 JUDGE = "judge"
 #: the query opened on the Queries page (?q=<query_id>)
 QUERY_PARAM = "q"
+#: the sidebar's annotator name: every grade and gold span given in the app is stored under it
+ANNOTATOR = "annotator"
 
 
 # --- pages: their url paths are the other half of a shared link ---------------------------------
@@ -75,6 +82,7 @@ PAGES = (
     Page("judge.py", "Judge", ":material/gavel:", "judge"),
     Page("calibration.py", "Judge calibration", ":material/balance:", "calibration"),
     Page("sweeps.py", "Sweeps", ":material/stacked_line_chart:", "sweeps"),
+    Page("labelling.py", "Labelling", ":material/label:", "labelling"),
     Page("runs.py", "Runs", ":material/folder_open:", "runs"),
 )
 
@@ -191,3 +199,11 @@ SWEEP_CHART, SWEEP_PICKED = "sweep.chart", "sweep.picked"
 WHY_FIRST_STAGE, WHY_CHART = "why.first_stage", "why.chart"
 QUERIES_REASON = "queries.reason"
 COMPARE_CELL, COMPARE_CELL_QUERY = "compare.cell", "compare.cell_query"
+
+#: labelling (issue 31): the chunk a label key acts on (an index into the labeller's list, and
+#: the list it indexes: a new list starts at its first chunk); the gold-span picker; the
+#: queue's first item shown
+LABEL_FOCUS, LABEL_LIST, LABEL_SPAN = "labels.focus", "labels.list", "labels.span"
+QUEUE_POS = "labelling.pos"
+#: the last label given (announced once, for a screen reader and the eye)
+LABEL_SAID = "labels.said"

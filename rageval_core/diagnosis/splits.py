@@ -56,7 +56,7 @@ def split_check(
     store: Store, data: RunData, arrays: EvidenceArrays, settings: Settings
 ) -> SplitCheck:
     """The split check of evidence_reasons for one run at settings s."""
-    key = ("split_parts", settings.scorer_key, settings.norm.key, settings.split_min_chars)
+    key = ("split_parts", settings.scorer_key, settings.split_min_chars)
     parts: _Parts = memo(data, key, _Parts)
 
     def check(q: Ints, e: Ints) -> tuple[Bools, Ints, Ints, Ints]:
@@ -85,6 +85,11 @@ def _read(store: Store, data: RunData, parts: _Parts, q: Ints, e: Ints, min_char
     span_rows, chunk_rows = split_texts(store, data.run.run_id, new)
     for qi, ei, text in span_rows:
         parts.spans[(int(qi), int(ei))] = cuts(text or "", min_chars)
+    for qi in new:  # the spans added in rageval follow the run's own (RunData.added)
+        added = data.added.get(qi, ())
+        first = int(data.n_spans[qi]) - len(added)
+        for j, span in enumerate(added):
+            parts.spans[(qi, first + j)] = cuts(span.text, min_chars)
     for qi, rank, text in chunk_rows:
         parts.chunks[(int(qi), int(rank))] = text
 
@@ -152,7 +157,6 @@ def _score(
         pair_part,
         pair_chunk,
         scorer=settings.scorer_key,
-        norm=settings.norm,
         workers=1,
     ).score
     for (key, cut), score in zip(cells, scored.tolist(), strict=True):

@@ -100,7 +100,7 @@ def coverage(store: Store, data: RunData, settings: Settings) -> Coverage:
     """The evidence running maxima for (scorer, normalisation, cut), at the threshold s.threshold."""
 
     def make() -> Coverage:
-        tensor = evidence_tensor(store, data, settings.scorer_key, settings.norm)
+        tensor = evidence_tensor(store, data, settings.scorer_key)
         if settings.numbers_must_match:  # a span whose number the chunk lacks is not covered by it
             tensor = np.where(numbers_guard(store, data), tensor, np.float32(0.0))
         return prepare_coverage(
@@ -114,7 +114,6 @@ def coverage(store: Store, data: RunData, settings: Settings) -> Coverage:
     key = (
         "coverage",
         settings.scorer_key,
-        settings.norm.key,
         settings.score_threshold,
         settings.numbers_must_match,
     )
@@ -135,7 +134,6 @@ def evidence_labels(
     cov = coverage(store, data, settings)
     source = (
         settings.scorer_key,
-        settings.norm.key,
         settings.score_threshold,
         settings.numbers_must_match,
     )
@@ -149,12 +147,18 @@ def evidence_labels(
     return arrays, cov.rows
 
 
+def _under_labels(settings: Settings) -> str:
+    """ " under --labels people" when the labels setting is not the run's own qrels alone."""
+    return "" if settings.labels == "imported" else f" under --labels {settings.labels}"
+
+
 def resolve_relevance(data: RunData, settings: Settings) -> Relevance | None:
     """ids when asked or when the run has qrels that a retrieved chunk is in (or no gold spans);
     evidence when asked or it has gold spans."""
     if settings.relevance == "ids" and not data.run.has_qrels:
         raise UsageError(
-            f"run {data.run.name} has no qrels (relevant ids): use --relevance evidence"
+            f"run {data.run.name} has no qrels (relevant ids){_under_labels(settings)}: "
+            "use --relevance evidence"
         )
     if settings.relevance == "evidence" and not data.run.has_evidence:
         raise UsageError(f"run {data.run.name} has no gold evidence: use --relevance ids")

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import display_path, merge_info, read_sidecar
+from rageval_core.formats.base import HEADER_KEY, display_path, merge_info, read_sidecar
 from rageval_core.formats.jsonarray import (
+    TRUNCATED,
     Extras,
     KeyWarner,
     describe,
@@ -93,6 +94,31 @@ def read_joined(
     return ParsedRun(info, queries, format, (pfile, cfile))
 
 
+def read_gold_questions(
+    companion: Path, log: ProblemLog, *, format: str, parse: ParseGold, id_field: str
+) -> ParsedRun:
+    """The companion set alone as questions with their gold, nothing retrieved (what
+    `rageval collect` sends): a QA-pair file or a TAT-RAG golden set without its results."""
+    cfile = display_path(companion)
+    golds = read_golds(companion, cfile, log, parse, id_field) or []
+    queries = [_query(g, g.line) for g in golds if g.valid]
+    return ParsedRun(RunInfo(), queries, format, (cfile,))
+
+
+def _query(gold: Gold, line: int, **found: Any) -> Query:
+    """The query of a companion entry, with what its retrieval entry found (if any)."""
+    return Query(
+        query_id=gold.query_id,
+        query=gold.query,
+        relevance=gold.relevance,
+        evidence=gold.evidence,
+        reference_answer=gold.reference_answer,
+        tags=gold.tags,
+        line=line,
+        **found,
+    )
+
+
 def read_golds(
     path: Path, file: str, log: ProblemLog, parse: ParseGold, id_field: str
 ) -> list[Gold] | None:
@@ -148,21 +174,37 @@ def joined_queries(
             )
             hit = Hit(0, ())
         queries.append(
-            Query(
-                query_id=gold.query_id,
+            _query(
+                gold,
+                hit.line,
                 retrieved=hit.chunks,
-                query=gold.query,
-                relevance=gold.relevance,
-                evidence=gold.evidence,
                 answer=hit.extras.answer,
-                reference_answer=gold.reference_answer,
                 latency_ms=hit.extras.latency_ms,
                 tokens=hit.extras.tokens,
-                tags=gold.tags,
-                line=hit.line,
             )
         )
     return queries
+
+
+def is_native_record(record: Mapping[str, Any]) -> bool:
+    """Whether a record is rageval's own (its header, or query_id beside retrieved): never
+    claimed by a joined format."""
+    return HEADER_KEY in record or ("query_id" in record and "retrieved" in record)
+
+
+def sniff_doc_lists(
+    values: Sequence[Any], is_doc: Callable[[Any], bool], primary: str, empty: str | None
+) -> str | None:
+    """The role of a file that holds lists of documents (an id -> its documents): primary when
+    the first document of the first list with one is the format's (is_doc), None when it is
+    not or when the values are not all lists, `empty` when every list is empty."""
+    values = [v for v in values if v is not TRUNCATED]
+    if not values or not all(isinstance(v, list) for v in values):
+        return None
+    for docs in values:
+        if docs:
+            return primary if is_doc(docs[0]) else None
+    return empty
 
 
 def shorten(text: str, limit: int = 60) -> str:
