@@ -61,7 +61,7 @@ FULL: dict[str, dict[str, Any]] = {
     "dashboard_scale": {"n_queries": 10_000},
     "semantic": {"n_queries": 10_000, "n_embed": 100_000},
     "compare": {"n_queries": 10_000, "repeats": 3},
-    "browser": {"n_queries": 10_000, "repeats": 3},
+    "browser": {"n_queries": 10_000, "repeats": 5},
     "diagnosis": {"n_queries": 100_000, "repeats": 5},
     "judge_pacing": {"n_queries": 120, "latency_s": 0.5, "concurrency": 4},
 }

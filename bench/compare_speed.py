@@ -26,9 +26,14 @@ REPO = Path(__file__).resolve().parents[1]
 RUNS = ("bm25", "hybrid_rerank", "tfidf_char")
 
 
-def write_runs(folder: Path, n_queries: int) -> list[Path]:
+def write_runs(
+    folder: Path, n_queries: int, names: tuple[str, ...] = RUNS, chunks: int | None = None
+) -> list[Path]:
+    """The sample runs `names` repeated under new ids up to n_queries each; chunks: every
+    query's list padded to that many chunks with the next sample queries' (lower scores, after
+    its own)."""
     out = []
-    for name in RUNS:
+    for name in names:
         lines = (REPO / "sample_runs" / f"{name}.jsonl").read_text().splitlines()
         head, queries = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
         head["rageval_run"]["name"] = f"{name}{n_queries}"
@@ -37,9 +42,27 @@ def write_runs(folder: Path, n_queries: int) -> list[Path]:
             f.write(json.dumps(head) + "\n")
             for i in range(n_queries):
                 q = dict(queries[i % len(queries)])
+                if chunks is not None:
+                    q["retrieved"] = _padded(queries, i, chunks)
                 q["query_id"] = f"{q['query_id']}-{i // len(queries)}"
                 f.write(json.dumps(q) + "\n")
         out.append(path)
+    return out
+
+
+def _padded(queries: list[dict[str, Any]], i: int, chunks: int) -> list[dict[str, Any]]:
+    """Query i's chunks, then the next queries' chunks not in the list yet, up to chunks."""
+    out = list(queries[i % len(queries)]["retrieved"])
+    seen = {c["doc_id"] for c in out}
+    low = min((c["score"] for c in out), default=1.0)
+    step = 1
+    while len(out) < chunks:
+        for c in queries[(i + step) % len(queries)]["retrieved"]:
+            if len(out) < chunks and c["doc_id"] not in seen:
+                low *= 0.99
+                out.append({**c, "score": round(low, 6)})
+                seen.add(c["doc_id"])
+        step += 1
     return out
 
 

@@ -367,13 +367,18 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serve(db: Path, port: int | None = None) -> Iterator[tuple[str, float]]:
+def serve(
+    db: Path, port: int | None = None, app: Path | None = None
+) -> Iterator[tuple[str, float]]:
     """A fresh Streamlit on port (a free one), started as `rageval dashboard` starts it; (its URL,
-    seconds to healthy)."""
+    seconds to healthy). app: another script served with the same options (a bare page)."""
     port = port or _free_port()
     started = time.perf_counter()
+    command = server.command(port)
+    if app is not None:
+        command = [str(app) if part == str(server.APP) else part for part in command]
     proc = subprocess.Popen(
-        server.command(port),
+        command,
         cwd=REPO,
         env={**os.environ, "RAGEVAL_DB": str(db)},
         stdout=subprocess.DEVNULL,

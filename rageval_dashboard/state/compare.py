@@ -176,12 +176,17 @@ def tested_comparison(
         return _comparison(runs, db, key, None, judges, True)
     jobs = _tested()
     job = jobs.get((runs, db, key, judges))
+    if job is not None and job.cancelled():  # queued for settings left, and now back to them
+        del jobs[(runs, db, key, judges)]
+        job = None
     if job is None and not start:
         return None
     if job is None:
         for name, old in list(jobs.items()):
-            if name[0] != "ops":
-                old.cancel()  # queued for settings the user has left (a running one finishes)
+            # queued for settings the user has left (a running one finishes): forgotten, so a
+            # return to them starts a new job instead of reading the cancelled one's result
+            if name[0] != "ops" and old.cancel():
+                jobs.pop(name, None)
         loaded, reports = _compare_inputs(runs, db, key, judges)
         ops = jobs.get(("ops", runs, db))
         if ops is None or ops.cancelled():
