@@ -57,8 +57,18 @@ def start(master: str | None = None, app_name: str = "rageval") -> Any:
     """A SparkSession: master (default local[*]) or, under spark-submit, the one it set up."""
     try:
         from pyspark.sql import SparkSession
-    except ImportError as e:
-        raise UsageError("--engine spark needs pyspark: pip install 'rageval[spark]'") from e
+        from pyspark.sql.pandas.utils import (
+            require_minimum_pandas_version,
+            require_minimum_pyarrow_version,
+        )
+
+        # mapInArrow checks for pandas only when the job is planned, after the JVM has started
+        require_minimum_pandas_version()
+        require_minimum_pyarrow_version()
+    except ImportError as e:  # pyspark's PySparkImportError included
+        raise UsageError(
+            f"--engine spark needs {_missing(e)}: pip install 'rageval[spark]'"
+        ) from e
     warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")  # pandas 3 notice
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process's JVM
     if not submitted:
@@ -91,6 +101,16 @@ def start(master: str | None = None, app_name: str = "rageval") -> Any:
         raise UsageError(f"Spark did not start (master {master}): {_first_line(e)}") from e
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _missing(e: ImportError) -> str:
+    """What an ImportError says is missing, in a few words (pyspark's own names the version)."""
+    if e.name:  # ModuleNotFoundError: pyspark itself, or a module it imports
+        return e.name.split(".")[0]
+    params = getattr(e, "getMessageParameters", lambda: None)() or {}
+    if "package_name" in params:
+        return f"{params['package_name']} >= {params.get('minimum_version', '?')}"
+    return _first_line(e)
 
 
 def active() -> Any:
@@ -202,6 +222,15 @@ def read(spark: Any, src: Source) -> Any:
         raise
     except Exception as e:
         raise _translated(e, src) from e
+
+
+def persisted(df: Any) -> Any:
+    """df kept by the executors (memory, then their local disk) once the first job has read it:
+    the counts, the metrics and the per-query values are three jobs over one read of the input,
+    not three reads of it (tests/core/test_spark_cluster.py counts the opens of the file)."""
+    from pyspark import StorageLevel
+
+    return df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def _ddl_types() -> Iterator[tuple[str, str]]:
@@ -345,7 +374,7 @@ def evaluate(
     from rageval_core.metrics.latency_cost import to_json_value
 
     src = path if isinstance(path, Source) else source(path, fmt)
-    df = read(spark, src)
+    df = persisted(read(spark, src))
     try:
         summary = summarise(df, src)
         relevance = summary.relevance(settings)
@@ -387,6 +416,8 @@ def evaluate(
         raise
     except Exception as e:
         raise _translated(e, src, df) from e
+    finally:
+        df.unpersist()
     out["ops"] = None
     out["engine"] = {
         "name": "spark",

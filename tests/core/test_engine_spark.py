@@ -33,7 +33,8 @@ SAMPLES = REPO / "sample_runs"
 TOLERANCE = 1e-12
 
 
-def _missing() -> str | None:
+def spark_missing() -> str | None:
+    """Why Spark cannot run here (pyspark or Java missing), or None."""
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -45,7 +46,7 @@ def _missing() -> str | None:
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[Any]:
-    missing = _missing()
+    missing = spark_missing()
     if missing is not None:
         if in_ci():
             pytest.fail(f"{missing}; CI installs it with `make test`", pytrace=False)
