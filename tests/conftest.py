@@ -3,6 +3,7 @@ a failure in CI."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     for marker in sorted(set(FOLDER_MARKERS.values()) - {"e2e"}):
         config.addinivalue_line("markers", f"{marker}: the tests under that folder of tests/")
+    config.addinivalue_line(
+        "markers",
+        "apptest: a dashboard test that runs the app (AppTest); the others are unit tests of its "
+        "components and state (make test-fast runs those)",
+    )
     import bench.common
 
     # the bench smoke tests time nothing they judge: no full collection before each timed call
@@ -63,11 +69,24 @@ def folder_marker(path: Path) -> str | None:
     return None
 
 
+def runs_the_app(item: pytest.Item) -> bool:
+    """A dashboard test that runs the whole app: it takes the AppTest fixtures or makes one."""
+    if {"make_app", "app_db"} & set(getattr(item, "fixturenames", ())):
+        return True
+    function = getattr(item, "function", None)
+    try:
+        return function is not None and "AppTest" in inspect.getsource(function)
+    except (OSError, TypeError):
+        return True
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         marker = folder_marker(item.path)
         if marker is not None:
             item.add_marker(marker)
+        if marker == "dashboard" and runs_the_app(item):
+            item.add_marker(pytest.mark.apptest)
         if marker in ("bench", "install") or item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
         if marker in ("e2e", "install"):

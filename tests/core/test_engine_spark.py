@@ -31,6 +31,8 @@ from tests.paths import REPO, in_ci
 
 SAMPLES = REPO / "sample_runs"
 TOLERANCE = 1e-12
+#: one pytest-xdist worker runs the module: one SparkSession (one JVM) for the whole run
+pytestmark = pytest.mark.xdist_group("spark")
 
 
 def spark_missing() -> str | None:
