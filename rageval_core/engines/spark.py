@@ -66,9 +66,7 @@ def start(master: str | None = None, app_name: str = "rageval") -> Any:
         require_minimum_pandas_version()
         require_minimum_pyarrow_version()
     except ImportError as e:  # pyspark's PySparkImportError included
-        raise UsageError(
-            f"--engine spark needs {_missing(e)}: pip install 'rageval[spark]'"
-        ) from e
+        raise UsageError(f"--engine spark needs {_missing(e)}: pip install 'rageval[spark]'") from e
     warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")  # pandas 3 notice
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process's JVM
     if not submitted:
