@@ -83,7 +83,7 @@ def answer_separation() -> dict[str, float]:
 _EMBED_CHILD = """
 import json, sys, time
 import numpy as np
-from rageval_core.matching.embedders import get_embedder
+from rageval_core.matching.keys import get_embedder
 n = int(sys.argv[1])
 rng = np.random.default_rng(0)
 words = np.array(sys.stdin.read().split())

@@ -11,12 +11,14 @@ Everything here is rageval_core.api's; the CLI's evaluate, compare and gate call
 """
 
 from rageval_core.api import (
+    Agreement,
     Comparison,
     Diagnosis,
     GateResult,
     LoadedRun,
     Report,
     Settings,
+    agreement,
     compare,
     diagnose,
     evaluate,
@@ -30,6 +32,7 @@ from rageval_core.errors import InputError, RagevalError, UsageError
 __version__ = _core_version
 
 __all__ = [
+    "Agreement",
     "Comparison",
     "Diagnosis",
     "GateResult",
@@ -40,6 +43,7 @@ __all__ = [
     "Settings",
     "UsageError",
     "__version__",
+    "agreement",
     "compare",
     "diagnose",
     "evaluate",

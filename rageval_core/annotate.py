@@ -130,3 +130,32 @@ def attach_qrels(store: Store, ref: RunRef, path: Path, shown: str | None = None
             f"{record.name} with these qrels is the run already stored as {result.run.name!r}"
         )
     return take_over(store, record.run_id, result.run.run_id)
+
+
+def attach_grades(store: Store, ref: RunRef, path: Path, annotator: str) -> tuple[int, int]:
+    """Keep the grades of a qrels file made elsewhere (TREC, BEIR's TSV or ranx's JSON) as
+    annotator's (source people; ground_truth: store-wide, by query and document id), replacing
+    their earlier grade of each document. Returns (grades kept, of them on ref's queries). A
+    malformed file raises InputError (`file:line: field: problem`), a file that judges none of
+    the run's queries UsageError: either way nothing is kept."""
+    from rageval_core.formats.scored import read_qrels
+    from rageval_core.store.ground_truth import PEOPLE, run_qrels, set_grades
+
+    if not annotator or not annotator.strip():
+        raise UsageError("--annotator must not be empty")
+    log = ProblemLog()
+    judged = read_qrels(path, log)
+    log.raise_if_errors()
+    assert judged is not None
+    record = store.run(ref)
+    ids, _ = run_qrels(store, record.run_id)
+    held = set(ids)
+    rows = [(q, d, float(g)) for q, docs in judged.labels.items() for d, g in docs.items()]
+    on_run = sum(1 for q, _, _ in rows if q in held)
+    if not on_run:
+        raise UsageError(
+            f"{judged.file}: none of its {len(judged.labels)} queries is a query of run "
+            f"{record.name}: nothing kept"
+        )
+    set_grades(store, rows, annotator=annotator, source=PEOPLE)
+    return len(rows), on_run

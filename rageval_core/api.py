@@ -26,6 +26,7 @@ from rageval_core.compare import Comparison, GateResult, Rule, gate as _gate, pa
 from rageval_core.compare import compare as _compare
 from rageval_core.diagnosis import Diagnosis
 from rageval_core.errors import ProblemLog, UsageError
+from rageval_core.evaluation.agreement import Agreement
 from rageval_core.evaluation.evaluate import open_file_in_scratch_store, open_in_scratch_store
 from rageval_core.evaluation.report import Report, Settings
 from rageval_core.evaluation.evaluate import evaluate as _evaluate
@@ -35,12 +36,14 @@ from rageval_core.rundata import LoadedRun, load_run_data, load_stored
 from rageval_core.store import Store
 
 __all__ = [
+    "Agreement",
     "Comparison",
     "Diagnosis",
     "GateResult",
     "LoadedRun",
     "Report",
     "Settings",
+    "agreement",
     "compare",
     "diagnose",
     "evaluate",
@@ -273,6 +276,29 @@ def _rule_text(rules: str | Mapping[str, float | str]) -> str:
     if isinstance(rules, str):
         return rules
     return ",".join(f"{target}={limit}" for target, limit in rules.items())
+
+
+def agreement(
+    run: LoadedRun | str,
+    *,
+    raters: Sequence[tuple[str, str] | str] | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    db: str | Path | None = None,
+    store: Store | None = None,
+) -> Agreement:
+    """How far the annotators of the relevance grades agree on the run's queries: Cohen's kappa
+    per pair, Krippendorff's ordinal alpha with its bootstrap interval, the disagreements (as
+    `rageval agreement RUN`). raters: label sets by name ("alice", "llm:MODEL") or (source,
+    annotator); default every person. The grades are read from `store` (default: the run's own
+    store, or the store `db` for a stored run's name)."""
+    from rageval_core.evaluation.agreement import agreement as _agreement
+
+    if isinstance(run, LoadedRun):
+        qids = [str(q) for q in run.data.query_ids]
+        return _agreement(store or run.store, qids, raters=raters, resamples=resamples, seed=seed)
+    with load(run, db=db, store=store) as loaded:
+        return agreement(loaded, raters=raters, resamples=resamples, seed=seed)
 
 
 def _scratch(store: Store) -> LoadedRun:

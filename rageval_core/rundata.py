@@ -18,8 +18,7 @@ from numpy.typing import NDArray
 
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import UsageError
-from rageval_core.matching.scorers import Normalisation
-from rageval_core.matching.keys import canonical_key
+from rageval_core.matching.keys import ScorerKey
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import reads
 from rageval_core.store.reads import run_tables
@@ -247,20 +246,18 @@ def _floats(column: Any) -> Floats:
 
 
 def evidence_tensor(
-    store: Store, data: RunData, scorer: str = "partial", norm: Normalisation = Normalisation()
+    store: Store, data: RunData, key: ScorerKey = ScorerKey("partial")
 ) -> NDArray[np.float32]:
     """(n, depth, max spans) pair scores: NaN where the chunk or the span does not exist.
 
     A retrieved chunk without text scores 0 against every span. Scored once per
     (run, scorer, normalisation) and kept in the store; cached on data as well.
     """
-    scorer = canonical_key(scorer)
-    key = ("evidence", scorer, norm.key)
-    if key in data._cache:
-        return data._cache[key]  # type: ignore[no-any-return]
-    ensure_scored(store, data.run.run_id, scorer, norm)
+    if ("evidence", key) in data._cache:
+        return data._cache["evidence", key]  # type: ignore[no-any-return]
+    ensure_scored(store, data.run.run_id, key)
     # only the four columns the tensor needs, in storage order: no sort, no span offsets
-    rows = pair_score_table(store, data.run.run_id, scorer, norm.key)
+    rows = pair_score_table(store, data.run.run_id, key)
     width = int(data.n_spans.max()) if data.n_queries else 0
     tensor = np.full((data.n_queries, data.depth, width), np.nan, dtype=np.float32)
     exists = (np.arange(data.depth)[None, :, None] < data.n_ret[:, None, None]) & (
@@ -270,7 +267,7 @@ def evidence_tensor(
     tensor[_ints(rows, "qidx"), _ints(rows, "rank") - 1, _ints(rows, "eidx")] = rows.column(
         "score"
     ).to_numpy()
-    data._cache[key] = tensor
+    data._cache["evidence", key] = tensor
     return tensor
 
 

@@ -127,7 +127,7 @@ def label_pair(view: View, key: tuple[int, int, int], label: bool | None) -> Non
             rank,
             eidx,
             view.settings.scorer_key,
-            view.settings.norm,
+            None,
             label,
         )
     except StoreBusyError:

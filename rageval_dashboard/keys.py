@@ -30,11 +30,16 @@ CUT_ON = BY_NAME["score_threshold"].url_switch
 NUMBERS = URL_KEYS["numbers_must_match"]
 #: the sidebar's "Metrics as": a seed-parity preset (rageval_core.settings.presets), none for rageval's
 PRESET = URL_KEYS["preset"]
-#: the settings a preset may set that have a sidebar widget (the others come with the preset)
+#: the settings a preset may set that have a sidebar widget (the others come with the preset;
+#: a preset reads no labels: it keeps the imported ones)
 PRESET_SETTINGS = tuple(
-    s.name for s in SETTINGS if s.url_key is not None and s.name not in ("k", "preset", "relevance")
+    s.name
+    for s in SETTINGS
+    if s.url_key is not None and s.name not in ("k", "preset", "relevance", "labels")
 )
 JUDGED_ONLY = URL_KEYS["judged_only"]
+#: which relevance labels the ranking metrics read (?labels=people,imported; issue 31)
+LABELS = URL_KEYS["labels"]
 #: the sidebar's relevance radio under a preset: the preset's mode, shown, not movable
 PRESET_RELEVANCE = "sidebar.preset_relevance"
 EMBEDDER = URL_KEYS["embedder"]

@@ -18,13 +18,14 @@ from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.keys import View
 from rageval_core.errors import RagevalError
 from rageval_core.evaluation.report import Settings
+from rageval_core.settings.label_sources import labels_text
 from rageval_core.settings.presets import PRESET_RELEVANCE, preset_values
 from rageval_core.settings.schema import BY_NAME, DEFAULTS, Setting, default_for
 from rageval_core.store import RunRecord
 
 #: the settings at the sidebar's top, then those in its "Matching and cut-off" expander; a
 #: setting without a URL key (rel_level, complete) has no widget and keeps its default here
-TOP = ("k", "threshold", "relevance")
+TOP = ("k", "threshold", "relevance", "labels")
 MATCHING = (
     "scorer",
     "embedder",
@@ -63,6 +64,14 @@ def options(s: Setting, run: RunRecord) -> list[str]:
         return [c for c in s.choices if usable[c]]
     if s.name == "preset":  # both presets match gold spans (TAT-RAG also FILE gold: qrels)
         return list(s.choices) if run.has_evidence or run.has_qrels else []
+    if s.name == "labels":  # a link may name any valid combination (llm:MODEL): offered too
+        linked = st.session_state.get(s.url_key, st.query_params.get(s.url_key))
+        if isinstance(linked, str) and linked not in s.choices:
+            try:
+                if labels_text(linked) == linked:  # written as the CLI and JSON write it
+                    return [*s.choices, linked]
+            except RagevalError:
+                pass  # not a labels value: the default shows
     return list(s.choices)
 
 

@@ -41,6 +41,7 @@ _ENTRY = "import sys; sys.argv[0] = 'rageval'; from rageval_core.cli import entr
 COMMANDS = (
     "import", "runs", "show", "rename", "delete", "demo", "evaluate", "compare", "gate", "fuse",
     "report", "export", "judge", "calibrate", "attach", "dashboard", "diagnose",
+    "agreement",
 )  # fmt: skip
 
 #: (name, argv) in order; `{tmp}` is the call's temporary folder (the store is `{tmp}/s.duckdb`)
@@ -104,6 +105,9 @@ CALLS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("judge-bad-url", ("judge", "bm25", "--base-url", "http://[::1/v1", "--model", "m")),
     ("calibrate", ("calibrate", "judged")),
     ("calibrate-json", ("calibrate", "judged", "--json")),
+    ("agreement-none", ("agreement", "judged")),
+    ("agreement-adjudicate", ("agreement", "judged", "--json", "--adjudicate", "q1", "d1", "2",
+                              "--annotator", "dan")),
     ("attach", ("attach", "bm25", "--date", "2024-06-01", "--tag", "team=search",
                 "--prompt-price", "0.001")),
     ("attach-bad-date", ("attach", "bm25", "--date", "yesterday")),

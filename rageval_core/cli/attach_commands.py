@@ -26,6 +26,17 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     add_path_argument(
         p, "--qrels", kind=INPUT, metavar="FILE", help="relevance labels for the run's queries"
     )
+    add_path_argument(
+        p,
+        "--labels",
+        kind=INPUT,
+        metavar="FILE",
+        help="relevance grades made elsewhere (TREC qrels, BEIR's TSV or ranx's JSON), kept as "
+        "--annotator's grades (source people) beside the run's own qrels, which stay as they are",
+    )
+    p.add_argument(
+        "--annotator", metavar="NAME", help="whose grades --labels are (required with --labels)"
+    )
     p.add_argument("--date", metavar="ISO", help="the run's created_at, e.g. 2026-05-01")
     p.add_argument("--prompt-price", type=float, metavar="USD", help="USD per 1K prompt tokens")
     p.add_argument(
@@ -42,7 +53,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    from rageval_core.annotate import attach_facts, attach_qrels, check_facts
+    from rageval_core.annotate import attach_facts, attach_grades, attach_qrels, check_facts
     from rageval_core.cli.common import open_store
     from rageval_core.terminal import shown
 
@@ -54,8 +65,14 @@ def cmd_attach(args: argparse.Namespace) -> int:
         tags[key.strip()] = value.strip()
     prices = (args.prompt_price, args.completion_price)
     has_prices = prices != (None, None)
-    if args.qrels is None and not (args.date is not None or has_prices or tags):
-        raise UsageError("nothing to attach: give --qrels, --date, a price or --tag")
+    if (
+        args.qrels is None
+        and args.labels is None
+        and not (args.date is not None or has_prices or tags)
+    ):
+        raise UsageError("nothing to attach: give --qrels, --labels, --date, a price or --tag")
+    if (args.labels is None) != (args.annotator is None):
+        raise UsageError("--labels FILE and --annotator NAME go together: whose grades they are")
     facts = args.date is not None or has_prices or tags
     # every fact checked before anything is stored: a bad date must not follow attached qrels
     check_facts(created_at=args.date, prices=prices if has_prices else None, tags=tags or None)
@@ -68,6 +85,12 @@ def cmd_attach(args: argparse.Namespace) -> int:
                 print(f"{shown(record.name)} already has these qrels")
             else:
                 print(f"{shown(record.name)}: qrels attached from {shown(args.qrels)}")
+        if args.labels is not None:
+            n, on_run = attach_grades(store, record.run_id, Path(args.labels), args.annotator)
+            print(
+                f"{shown(record.name)}: {n} grades by {shown(args.annotator)} kept from "
+                f"{shown(args.labels)} ({on_run} on its queries)"
+            )
         if facts:
             record = attach_facts(
                 store,

@@ -49,6 +49,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if path.is_file():
             files = [path, *map(Path, args.companions)] + ([Path(args.qrels)] if args.qrels else [])
             run = stack.enter_context(api.load(files, format=args.format))
+            bring_grades(args, settings, run)
         else:
             run = stack.enter_context(
                 api.load(args.run, store=stack.enter_context(open_store(args)))
@@ -58,6 +59,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             return print_explanation(api.explain_preset(run, args.explain_preset, **fixed), args)
         report = api.evaluate(run, metrics, settings=settings, by=args.by)
     return _print_report(report, args)
+
+
+def bring_grades(args: argparse.Namespace, settings: Any, run: Any) -> None:
+    """A run file evaluated with --labels beyond its own qrels reads the grades made in rageval
+    from --db's store (store-wide, by query and document id): they are copied into the file's
+    scratch store. No store file there: no grades (nothing is created)."""
+    from rageval_core.settings.label_sources import IMPORTED, parse_labels
+    from rageval_core.store.ground_truth import copy_grades, grade_rows
+    from rageval_core.store.store import default_path
+
+    if parse_labels(settings.labels) == (IMPORTED,) or not Path(args.db or default_path()).exists():
+        return
+    ids = [str(q) for q in run.data.query_ids]
+    with open_store(args) as store:
+        rows = grade_rows(store, ids)
+    copy_grades(run.store, rows)
 
 
 def _load_numpy_with_one_blas_thread() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from rageval_core.cli.path_args import OUTPUT, RUN, add_path_argument, check_output, write_output
 from rageval_core.errors import ProblemLog, UsageError
 
-EXPORT_TARGETS = ("jsonl", "parquet", "mlflow")
+EXPORT_TARGETS = ("jsonl", "parquet", "mlflow", "qrels")
 #: file suffixes `fuse --out` writes as TREC run lines (any other: native JSONL)
 TREC_SUFFIXES = (".trec", ".run", ".txt")
 
@@ -75,16 +75,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "export",
         parents=[common],
-        help="write a run back as native JSONL, its per-query table as Parquet, or log it to MLflow",
+        help="write a run back as native JSONL, its labels as TREC qrels, its per-query table as "
+        "Parquet, or log it to MLflow",
     )
     p.add_argument("run", help="run name or id")
     p.add_argument(
         "--to",
         required=True,
         metavar="TARGET",
-        help="jsonl, parquet or mlflow (a file name: native JSONL to that file, as before)",
+        help="jsonl, parquet, mlflow or qrels (the labels --labels counts, as TREC qrels; a "
+        "file name: native JSONL to that file, as before)",
     )
-    p.add_argument("--out", metavar="FILE", help="the file to write (jsonl, parquet)")
+    p.add_argument("--out", metavar="FILE", help="the file to write (jsonl, parquet, qrels)")
     p.add_argument("--metrics", help="the metrics of parquet and mlflow (default: the default set)")
     p.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking URI (default: MLflow's)")
     p.add_argument("--experiment", metavar="NAME", help="MLflow experiment (default rageval)")
@@ -149,7 +151,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if out is not None:
             raise UsageError(f"--to {target}: expected one of {', '.join(EXPORT_TARGETS)}")
         target, out = "jsonl", target
-    if target in ("jsonl", "parquet") and out is None:
+    if target in ("jsonl", "parquet", "qrels") and out is None:
         raise UsageError(f"export --to {target} needs --out FILE")
     if out is not None:  # before the store is opened and the run evaluated
         check_output(out, "--out" if args.out is not None else "--to")
@@ -160,6 +162,18 @@ def cmd_export(args: argparse.Namespace) -> int:
             with write_output(out) as partial:
                 n = export_native(store, args.run, partial)
             print(f"exported {n} queries to {out}")
+            return 0
+        if target == "qrels":  # the labels that count (--labels) as TREC qrels
+            from rageval_core.evaluation.labels import resolved_qrels
+            from rageval_core.outputs.exports import write_trec_qrels
+            from rageval_core.terminal import shown
+
+            labels = settings_from_args(args).labels
+            rows, counts = resolved_qrels(store, args.run, labels)
+            with write_output(out) as partial:
+                n = write_trec_qrels(rows, partial)
+            counted = ", ".join(f"{source} {k}" for source, k in counts.items())
+            print(f"wrote {n} labels ({counted}) of {shown(args.run)} to {out}")
             return 0
         from rageval_core.evaluation.evaluate import evaluate
         from rageval_core.rundata import load_stored

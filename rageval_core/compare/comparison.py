@@ -43,6 +43,7 @@ from rageval_core.evaluation.evaluate import (
     open_file_in_scratch_store,
     resolve_relevance,
 )
+from rageval_core.evaluation.labels import labelled_data
 from rageval_core.evaluation.report import Report, Settings
 from rageval_core.metrics import registry
 from rageval_core.evaluation.report import depth_warning
@@ -445,7 +446,13 @@ def _choose_metrics(
     if metrics is not None:  # an empty list compares no metric (latency and cost only)
         return [str(m) for m in registry.parse_all(metrics)]
     per_run = [
-        default_metrics(d, settings.k, resolve_relevance(d, settings), st, settings)
+        default_metrics(
+            d,
+            settings.k,
+            resolve_relevance(labelled_data(st, d, settings.labels), settings),
+            st,
+            settings,
+        )
         for st, d in loaded
     ]
     return [m for m in per_run[0] if all(m in other for other in per_run[1:])]
@@ -493,6 +500,9 @@ def _compare(
         return evaluate(d, names, store=st, settings=settings)
 
     reports = [report_of(i) for i in range(len(loaded))]
+    for i, report in zip(kept, reports, strict=True):  # each run's labels counted (--labels)
+        if report is not None and "label_counts" in report.settings:
+            runs_info[i]["label_counts"] = report.settings["label_counts"]
     relevance = reports[0].relevance if reports[0] is not None else None
     uses_ranking = settings.preset is None and any(
         registry.parse(m).spec.family == "ranking" for m in names

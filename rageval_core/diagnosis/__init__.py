@@ -40,6 +40,7 @@ from rageval_core.diagnosis.transitions import Transition, Transitions, transiti
 from rageval_core.diagnosis.whatif import evidence_what_if, ids_what_if
 from rageval_core.errors import UsageError
 from rageval_core.evaluation.evaluate import resolve_relevance
+from rageval_core.evaluation.labels import labelled_data
 from rageval_core.evaluation.report import Settings
 from rageval_core.rundata import RunData
 from rageval_core.latency.run_summary import groups_of
@@ -84,6 +85,7 @@ def diagnose(
         raise UsageError(
             "the diagnosis reads rageval's own coverage and relevance: --preset does not apply"
         )
+    data = labelled_data(store, data, s.labels)  # the qrels of the labels setting
     relevance = resolve_relevance(data, s)
     n = data.n_queries
     settings_json = {
@@ -117,6 +119,7 @@ def diagnose(
         reasons = IDS_REASONS
         if first_stage is not None:
             first_store, first = first_stage
+            first = labelled_data(first_store, first, s.labels)
             if not first.run.has_qrels:
                 raise UsageError(f"first stage {first.run.name} has no qrels (relevant ids)")
             stages = ids_stages(store, data, first, first_store, s)

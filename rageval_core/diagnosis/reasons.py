@@ -72,7 +72,7 @@ def evidence_arrays(store: Store, data: RunData, settings: Settings) -> Evidence
     """The arrays every evidence reason reads (cached on data per what they depend on)."""
 
     def make() -> EvidenceArrays:
-        raw = evidence_tensor(store, data, settings.scorer_key, settings.norm)
+        raw = evidence_tensor(store, data, settings.scorer_key)
         guard = numbers_guard(store, data) if settings.numbers_must_match else None
         n_ret, order = data.n_ret, None
         if settings.score_threshold is not None:
@@ -88,7 +88,6 @@ def evidence_arrays(store: Store, data: RunData, settings: Settings) -> Evidence
     key = (
         "diagnosis",
         settings.scorer_key,
-        settings.norm.key,
         settings.score_threshold,
         settings.numbers_must_match,
     )

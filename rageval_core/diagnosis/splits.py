@@ -56,7 +56,7 @@ def split_check(
     store: Store, data: RunData, arrays: EvidenceArrays, settings: Settings
 ) -> SplitCheck:
     """The split check of evidence_reasons for one run at settings s."""
-    key = ("split_parts", settings.scorer_key, settings.norm.key, settings.split_min_chars)
+    key = ("split_parts", settings.scorer_key, settings.split_min_chars)
     parts: _Parts = memo(data, key, _Parts)
 
     def check(q: Ints, e: Ints) -> tuple[Bools, Ints, Ints, Ints]:
@@ -152,7 +152,6 @@ def _score(
         pair_part,
         pair_chunk,
         scorer=settings.scorer_key,
-        norm=settings.norm,
         workers=1,
     ).score
     for (key, cut), score in zip(cells, scored.tolist(), strict=True):

@@ -623,7 +623,6 @@ def _coverage(part: _Partition, settings: Settings, workers: int) -> Coverage:
             pair_sp,
             pair_ch,
             scorer=settings.scorer_key,
-            norm=settings.norm,
             workers=workers,
         )
         span_first = np.searchsorted(part.span_q, part.span_q, "left")  # spans come in row order

@@ -370,7 +370,12 @@ def evaluate(
     """The report of the run at path as evaluate()'s to_json() gives it, for the metrics computed
     here (ops is null; the "engine" key says what was left out)."""
     from rageval_core.metrics.latency_cost import to_json_value
+    from rageval_core.settings.label_sources import IMPORTED, parse_labels
 
+    if parse_labels(settings.labels) != (IMPORTED,):  # grades made in rageval live in a store
+        raise UsageError(
+            "--engine spark reads the files' own qrels only: --labels needs the local engine"
+        )
     src = path if isinstance(path, Source) else source(path, fmt)
     df = persisted(read(spark, src))
     try:

@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.errors import UsageError
 from rageval_core.evaluation.evaluate import coverage, evidence_labels, id_labels, resolve_relevance
+from rageval_core.evaluation.labels import labelled_data
 from rageval_core.evaluation.report import EVIDENCE_DEFAULTS, RANKING_DEFAULTS, Relevance, Settings
 from rageval_core.metrics import evidence as ev
 from rageval_core.metrics import ranking as rk
@@ -109,7 +110,10 @@ def curves_over_threshold(
                 swept = ev.threshold_sweep(coverage(store, data, settings), ts, k=settings.k)
             out[name] = swept[spec.name]
         elif spec.name in THRESHOLD_RANKING:
-            if resolve_relevance(data, settings) != "evidence":
+            if (
+                resolve_relevance(labelled_data(store, data, settings.labels), settings)
+                != "evidence"
+            ):
                 raise UsageError(f"{name} depends on the threshold only in evidence mode")
             if tops is None:
                 cov = coverage(store, data, settings)
@@ -125,6 +129,7 @@ def curves_over_threshold(
 
 
 def _ranking_labels(store: Store, data: RunData, settings: Settings) -> RankedLabels:
+    data = labelled_data(store, data, settings.labels)  # the labels setting's qrels
     relevance = resolve_relevance(data, settings)
     if relevance is None:
         raise UsageError(f"run {data.run.name} has neither qrels nor gold evidence")

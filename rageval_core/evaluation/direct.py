@@ -8,8 +8,8 @@ every check the line reader makes. Only numpy is imported on this path (rageval_
 holds Settings and Report apart from rageval_core.evaluation.evaluate, which loads DuckDB and the store).
 The report is the one the store route gives, key for key (tests hold the two equal).
 
-Only what the arrays answer takes this route: ranking metrics in ids mode, without a score
-cut-off, a preset or a breakdown, and no sidecar naming the run. trec_report returns None for
+Only what the arrays answer takes this route: ranking metrics in ids mode on the run's own qrels
+(`--labels imported`), without a score cut-off, a preset or a breakdown, and no sidecar naming the run. trec_report returns None for
 anything else, and for files neither route vouches for (a quirk the line reader must report as
 file:line: field: problem): the caller then takes the store route, which says why.
 """
@@ -27,6 +27,7 @@ from rageval_core.evaluation.report import RANKING_DEFAULTS, Report, Settings, d
 from rageval_core.formats import trec_columns
 from rageval_core.formats.base import GZIP_ERRORS, HEAD_BYTES, SIDECAR_SUFFIX, open_bytes
 from rageval_core.metrics import registry
+from rageval_core.settings.label_sources import IMPORTED, parse_labels
 from rageval_core.metrics.arrays import (
     QuerySelection,
     RankedLabels,
@@ -49,6 +50,7 @@ def trec_report(
         return None
     if (
         settings.preset is not None
+        or parse_labels(settings.labels) != (IMPORTED,)  # grades made in rageval: the store's
         or settings.score_threshold is not None
         or settings.relevance == "evidence"
     ):

@@ -382,10 +382,8 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
     rid = data.run.run_id
     n_spans = int(data.n_spans[qidx])
     if n_spans:
-        ensure_scored(store, rid, settings.scorer_key, settings.norm)  # a no-op once kept
-    rows = reads.query_rows(
-        store, rid, qidx, settings.scorer_key, settings.norm.key, pairs=bool(n_spans)
-    )
+        ensure_scored(store, rid, settings.scorer_key)  # a no-op once kept
+    rows = reads.query_rows(store, rid, qidx, settings.scorer_key, pairs=bool(n_spans))
     q, ch, ev, qrels, pairs = rows.query, rows.chunks, rows.evidence, rows.qrels, rows.pairs
 
     depth = len(ch)

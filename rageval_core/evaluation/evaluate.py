@@ -21,6 +21,7 @@ from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.metrics import registry
 from rageval_core.model import ParsedRun
 from rageval_core.evaluation.breakdown import breakdown as breakdown
+from rageval_core.evaluation.labels import label_counts, labelled_data
 from rageval_core.evaluation.relevance import _cut_order as _cut_order
 from rageval_core.evaluation.relevance import coverage as coverage
 from rageval_core.evaluation.relevance import evidence_labels as evidence_labels
@@ -45,9 +46,11 @@ from rageval_core.rundata import (
     memo,
 )
 from rageval_core.latency.run_summary import Deferred, ops_rows
-from rageval_core.settings.schema import default_for
+from rageval_core.settings.schema import DEFAULTS, default_for
 from rageval_core.store import Store, answers
 from rageval_core.store.store import RunRef
+
+DEFAULT_LABELS = DEFAULTS["labels"]
 
 # --- inputs per family, cached on the RunData -----------------------------------------------
 
@@ -235,6 +238,8 @@ def _evaluate(
         from rageval_core.evaluation.preset_parity import evaluate_preset
 
         return evaluate_preset(store, data, metrics, settings, by)
+    # the qrels the ranking metrics read: the labels setting's (evaluation/labels.py)
+    data = labelled_data(store, data, settings.labels)
     relevance = resolve_relevance(data, settings)
     names = (
         list(metrics) if metrics else default_metrics(data, settings.k, relevance, store, settings)
@@ -274,6 +279,8 @@ def _evaluate(
         inputs["generation"] = answer_inputs(store, data)
         counts["scored_answers"] = int(inputs["generation"][1].size)
     settings_json = settings.to_json(relevance)
+    if settings_json["labels"] != DEFAULT_LABELS:  # how many labels of each source counted
+        settings_json["label_counts"] = label_counts(data)
     if "judge" in families:
         scores = judge_inputs(store, data, settings)
         inputs["judge"] = (scores, np.arange(n, dtype=np.int64))

@@ -100,7 +100,7 @@ def coverage(store: Store, data: RunData, settings: Settings) -> Coverage:
     """The evidence running maxima for (scorer, normalisation, cut), at the threshold s.threshold."""
 
     def make() -> Coverage:
-        tensor = evidence_tensor(store, data, settings.scorer_key, settings.norm)
+        tensor = evidence_tensor(store, data, settings.scorer_key)
         if settings.numbers_must_match:  # a span whose number the chunk lacks is not covered by it
             tensor = np.where(numbers_guard(store, data), tensor, np.float32(0.0))
         return prepare_coverage(
@@ -114,7 +114,6 @@ def coverage(store: Store, data: RunData, settings: Settings) -> Coverage:
     key = (
         "coverage",
         settings.scorer_key,
-        settings.norm.key,
         settings.score_threshold,
         settings.numbers_must_match,
     )
@@ -135,7 +134,6 @@ def evidence_labels(
     cov = coverage(store, data, settings)
     source = (
         settings.scorer_key,
-        settings.norm.key,
         settings.score_threshold,
         settings.numbers_must_match,
     )

@@ -19,7 +19,8 @@ from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import UsageError
 from rageval_core.metrics.arrays import check_rel_level
 from rageval_core.matching.normalise import Normalisation
-from rageval_core.matching.keys import is_semantic, scorer_key
+from rageval_core.matching.keys import ScorerKey, is_semantic
+from rageval_core.settings.label_sources import IMPORTED, parse_labels
 from rageval_core.settings.schema import BY_NAME, DEFAULTS, RULES, SETTINGS, default_for
 
 Relevance = Literal["ids", "evidence"]
@@ -76,6 +77,9 @@ class Settings:
     #: the failure diagnosis's knobs (rageval_core.diagnosis): no metric reads them
     near_miss_band: float = DEFAULTS["near_miss_band"]
     split_min_chars: int = DEFAULTS["split_min_chars"]
+    #: which relevance labels the ranking metrics read, in order of precedence
+    #: (rageval_core.evaluation.labels; "imported": the run's own qrels)
+    labels: str = DEFAULTS["labels"]
 
     def check(self) -> None:
         k_min, _ = BY_NAME["k"].bounds()
@@ -95,14 +99,16 @@ class Settings:
             raise UsageError(f"score threshold must be finite, got {self.score_threshold!r}")
         check_rel_level(self.rel_level)
         _check_diagnosis_settings(self.near_miss_band, self.split_min_chars)
-        from rageval_core.matching.scorers import get_scorer  # rapidfuzz: when settings are checked
-
-        get_scorer(self.scorer)
-        get_scorer(self.scorer_key)  # an unknown embedder name fails here, before any work
+        ScorerKey.of(self.scorer, self.embedder)  # an unknown scorer or embedder fails here
         for name in ("preset", "precision_divisor"):
             value, choices = getattr(self, name), BY_NAME[name].choices
             if value is not None and value not in choices:
                 raise UsageError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        parse_labels(self.labels)
+        if parse_labels(self.labels) != (IMPORTED,) and self.preset is not None:
+            raise UsageError(
+                "--labels applies to rageval's ranking metrics; a preset's metrics do not read it"
+            )
         if self.judged_only and self.preset is not None:  # refused, not silently ignored
             raise UsageError(
                 "--judged-only applies to rageval's ranking metrics; a preset's metrics do not "
@@ -116,9 +122,10 @@ class Settings:
             )
 
     @property
-    def scorer_key(self) -> str:
-        """The key the pair scores are kept under: "semantic:wordllama" for a semantic scorer."""
-        return scorer_key(self.scorer, self.embedder)
+    def scorer_key(self) -> ScorerKey:
+        """What the pair scores are computed with and kept under: the scorer, its embedder (a
+        scorer by meaning only) and the normalisation."""
+        return ScorerKey.of(self.scorer, self.embedder, self.norm)
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Settings:
@@ -155,6 +162,9 @@ class Settings:
             "score_threshold": self.score_threshold,
             "rel_level": self.rel_level,
             "complete": self.complete,
+            # which relevance labels the ranking metrics read (evaluation/labels.py adds how
+            # many of each source counted, "label_counts", when any but the run's own count)
+            "labels": ",".join(parse_labels(self.labels)),
             # the guard, judged_only, the preset, its rules and the judge only when set:
             # reports without them read as before
             **{

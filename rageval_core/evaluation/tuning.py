@@ -17,8 +17,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.errors import UsageError
 from rageval_core.evaluation.report import Settings
-from rageval_core.matching.scorers import Normalisation, get_scorer
-from rageval_core.matching.keys import canonical_key
+from rageval_core.matching.keys import ScorerKey
+from rageval_core.matching.normalise import Normalisation
 from rageval_core.metrics.evidence import Coverage
 from rageval_core.rundata import RunData, evidence_tensor, numbers_guard
 from rageval_core.store import Store, reads
@@ -169,7 +169,7 @@ def borderline_pairs(
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise UsageError(f"limit must be an integer >= 1, got {limit!r}")
     settings.check()
-    scores = evidence_tensor(store, data, settings.scorer_key, settings.norm)  # (n, depth, spans)
+    scores = evidence_tensor(store, data, settings.scorer_key)  # (n, depth, spans)
     if settings.numbers_must_match:  # a refused pair scores 0, as the metrics see it
         scores = np.where(numbers_guard(store, data), scores, np.float32(0.0))
     depth = scores.shape[1] if scores.ndim == 3 else 0
@@ -199,7 +199,6 @@ def borderline_pairs(
             store,
             rid,
             settings.scorer_key,
-            settings.norm.key,
             q[chosen].tolist(),
             (r[chosen] + 1).tolist(),
             e[chosen].tolist(),
@@ -256,36 +255,29 @@ def _window(text: str, start: int, end: int, context: int) -> tuple[str, str, st
 # --- labels -------------------------------------------------------------------------------
 
 
-def _norm_key(norm: Normalisation | str) -> str:
-    return norm.key if isinstance(norm, Normalisation) else Normalisation.from_key(norm).key
-
-
 def set_label(
     store: Store,
     run: RunRef,
     qidx: int,
     rank: int,
     eidx: int,
-    scorer: str,
-    norm: Normalisation | str,
+    scorer: ScorerKey | str,
+    norm: Normalisation | str | None,
     label: bool | None,
 ) -> None:
     """Store a person's verdict on one scored pair (True: match); None removes it.
 
-    Replaces any earlier label of the pair (delete + insert in one transaction).
+    Replaces any earlier label of the pair (delete + insert in one transaction). scorer: a
+    ScorerKey (norm None), or a key string read with norm (a Normalisation or its key).
     """
-    get_scorer(scorer)
-    scorer = canonical_key(scorer)
-    key = _norm_key(norm)
+    key = ScorerKey.parse(scorer, norm)
     if label is not None and not isinstance(label, (bool, np.bool_)):
         raise UsageError(f"label must be True, False or None, got {label!r}")
     record = store.run(run)
-    if not set_pair_label(
-        store, record.run_id, scorer, key, int(qidx), int(rank), int(eidx), label
-    ):
+    if not set_pair_label(store, record.run_id, key, int(qidx), int(rank), int(eidx), label):
         raise UsageError(
             f"run {record.name} has no scored pair (query {qidx}, rank {rank}, span {eidx}) "
-            f"for scorer {scorer} ({key})"
+            f"for scorer {key.stored} ({key.norm.key})"
         )
 
 
@@ -323,11 +315,14 @@ class Labels:
         }
 
 
-def labels(store: Store, run: RunRef, scorer: str, norm: Normalisation | str) -> Labels:
-    """Every label of the run for this scorer and normalisation, by query, rank and span."""
-    key = _norm_key(norm)
+def labels(
+    store: Store, run: RunRef, scorer: ScorerKey | str, norm: Normalisation | str | None = None
+) -> Labels:
+    """Every label of the run for this scorer and normalisation, by query, rank and span
+    (scorer: a ScorerKey, or a key string read with norm)."""
+    key = ScorerKey.parse(scorer, norm)
     rid = store.run(run).run_id
-    res = pair_label_rows(store, rid, canonical_key(scorer), key)
+    res = pair_label_rows(store, rid, key)
     cols = list(zip(*res, strict=True)) if res else [()] * 9
     return Labels(
         qidx=np.asarray(cols[0], dtype=np.int64),

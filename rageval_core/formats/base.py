@@ -26,7 +26,7 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.safejson import SURROGATE, UnsoundJSON, escaped_surrogate, loads
+from rageval_core.formats.safejson import (
+    SURROGATE,
+    UnsoundJSON,
+    escaped_surrogate,
+    loads,
+    members,
+)
 from rageval_core.model import RunInfo
 
 HEAD_BYTES = 64 * 1024
@@ -389,13 +395,7 @@ def non_finite_path(value: Any, path: str) -> str | None:
     """The path of the first NaN/infinite number inside a JSON value, or None."""
     if isinstance(value, float):
         return None if math.isfinite(value) else path
-    if isinstance(value, dict):
-        items: Iterable[tuple[str, Any]] = ((f"{path}.{k}", v) for k, v in value.items())
-    elif isinstance(value, list):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    for sub, item in items:
+    for sub, item in members(value, path):
         bad = non_finite_path(item, sub)
         if bad is not None:
             return bad

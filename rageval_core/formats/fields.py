@@ -7,6 +7,7 @@ hides the rest of a query.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -39,6 +40,30 @@ CHUNK_KEYS = frozenset({"doc_id", "text", "score", "metadata"})
 
 
 T = TypeVar("T")
+
+
+@dataclasses.dataclass(slots=True)
+class Judgements:
+    """qid -> {doc_id: label}, each query with the line where it is first judged (a qrels
+    file, TREC's or BEIR's)."""
+
+    file: str
+    labels: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    first_line: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: (qid, doc_id) -> the line that judged it
+    lines: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict, repr=False)
+
+    def add(self, qid: str, doc_id: str, label: float, line: int) -> int | None:
+        """Keep the label of doc_id for qid read on line; when the pair was judged before, keep
+        nothing and return the earlier line (a duplicate judgement)."""
+        first = self.lines.get((qid, doc_id))
+        if first is None:
+            self.lines[qid, doc_id] = line
+            if qid not in self.labels:
+                self.labels[qid] = {}
+                self.first_line[qid] = line
+            self.labels[qid][doc_id] = label
+        return first
 
 
 class Check:

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import display_path, merge_info, read_sidecar
+from rageval_core.formats.base import HEADER_KEY, display_path, merge_info, read_sidecar
 from rageval_core.formats.jsonarray import (
+    TRUNCATED,
     Extras,
     KeyWarner,
     describe,
@@ -163,6 +164,27 @@ def joined_queries(
             )
         )
     return queries
+
+
+def is_native_record(record: Mapping[str, Any]) -> bool:
+    """Whether a record is rageval's own (its header, or query_id beside retrieved): never
+    claimed by a joined format."""
+    return HEADER_KEY in record or ("query_id" in record and "retrieved" in record)
+
+
+def sniff_doc_lists(
+    values: Sequence[Any], is_doc: Callable[[Any], bool], primary: str, empty: str | None
+) -> str | None:
+    """The role of a file that holds lists of documents (an id -> its documents): primary when
+    the first document of the first list with one is the format's (is_doc), None when it is
+    not or when the values are not all lists, `empty` when every list is empty."""
+    values = [v for v in values if v is not TRUNCATED]
+    if not values or not all(isinstance(v, list) for v in values):
+        return None
+    for docs in values:
+        if docs:
+            return primary if is_doc(docs[0]) else None
+    return empty
 
 
 def shorten(text: str, limit: int = 60) -> str:

@@ -40,6 +40,7 @@ from rageval_core.errors import ProblemLog
 from rageval_core.formats.base import display_path, finite_number, merge_info, read_sidecar
 from rageval_core.formats.jsonarray import (
     KeyWarner,
+    all_finite,
     describe,
     first_record,
     id_text,
@@ -473,17 +474,7 @@ def _metadata(value: Any) -> dict[str, Any]:
             return {}
     if not isinstance(value, Mapping):
         return {}
-    return {str(k): v for k, v in value.items() if _finite(v)}
-
-
-def _finite(value: Any) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, Mapping):
-        return all(_finite(v) for v in value.values())
-    if isinstance(value, list):
-        return all(_finite(v) for v in value)
-    return True
+    return {str(k): v for k, v in value.items() if all_finite(v)}
 
 
 def _query_id(trace: _Trace) -> str | None:

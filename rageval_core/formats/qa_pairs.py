@@ -15,8 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import HEADER_KEY, MAX_MEASURE, finite_number, too_large
-from rageval_core.formats.joined import EntryReader, Gold, Hit, read_joined, shorten
+from rageval_core.formats.base import MAX_MEASURE, finite_number, too_large
+from rageval_core.formats.joined import (
+    EntryReader,
+    Gold,
+    Hit,
+    is_native_record,
+    read_joined,
+    shorten,
+    sniff_doc_lists,
+)
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
     TRUNCATED,
@@ -62,17 +70,13 @@ def sniff(path: Path, head: bytes) -> str | None:
     role = _sniff_record(top)
     if role is not None:
         return role
-    values = [v for v in top.values() if v is not TRUNCATED]
-    if values and all(isinstance(v, list) for v in values):  # qa_pair_id -> documents
-        for docs in values:
-            if docs:
-                return PRIMARY if _is_qa_doc(docs[0]) else None
-    return None
+    # qa_pair_id -> documents
+    return sniff_doc_lists(list(top.values()), _is_qa_doc, PRIMARY, empty=None)
 
 
 def _sniff_record(record: Mapping[str, Any]) -> str | None:
-    if HEADER_KEY in record or ("query_id" in record and "retrieved" in record):
-        return None  # native
+    if is_native_record(record):
+        return None
     if "query" in record or "retrieved_docs" in record or "user_input" in record:
         return None  # tatrag / ragas
     if "qa_pair_id" not in record and "question" not in record:

@@ -129,22 +129,26 @@ def _unsound(value: Any, path: str = "") -> tuple[str, str, re.Pattern[str]] | N
             ),
             _LONG_DIGITS,
         )
-    items: Iterable[tuple[str, Any]]
     if isinstance(value, dict):
         for key in value:
             bad_key = key_problem(key, path)
             if bad_key is not None:
                 return bad_key
-        items = ((f"{path}.{k}" if path else k, v) for k, v in value.items())
-    elif isinstance(value, list):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    for sub, item in items:
+    for sub, item in members(value, path):
         found = _unsound(item, sub)
         if found is not None:
             return found
     return None
+
+
+def members(value: Any, path: str) -> Iterable[tuple[str, Any]]:
+    """(path, value) of each member of a JSON object or array, its path below path ("a.b",
+    "a[0]"; a key alone when path is ""); none for any other value."""
+    if isinstance(value, dict):
+        return ((f"{path}.{k}" if path else k, v) for k, v in value.items())
+    if isinstance(value, list):
+        return ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    return ()
 
 
 class _Decoder(json.JSONDecoder):

@@ -21,6 +21,7 @@ from rageval_core.formats.base import (
     open_input,
     unreadable,
 )
+from rageval_core.formats.fields import Judgements as Judgements
 from rageval_core.formats.jsonarray import Truncated, describe, iter_object, read_text
 from rageval_core.model import Chunk, Query
 
@@ -35,15 +36,6 @@ class Scores:
 
     file: str
     docs: dict[str, dict[str, float]] = field(default_factory=dict)
-    first_line: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class Judgements:
-    """qid -> {doc_id: label}, each query with the line where it is first judged."""
-
-    file: str
-    labels: dict[str, dict[str, float]] = field(default_factory=dict)
     first_line: dict[str, int] = field(default_factory=dict)
 
 
@@ -158,7 +150,6 @@ def is_beir_qrels_header(line: str) -> bool:
 def _read_beir_qrels(path: Path, file: str, log: ProblemLog) -> Judgements | None:
     """BEIR's qrels/<split>.tsv: a header, then query-id, corpus-id, score (tab separated)."""
     out = Judgements(file)
-    seen: dict[tuple[str, str], int] = {}
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
             rows = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
@@ -187,7 +178,7 @@ def _read_beir_qrels(path: Path, file: str, log: ProblemLog) -> Judgements | Non
                     field_name = "query-id" if not qid else "corpus-id"
                     log.error(file, number, field_name, "expected a non-empty id")
                     continue
-                first = seen.get((qid, doc_id))
+                first = out.add(qid, doc_id, rel, number)
                 if first is not None:
                     log.error(
                         file,
@@ -195,12 +186,6 @@ def _read_beir_qrels(path: Path, file: str, log: ProblemLog) -> Judgements | Non
                         "corpus-id",
                         f"duplicate judgement of {doc_id!r} for query {qid!r} (first on line {first})",
                     )
-                    continue
-                seen[(qid, doc_id)] = number
-                if qid not in out.labels:
-                    out.labels[qid] = {}
-                    out.first_line[qid] = number
-                out.labels[qid][doc_id] = rel
     except (OSError, UnicodeDecodeError) as e:
         from rageval_core.formats.base import unreadable
 
@@ -209,7 +194,7 @@ def _read_beir_qrels(path: Path, file: str, log: ProblemLog) -> Judgements | Non
     except csv.Error as e:
         log.error(file, 0, "csv", str(e))
         return None
-    if not seen and not log.errors:
+    if not out.lines and not log.errors:
         log.error(file, 0, "qrels", "no judgement lines")
     return out
 

@@ -19,10 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from rageval_core.errors import ProblemLog
-from rageval_core.formats.base import (
-    HEADER_KEY,
+from rageval_core.formats.joined import (
+    EntryReader,
+    Gold,
+    Hit,
+    is_native_record,
+    read_joined,
+    shorten,
+    sniff_doc_lists,
 )
-from rageval_core.formats.joined import EntryReader, Gold, Hit, read_joined, shorten
 from rageval_core.formats.jsonarray import (
     EXTRA_KEYS,
     TRUNCATED,
@@ -71,12 +76,7 @@ def sniff(path: Path, head: bytes) -> str | None:
             return None
         if isinstance(items[0], Mapping):
             return _sniff_record(items[0])
-        if all(isinstance(x, list) for x in items):
-            for docs in items:
-                if docs:
-                    return PRIMARY if _is_tatrag_doc(docs[0]) else None
-            return PRIMARY
-        return None
+        return sniff_doc_lists(items, _is_tatrag_doc, PRIMARY, empty=PRIMARY)
     if isinstance(top, Mapping):
         role = _sniff_record(top)
         if role is not None:
@@ -84,17 +84,13 @@ def sniff(path: Path, head: bytes) -> str | None:
         details = top.get("details")
         if isinstance(details, list) and details and isinstance(details[0], Mapping):
             return PRIMARY if _is_entry(details[0]) else None
-        values = [v for v in top.values() if v is not TRUNCATED]
-        if values and all(isinstance(v, list) for v in values):
-            for docs in values:
-                if docs:
-                    return PRIMARY if _is_tatrag_doc(docs[0]) else None
+        return sniff_doc_lists(list(top.values()), _is_tatrag_doc, PRIMARY, empty=None)
     return None
 
 
 def _sniff_record(record: Mapping[str, Any]) -> str | None:
-    if HEADER_KEY in record or ("query_id" in record and "retrieved" in record):
-        return None  # native
+    if is_native_record(record):
+        return None
     if "query" in record and "gold" in record:
         return COMPANION
     return PRIMARY if _is_entry(record) else None

@@ -51,7 +51,7 @@ from rageval_core.formats.trec_columns import (  # noqa: F401 (FORMAT ... sniff:
     ranks_within,
     sniff,
 )
-from rageval_core.formats.fields import label_problem
+from rageval_core.formats.fields import Judgements, label_problem
 from rageval_core.metrics.arrays import (
     QuerySelection,
     RankedLabels,
@@ -526,14 +526,7 @@ class _Run:
     tag: str | None = None
 
 
-@dataclass(slots=True)
-class _Qrels:
-    file: str
-    labels: dict[str, dict[str, float]] = field(default_factory=dict)
-    first_line: dict[str, int] = field(default_factory=dict)
-
-
-def _queries(run: _Run, qrels: _Qrels | None, missing: list[str]) -> Iterator[Query]:
+def _queries(run: _Run, qrels: Judgements | None, missing: list[str]) -> Iterator[Query]:
     judged = qrels.labels if qrels is not None else {}
     for qid, docs in run.docs.items():
         # trec_eval's order: score descending, ties by docno descending
@@ -628,9 +621,8 @@ def _read_run(path: Path, log: ProblemLog) -> _Run:
     return run
 
 
-def _read_qrels(path: Path, log: ProblemLog) -> _Qrels:
-    qrels = _Qrels(display_path(path))
-    lines: dict[tuple[str, str], int] = {}
+def _read_qrels(path: Path, log: ProblemLog) -> Judgements:
+    qrels = Judgements(display_path(path))
     for number, tokens in _lines(path, qrels.file, log):
         if len(tokens) != 4:
             log.error(
@@ -653,7 +645,7 @@ def _read_qrels(path: Path, log: ProblemLog) -> _Qrels:
         if problem is not None:
             log.error(qrels.file, number, "rel", problem)
             continue
-        first = lines.get((qid, docno))
+        first = qrels.add(qid, docno, label, number)
         if first is not None:
             log.error(
                 qrels.file,
@@ -662,12 +654,6 @@ def _read_qrels(path: Path, log: ProblemLog) -> _Qrels:
                 f"duplicate judgement of {docno!r} for query {qid!r} (first on line "
                 f"{first}); trec_eval rejects such qrels",
             )
-            continue
-        lines[(qid, docno)] = number
-        if qid not in qrels.labels:
-            qrels.labels[qid] = {}
-            qrels.first_line[qid] = number
-        qrels.labels[qid][docno] = label
-    if not lines and not log.errors:
+    if not qrels.lines and not log.errors:
         log.error(qrels.file, 0, "qrels", f"no judgement lines ({QRELS_COLUMNS})")
     return qrels

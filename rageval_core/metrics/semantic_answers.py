@@ -18,7 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from rageval_core.matching.embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
+from rageval_core.matching.embedders import DEFAULT_EMBEDDER, Embedder
+from rageval_core.matching.keys import get_embedder
 from rageval_core.errors import UsageError
 
 NAN = math.nan

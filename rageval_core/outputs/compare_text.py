@@ -32,7 +32,15 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
         f"{', '.join(c.candidates)}",
         *_pair_lines(c),
         f"settings: relevance={s['relevance'] or 'none'} k={s['k']} threshold={s['threshold']} "
-        f"scorer={s['scorer']}" + (f" embedder={s['embedder']}" if s.get("embedder") else ""),
+        f"scorer={s['scorer']}"
+        + (f" embedder={s['embedder']}" if s.get("embedder") else "")
+        + (f" labels={s['labels']}" if s.get("labels") else ""),
+        *(
+            f"labels counted in {r['name']}: "
+            + ", ".join(f"{source} {n}" for source, n in r["label_counts"].items())
+            for r in c.runs
+            if r.get("label_counts")
+        ),
         f"tests: paired on queries scored in both runs; {o.n_permutations} sign-flip "
         f"permutations, {o.n_bootstrap} bootstrap resamples, seed {o.seed}; Holm over "
         f"{len(c.tests)} tests; * = p(Holm) < {o.alpha:g}",

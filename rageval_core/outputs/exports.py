@@ -166,3 +166,17 @@ def export_mlflow(
     except MlflowException as e:
         raise UsageError(f"MLflow refused the export: {e.message}") from e
     return str(exp_id), str(run_id)
+
+
+def write_trec_qrels(rows: list[tuple[str, str, float]], path: Path) -> int:
+    """rows (query_id, doc_id, grade) as TREC qrels (`qid 0 docno rel`, an integral grade as an
+    integer); an id with whitespace cannot be one field of a line: UsageError before writing."""
+    for q, d, _ in rows:
+        for what, value in (("query id", q), ("document id", d)):
+            if not value or any(c.isspace() for c in value):
+                raise UsageError(f"{what} {value!r} holds whitespace: TREC qrels cannot carry it")
+    with path.open("w", encoding="utf-8", newline="\n") as fh:
+        for q, d, grade in rows:
+            shown = str(int(grade)) if float(grade).is_integer() else repr(float(grade))
+            fh.write(f"{q} 0 {d} {shown}\n")
+    return len(rows)

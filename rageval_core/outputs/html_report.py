@@ -28,6 +28,7 @@ import numpy as np
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import RagevalError, UsageError
 from rageval_core.evaluation.evaluate import evaluate, resolve_relevance
+from rageval_core.evaluation.labels import labelled_data
 from rageval_core.evaluation.report import Report, Settings
 from rageval_core.metrics.registry import higher_is_better
 from rageval_core.rundata import LoadedRun, RunData
@@ -140,7 +141,7 @@ def _curves_section(
     by_t: dict[str, list[tuple[str, list[float]]]] = {}
     depth = max((data.depth for _, data in loaded), default=0)
     for (store, data), report in zip(loaded, reports, strict=True):
-        relevance = resolve_relevance(data, settings)
+        relevance = resolve_relevance(labelled_data(store, data, settings.labels), settings)
         names = curve_names(data, relevance)
         if names and data.depth:
             curves = curves_over_k(store, data, settings, names)
@@ -342,10 +343,15 @@ def report_html(
             f'<td class="text">{escape(run.created_at or "-")}</td>'
             f'<td class="text">{escape(run.description or "")}</td></tr>'
         )
+    shown = {k: v for k, v in reports[0].settings.items() if k != "relevance"}
+    if "label_counts" in shown:  # each run's own: how many labels of each source counted
+        shown["label_counts"] = "; ".join(
+            f"{r.run}: " + ", ".join(f"{s} {n}" for s, n in r.settings["label_counts"].items())
+            for r in reports
+        )
     settings_rows = [
         f'<tr><td class="text">{escape(str(k))}</td><td class="text">{escape(str(v))}</td></tr>'
-        for k, v in reports[0].settings.items()
-        if k != "relevance"
+        for k, v in shown.items()
     ]
     body = [
         f"<h1>{escape(title or 'rageval report')}</h1>",

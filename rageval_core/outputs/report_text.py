@@ -35,6 +35,16 @@ def metric_kind(name: str) -> str:
         return "preset"
 
 
+def labels_shown(settings: dict[str, Any]) -> str:
+    """ " labels=people,imported (people 3, imported 120)": which labels the ranking metrics read
+    and how many of each source counted (the counts only when any but the run's own count)."""
+    if not settings.get("labels"):
+        return ""
+    counts = settings.get("label_counts") or {}
+    counted = ", ".join(f"{source} {n}" for source, n in counts.items())
+    return f" labels={settings['labels']}" + (f" ({counted})" if counted else "")
+
+
 def format_report(report: Any, per_query: bool = False) -> str:
     """The human-readable report: settings, counts, metrics, ops, breakdown."""
     s = report.settings
@@ -47,6 +57,7 @@ def format_report(report: Any, per_query: bool = False) -> str:
         + f" norm={s['normalisation']}"
         + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else "")
         + (f" preset={s['preset']}" if s.get("preset") else "")
+        + labels_shown(s)
         + (
             f" judge={s['judge']['name']} (#{s['judge']['judge_id']}, {s['judge']['model']})"
             if isinstance(s.get("judge"), dict)

@@ -31,6 +31,26 @@ SEMANTIC_THRESHOLD = 0.45
 #: the seed-parity presets of rageval_core.settings.presets.PRESETS (tests hold the two equal)
 PRESET_NAMES = ("tat-rag", "eggai")
 PRECISION_DIVISORS = ("k", "retrieved")
+#: the sources of relevance labels the `labels` setting combines (rageval_core.evaluation.labels):
+#: the run's own qrels, the adjudicated grades, the people's grades, every LLM label set; one LLM
+#: set is "llm:MODEL"
+LABEL_SOURCES = ("imported", "adjudicated", "people", "llm")
+#: the combinations the sidebar offers (any other comes through the URL or the CLI)
+LABEL_CHOICES = (
+    "imported",
+    "people",
+    "imported,people",
+    "people,imported",
+    "adjudicated,people",
+    "adjudicated,people,imported",
+    "imported,adjudicated,people",
+    "llm",
+    "imported,llm",
+    "people,llm",
+    "adjudicated,people,llm",
+    "imported,adjudicated,people,llm",
+    "adjudicated,people,imported,llm",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +87,8 @@ class Setting:
     #: (scorer, default) pairs: the default when that scorer is chosen and the setting is not
     #: given (the threshold: a cosine is not on a fuzzy score's scale); see default_for
     default_by_scorer: tuple[tuple[str, Any], ...] = ()
+    #: the docs table's "values" when the choices are only what the sidebar offers (labels)
+    values_doc: str | None = None
 
     def bounds(self) -> tuple[float, float]:
         """(minimum, maximum), infinite where the setting has none."""
@@ -83,7 +105,7 @@ class Setting:
     def flag_help(self) -> str:
         """--help's text: the help, the choices argparse does not list, and the default."""
         text = self.help
-        if self.choices and not self.choices_in_flag:
+        if self.choices and not self.choices_in_flag and not self.values_doc:
             text += ": " + ", ".join(self.choices)
         if self.off_flag:
             return f"{text} (default on; {self.off_flag} turns it off)"
@@ -358,6 +380,25 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
         step=1,
     ),
+    # which relevance labels the ranking metrics read (issue 31; rageval_core.evaluation.labels);
+    # last, so the dashboard's cache keys keep the shape they had before it
+    Setting(
+        "labels",
+        str,
+        "imported",
+        "which relevance labels the ranking metrics read, in order of precedence: a "
+        "comma-separated, duplicate-free list of imported (the run's qrels), adjudicated, "
+        "people (the grade most annotators gave, ties to the lower), llm (every LLM label set) "
+        "or llm:MODEL (one); for each (query, document) the first source with a label wins",
+        "--labels",
+        "Labels",
+        url_key="labels",
+        choices=LABEL_CHOICES,
+        choices_in_flag=False,
+        metavar="SOURCES",
+        values_doc="a comma-separated list of `imported`, `adjudicated`, `people`, `llm`, "
+        "`llm:MODEL` (each once)",
+    ),
 )
 
 #: the settings that are rules of the preset metrics (not read by rageval's own metrics)
@@ -398,6 +439,8 @@ def _shown(value: Any) -> str:
 
 
 def _range(s: Setting) -> str:
+    if s.values_doc:
+        return s.values_doc
     if s.choices:
         return ", ".join(f"`{c}`" for c in s.choices)
     if s.type is bool:

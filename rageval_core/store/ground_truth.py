@@ -213,3 +213,69 @@ def added_spans(store: Store, query_ids: Iterable[str] | None = None) -> list[Ad
         AddedSpan(str(q), str(t), None if d is None else str(d), str(a), str(w))
         for q, t, d, a, w in rows
     ]
+
+
+def run_label_rows(
+    store: Store, run_id: int, qidxs: Iterable[int]
+) -> tuple[list[tuple[int, str, float]], list[tuple[int, int, str]]]:
+    """The imported qrels (qidx, doc_id, rel) and the retrieved documents (qidx, rank, doc_id)
+    of run_id's queries qidxs, by query and rank: what the labels setting merges grades into."""
+    wanted = list(qidxs)
+    if not wanted:
+        return [], []
+    with store._cursor() as cur:
+        qrels = cur.execute(
+            "SELECT qidx, doc_id, rel FROM qrels WHERE run_id = ? AND list_contains(?, qidx) "
+            "ORDER BY qidx, pos",
+            [run_id, wanted],
+        ).fetchall()
+        chunks = cur.execute(
+            "SELECT qidx, rank, doc_id FROM chunks WHERE run_id = ? AND list_contains(?, qidx) "
+            "ORDER BY qidx, rank",
+            [run_id, wanted],
+        ).fetchall()
+    return (
+        [(int(q), str(d), float(r)) for q, d, r in qrels],
+        [(int(q), int(r), str(d)) for q, r, d in chunks],
+    )
+
+
+def copy_grades(store: Store, rows: Iterable[GradeRow]) -> int:
+    """Keep rows as they are (source, annotator, time) in store, replacing each annotator's
+    grade of the same (query, document, source): another store's grades brought into a scratch
+    store, whose file a run is evaluated from. One transaction; returns how many."""
+    kept = list(rows)
+    with store._cursor() as cur:
+        cur.begin()
+        try:
+            for r in kept:
+                cur.execute(
+                    "DELETE FROM relevance_labels WHERE query_id = ? AND doc_id = ? "
+                    "AND source = ? AND annotator = ?",
+                    [r.query_id, r.doc_id, r.source, r.annotator],
+                )
+                cur.execute(
+                    "INSERT INTO relevance_labels (query_id, doc_id, source, annotator, "
+                    "grade, labelled_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    [r.query_id, r.doc_id, r.source, r.annotator, r.grade, r.labelled_at],
+                )
+            cur.commit()
+        except BaseException:
+            rollback_quietly(cur)
+            raise
+    return len(kept)
+
+
+def run_qrels(store: Store, run_id: int) -> tuple[list[str], list[tuple[str, str, float]]]:
+    """run_id's query ids (file order) and its imported qrels (query_id, doc_id, rel), by query
+    and file order: what `export --to qrels` resolves the labels over."""
+    with store._cursor() as cur:
+        ids = cur.execute(
+            "SELECT query_id FROM queries WHERE run_id = ? ORDER BY qidx", [run_id]
+        ).fetchall()
+        rows = cur.execute(
+            "SELECT q.query_id, r.doc_id, r.rel FROM qrels r JOIN queries q "
+            "ON q.run_id = r.run_id AND q.qidx = r.qidx WHERE r.run_id = ? ORDER BY r.qidx, r.pos",
+            [run_id],
+        ).fetchall()
+    return [str(q) for (q,) in ids], [(str(q), str(d), float(r)) for q, d, r in rows]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from rageval_core.matching.keys import ScorerKey
 from rageval_core.store.schema import rollback_quietly
 from rageval_core.store.store import Store
 
@@ -12,8 +13,7 @@ from rageval_core.store.store import Store
 def set_pair_label(
     store: Store,
     run_id: int,
-    scorer: str,
-    norm: str,
+    key: ScorerKey,
     qidx: int,
     rank: int,
     eidx: int,
@@ -24,7 +24,7 @@ def set_pair_label(
     False, and nothing changed, when the run keeps no score for that pair. Delete + insert in
     one transaction: a pair never ends up with two labels, or none after a failed replace.
     """
-    pair = [run_id, scorer, norm, qidx, rank, eidx]
+    pair = [run_id, key.stored, key.norm.key, qidx, rank, eidx]
     with store._cursor() as cur:
         found = cur.execute(
             "SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ? AND norm = ? "
@@ -53,8 +53,8 @@ def set_pair_label(
     return True
 
 
-def pair_label_rows(store: Store, run_id: int, scorer: str, norm: str) -> list[tuple[Any, ...]]:
-    """Every label of the run for (scorer, norm), by query, rank and span.
+def pair_label_rows(store: Store, run_id: int, key: ScorerKey) -> list[tuple[Any, ...]]:
+    """Every label of the run for the key (scorer and normalisation), by query, rank and span.
 
     Rows are (qidx, rank, eidx, label, score, query_id, doc_id, evidence text, labelled_at).
     """
@@ -70,5 +70,5 @@ def pair_label_rows(store: Store, run_id: int, scorer: str, norm: str) -> list[t
                JOIN evidence e ON e.run_id = l.run_id AND e.qidx = l.qidx AND e.eidx = l.eidx
                WHERE l.run_id = ? AND l.scorer = ? AND l.norm = ?
                ORDER BY l.qidx, l.rank, l.eidx""",
-            [run_id, scorer, norm],
+            [run_id, key.stored, key.norm.key],
         ).fetchall()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from rageval_core.matching.keys import ScorerKey
 from rageval_core.store.store import Store
 
 Row = tuple[Any, ...]
@@ -166,10 +167,8 @@ class QueryRows:
     pairs: list[Row]  # rank, eidx, score, span_start, span_end; [] unless asked for
 
 
-def query_rows(
-    store: Store, run_id: int, qidx: int, scorer: str, norm: str, pairs: bool
-) -> QueryRows:
-    """One query's rows; pairs: its kept pair scores for (scorer, norm) too (they must be kept)."""
+def query_rows(store: Store, run_id: int, qidx: int, key: ScorerKey, pairs: bool) -> QueryRows:
+    """One query's rows; pairs: its kept pair scores for the key too (they must be kept)."""
     with store._cursor() as cur:
         q = cur.execute(
             "SELECT query_id, query, answer, reference_answer, in_run, has_qrels FROM queries "
@@ -192,7 +191,7 @@ def query_rows(
             cur.execute(
                 "SELECT rank, eidx, score, span_start, span_end FROM pair_scores "
                 "WHERE run_id = ? AND scorer = ? AND norm = ? AND qidx = ?",
-                [run_id, scorer, norm, qidx],
+                [run_id, key.stored, key.norm.key, qidx],
             ).fetchall()
             if pairs
             else []
@@ -226,8 +225,7 @@ ORDER BY n.i
 def pair_texts(
     store: Store,
     run_id: int,
-    scorer: str,
-    norm: str,
+    key: ScorerKey,
     qidx: list[int],
     rank: list[int],
     eidx: list[int],
@@ -235,7 +233,7 @@ def pair_texts(
     """The texts of the pairs (qidx[i], rank[i], eidx[i]) (1-based ranks), in the order asked.
 
     Rows are (i, query_id, query, doc_id, evidence text, chunk text, span_start, span_end); a
-    pair without a kept score row for (scorer, norm) (a chunk without text) is left out.
+    pair without a kept score row for the key (a chunk without text) is left out.
     """
     with store._cursor() as cur:
         return cur.execute(
@@ -250,8 +248,8 @@ def pair_texts(
                 run_id,
                 qidx,
                 run_id,
-                scorer,
-                norm,
+                key.stored,
+                key.norm.key,
                 run_id,
             ],
         ).fetchall()

@@ -22,11 +22,10 @@ from rageval_core.matching.scorers import (
     Normalisation,
     PairScorer,
     PairScores,
-    get_scorer,
     open_pair_scorer,
 )
 from rageval_core.errors import RagevalError
-from rageval_core.matching.keys import canonical_key
+from rageval_core.matching.keys import ScorerKey
 import rageval_core.store.journal as journal
 from rageval_core.store.embeddings import StoreVectors
 from rageval_core.store.schema import first_row, rollback_quietly
@@ -70,15 +69,18 @@ class ScoringCancelled(RagevalError):
     """ensure_scored stopped by its cancel event: nothing of that scoring is kept."""
 
 
-def is_scored(store: Store, ref: RunRef, scorer: str, norm: Normalisation) -> bool:
-    """Whether the run's pair scores for (scorer, normalisation) are kept in the store."""
+def is_scored(
+    store: Store, ref: RunRef, scorer: ScorerKey | str, norm: Normalisation | None = None
+) -> bool:
+    """Whether the run's pair scores for the key (or scorer and normalisation) are kept."""
+    key = ScorerKey.parse(scorer, norm)
     run = store.run(ref)
     with store._cursor() as cur:
         return (
             first_row(
                 cur.execute(
                     "SELECT 1 FROM scorings WHERE run_id = ? AND scorer = ? AND norm = ?",
-                    [run.run_id, canonical_key(scorer), norm.key],
+                    [run.run_id, key.stored, key.norm.key],
                 ).fetchall()
             )
             is not None
@@ -88,8 +90,8 @@ def is_scored(store: Store, ref: RunRef, scorer: str, norm: Normalisation) -> bo
 def ensure_scored(
     store: Store,
     ref: RunRef,
-    scorer: str = "partial",
-    norm: Normalisation = Normalisation(),
+    scorer: ScorerKey | str = "partial",
+    norm: Normalisation | None = None,
     workers: int = 0,
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
@@ -102,25 +104,26 @@ def ensure_scored(
     pool scores one, the next is read and the previous one's scores are inserted.
     cancel: checked between blocks; once set, the scoring stops with ScoringCancelled and its
     transaction is rolled back (scorings of other settings are untouched).
+    scorer: a ScorerKey, or a key string read with norm (None: the default normalisation).
     """
-    get_scorer(scorer)  # unknown names fail before any work
-    scorer = canonical_key(scorer)
+    key = ScorerKey.parse(scorer, norm)  # unknown names fail before any work
+    scorer, norm_key = key.stored, key.norm.key
     run = store.run(ref)
     with _SCORING_LOCK, store._cursor() as cur:
         row = first_row(
             cur.execute(
                 "SELECT n_pairs, seconds FROM scorings WHERE run_id = ? AND scorer = ? AND norm = ?",
-                [run.run_id, scorer, norm.key],
+                [run.run_id, scorer, norm_key],
             ).fetchall()
         )
         if row is not None:
-            return Scoring(run.run_id, scorer, norm.key, int(row[0]), float(row[1]), cached=True)
+            return Scoring(run.run_id, scorer, norm_key, int(row[0]), float(row[1]), cached=True)
         started = time.perf_counter()
         n_pairs = 0
-        entry = journal.begin(store, "scoring", f"run {run.name!r} ({scorer}, {norm.key})")
+        entry = journal.begin(store, "scoring", f"run {run.name!r} ({scorer}, {norm_key})")
         cur.begin()
         try:
-            pair_scorer = open_pair_scorer(scorer, norm, workers, cache=StoreVectors(cur))
+            pair_scorer = open_pair_scorer(key, workers, cache=StoreVectors(cur))
             with _capped_cache(cur), pair_scorer as pairs:
                 waiting: _Block | None = None
                 for lo in range(0, max(run.n_queries, 1), BLOCK_QUERIES):
@@ -128,12 +131,12 @@ def ensure_scored(
                         raise ScoringCancelled(f"scoring of run {run.name!r} cancelled")
                     block = _start_block(cur, pairs, run.run_id, lo, lo + BLOCK_QUERIES)
                     if waiting is not None:
-                        n_pairs += _store_block(cur, waiting, run.run_id, scorer, norm)
+                        n_pairs += _store_block(cur, waiting, run.run_id, key)
                         if progress is not None:
                             progress(min(waiting.hi, run.n_queries), run.n_queries)
                     waiting = block
                 if waiting is not None:
-                    n_pairs += _store_block(cur, waiting, run.run_id, scorer, norm)
+                    n_pairs += _store_block(cur, waiting, run.run_id, key)
                     if progress is not None:
                         progress(min(waiting.hi, run.n_queries), run.n_queries)
             seconds = time.perf_counter() - started
@@ -142,7 +145,7 @@ def ensure_scored(
                 [
                     run.run_id,
                     scorer,
-                    norm.key,
+                    norm_key,
                     n_pairs,
                     seconds,
                     datetime.now(UTC).isoformat(timespec="seconds"),
@@ -154,7 +157,7 @@ def ensure_scored(
             rollback_quietly(cur)
             journal.finish(store, entry, journal.FAILED, type(e).__name__)
             raise
-    return Scoring(run.run_id, scorer, norm.key, n_pairs, seconds, cached=False)
+    return Scoring(run.run_id, scorer, norm_key, n_pairs, seconds, cached=False)
 
 
 @contextmanager
@@ -253,7 +256,7 @@ def _nothing() -> PairScores:
     return PairScores(np.zeros(0, dtype=np.float32), empty, empty)
 
 
-def _store_block(cur, block: _Block, run_id: int, scorer: str, norm: Normalisation) -> int:  # type: ignore[no-untyped-def]
+def _store_block(cur, block: _Block, run_id: int, key: ScorerKey) -> int:  # type: ignore[no-untyped-def]
     """Wait for a block's scores and insert them; the number of pairs."""
     n = int(block.qidx.size)
     if n == 0:
@@ -276,23 +279,26 @@ def _store_block(cur, block: _Block, run_id: int, scorer: str, norm: Normalisati
         "INSERT INTO pair_scores (run_id, scorer, norm, qidx, rank, eidx, score, span_start, "
         "span_end) SELECT ?, ?, ?, qidx, rank, eidx, score, span_start, span_end "
         "FROM rageval_scores",
-        [run_id, scorer, norm.key],
+        [run_id, key.stored, key.norm.key],
     )
     return n
 
 
 def load_pair_rows(
-    store: Store, ref: RunRef, scorer: str = "partial", norm: Normalisation = Normalisation()
+    store: Store,
+    ref: RunRef,
+    scorer: ScorerKey | str = "partial",
+    norm: Normalisation | None = None,
 ) -> PairRows:
     """The kept scores (scoring them first when they are not kept yet)."""
     run = store.run(ref)
-    scorer = canonical_key(scorer)
-    ensure_scored(store, run.run_id, scorer, norm)
+    key = ScorerKey.parse(scorer, norm)
+    ensure_scored(store, run.run_id, key)
     with store._cursor() as cur:
         res = cur.execute(
             "SELECT qidx, rank, eidx, score, span_start, span_end FROM pair_scores "
             "WHERE run_id = ? AND scorer = ? AND norm = ? ORDER BY qidx, rank, eidx",
-            [run.run_id, scorer, norm.key],
+            [run.run_id, key.stored, key.norm.key],
         ).fetchnumpy()
     return PairRows(
         qidx=np.asarray(res["qidx"], dtype=np.int64),
@@ -304,23 +310,24 @@ def load_pair_rows(
     )
 
 
-def pair_score_table(store: Store, run_id: int, scorer: str, norm: str) -> pa.Table:
+def pair_score_table(store: Store, run_id: int, key: ScorerKey) -> pa.Table:
     """The kept scores as Arrow: qidx, rank, eidx, score only, in storage order (no sort)."""
     with store._cursor() as cur:
         return cur.sql(  # type: ignore[union-attr]
             "SELECT qidx, rank, eidx, score FROM pair_scores "
             "WHERE run_id = ? AND scorer = ? AND norm = ?",
-            params=[run_id, scorer, norm],
+            params=[run_id, key.stored, key.norm.key],
         ).to_arrow_table()
 
 
-def kept_pair_count(store: Store, ref: RunRef, scorer: str) -> int:
+def kept_pair_count(store: Store, ref: RunRef, scorer: ScorerKey | str) -> int:
     """How many pair scores the run keeps for scorer, every normalisation together."""
     run_id = store.run(ref).run_id
+    stored = ScorerKey.parse(scorer).stored
     with store._cursor() as cur:
         row = first_row(
             cur.execute(
-                "SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ?", [run_id, scorer]
+                "SELECT count(*) FROM pair_scores WHERE run_id = ? AND scorer = ?", [run_id, stored]
             ).fetchall()
         )
     return int(row[0]) if row else 0

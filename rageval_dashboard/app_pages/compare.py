@@ -15,6 +15,7 @@ from rageval_dashboard.components.figures import diagnosis as fd
 from rageval_dashboard.components.figures import trends as ft
 from rageval_dashboard.widgets.downloads import csv_download, table_with_csv
 from rageval_dashboard.components.highlight import text_block
+from rageval_dashboard.components import tables
 from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.widgets.view_export import view_downloads
 from rageval_dashboard.widgets.choices import at_k, keep_choice, linked_item, mirror_item
@@ -130,7 +131,8 @@ def show_comparison(c: Comparison, pending: bool) -> None:
         st.markdown(fc.summary_html(c), unsafe_allow_html=True)
     st.caption(
         f"Settings from the sidebar: k = {s['k']}, relevance = {s['relevance'] or 'none'}, "
-        f"fuzzy threshold = {s['threshold']}, scorer = {s['scorer']}. Significant = "
+        f"fuzzy threshold = {s['threshold']}, scorer = {s['scorer']}"
+        f"{tables.labels_text(s)}. Significant = "
         f"randomisation-test p < {c.options.alpha:g} after Holm's correction over all "
         f"{len(c.tests)} (candidate, metric) tests."
     )

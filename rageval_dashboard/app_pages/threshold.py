@@ -71,7 +71,7 @@ guard = (
     else ""
 )
 st.caption(
-    f"Top {settings.k}, scorer `{settings.scorer_key}`. The shaded band is ±{DELTA:.2f} around "
+    f"Top {settings.k}, scorer `{settings.scorer_key.stored}`. The shaded band is ±{DELTA:.2f} around "
     "the threshold: a tall band means many spans hang on the exact value chosen." + guard
 )
 
@@ -225,6 +225,6 @@ else:
     table = ft.labels_frame(labels)
     text_table(table, "threshold.labels", f"{file_stem}_labels.csv")
 st.caption(
-    f"Labels are kept in the store per run, scorer and normalisation (here `{settings.scorer_key}`, "
+    f"Labels are kept in the store per run, scorer and normalisation (here `{settings.scorer_key.stored}`, "
     f"`{settings.norm.key}`) and are deleted with the run."
 )

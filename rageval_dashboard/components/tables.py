@@ -191,7 +191,20 @@ def counts_text(report: Report) -> str:
     if "scored_answers" in c:
         parts.append(f"{c['scored_answers']:,} with an answer")
     mode = report.relevance or "none (no qrels, no evidence)"
-    return " · ".join(parts) + f" · relevance mode: {mode}"
+    return " · ".join(parts) + f" · relevance mode: {mode}" + labels_text(report.settings)
+
+
+def labels_text(settings: Mapping[str, Any]) -> str:
+    """ " · labels: people,imported (people 3, imported 120)": which labels the ranking metrics
+    read and how many of each source counted (an LLM set's model name is user text: escaped)."""
+    from rageval_dashboard.components.text import escape_text
+
+    if not settings.get("labels"):
+        return ""
+    counts = settings.get("label_counts") or {}
+    counted = ", ".join(f"{source} {n:,}" for source, n in counts.items())
+    text = f"{settings['labels']}" + (f" ({counted})" if counted else "")
+    return " · labels: " + escape_text(text, one_line=True)
 
 
 def judge_source_text(report: Report) -> str:

@@ -58,7 +58,7 @@ class Job:
 
 def _key(view: View) -> tuple[Any, ...]:
     s = view.settings
-    return (state.store_path(), view.run.run_id, view.run.content_hash, s.scorer_key, s.norm.key)
+    return (state.store_path(), view.run.run_id, view.run.content_hash, s.scorer_key)
 
 
 def _run(job: Job, view: View, store: Any) -> None:
@@ -68,7 +68,6 @@ def _run(job: Job, view: View, store: Any) -> None:
             store,
             view.run.run_id,
             s.scorer_key,
-            s.norm,
             progress=job.progress,
             cancel=job.cancel,
         )
@@ -91,7 +90,7 @@ def needs_scoring(view: View) -> bool:
     key = _key(view)
     if key in known:  # scores once kept stay kept: no store query on every slider move
         return False
-    if is_scored(state.store(), view.run.run_id, s.scorer_key, s.norm):
+    if is_scored(state.store(), view.run.run_id, s.scorer_key):
         known.add(key)
         return False
     return True
@@ -105,7 +104,7 @@ def start(view: View) -> Job:
     if job is None or (job.finished and job.error != "cancelled"):
         s = view.settings
         job = Job(
-            label=f"Scoring {view.run.name} with {s.scorer_key} ({s.norm.key})",
+            label=f"Scoring {view.run.name} with {s.scorer_key.stored} ({s.norm.key})",
             total=view.run.n_queries,
         )
         jobs[key] = job

@@ -10,6 +10,7 @@ from rageval_dashboard.jobs.busy import calm
 from rageval_dashboard.jobs.busy import signature
 from rageval_dashboard.keys import View, settings_from_key, settings_key
 from rageval_core.evaluation import tuning
+from rageval_core.matching.keys import ScorerKey
 from rageval_dashboard.state.storage import run_data, run_key, RunKey, store
 
 
@@ -47,11 +48,10 @@ def borderline(view: View, band: float, limit: int = TUNING_LIMIT) -> list[tunin
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _pair_labels(
     run: RunKey,
-    scorer: str,
-    norm: str,
+    scorer: ScorerKey,
     signature: tuple[Any, ...],
 ) -> tuning.Labels:
-    return tuning.labels(store(), run.run_id, scorer, norm)
+    return tuning.labels(store(), run.run_id, scorer)
 
 
 @calm
@@ -64,7 +64,6 @@ def pair_labels(view: View) -> tuning.Labels:
     return _pair_labels(
         run_key(view.run),
         view.settings.scorer_key,
-        view.settings.norm.key,
         signature(store().path),
     )
 

@@ -21,6 +21,7 @@ from rageval_core.matching import scorers as matching
 from rageval_core.evaluation.report import Relevance, Settings
 from rageval_core.matching.scorers import Normalisation
 from rageval_core.metrics import evidence
+from rageval_core.matching.keys import SCORER_KINDS
 from rageval_core.settings.schema import (
     BY_NAME,
     DEFAULTS,
@@ -45,8 +46,9 @@ MINIMAL_ARGV = {
     "diagnose": ["diagnose", "run.jsonl"],
 }
 #: flags a subcommand spells like a setting but which mean something else there (the issue's
-#: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off)
-OWN_FLAGS = {"fuse": {"--k"}}
+#: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off; issue 31's `attach RUN --labels
+#: FILE --annotator NAME`: a qrels file of one annotator's grades, not the labels setting)
+OWN_FLAGS = {"fuse": {"--k"}, "attach": {"--labels"}}
 #: the flags as users' scripts call them today: (flag, argparse type, choices, metavar)
 FLAGS = {
     "--k": (int, None, None),
@@ -73,6 +75,7 @@ FLAGS = {
     # which LLM judge result set the judge.* metrics read (rageval_core.judging)
     "--judge": (None, None, "NAME_OR_ID"),
     "--embedder": (None, None, "NAME"),
+    "--labels": (None, None, "SOURCES"),
     # the failure diagnosis's knobs (rageval_core.diagnosis)
     "--near-miss-band": (float, None, None),
     "--split-min-chars": (int, None, None),
@@ -80,7 +83,7 @@ FLAGS = {
 #: the query parameters of shared links: never renamed
 URL_KEYS = {
     "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "numbers",
-    "preset", "judged", "embedder", "near_miss_band", "split_min_chars",
+    "preset", "judged", "embedder", "near_miss_band", "split_min_chars", "labels",
 }  # fmt: skip
 
 
@@ -115,6 +118,7 @@ def test_settings_defaults_are_the_schema_defaults() -> None:
 
 def test_choices_match_the_core() -> None:
     assert tuple(matching.SCORERS) == SCORER_NAMES
+    assert tuple(SCORER_KINDS) == SCORER_NAMES  # the keys' registry (matching/keys.py)
     assert get_args(Relevance) == RELEVANCE_MODES
     assert BY_NAME["scorer"].choices == SCORER_NAMES
     assert BY_NAME["relevance"].choices == RELEVANCE_MODES
@@ -339,6 +343,23 @@ def test_sidebar_reads_judged_only_from_the_url() -> None:
     assert at.session_state["test.settings"] == Settings(relevance="ids", judged_only=True)
 
 
+@pytest.mark.parametrize(
+    ("linked", "shown"),
+    [
+        ("people,imported", "people,imported"),  # one the sidebar offers
+        ("llm:gpt-4o,people", "llm:gpt-4o,people"),  # any valid one a link names
+        ("people,peeple", "imported"),  # not a labels value: the default
+    ],
+)
+def test_sidebar_reads_the_labels_from_the_url(linked: str, shown: str) -> None:
+    at = AppTest.from_function(sidebar_script, default_timeout=30)
+    at.query_params["labels"] = linked
+    at.run()
+    assert not at.exception
+    assert widgets(at)["labels"].value == shown
+    assert at.session_state["test.settings"] == Settings(relevance="ids", labels=shown)
+
+
 def test_cache_key_keeps_its_shape() -> None:
     from rageval_dashboard import keys
 
@@ -348,13 +369,13 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:-5] == (
+    assert keys.settings_key(Settings())[9:-6] == (
         True, None, False, False, False, "k", *[False] * 4
     )  # fmt: skip
     # judged_only, judge and embedder: added after them
-    assert keys.settings_key(Settings())[-5:-2] == (False, None, "wordllama")
-    # the diagnosis's near-miss band and split minimum: added last
-    assert keys.settings_key(Settings())[-2:] == (0.1, 30)
+    assert keys.settings_key(Settings())[-6:-3] == (False, None, "wordllama")
+    # the diagnosis's near-miss band and split minimum, then the labels: added last
+    assert keys.settings_key(Settings())[-3:] == (0.1, 30, "imported")
     s = Settings(
         k=3,
         threshold=0.55,
@@ -382,6 +403,7 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.EMBEDDER,
         keys.NEAR_MISS_BAND,
         keys.SPLIT_MIN_CHARS,
+        keys.LABELS,
     } == URL_KEYS
     assert keys.RUN == "run"
 

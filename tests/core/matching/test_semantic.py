@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from rageval_core.evaluation import drilldown as dd
-from rageval_core.matching import embedders, semantic
+from rageval_core.matching import embedders, keys, semantic
 from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.evaluation.evaluate import evaluate
 from rageval_core.evaluation.report import Settings
@@ -51,14 +51,14 @@ def test_wordllama_vectors_equal_wordllamas_own_inference() -> None:
         "x" * 3000,
         "Ünïcödé — 数字 3.5%",
     ] * 300  # more than one batch
-    ours = embedders.get_embedder("wordllama").embed(texts)
+    ours = keys.get_embedder("wordllama").embed(texts)
     theirs = _reference_inference().embed(texts, norm=True)
     assert ours.shape == theirs.shape == (len(texts), 256)
     np.testing.assert_allclose(ours, theirs, atol=1e-5)
 
 
 def test_embedding_an_empty_text_gives_a_zero_row() -> None:
-    v = embedders.get_embedder().embed(["", "words"])
+    v = keys.get_embedder().embed(["", "words"])
     assert not v[0].any() and np.linalg.norm(v[1]) == pytest.approx(1.0, abs=1e-5)
 
 
@@ -72,7 +72,7 @@ def test_wordllama_loads_offline_with_an_empty_home(tmp_path: Path) -> None:
         socket.socket.connect = refuse
         socket.socket.connect_ex = refuse
         socket.create_connection = refuse
-        from rageval_core.matching.embedders import get_embedder
+        from rageval_core.matching.keys import get_embedder
         v = get_embedder("wordllama").embed(["a claim is paid within 30 days"])
         print(v.shape, round(float((v * v).sum()), 3))
         """
@@ -93,7 +93,7 @@ def test_wordllama_loads_offline_with_an_empty_home(tmp_path: Path) -> None:
 def test_a_missing_optional_embedder_is_a_usage_error(name: str, needs: str) -> None:
     pytest.importorskip("rageval_core.matching.embedders")
     try:
-        embedders.get_embedder(name)
+        keys.get_embedder(name)
     except UsageError as e:
         assert needs in str(e) and "download" in str(e)
     else:  # installed after all: a missing model is still refused without a download
@@ -104,7 +104,7 @@ def test_an_unknown_embedder_lists_the_known_ones() -> None:
     with pytest.raises(UsageError, match="known embedders: wordllama"):
         Settings(scorer="semantic", embedder="bert").check()
     with pytest.raises(UsageError, match="known embedders"):
-        embedders.get_embedder("sentence-transformers:")
+        keys.get_embedder("sentence-transformers:")
 
 
 def test_cli_refuses_a_missing_embedder_with_exit_2(tmp_path: Path) -> None:
@@ -143,7 +143,7 @@ def test_window_vectors_equal_embedding_the_window_text() -> None:
     span = "The premium is due every month."
     got = score_pairs([span], [chunk], [0], [0], scorer="semantic")
     assert chunk[got.start[0] : got.end[0]] == "Premiums are paid monthly by direct debit."
-    e = embedders.get_embedder()
+    e = keys.get_embedder()
     direct = float(e.embed([span])[0] @ e.embed([chunk[got.start[0] : got.end[0]]])[0])
     assert got.score[0] == pytest.approx(direct, abs=0.02)
 
