@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,26 +26,13 @@ import pytest
 from tests.core.test_engine_spark import SAMPLES, assert_same_numbers, evaluate_json, spark_missing
 from tests.file_opens import FileOpens
 from tests.paths import in_ci
+from tests.servers import free_ports_in
 
 pytestmark = pytest.mark.slow
 #: the ports this project's Spark tests may take (the master, its UI, two workers and their UIs)
 PORTS = range(7070, 7100)
 MASTER = "org.apache.spark.deploy.master.Master"
 WORKER = "org.apache.spark.deploy.worker.Worker"
-
-
-def _free_ports(n: int) -> list[int]:
-    found = []
-    for port in PORTS:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        found.append(port)
-        if len(found) == n:
-            return found
-    raise RuntimeError(f"fewer than {n} free ports in {PORTS}")
 
 
 @dataclass
@@ -93,7 +79,7 @@ def standalone_cluster(root: Path) -> Iterator[Cluster]:
     the way out, and any process of theirs still alive then is killed and listed in leftovers."""
     import pyspark
 
-    master_port, master_ui, *worker_ports = _free_ports(6)
+    master_port, master_ui, *worker_ports = free_ports_in(PORTS, 6)
     env = {
         **os.environ,
         "SPARK_HOME": str(Path(pyspark.__file__).parent),

@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tomllib
 import urllib.request
@@ -25,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.paths import REPO, in_ci
-from tests.servers import wait_healthy
+from tests.servers import free_ports_in, wait_healthy
 
 RUN = REPO / "sample_runs" / "bm25.jsonl"
 #: extras that are the project's own tooling, not a feature a user installs
@@ -120,20 +119,9 @@ def _ok(out: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[st
 # --- each extra's command --------------------------------------------------------------------
 
 
-def _free_dashboard_port() -> int:
-    for port in DASHBOARD_PORTS:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {DASHBOARD_PORTS}")
-
-
 def serves_the_dashboard(bin_dir: Path, folder: Path) -> None:
     _ok(rageval(bin_dir, folder, "import", str(RUN)))
-    port = _free_dashboard_port()
+    (port,) = free_ports_in(DASHBOARD_PORTS)
     proc = subprocess.Popen(
         [str(bin_dir / "rageval"), "dashboard", "--port", str(port)],
         cwd=folder,
