@@ -1,5 +1,6 @@
 """What a person adds to a stored run later: a date, prices, run tags (checked here, stored by
-rageval_core.store.runfacts), qrels, and notes on its queries. The dashboard's Runs page and
+rageval_core.store.runfacts), qrels, and notes on its queries; and the ground truth made in
+rageval, store-wide (grades and added gold spans, rageval_core.store.ground_truth). The dashboard's Runs page and
 drilldown and `rageval attach` call these; nothing here re-scores a run."""
 
 from __future__ import annotations
@@ -14,6 +15,16 @@ from rageval_core.errors import ProblemLog, UsageError
 from rageval_core.formats.base import MAX_MEASURE, too_large
 from rageval_core.model import ParsedRun, Query
 from rageval_core.store import RunRecord, RunRef, Store
+from rageval_core.store.ground_truth import (
+    AddedSpan,
+    GradeRow,
+    add_span,
+    added_spans,
+    grade_rows,
+    grades_signature,
+    remove_span,
+    set_grade,
+)
 from rageval_core.store.runfacts import (
     RUN_TAGS,
     query_notes,
@@ -25,11 +36,19 @@ from rageval_core.store.runfacts import (
 
 __all__ = [
     "RUN_TAGS",
+    "AddedSpan",
+    "GradeRow",
+    "add_span",
+    "added_spans",
     "attach_facts",
     "attach_qrels",
     "check_facts",
+    "grade_rows",
+    "grades_signature",
     "query_notes",
+    "remove_span",
     "run_tags",
+    "set_grade",
     "set_query_note",
 ]
 

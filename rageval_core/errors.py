@@ -32,7 +32,7 @@ class Problem:
 #: the CLI's exit codes, as `rageval --help` and the README say them
 EXIT_CODES = (
     "exit codes: 0 ok; 1 a gate rule failed; 2 bad input or usage; 3 store unavailable (in use, "
-    "corrupt, unwritable); 4 the judge got no answer (no judgment succeeded); "
+    "corrupt, unwritable); 4 the judge (or collect's retrieval endpoint) got no answer; "
     "130 interrupted (nothing stored); 141 output pipe closed"
 )
 

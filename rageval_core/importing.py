@@ -8,7 +8,7 @@ away, so the first evaluation needs no scoring.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from rageval_core.formats.base import (
     path_problem,
     printable_path,
 )
+from rageval_core.model import Query
 from rageval_core.store import RunRecord, Store
 from rageval_core.store.scores import Scoring, ensure_scored
 from rageval_core.store.store import RunRef
@@ -135,16 +136,28 @@ def import_paths(
 def export_native(store: Store, ref: RunRef, path: str | Path) -> int:
     """Write the run as native JSONL (header record included); returns the queries written.
 
+    The gold spans added in rageval (store.ground_truth) follow each query's own in its
+    `evidence`, as plain spans: read back, the file is the run with those spans in it.
     Here, not in the store: the store reads rows, the native format's writer spells them.
     """
     from rageval_core.formats.native import write_native
+    from rageval_core.store.ground_truth import added_spans
 
     record = store.run(ref)
+    added: dict[str, list[str]] = {}
+    for span in added_spans(store):
+        added.setdefault(span.query_id, []).append(span.text)
+
+    def queries() -> Iterator[Query]:
+        for q in store.iter_queries(record.run_id):
+            extra = [t for t in added.get(q.query_id, ()) if t not in q.evidence]
+            yield dataclasses.replace(q, evidence=(*q.evidence, *extra)) if extra else q
+
     target = Path(path)
     # Write beside the target and rename, so a failed export never leaves half a file.
     partial = target.with_name(target.name + ".partial")
     try:
-        n = write_native(record.info, store.iter_queries(record.run_id), partial)
+        n = write_native(record.info, queries(), partial)
         partial.replace(target)
     except BaseException:
         partial.unlink(missing_ok=True)

@@ -6,7 +6,7 @@ operation on these: no SQL and no text scoring per change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,8 @@ from rageval_core.matching.keys import ScorerKey
 from rageval_core.store import RunRecord, Store
 from rageval_core.store import reads
 from rageval_core.store.reads import run_tables
-from rageval_core.store.scores import ensure_scored, pair_score_table
+from rageval_core.store.ground_truth import AddedSpan
+from rageval_core.store.scores import SpanPairs, ensure_scored, pair_score_table, score_spans
 from rageval_core.store.store import RunRef
 
 Floats = NDArray[np.float64]
@@ -59,6 +60,9 @@ class RunData:
     latency_derived: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     #: the stages in pipeline order (ops.pipeline_order), a derived total last
     latency_stages: tuple[str, ...] = ()
+    #: gold spans added in rageval (store-wide, ground_truth.added_spans) per qidx, in eidx
+    #: order after the run's own: set on a view (evaluation/labels.py), whose n_spans counts them
+    added: Mapping[int, tuple[AddedSpan, ...]] = field(default_factory=dict)
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -267,8 +271,29 @@ def evidence_tensor(
     tensor[_ints(rows, "qidx"), _ints(rows, "rank") - 1, _ints(rows, "eidx")] = rows.column(
         "score"
     ).to_numpy()
+    for q, e, pairs in added_pairs(store, data, key):
+        tensor[q, pairs.rank - 1, e] = pairs.score
     data._cache["evidence", key] = tensor
     return tensor
+
+
+def added_pairs(store: Store, data: RunData, key: ScorerKey) -> list[tuple[int, int, SpanPairs]]:
+    """(qidx, eidx, pairs) of every added span of data (data.added): scored once per (span,
+    scorer, normalisation) and kept in a memo the run's views share, so a span added later is
+    the only one scored then (store.scores.score_spans)."""
+    if not data.added:
+        return []
+    kept: dict[tuple[int, str], SpanPairs] = memo(data, ("added_pairs", key), dict)
+    missing = [(q, s.text) for q, spans in data.added.items() for s in spans]
+    missing = [item for item in missing if item not in kept]
+    if missing:
+        scored = score_spans(store, data.run.run_id, key, missing)
+        kept.update(zip(missing, scored, strict=True))
+    out = []
+    for q, spans in data.added.items():
+        first = int(data.n_spans[q]) - len(spans)
+        out += [(q, first + j, kept[(q, s.text)]) for j, s in enumerate(spans)]
+    return out
 
 
 def numbers_guard(store: Store, data: RunData) -> NDArray[np.bool_]:
@@ -281,6 +306,8 @@ def numbers_guard(store: Store, data: RunData) -> NDArray[np.bool_]:
         ok = np.ones((data.n_queries, data.depth, width), dtype=np.bool_)
         rows = reads.numbers_missing_pairs(store, data.run.run_id)
         ok[_ints(rows, "qidx"), _ints(rows, "rank") - 1, _ints(rows, "eidx")] = False
+        for q, e, pairs in added_pairs(store, data, ScorerKey("partial")):
+            ok[q, pairs.rank - 1, e] = pairs.numbers_ok  # any scorer's pairs: the same texts
         return ok
 
     return memo(data, ("numbers",), make)  # type: ignore[no-any-return]

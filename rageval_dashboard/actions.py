@@ -15,6 +15,7 @@ from typing import Any
 import streamlit as st
 
 from rageval_dashboard import keys
+from rageval_dashboard.components.text import escape_text
 from rageval_dashboard.jobs import imports
 from rageval_dashboard.keys import View
 from rageval_dashboard.state import clear_caches, store
@@ -170,3 +171,76 @@ def give_label(view: View, qidx: int, name: str, label: str | None) -> None:
         judgements.set_human_label(store(), view.run.run_id, qidx, name, label)
     except StoreBusyError:
         st.toast("The store is busy (an import is running): the label was not saved; try again.")
+
+
+def annotator() -> str:
+    """The sidebar's annotator name, stripped ("" when none is set)."""
+    return str(st.session_state.get(keys.ANNOTATOR) or "").strip()
+
+
+def give_grade(query_id: str, doc_id: str, grade: int | None, then_focus: int | None) -> None:
+    """on_click of a grade button or key: the sidebar's annotator grades (query_id, doc_id)
+    (None takes their grade back); the focus moves to then_focus. No cache is cleared: every
+    result labels change is keyed by the grades signature, which the write changes."""
+    from rageval_core import annotate
+
+    name = annotator()
+    if not name:  # the buttons are disabled without a name; a stale click changes nothing
+        return
+    try:
+        annotate.set_grade(store(), query_id, doc_id, grade, annotator=name)
+    except StoreBusyError:
+        st.toast("The store is busy (an import is running): the label was not saved; try again.")
+        return
+    except RagevalError as e:
+        st.toast(escape_text(f"The label was not saved: {e}", one_line=True))
+        return
+    said = "took back your grade" if grade is None else f"graded {grade}"
+    st.session_state[keys.LABEL_SAID] = f"{said} for document {doc_id} of query {query_id}"
+    if then_focus is not None:
+        st.session_state[keys.LABEL_FOCUS] = then_focus
+
+
+def add_gold_span(query_id: str, doc_id: str | None, text: str) -> None:
+    """on_click of "Add as gold span": text becomes a gold evidence span of query_id."""
+    from rageval_core import annotate
+
+    name = annotator()
+    if not name or not text.strip():
+        return
+    try:
+        added = annotate.add_span(store(), query_id, text, annotator=name, doc_id=doc_id)
+    except (StoreBusyError, RagevalError) as e:
+        st.toast(escape_text(f"The gold span was not added: {e}", one_line=True))
+        return
+    st.session_state[keys.LABEL_SAID] = (
+        "added a gold span" if added else "that gold span was there already"
+    ) + f" to query {query_id}"
+
+
+def remove_gold_span(query_id: str, text: str) -> None:
+    """on_click of an added span's Remove: the span is taken back (imported ones never are)."""
+    from rageval_core import annotate
+
+    try:
+        annotate.remove_span(store(), query_id, text)
+    except (StoreBusyError, RagevalError) as e:
+        st.toast(escape_text(f"The gold span was not removed: {e}", one_line=True))
+        return
+    st.session_state[keys.LABEL_SAID] = f"removed a gold span of query {query_id}"
+
+
+def adjudicate(query_id: str, doc_id: str, grade_key: str) -> None:
+    """on_click of "Keep as final": the sidebar's annotator's final grade of the item (kept under
+    the source 'adjudicated', beside the annotators' own)."""
+    from rageval_core.evaluation.agreement import adjudicate as keep_final
+
+    name, grade = annotator(), st.session_state.get(grade_key)
+    if not name or grade is None:
+        return
+    try:
+        keep_final(store(), query_id, doc_id, int(grade), annotator=name)
+    except (StoreBusyError, RagevalError) as e:
+        st.toast(escape_text(f"The final grade was not kept: {e}", one_line=True))
+        return
+    st.session_state[keys.LABEL_SAID] = f"kept {grade} as the final grade of {doc_id}"

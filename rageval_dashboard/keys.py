@@ -43,6 +43,8 @@ LABELS = URL_KEYS["labels"]
 #: the sidebar's relevance radio under a preset: the preset's mode, shown, not movable
 PRESET_RELEVANCE = "sidebar.preset_relevance"
 EMBEDDER = URL_KEYS["embedder"]
+#: the sidebar's cross-encoder model folder (a PATH on the dashboard's machine)
+CROSS_ENCODER = URL_KEYS["cross_encoder"]
 #: the failure diagnosis's band and split minimum (the sidebar's "Failure diagnosis")
 NEAR_MISS_BAND, SPLIT_MIN_CHARS = URL_KEYS["near_miss_band"], URL_KEYS["split_min_chars"]
 #: session key: the scorer the sidebar last showed (a threshold left at that scorer's default
@@ -52,6 +54,8 @@ SCORER_SEEN = "sidebar.scorer_seen"
 JUDGE = "judge"
 #: the query opened on the Queries page (?q=<query_id>)
 QUERY_PARAM = "q"
+#: the sidebar's annotator name: every grade and gold span given in the app is stored under it
+ANNOTATOR = "annotator"
 
 
 # --- pages: their url paths are the other half of a shared link ---------------------------------
@@ -80,6 +84,7 @@ PAGES = (
     Page("judge.py", "Judge", ":material/gavel:", "judge"),
     Page("calibration.py", "Judge calibration", ":material/balance:", "calibration"),
     Page("sweeps.py", "Sweeps", ":material/stacked_line_chart:", "sweeps"),
+    Page("labelling.py", "Labelling", ":material/label:", "labelling"),
     Page("runs.py", "Runs", ":material/folder_open:", "runs"),
 )
 
@@ -196,3 +201,11 @@ SWEEP_CHART, SWEEP_PICKED = "sweep.chart", "sweep.picked"
 WHY_FIRST_STAGE, WHY_CHART = "why.first_stage", "why.chart"
 QUERIES_REASON = "queries.reason"
 COMPARE_CELL, COMPARE_CELL_QUERY = "compare.cell", "compare.cell_query"
+
+#: labelling (issue 31): the chunk a label key acts on (an index into the labeller's list, and
+#: the list it indexes: a new list starts at its first chunk); the gold-span picker; the
+#: queue's first item shown
+LABEL_FOCUS, LABEL_LIST, LABEL_SPAN = "labels.focus", "labels.list", "labels.span"
+QUEUE_POS = "labelling.pos"
+#: the last label given (announced once, for a screen reader and the eye)
+LABEL_SAID = "labels.said"

@@ -29,6 +29,7 @@ TOP = ("k", "threshold", "relevance", "labels")
 MATCHING = (
     "scorer",
     "embedder",
+    "cross_encoder",
     "strip_punct",
     "strip_articles",
     "numbers_must_match",
@@ -126,6 +127,9 @@ def setting_widget(s: Setting, run: RunRecord, default: Any = None) -> Any:
         if s.name in RADIO:
             return st.radio(s.label, found, index=index, horizontal=True, **common)
         return st.selectbox(s.label, found, index=index, **common)
+    if s.type is str:  # free text (a model folder's path): empty is the default, None
+        text = st.text_input(s.label, value=None, placeholder=s.metavar, **common)
+        return (text or "").strip() or None
     if s.default is None:  # an optional number: a switch, then its value
         on = st.checkbox(
             s.switch_label or s.label, key=s.url_switch, bind="query-params", help=widget_help(s)
@@ -179,9 +183,18 @@ def settings_widgets(run: RunRecord) -> Settings:
         with st.expander(DIAGNOSIS_TITLE):
             for name in DIAGNOSIS:
                 values[name] = setting_widget(BY_NAME[name], run)
-    if preset is None:
-        return Settings.from_values(values)
-    return Settings.from_values({**preset_values(preset), **values})
+    settings = (
+        Settings.from_values(values)
+        if preset is None
+        else Settings.from_values({**preset_values(preset), **values})
+    )
+    try:  # a scorer's model (the cross-encoder's folder) missing or unreadable: said, then stop
+        _ = settings.scorer_key
+    except RagevalError as e:
+        st.error("The scorer cannot be used with these settings:")
+        st.code(str(e), language=None)  # may hold a path: shown as typed, never as Markdown
+        st.stop()
+    return settings
 
 
 def preset_relevance() -> None:
@@ -254,6 +267,19 @@ def judge_widget(run: RunRecord) -> str | None:
     return None if value == NEWEST else value
 
 
+def annotator_widget() -> None:
+    """Who labels: set once, kept in the URL (?annotator=), stored with every grade and span."""
+    st.sidebar.text_input(
+        "Annotator",
+        key=keys.ANNOTATOR,
+        bind="query-params",
+        max_chars=80,
+        placeholder="your name, to label chunks",
+        help="Grades and gold spans you give (Queries drilldown, Labelling page) are stored "
+        "under this name, beside the imported qrels and other people's labels",
+    )
+
+
 def show_store_path() -> None:
     """The store file, at the foot of the sidebar: which file the dashboard shows is no guess."""
     st.sidebar.caption("Store file")
@@ -292,6 +318,7 @@ def sidebar() -> View | None:
     preset_from_link()
     settings = settings_widgets(run)
     settings = dataclasses.replace(settings, judge=judge_widget(run))
+    annotator_widget()
     show_store_path()
     return View(run=run, settings=settings)
 

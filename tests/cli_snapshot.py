@@ -41,7 +41,7 @@ _ENTRY = "import sys; sys.argv[0] = 'rageval'; from rageval_core.cli import entr
 COMMANDS = (
     "import", "runs", "show", "rename", "delete", "demo", "evaluate", "compare", "gate", "fuse",
     "report", "export", "judge", "calibrate", "attach", "dashboard", "diagnose",
-    "agreement",
+    "agreement", "collect",
 )  # fmt: skip
 
 #: (name, argv) in order; `{tmp}` is the call's temporary folder (the store is `{tmp}/s.duckdb`)
@@ -105,6 +105,11 @@ CALLS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("judge-bad-url", ("judge", "bm25", "--base-url", "http://[::1/v1", "--model", "m")),
     ("calibrate", ("calibrate", "judged")),
     ("calibrate-json", ("calibrate", "judged", "--json")),
+    ("collect-dry-run", ("collect", "--questions", "tests/data/qa_pairs/pairs.jsonl",
+                         "--endpoint", "http://127.0.0.1:9/search", "--grid", "top_k=1,5",
+                         "--dry-run")),
+    ("collect-bad-grid", ("collect", "--questions", "tests/data/qa_pairs/pairs.jsonl",
+                          "--endpoint", "http://127.0.0.1:9/search", "--grid", "top_k")),
     ("agreement-none", ("agreement", "judged")),
     ("agreement-adjudicate", ("agreement", "judged", "--json", "--adjudicate", "q1", "d1", "2",
                               "--annotator", "dan")),

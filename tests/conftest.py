@@ -20,6 +20,7 @@ FOLDER_MARKERS = {
     ("core", "cli"): "cli",
     ("core", "compare"): "compare",
     ("core", "judge"): "judge",
+    ("core", "collect"): "collect",
     ("bench",): "bench",
     ("dashboard",): "dashboard",
     ("e2e",): "e2e",
@@ -36,6 +37,7 @@ SLOW_FILES = frozenset(
         "test_native_fast_import.py",
         "test_partition.py",
         "test_judge_sigint.py",
+        "test_collect_process.py",
         "test_doc_examples.py",
     }
 )

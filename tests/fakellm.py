@@ -32,6 +32,8 @@ DRIP_PAD = 100_000
 
 def _prompt_name(messages: list[dict[str, str]]) -> str:
     system = messages[0]["content"]
+    if "relevance of passages" in system:
+        return "relevance"
     if "faithful" in system:
         return "faithfulness"
     return "retrieval_quality" if "retrieved contexts serve" in system else "answer_quality"
@@ -39,7 +41,14 @@ def _prompt_name(messages: list[dict[str, str]]) -> str:
 
 def _question(messages: list[dict[str, str]]) -> str:
     user = next(m["content"] for m in messages if m["role"] == "user")
+    if "\nQuery: " in user:  # the relevance prompt (UMBRELA): one passage of one query
+        return user.split("\nQuery: ", 1)[1].split("\n", 1)[0]
     return user.split("Question:\n", 1)[1].split("\n", 1)[0]
+
+
+def _passage(messages: list[dict[str, str]]) -> str:
+    user = next(m["content"] for m in messages if m["role"] == "user")
+    return user.split("\nPassage: ", 1)[1].split("\n", 1)[0]
 
 
 class FakeJudge:
@@ -91,9 +100,14 @@ class FakeJudge:
         #: usage at the request's limits: prompt tokens = the messages' UTF-8 bytes // 2,
         #: completion tokens = the body's max_tokens (a model that writes until it is cut off)
         self.usage_at_limits = False
+        #: the relevance prompt: passage text -> the grade replied (default 2), or a reply text
+        #: served as it is ("##final score: 7", chatter ...)
+        self.relevance: dict[str, int | str] = {}
 
     def verdict(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         system = messages[0]["content"]
+        if "relevance of passages" in system:
+            return {"relevance": self.relevance.get(_passage(messages), 2)}
         question = _question(messages)
         n = self.seen.get(question + system, 0)
         self.seen[question + system] = n + 1
@@ -197,6 +211,9 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
                 content = recorded
             elif verdict is None:
                 content = "I think the answer looks fine overall."
+            elif "relevance" in verdict:  # UMBRELA's reply format, or the scripted text
+                grade = verdict["relevance"]
+                content = grade if isinstance(grade, str) else f"##final score: {grade}"
             elif state.fenced:
                 content = "Here is my verdict:\n```json\n" + json.dumps(verdict) + "\n```\nThanks"
             else:

@@ -124,7 +124,9 @@ def format_agreement(run: str, a: Any, shown_disagreements: int = 50) -> str:
         )
         out += ["", f"Krippendorff's alpha (ordinal) {a.alpha:.3f}{ci}"]
     if a.reason:
-        out.append(f"withheld: {a.reason}")
+        # a figure withheld, or (alpha and its interval both there) a note on the interval
+        said = "note" if a.alpha is not None and a.alpha_ci is not None else "withheld"
+        out.append(f"{said}: {a.reason}")
     if a.disagreements:
         rows = [
             [

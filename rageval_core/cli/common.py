@@ -14,6 +14,36 @@ import rageval_core.cli.path_args as cli_paths
 from rageval_core.cli.settings_flags import (
     settings_from_args,
 )
+from rageval_core.terminal import shown
+
+
+class Bars:
+    """tqdm bars on stderr, one per key, shown only when a step takes more than a moment."""
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+        self.bars: dict[Any, Any] = {}
+
+    def update(self, key: Any, desc: str, done: int, total: int | None) -> None:
+        """The bar of key (made with desc, user text escaped here) moved to done of total."""
+        from tqdm import tqdm
+
+        if key not in self.bars:
+            # the bar redraws with \r on the raw stream under main()'s EscapingWriter
+            self.bars[key] = tqdm(
+                desc=shown(desc),
+                unit=self.unit,
+                total=total,
+                delay=0.5,
+                file=getattr(sys.stderr, "raw", sys.stderr),
+                leave=False,
+            )
+        bar = self.bars[key]
+        bar.update(done - bar.n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
 
 
 def open_store(args: argparse.Namespace) -> Any:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import rageval_core.cli.agreement_commands as cli_agreement
 import rageval_core.cli.attach_commands as cli_attach
+import rageval_core.cli.collect_commands as cli_collect
 import rageval_core.cli.diagnose_commands as cli_diagnose
 import rageval_core.cli.engine_flags as cli_engines
 import rageval_core.cli.judge_commands as cli_judge
@@ -212,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_judge.add_parser(sub, common)  # judge, calibrate
     cli_attach.add_parser(sub, common)  # attach
     cli_diagnose.add_parser(sub, common)  # diagnose
+    cli_collect.add_parser(sub, common)  # collect
     cli_agreement.add_parser(sub, common)  # agreement
     p = sub.add_parser("dashboard", parents=[common], help="start the dashboard")
     p.add_argument("--port", type=int, default=8501, help="(default: 8501)")

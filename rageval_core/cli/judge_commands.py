@@ -40,7 +40,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--metrics",
         default=_METRICS,
-        help=f"prompts to run, comma-separated (default {_METRICS})",
+        help=f"prompts to run, comma-separated (default {_METRICS}); `relevance` grades each "
+        "top --contexts chunk nobody labelled 0-3 (UMBRELA), kept as llm:MODEL labels",
     )
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="(default 4)")
     p.add_argument(
@@ -72,7 +73,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--name", help="the result set's name (default: the model)")
     p.add_argument(
-        "--contexts", type=int, default=10, metavar="N", help="top chunks shown (default 10)"
+        "--contexts",
+        type=int,
+        default=10,
+        metavar="N",
+        help="top chunks shown (relevance: the top chunks graded; default 10)",
     )
     p.add_argument(
         "--timeout",
@@ -81,6 +86,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="S",
         help="the longest one request may take, connect to the reply's last byte (default 60; "
         "replies past 4 MiB are cut and are judge errors)",
+    )
+    p.add_argument(
+        "--labels",
+        default="imported",
+        metavar="SOURCES",
+        help="with --metrics relevance: the documents labelled under these label sources "
+        "(the labels setting: imported, adjudicated, people, llm[:MODEL]) are not graded "
+        "(default imported: the run's qrels; imported,people also leaves the people's grades)",
     )
     p.add_argument(
         "--dry-run",
@@ -127,6 +140,19 @@ def _config(args: argparse.Namespace) -> Any:
     )
 
 
+def _labelled(store: Any, ref: int, config: Any, labels: str) -> set[tuple[str, str]] | None:
+    """The (query_id, doc_id) labelled under --labels, which relevance leaves alone (None: the
+    default, the run's imported qrels, which the runner reads itself)."""
+    from rageval_core.settings.label_sources import IMPORTED, parse_labels
+
+    if parse_labels(labels) == (IMPORTED,) or "relevance" not in config.metrics:
+        return None
+    from rageval_core.evaluation.labels import resolved_qrels
+
+    rows, _ = resolved_qrels(store, ref, labels)
+    return {(q, d) for q, d, _ in rows}
+
+
 class _Bar:
     """A tqdm bar with ETA on stderr (the raw stream: tqdm redraws with \\r)."""
 
@@ -164,8 +190,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
     with open_store(args) as store, api.load(args.run, store=store) as run:
         # a file lives in a scratch store of its own; its replies go to (and come from) --db's
         ref, cache = run.data.run.run_id, store
+        labelled = _labelled(run.store, ref, config, args.labels)
         if args.dry_run:
-            summary = estimate_judge(run.store, ref, config, cache=cache)
+            summary = estimate_judge(run.store, ref, config, cache=cache, labelled=labelled)
         else:
             if not os.environ.get(config.api_key_env):
                 print(
@@ -175,7 +202,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
                 )
             bar = _Bar(args.run)
             try:
-                summary = run_judge(run.store, ref, config, progress=bar, cache=cache)
+                summary = run_judge(
+                    run.store, ref, config, progress=bar, cache=cache, labelled=labelled
+                )
             finally:
                 bar.close()
         rep = (
@@ -284,6 +313,12 @@ def _print_summary(s: Any, rep: Any, file: str | None = None) -> None:
         print(
             f"kept as judge {s.judge.judge_id} ({s.judge.name}); "
             f"`rageval evaluate {s.run}` shows its judge.* metrics"
+        )
+    if s.relevance_labels is not None:
+        print(
+            f"relevance: {s.relevance_labels} documents graded 0-3, kept as llm:{s.model} labels "
+            f"beside the people's (`rageval agreement {s.run} --raters NAME,llm:{s.model}` "
+            "compares them)"
         )
     if rep is not None:
         rows = [

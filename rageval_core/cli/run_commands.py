@@ -10,39 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import rageval_core.cli.path_args as cli_paths
-from rageval_core.cli.common import open_store, print_problems
+from rageval_core.cli.common import Bars, open_store, print_problems
 from rageval_core.errors import UsageError
-from rageval_core.terminal import json_text, shown, text_table
+from rageval_core.terminal import json_text, text_table
 
 
-class _Bars:
-    """tqdm bars per (stage, label), shown only when a step takes more than a moment."""
+class _Bars(Bars):
+    """A bar per (stage, label) of an import: queries read, then evidence scored."""
 
     def __init__(self) -> None:
-        self.bars: dict[tuple[str, str], Any] = {}
+        super().__init__(" queries")
 
     def __call__(self, stage: str, label: str, done: int, total: int | None) -> None:
-        from tqdm import tqdm
-
-        key = (stage, label)
-        if key not in self.bars:
-            desc = f"importing {label}" if stage == "import" else f"scoring evidence of {label}"
-            # the bar redraws with \r on the stream under main()'s EscapingWriter; its label is
-            # user text (a file or run name), escaped here
-            self.bars[key] = tqdm(
-                desc=shown(desc),
-                unit=" queries",
-                total=total,
-                delay=0.5,
-                file=getattr(sys.stderr, "raw", sys.stderr),
-                leave=False,
-            )
-        bar = self.bars[key]
-        bar.update(done - bar.n)
-
-    def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
+        desc = f"importing {label}" if stage == "import" else f"scoring evidence of {label}"
+        self.update((stage, label), desc, done, total)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

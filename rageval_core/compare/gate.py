@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.compare.comparison import NOTE_SMALL, Comparison
-from rageval_core.compare.latency_change import LATENCY_STATS
+from rageval_core.compare.latency_change import LATENCY_STATS, Change
 from rageval_core.compare.statistics import p_text
 from rageval_core.errors import UsageError
 from rageval_core.settings.presets import PRESET_METRICS
@@ -148,7 +148,7 @@ def _rule_target(item: str, target: str, kind: RuleKind, flag: str) -> str:
 
 
 @dataclass(frozen=True)
-class RuleResult:
+class RuleResult(Change):
     """A rule checked against a comparison."""
 
     rule: Rule
@@ -162,12 +162,8 @@ class RuleResult:
     passed: bool
 
     @property
-    def change(self) -> float:
-        return self.candidate - self.baseline
-
-    @property
-    def change_pct(self) -> float:
-        return 100.0 * self.change / self.baseline if self.baseline else math.nan
+    def after(self) -> float:
+        return self.candidate
 
     def describe(self) -> str:
         r = self.rule

@@ -28,8 +28,27 @@ LATENCY_STATS = ("mean", "p50", "p90", "p95", "p99")
 BOTH, ADDED, REMOVED = "both", "added", "removed"
 
 
+class Change:
+    """A statistic's change from the baseline to the candidate's value (`after`), and that
+    change in percent of the baseline (NaN when the baseline is 0)."""
+
+    baseline: float
+
+    @property
+    def after(self) -> float:
+        raise NotImplementedError
+
+    @property
+    def change(self) -> float:
+        return self.after - self.baseline
+
+    @property
+    def change_pct(self) -> float:
+        return 100.0 * self.change / self.baseline if self.baseline else math.nan
+
+
 @dataclass(frozen=True)
-class OpsChange:
+class OpsChange(Change):
     """One statistic (latency of a stage, or cost) of baseline and candidate over paired queries."""
 
     target: str  # "latency.total.p95", "cost.per_query", "cost.total"
@@ -50,12 +69,8 @@ class OpsChange:
         return stage if self.status == BOTH else f"{stage} ({self.status})"
 
     @property
-    def change(self) -> float:
-        return self.candidate_value - self.baseline
-
-    @property
-    def change_pct(self) -> float:
-        return 100.0 * self.change / self.baseline if self.baseline else math.nan
+    def after(self) -> float:
+        return self.candidate_value
 
     @property
     def verdict(self) -> str:

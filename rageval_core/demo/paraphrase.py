@@ -6,6 +6,9 @@ import random
 import re
 from collections.abc import Callable
 
+# the metrics' bit-parallel LCS (ROUGE-L's): a string is a sequence of characters
+from rageval_core.metrics.generation import lcs_length
+
 #: phrase swaps an annotator might make when copying evidence by hand (first occurrence only)
 _SWAPS = [
     ("is limited to", "is capped at"),
@@ -47,23 +50,6 @@ def similarity(a: str, b: str) -> float:
     if not a and not b:
         return 1.0
     return 2.0 * lcs_length(a, b) / (len(a) + len(b))
-
-
-def lcs_length(a: str, b: str) -> int:
-    """Length of the longest common subsequence, bit-parallel (Allison-Dix/Hyyro) on Python ints."""
-    if len(a) < len(b):
-        a, b = b, a
-    if not b:
-        return 0
-    masks: dict[str, int] = {}
-    for i, ch in enumerate(a):
-        masks[ch] = masks.get(ch, 0) | (1 << i)
-    full = (1 << len(a)) - 1
-    v = full
-    for ch in b:
-        u = v & masks.get(ch, 0)
-        v = ((v + u) | (v - u)) & full
-    return len(a) - bin(v).count("1")
 
 
 def _swap(old: str, new: str) -> Callable[[str], str]:

@@ -85,6 +85,11 @@ def _read(store: Store, data: RunData, parts: _Parts, q: Ints, e: Ints, min_char
     span_rows, chunk_rows = split_texts(store, data.run.run_id, new)
     for qi, ei, text in span_rows:
         parts.spans[(int(qi), int(ei))] = cuts(text or "", min_chars)
+    for qi in new:  # the spans added in rageval follow the run's own (RunData.added)
+        added = data.added.get(qi, ())
+        first = int(data.n_spans[qi]) - len(added)
+        for j, span in enumerate(added):
+            parts.spans[(qi, first + j)] = cuts(span.text, min_chars)
     for qi, rank, text in chunk_rows:
         parts.chunks[(int(qi), int(rank))] = text
 

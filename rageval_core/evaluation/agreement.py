@@ -242,3 +242,106 @@ def adjudicate(
     """Keep annotator's final grade of doc_id for query_id under the source 'adjudicated' (None
     takes it back); the annotators' own grades stay as they are."""
     gt.set_grade(store, query_id, doc_id, grade, annotator=annotator, source=gt.ADJUDICATED)
+
+
+# --- an LLM's relevance labels against the people's (the Judge calibration page) ----------
+
+
+@dataclass(frozen=True)
+class GradePrecision:
+    """Of the items the LLM gave `grade`, the share the people gave that grade too."""
+
+    grade: float
+    n: int
+    precision: float | None
+
+
+@dataclass(frozen=True)
+class LabelCalibration:
+    """An llm:MODEL label set against the people's grade of each item (adjudicated when there is
+    one, else the grade most people gave, ties to the lower): kappa, weighted kappa and the
+    confusion (rows people, columns the LLM) over the items both graded, per-grade precision."""
+
+    llm: str
+    pair: PairAgreement
+    precision: tuple[GradePrecision, ...]
+    n_llm: int  # items the LLM graded
+    n_people: int  # items people graded
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.pair
+        return {
+            "llm": self.llm,
+            "n": p.n,
+            "n_llm": self.n_llm,
+            "n_people": self.n_people,
+            "kappa": p.kappa,
+            "weighted_kappa": p.weighted_kappa,
+            "grades": list(p.grades),
+            "confusion": [list(row) for row in p.confusion],
+            "precision": {f"{g.grade:g}": g.precision for g in self.precision},
+            "reason": p.reason,
+        }
+
+
+def people_grades(store: Store, query_ids: Iterable[str] | None) -> dict[tuple[str, str], float]:
+    """(query_id, doc_id) -> the people's grade: adjudicated when there is one, else the grade
+    most people gave (a tie goes to the lower grade)."""
+    votes: dict[tuple[str, str], list[float]] = {}
+    for row in gt.grade_rows(store, query_ids, [gt.PEOPLE]):
+        votes.setdefault((row.query_id, row.doc_id), []).append(row.grade)
+    out = {item: min(set(v), key=lambda g: (-v.count(g), g)) for item, v in sorted(votes.items())}
+    out.update(_adjudicated(store, query_ids))
+    return out
+
+
+def llm_label_sets(store: Store) -> list[str]:
+    """The llm:MODEL label sources in the store, by name."""
+    return sorted({s for s, _, _ in gt.label_sources(store) if s.startswith(gt.LLM_PREFIX)})
+
+
+def calibrate_labels(store: Store, query_ids: Iterable[str] | None, llm: str) -> LabelCalibration:
+    """llm (a source llm:MODEL) against the people's grades over query_ids' items."""
+    gt.check_source(llm)
+    qids = None if query_ids is None else list(query_ids)
+    people = people_grades(store, qids)
+    machine: dict[tuple[str, str], float] = {}
+    for row in gt.grade_rows(store, qids, [llm]):
+        machine[(row.query_id, row.doc_id)] = row.grade
+    items = sorted(set(people) | set(machine))
+    pair = pair_agreement(
+        [people.get(i) for i in items], [machine.get(i) for i in items], ("people", llm)
+    )
+    precision = tuple(
+        GradePrecision(g, int(sum(row[j] for row in pair.confusion)), e.value)
+        for j, (g, e) in enumerate(
+            zip(pair.grades, stats.per_grade_precision(pair.confusion, pair.grades), strict=True)
+        )
+        if any(row[j] for row in pair.confusion)
+    )
+    return LabelCalibration(llm, pair, precision, len(machine), len(people))
+
+
+#: the label sets the calibration puts metrics side by side under: (what it is called, the
+#: `labels` setting's value)
+LABEL_VIEWS = (
+    ("people only", "people"),
+    ("people, the LLM filling the holes", "people,llm"),
+    ("LLM only", "llm"),
+)
+
+
+def metrics_by_labels(
+    data: Any, store: Store, settings: Any, metrics: Sequence[str]
+) -> list[tuple[str, dict[str, float]]]:
+    """The run's metrics under each of LABEL_VIEWS: evaluate with settings' `labels` set to it and
+    relevance by document ids (labels are about documents)."""
+    import dataclasses
+
+    from rageval_core.evaluation.evaluate import evaluate
+
+    out = []
+    for name, value in LABEL_VIEWS:
+        s = dataclasses.replace(settings, labels=value, relevance="ids")
+        out.append((name, dict(evaluate(data, list(metrics), store=store, settings=s).metrics)))
+    return out

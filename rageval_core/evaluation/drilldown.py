@@ -22,7 +22,8 @@ from rageval_core.evaluation.report import Report, Settings
 from rageval_core.model import label_value
 from rageval_core.matching.numbers import numbers_of, odd_numbers
 from rageval_core.settings.presets import get_preset
-from rageval_core.rundata import RunData, total_latency
+from rageval_core.evaluation.labels import labelled_data, query_labels
+from rageval_core.rundata import RunData, added_pairs, total_latency
 from rageval_core.store import Store, reads
 from rageval_core.store.scores import ensure_scored
 
@@ -314,6 +315,8 @@ class SpanDetail:
     best_score: float | None  # best score within the top k (None: nothing retrieved)
     best_rank: int | None  # the rank holding best_score (the higher-ranked one on ties)
     k: int
+    #: who added it in rageval (its annotator); None: a gold span of the run's own
+    added_by: str | None = None
 
     @property
     def covered(self) -> bool:
@@ -368,6 +371,8 @@ class QueryDetail:
     threshold: float
     k: int
     relevance: Mapping[str, float] = field(default_factory=dict)  # the query's qrels
+    #: the source of each label of relevance under the labels setting (imported, people ...)
+    label_sources: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def n_covered(self) -> int:
@@ -379,12 +384,23 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
     settings.check()
     if not 0 <= qidx < data.n_queries:
         raise UsageError(f"query index {qidx} is outside 0..{data.n_queries - 1}")
+    own = data
+    # the labels setting's qrels, and the gold spans added in rageval after the run's own
+    data = labelled_data(store, data, settings.labels)
     rid = data.run.run_id
     n_spans = int(data.n_spans[qidx])
     if n_spans:
         ensure_scored(store, rid, settings.scorer_key)  # a no-op once kept
     rows = reads.query_rows(store, rid, qidx, settings.scorer_key, pairs=bool(n_spans))
-    q, ch, ev, qrels, pairs = rows.query, rows.chunks, rows.evidence, rows.qrels, rows.pairs
+    q, ch, pairs = rows.query, rows.chunks, list(rows.pairs)
+    ev = list(rows.evidence)
+    added = data.added.get(qidx, ())
+    ev += [(len(ev) + j, span.text) for j, span in enumerate(added)]
+    for q_i, e_i, got in added_pairs(store, data, settings.scorer_key):
+        if q_i == qidx:
+            pairs += zip(
+                got.rank, [e_i] * got.rank.size, got.score, got.start, got.end, strict=True
+            )
 
     depth = len(ch)
     # (spans, original ranks) scores and windows; a chunk without text scores 0 (no window)
@@ -430,11 +446,15 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
                 best_score=float(top[best]) if top.size else None,
                 best_rank=best + 1 if top.size else None,
                 k=k,
+                added_by=added[e_i - (len(ev) - len(added))].annotator
+                if e_i >= len(ev) - len(added)
+                else None,
             )
         )
 
-    rel = {str(doc): label_value(label) for doc, label in qrels}
-    has_qrels = bool(q[5])
+    resolved = query_labels(store, own, qidx, settings.labels)
+    rel = {doc: label_value(label) for (_, doc), label in resolved.grades.items()}
+    has_qrels = bool(data.has_qrels[qidx])
     seen: set[str] = set()
     chunks = []
     for new_rank, orig in enumerate(kept.tolist(), start=1):
@@ -496,6 +516,7 @@ def query_detail(store: Store, data: RunData, qidx: int, settings: Settings) -> 
         threshold=float(settings.threshold),
         k=k,
         relevance=rel,
+        label_sources={doc: source for (_, doc), source in resolved.source.items()},
     )
 
 

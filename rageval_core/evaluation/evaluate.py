@@ -23,6 +23,7 @@ from rageval_core.model import ParsedRun
 from rageval_core.evaluation.breakdown import breakdown as breakdown
 from rageval_core.evaluation.labels import label_counts, labelled_data
 from rageval_core.evaluation.relevance import _cut_order as _cut_order
+from rageval_core.evaluation.relevance import _under_labels
 from rageval_core.evaluation.relevance import coverage as coverage
 from rageval_core.evaluation.relevance import evidence_labels as evidence_labels
 from rageval_core.evaluation.relevance import id_labels as id_labels
@@ -149,6 +150,8 @@ def default_metrics(
         names += [m.format(k=k) for m in EVIDENCE_DEFAULTS]
     if data.run.has_answers:
         names += [spec.name for spec in registry.REGISTRY.values() if spec.family == "generation"]
+        if settings is not None and settings.cross_encoder:
+            names.append("CrossEncoderSimilarity")
     if store is not None:
         names += sorted(judge_inputs(store, data, settings or Settings()).columns)
     return names
@@ -259,7 +262,8 @@ def _evaluate(
     if "ranking" in families:
         if relevance is None:
             raise UsageError(
-                f"run {data.run.name} has neither qrels nor gold evidence: ranking metrics need one"
+                f"run {data.run.name} has neither qrels{_under_labels(settings)} nor gold "
+                "evidence: ranking metrics need one"
             )
         inputs["ranking"] = (
             id_labels(data, settings)
@@ -278,6 +282,10 @@ def _evaluate(
     if "generation" in families:
         inputs["generation"] = answer_inputs(store, data)
         counts["scored_answers"] = int(inputs["generation"][1].size)
+    if "cross_encoder" in families:
+        from rageval_core.evaluation.cross_answers import cross_encoder_inputs
+
+        inputs["cross_encoder"] = cross_encoder_inputs(store, data, settings)
     settings_json = settings.to_json(relevance)
     if settings_json["labels"] != DEFAULT_LABELS:  # how many labels of each source counted
         settings_json["label_counts"] = label_counts(data)

@@ -24,14 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from rageval_core.rundata import RunData, memo
+from rageval_core.rundata import RunData
 from rageval_core.settings.label_sources import IMPORTED, LLM, parse_labels
 from rageval_core.store import Store
 from rageval_core.store.ground_truth import (
     ADJUDICATED,
     LLM_PREFIX,
     PEOPLE,
+    AddedSpan,
     GradeRow,
+    added_spans,
     grade_rows,
     grades_signature,
     run_label_rows,
@@ -108,22 +110,20 @@ def store_sources(sources: Sequence[str]) -> list[str] | None:
 
 # --- a RunData that reads the resolved labels -----------------------------------------------------
 
-#: cache keys of a RunData that no label changes (the evidence side, answers, judge, ops): a
-#: labelled view shares them with its run; every other key (the qrels' arrays) is its own
+#: cache keys of a RunData that no label or added span changes (answers, judge, ops; an
+#: added span's scores, by its text): a view shares them with its run; every other key (the
+#: qrels' arrays) is its own
 SHARED_KEYS = frozenset(
+    {"cut", "groups", "answers", "judge", "costs", "ops_rows", "haystack", "added_pairs"}
+)
+#: ... and the evidence side, which no label changes: shared while no span is added
+EVIDENCE_KEYS = frozenset(
     {
-        "cut",
         "coverage",
         "evidence",
         "evidence_labels",
         "evidence_ids",
         "numbers",
-        "groups",
-        "answers",
-        "judge",
-        "costs",
-        "ops_rows",
-        "haystack",
         "diagnosis",
         "split_parts",
     }
@@ -134,12 +134,13 @@ class _ViewCache(dict[Any, Any]):
     """A labelled view's cache: the keys of SHARED_KEYS live in its run's cache (computed once
     for both), the others in its own."""
 
-    def __init__(self, base: dict[Any, Any]) -> None:
+    def __init__(self, base: dict[Any, Any], spans_added: bool) -> None:
         super().__init__()
         self.base = base
+        self.shared = SHARED_KEYS if spans_added else SHARED_KEYS | EVIDENCE_KEYS
 
     def _home(self, key: Any) -> dict[Any, Any] | None:
-        shared = isinstance(key, tuple) and bool(key) and key[0] in SHARED_KEYS
+        shared = isinstance(key, tuple) and bool(key) and key[0] in self.shared
         return self.base if shared else None
 
     def __contains__(self, key: object) -> bool:
@@ -165,14 +166,25 @@ class _ViewCache(dict[Any, Any]):
 
 
 def labelled_data(store: Store, data: RunData, labels: str) -> RunData:
-    """data whose qrels (has_qrels, labels, judged, judged rows) are the resolved labels of the
-    `labels` setting; data itself for `imported` alone. Cached on data by the setting and the
-    store's grades_signature: a label given, changed or taken back makes a new view."""
+    """data as the ground truth made in rageval has it: its qrels (has_qrels, labels, judged,
+    judged rows) the resolved labels of the `labels` setting, and its gold spans the run's own
+    followed by those added in rageval (RunData.added); data itself for `imported` alone and no
+    added span. Cached on data by the setting and the store's grades_signature: a label or span
+    given, changed or taken back makes a new view, which shares every array no label or span
+    changes with data (and a span's scores with the views before it)."""
     sources = parse_labels(labels)
-    if sources == (IMPORTED,):
+    grades, grade_hash, spans, span_hash = grades_signature(store)
+    if sources == (IMPORTED,) and spans == 0:
         return data
-    key = ("labelled", sources, grades_signature(store))
-    return memo(data, key, lambda: _labelled(store, data, sources))  # type: ignore[no-any-return]
+    signature = ((grades, grade_hash) if sources != (IMPORTED,) else None, (spans, span_hash))
+    # the latest view per setting only: a label given replaces it (a long labelling session
+    # keeps one view, not one per label)
+    kept = data._cache.get(("labelled", sources))
+    if kept is not None and kept[0] == signature:
+        return kept[1]  # type: ignore[no-any-return]
+    view = _view(store, data, sources)
+    data._cache[("labelled", sources)] = (signature, view)
+    return view
 
 
 def label_counts(view: RunData) -> dict[str, int]:
@@ -182,12 +194,50 @@ def label_counts(view: RunData) -> dict[str, int]:
     return dict(counts) if counts is not None else {IMPORTED: int(view.judged_q.size)}
 
 
-def _labelled(store: Store, data: RunData, sources: tuple[str, ...]) -> RunData:
+def _view(store: Store, data: RunData, sources: tuple[str, ...]) -> RunData:
+    ids = [str(q) for q in data.query_ids]
+    position = {q: i for i, q in enumerate(ids)}
+    added: dict[int, tuple[AddedSpan, ...]] = {}
+    n_added = grades_signature(store)[2]
+    # few rows store-wide: all read and picked here (a list of 10,000 ids costs DuckDB more)
+    for span in added_spans(store, None if n_added <= 4 * len(ids) else ids):
+        q = position.get(span.query_id)
+        if q is not None:
+            added[q] = (*added.get(q, ()), span)
+    changes: dict[str, Any] = {}
+    if sources != (IMPORTED,):
+        changes, counts = _labelled(store, data, sources)
+    if added:
+        n_spans = data.n_spans.copy()
+        for q, spans in added.items():
+            n_spans[q] += len(spans)
+        run = changes.get("run", data.run)
+        changes.update(
+            n_spans=n_spans, added=added, run=dataclasses.replace(run, has_evidence=True)
+        )
+    view = dataclasses.replace(
+        data, **changes, _cache=_ViewCache(data._cache, spans_added=bool(added))
+    )
+    if sources != (IMPORTED,):
+        view._cache[("label_counts",)] = counts
+    return view
+
+
+def _labelled(
+    store: Store, data: RunData, sources: tuple[str, ...]
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """The qrels arrays of data under sources, and how many labels each source gave."""
     keep = IMPORTED in sources
     ids = [str(q) for q in data.query_ids]
-    rows = grade_rows(store, ids, store_sources(sources))
-    rows = [r for r in rows if r.source.startswith(LLM_PREFIX) or r.source in sources]
     position = {q: i for i, q in enumerate(ids)}
+    n_grades = grades_signature(store)[0]
+    # few rows store-wide: all read and picked here (a list of 10,000 ids costs DuckDB more)
+    rows = grade_rows(store, None if n_grades <= 4 * len(ids) else ids, store_sources(sources))
+    rows = [
+        r
+        for r in rows
+        if r.query_id in position and (r.source.startswith(LLM_PREFIX) or r.source in sources)
+    ]
     touched = sorted({position[r.query_id] for r in rows if r.query_id in position})
     qrels, chunks = run_label_rows(store, data.run.run_id, touched)
     imported = {(ids[q], d): float(rel) for q, d, rel in qrels} if keep else {}
@@ -232,19 +282,15 @@ def _labelled(store: Store, data: RunData, sources: tuple[str, ...]) -> RunData:
             labels[q, rank - 1] = max(found, 0)
             judged[q, rank - 1] = 1 if found >= 0 else -1
     counts = _counts(sources, resolved, data, untouched_rows if keep else None)
-    run = dataclasses.replace(data.run, has_qrels=bool(has_qrels.any()))
-    view = dataclasses.replace(
-        data,
-        run=run,
-        has_qrels=has_qrels,
-        labels=labels,
-        judged=judged,
-        judged_q=np.concatenate(jq).astype(np.int64),
-        judged_label=np.concatenate(jl).astype(dtype),
-        _cache=_ViewCache(data._cache),
-    )
-    view._cache[("label_counts",)] = counts
-    return view
+    changes = {
+        "run": dataclasses.replace(data.run, has_qrels=bool(has_qrels.any())),
+        "has_qrels": has_qrels,
+        "labels": labels,
+        "judged": judged,
+        "judged_q": np.concatenate(jq).astype(np.int64),
+        "judged_label": np.concatenate(jl).astype(dtype),
+    }
+    return changes, counts
 
 
 def _counts(
@@ -276,3 +322,17 @@ def resolved_qrels(
         key=lambda key: (position[key[0]], first.get(key, len(first)), key[1]),
     )
     return [(q, d, resolved.grades[(q, d)]) for q, d in order], resolved.counts(sources)
+
+
+def query_labels(store: Store, data: RunData, qidx: int, labels: str) -> Resolved:
+    """The labels that count for one query of data (a run's own RunData) under the setting,
+    document by document, and which source gave each: what the drilldown shows."""
+    sources = parse_labels(labels)
+    qid = str(data.query_ids[qidx])
+    qrels, _ = run_label_rows(store, data.run.run_id, [qidx])
+    imported = {(qid, d): rel for _, d, rel in qrels} if IMPORTED in sources else {}
+    if sources == (IMPORTED,):
+        return resolve(sources, imported, [])
+    rows = grade_rows(store, [qid], store_sources(sources))
+    rows = [r for r in rows if r.source.startswith(LLM_PREFIX) or r.source in sources]
+    return resolve(sources, imported, rows)

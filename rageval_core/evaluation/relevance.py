@@ -147,12 +147,18 @@ def evidence_labels(
     return arrays, cov.rows
 
 
+def _under_labels(settings: Settings) -> str:
+    """ " under --labels people" when the labels setting is not the run's own qrels alone."""
+    return "" if settings.labels == "imported" else f" under --labels {settings.labels}"
+
+
 def resolve_relevance(data: RunData, settings: Settings) -> Relevance | None:
     """ids when asked or when the run has qrels that a retrieved chunk is in (or no gold spans);
     evidence when asked or it has gold spans."""
     if settings.relevance == "ids" and not data.run.has_qrels:
         raise UsageError(
-            f"run {data.run.name} has no qrels (relevant ids): use --relevance evidence"
+            f"run {data.run.name} has no qrels (relevant ids){_under_labels(settings)}: "
+            "use --relevance evidence"
         )
     if settings.relevance == "evidence" and not data.run.has_evidence:
         raise UsageError(f"run {data.run.name} has no gold evidence: use --relevance ids")

@@ -80,6 +80,8 @@ class Settings:
     #: which relevance labels the ranking metrics read, in order of precedence
     #: (rageval_core.evaluation.labels; "imported": the run's own qrels)
     labels: str = DEFAULTS["labels"]
+    #: a local cross-encoder model folder: the cross-encoder scorer and CrossEncoderSimilarity
+    cross_encoder: str | None = DEFAULTS["cross_encoder"]
 
     def check(self) -> None:
         k_min, _ = BY_NAME["k"].bounds()
@@ -99,7 +101,8 @@ class Settings:
             raise UsageError(f"score threshold must be finite, got {self.score_threshold!r}")
         check_rel_level(self.rel_level)
         _check_diagnosis_settings(self.near_miss_band, self.split_min_chars)
-        ScorerKey.of(self.scorer, self.embedder)  # an unknown scorer or embedder fails here
+        # an unknown scorer or embedder, or a missing model, fails here
+        ScorerKey.of(self.scorer, self.embedder, model=self.cross_encoder)
         for name in ("preset", "precision_divisor"):
             value, choices = getattr(self, name), BY_NAME[name].choices
             if value is not None and value not in choices:
@@ -125,7 +128,7 @@ class Settings:
     def scorer_key(self) -> ScorerKey:
         """What the pair scores are computed with and kept under: the scorer, its embedder (a
         scorer by meaning only) and the normalisation."""
-        return ScorerKey.of(self.scorer, self.embedder, self.norm)
+        return ScorerKey.of(self.scorer, self.embedder, self.norm, self.cross_encoder)
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Settings:
@@ -155,6 +158,8 @@ class Settings:
             "scorer": self.scorer,
             # the embedder only for a semantic scorer: other reports read as before
             **({"embedder": self.embedder} if is_semantic(self.scorer) else {}),
+            # the cross-encoder's model folder only where it is read
+            **({"cross_encoder": self.cross_encoder} if self.cross_encoder else {}),
             "normalisation": self.norm.key,
             "strip_punct": self.norm.strip_punct,
             "strip_articles": self.norm.strip_articles,

@@ -35,7 +35,7 @@ from rageval_core.formats.scored import (
     read_score_map,
     scored_queries,
 )
-from rageval_core.model import ParsedRun, RunInfo
+from rageval_core.model import ParsedRun, Query, RunInfo
 
 FORMAT = "beir"
 PRIMARY = "run"
@@ -113,12 +113,7 @@ def read(
     parts: Mapping[str, Path] | None = None,
 ) -> ParsedRun:
     """The run joined with the dataset's qrels, query texts and chunk texts."""
-    parts = dict(parts or {})
-    if companion is not None:  # BEIR's layout: DATASET/qrels/test.tsv beside DATASET/corpus.jsonl
-        dataset = companion.parent.parent if companion.parent.name == "qrels" else companion.parent
-        for role, name in ((CORPUS, "corpus.jsonl"), (QUERIES, "queries.jsonl")):
-            if role not in parts and exists_or_link(dataset / name):  # read through open_input
-                parts[role] = dataset / name
+    parts = _dataset_parts(companion, parts)
     shown = [display_path(primary)] + [
         display_path(p) for p in (companion, *parts.values()) if p is not None
     ]
@@ -132,6 +127,44 @@ def read(
     questions = _read_jsonl(parts[QUERIES], log, None, corpus=False) if QUERIES in parts else {}
     queries = scored_queries(run, qrels, log, texts=texts, questions=questions)
     return ParsedRun(info, queries, FORMAT, tuple(shown))
+
+
+def _dataset_parts(companion: Path | None, given: Mapping[str, Path] | None) -> dict[str, Path]:
+    """The parts given, with corpus.jsonl and queries.jsonl found beside the qrels' folder."""
+    parts = dict(given or {})
+    if companion is not None:  # BEIR's layout: DATASET/qrels/test.tsv beside DATASET/corpus.jsonl
+        dataset = companion.parent.parent if companion.parent.name == "qrels" else companion.parent
+        for role, name in ((CORPUS, "corpus.jsonl"), (QUERIES, "queries.jsonl")):
+            if role not in parts and exists_or_link(dataset / name):  # read through open_input
+                parts[role] = dataset / name
+    return parts
+
+
+def read_questions(
+    companion: Path | None, parts: Mapping[str, Path] | None, log: ProblemLog
+) -> ParsedRun:
+    """A BEIR dataset without a run: the questions of queries.jsonl (the ones its qrels judge,
+    when a split's qrels are there, each with them), nothing retrieved."""
+    parts = _dataset_parts(companion, parts)
+    shown = tuple(display_path(p) for p in (companion, *parts.values()) if p is not None)
+    if QUERIES not in parts:
+        log.error(
+            shown[0], 0, QUERIES, "a BEIR dataset's questions are in queries.jsonl: none found"
+        )
+        return ParsedRun(RunInfo(), [], FORMAT, shown)
+    texts = _read_jsonl(parts[QUERIES], log, None, corpus=False)
+    qrels = read_qrels(companion, log) if companion is not None else None
+    ids = list(qrels.labels) if qrels is not None else list(texts)
+    queries = [
+        Query(
+            query_id=qid,
+            query=texts.get(qid),
+            relevance=qrels.labels[qid] if qrels is not None else None,
+            line=qrels.first_line[qid] if qrels is not None else 0,
+        )
+        for qid in ids
+    ]
+    return ParsedRun(RunInfo(), queries, FORMAT, shown)
 
 
 def _read_run(path: Path, log: ProblemLog) -> Scores | None:

@@ -72,8 +72,14 @@ class _Detected:
     role: str
 
 
-def read_inputs(paths: Sequence[Path], fmt: str | None, log: ProblemLog) -> list[ParsedRun]:
+def read_inputs(
+    paths: Sequence[Path], fmt: str | None, log: ProblemLog, questions: bool = False
+) -> list[ParsedRun]:
     """One ParsedRun per primary input file, in the order given (queries still to be streamed).
+
+    questions (`rageval collect`'s question files): a gold set without its run (a QA-pair file,
+    a TAT-RAG golden set, a BEIR dataset) is read too, as its questions and their gold with
+    nothing retrieved (the reader's read_questions), after the runs.
 
     Problems with detection or grouping (missing, empty, binary, unknown files, companions that
     fit no primary ...) are all collected first, then raised together as one InputError before
@@ -100,8 +106,9 @@ def read_inputs(paths: Sequence[Path], fmt: str | None, log: ProblemLog) -> list
             if found is not None:
                 detected.append(found)
     detected = _adopt(detected)
-    groups = _group(detected, log)
-    parts = _parts(detected, log)
+    alone = _questions_alone(detected) if questions else set()
+    groups = _group(detected, log, alone)
+    parts = _parts(detected, log, alone)
     log.raise_if_errors()
     runs = []
     for item in detected:
@@ -120,6 +127,8 @@ def read_inputs(paths: Sequence[Path], fmt: str | None, log: ProblemLog) -> list
                 )
             else:
                 runs.extend(_as_list(module.read(item.path, groups.get(item.format), log)))
+    for name in (f for f in FORMATS if f in alone):
+        runs.append(module_for(name).read_questions(groups.get(name), parts.get(name, {}), log))
     from rageval_core.formats.options import apply_options
 
     return apply_options(runs)
@@ -174,10 +183,24 @@ def _adopted_role(module: ModuleType, path: Path, head: bytes) -> str | None:
     return None
 
 
-def _parts(detected: list[_Detected], log: ProblemLog) -> dict[str, dict[str, Path]]:
-    """format -> {part role: file}; a part given twice, or without a primary, is an error."""
+def _questions_alone(detected: list[_Detected]) -> set[str]:
+    """The formats given without a primary file whose reader reads a gold set alone."""
+    primaries = {item.format for item in detected if item.role == module_for(item.format).PRIMARY}
+    return {
+        item.format
+        for item in detected
+        if item.format not in primaries and hasattr(module_for(item.format), "read_questions")
+    }
+
+
+def _parts(
+    detected: list[_Detected], log: ProblemLog, alone: set[str]
+) -> dict[str, dict[str, Path]]:
+    """format -> {part role: file}; a part given twice, or without a primary (unless its
+    format is read alone: `alone`), is an error."""
     out: dict[str, dict[str, _Detected]] = {}
     primaries = {item.format for item in detected if item.role == module_for(item.format).PRIMARY}
+    primaries |= alone
     for item in detected:
         if item.role not in getattr(module_for(item.format), "PARTS", ()):
             continue
@@ -319,8 +342,9 @@ def _wide_encoding(head: bytes) -> str | None:
     return None
 
 
-def _group(detected: list[_Detected], log: ProblemLog) -> dict[str, Path]:
-    """Check the grouping rules; returns format -> its companion file."""
+def _group(detected: list[_Detected], log: ProblemLog, alone: set[str]) -> dict[str, Path]:
+    """Check the grouping rules; returns format -> its companion file (a companion without a
+    primary is fine for a format read alone: `alone`)."""
     companions: dict[str, _Detected] = {}
     primaries: dict[str, list[_Detected]] = {}
     for item in detected:
@@ -342,7 +366,7 @@ def _group(detected: list[_Detected], log: ProblemLog) -> dict[str, Path]:
         else:
             companions[item.format] = item
     for name, item in companions.items():
-        if name not in primaries:
+        if name not in primaries and name not in alone:
             module = module_for(name)
             log.error(
                 item.shown,

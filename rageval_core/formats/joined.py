@@ -94,6 +94,31 @@ def read_joined(
     return ParsedRun(info, queries, format, (pfile, cfile))
 
 
+def read_gold_questions(
+    companion: Path, log: ProblemLog, *, format: str, parse: ParseGold, id_field: str
+) -> ParsedRun:
+    """The companion set alone as questions with their gold, nothing retrieved (what
+    `rageval collect` sends): a QA-pair file or a TAT-RAG golden set without its results."""
+    cfile = display_path(companion)
+    golds = read_golds(companion, cfile, log, parse, id_field) or []
+    queries = [_query(g, g.line) for g in golds if g.valid]
+    return ParsedRun(RunInfo(), queries, format, (cfile,))
+
+
+def _query(gold: Gold, line: int, **found: Any) -> Query:
+    """The query of a companion entry, with what its retrieval entry found (if any)."""
+    return Query(
+        query_id=gold.query_id,
+        query=gold.query,
+        relevance=gold.relevance,
+        evidence=gold.evidence,
+        reference_answer=gold.reference_answer,
+        tags=gold.tags,
+        line=line,
+        **found,
+    )
+
+
 def read_golds(
     path: Path, file: str, log: ProblemLog, parse: ParseGold, id_field: str
 ) -> list[Gold] | None:
@@ -149,18 +174,13 @@ def joined_queries(
             )
             hit = Hit(0, ())
         queries.append(
-            Query(
-                query_id=gold.query_id,
+            _query(
+                gold,
+                hit.line,
                 retrieved=hit.chunks,
-                query=gold.query,
-                relevance=gold.relevance,
-                evidence=gold.evidence,
                 answer=hit.extras.answer,
-                reference_answer=gold.reference_answer,
                 latency_ms=hit.extras.latency_ms,
                 tokens=hit.extras.tokens,
-                tags=gold.tags,
-                line=hit.line,
             )
         )
     return queries

@@ -21,6 +21,7 @@ from rageval_core.formats.joined import (
     Gold,
     Hit,
     is_native_record,
+    read_gold_questions,
     read_joined,
     shorten,
     sniff_doc_lists,
@@ -114,6 +115,13 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
         join=_join,
         field="qa_pair_id",
         output="results",
+    )
+
+
+def read_questions(companion: Path, parts: Mapping[str, Path], log: ProblemLog) -> ParsedRun:
+    """The QA-pair file alone: its questions with their gold, nothing retrieved."""
+    return read_gold_questions(
+        companion, log, format=FORMAT, parse=_parse_pair, id_field="qa_pair_id"
     )
 
 

@@ -24,6 +24,7 @@ from rageval_core.formats.joined import (
     Gold,
     Hit,
     is_native_record,
+    read_gold_questions,
     read_joined,
     shorten,
     sniff_doc_lists,
@@ -139,6 +140,13 @@ def read(primary: Path, companion: Path | None, log: ProblemLog) -> ParsedRun:
     )
     _check_file_ids(list(run.queries), run.sources[-1], log)
     return run
+
+
+def read_questions(companion: Path, parts: Mapping[str, Path], log: ProblemLog) -> ParsedRun:
+    """The TAT-RAG golden set alone: its questions with their gold, nothing retrieved."""
+    return read_gold_questions(
+        companion, log, format=FORMAT, parse=_parse_gold, id_field="query_id"
+    )
 
 
 def _join(

@@ -56,11 +56,11 @@ class JudgeUnreachableError(RagevalError):
 
     exit_code = 4
 
-    def __init__(self, cause: str, attempts: int) -> None:
+    def __init__(self, cause: str, attempts: int, what: str = "the judge endpoint") -> None:
         self.cause = cause
         self.attempts = attempts
         super().__init__(
-            f"the judge endpoint gave no answer: {cause} "
+            f"{what} gave no answer: {cause} "
             f"(the first {attempts} attempts all failed this way; nothing more was sent)"
         )
 
@@ -75,9 +75,9 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
         fp.close()
         where = urlsplit(newurl).netloc.rpartition("@")[2] or urlsplit(req.full_url).netloc
         raise EndpointError(
-            f"the endpoint redirected (HTTP {code}) to {where}: not followed, the key is sent "
-            "only to the configured host (give the address it redirects to as the base URL "
-            "if you trust it)"
+            f"the endpoint redirected (HTTP {code}) to {where}: not followed, the key (or any "
+            "header) is sent only to the configured host (give the address it redirects to "
+            "as the base URL or endpoint if you trust it)"
         )
 
 
@@ -251,14 +251,19 @@ def retry_after_s(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-class ChatClient:
-    """POST chat completions with retries; one instance is shared by the judging threads."""
+class JsonClient:
+    """POST JSON to one URL with retries, pacing and a deadline per request; one instance is
+    shared by the threads of a run (the judge's chat requests, collect's retrieval requests).
+
+    The headers (a key among them) go to that URL only: never into an error or a log line."""
+
+    #: who answers, as the errors name it
+    service = "the judge endpoint"
 
     def __init__(
         self,
-        base_url: str,
-        api_key: str | None,
-        key_env: str,
+        url: str,
+        headers: Mapping[str, str],
         *,
         timeout_s: float = 60.0,
         max_attempts: int = 6,
@@ -266,11 +271,9 @@ class ChatClient:
         sleep: Callable[[float], None] = time.sleep,
         limiter: RateLimiter | None = None,
     ) -> None:
-        self.url = check_base_url(base_url) + "/chat/completions"
+        self.url = url
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        self.key_env = key_env
+        self._headers.update(headers)
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
@@ -287,10 +290,21 @@ class ChatClient:
         # full jitter around an exponential step: threads that failed together spread out
         return min(MAX_WAIT_S, self.backoff_s * 2**attempt * (0.5 + random.random()))
 
-    def chat(self, body: Mapping[str, Any], stop: threading.Event | None = None) -> Reply:
-        """The reply to one request; EndpointError when it fails for good, JudgeAuthError on
-        401/403, JudgeUnreachableError once the endpoint is given up on (FAST_STOP_AFTER).
-        stop: an event that ends the retry waits early (cancel, Ctrl-C, auth error)."""
+    def auth_error(self, status: int) -> RagevalError:
+        """What a 401/403 raises: the run stops, nothing more is sent."""
+        raise NotImplementedError
+
+    def post(
+        self,
+        body: Mapping[str, Any],
+        stop: threading.Event | None = None,
+        took_ms: list[float] | None = None,
+    ) -> bytes:
+        """The reply's body (at most 4 MiB) to one request; EndpointError when it fails for good,
+        auth_error() on 401/403, JudgeUnreachableError once the endpoint is given up on
+        (FAST_STOP_AFTER). stop: an event that ends the request and the retry waits early.
+        took_ms: gets the wall time of the attempt that answered (connect to the reply's last
+        byte; no pacing or retry wait in it)."""
         data = json.dumps(body).encode("utf-8")
         problem = "no attempt made"
         for attempt in range(self.max_attempts):
@@ -304,12 +318,15 @@ class ChatClient:
                 self.url, deadline, data=data, headers=self._headers
             )
             wait: float | None = None
+            started = time.perf_counter()
             try:
                 with _OPENER.open(request, timeout=self.timeout_s) as response:
                     self._answered()
                     payload = transport.read_reply(response)
+                if took_ms is not None:
+                    took_ms.append((time.perf_counter() - started) * 1000.0)
                 self.limiter.succeeded()
-                return _reply(payload)
+                return payload
             except (transport.RequestCancelled, transport.ReplyTooLarge) as e:
                 raise EndpointError(str(e)) from None
             except urllib.error.HTTPError as e:
@@ -317,11 +334,7 @@ class ChatClient:
                 status = e.code
                 e.close()
                 if status in (401, 403):
-                    raise JudgeAuthError(
-                        f"the judge endpoint answered HTTP {status} "
-                        f"({'unauthorized' if status == 401 else 'forbidden'}): check the API key "
-                        f"in the environment variable {self.key_env}"
-                    ) from None
+                    raise self.auth_error(status) from None
                 wait = retry_after_s(e.headers.get("Retry-After") if e.headers else None)
                 if status == 429:  # this request waits its own Retry-After; the pace halves
                     self.limiter.throttled(wait)
@@ -360,10 +373,40 @@ class ChatClient:
             self.first_failures.append(cause)
             first = self.first_failures[:FAST_STOP_AFTER]
             if self.unreachable is None and len(first) == FAST_STOP_AFTER and len(set(first)) == 1:
-                self.unreachable = JudgeUnreachableError(cause, FAST_STOP_AFTER)
+                self.unreachable = JudgeUnreachableError(cause, FAST_STOP_AFTER, self.service)
             found = self.unreachable
         if found is not None:
             raise found
+
+
+class ChatClient(JsonClient):
+    """POST chat completions with retries; one instance is shared by the judging threads."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        key_env: str,
+        **options: Any,
+    ) -> None:
+        """options: JsonClient's (timeout_s, max_attempts, backoff_s, sleep, limiter)."""
+        super().__init__(
+            check_base_url(base_url) + "/chat/completions",
+            {"Authorization": f"Bearer {api_key}"} if api_key else {},
+            **options,
+        )
+        self.key_env = key_env
+
+    def auth_error(self, status: int) -> RagevalError:
+        return JudgeAuthError(
+            f"the judge endpoint answered HTTP {status} "
+            f"({'unauthorized' if status == 401 else 'forbidden'}): check the API key "
+            f"in the environment variable {self.key_env}"
+        )
+
+    def chat(self, body: Mapping[str, Any], stop: threading.Event | None = None) -> Reply:
+        """The reply to one request (post(), then the chat completion read from it)."""
+        return _reply(self.post(body, stop))
 
 
 def _reply(payload: bytes) -> Reply:

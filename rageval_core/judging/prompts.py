@@ -35,6 +35,12 @@ class Item:
     evidence: tuple[str, ...]
 
 
+#: what the retry after an invalid reply adds to the conversation
+RETRY_NOTE = (
+    "Your reply could not be read: {problem}. Reply again with only the JSON object asked for."
+)
+
+
 class BadReply(ValueError):
     """A reply that is not the JSON object the prompt asks for; the message says why."""
 
@@ -51,6 +57,10 @@ class Prompt:
     system: str
     build: Callable[[Item], str]
     needs_answer: bool
+    #: reads a reply that is not JSON (the relevance prompt's "##final score: N"); None: JSON
+    reader: Callable[[str], dict[str, Any]] | None = None
+    #: what the retry after an invalid reply adds to the conversation ({problem}: why)
+    retry_note: str = RETRY_NOTE
 
     def applies(self, item: Item) -> bool:
         """Whether the query can be judged with this prompt (an answer, contexts)."""
@@ -108,6 +118,8 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 def parse_reply(text: str, prompt: Prompt) -> dict[str, Any]:
     """The verdict in a reply: the whole text as JSON, else a fenced block, else the outermost
     {...}; then validated. BadReply when none of them is a valid verdict."""
+    if prompt.reader is not None:
+        return prompt.reader(text)
     candidates = [text.strip()]
     candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
     start, end = text.find("{"), text.rfind("}")
@@ -215,17 +227,84 @@ ANSWER_QUALITY = Prompt(
 
 PROMPTS: dict[str, Prompt] = {p.name: p for p in (FAITHFULNESS, RETRIEVAL_QUALITY, ANSWER_QUALITY)}
 
-#: what the retry after an invalid reply adds to the conversation
-RETRY_NOTE = (
-    "Your reply could not be read: {problem}. Reply again with only the JSON object asked for."
+#: UMBRELA's zero-shot prompt (Upadhyay et al. 2024, castorini/umbrela's qrel_zeroshot_bing.txt,
+#: after Thomas et al. 2023), word for word: docs/judging.md ("Relevance labels")
+UMBRELA = (
+    "Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with "
+    "the following meanings:\n"
+    "0 = represent that the passage has nothing to do with the query, \n"
+    "1 = represents that the passage seems related to the query but does not answer it, \n"
+    "2 = represents that the passage has some answer for the query, but the answer may be a bit "
+    "unclear, or hidden amongst extraneous information and \n"
+    "3 = represents that the passage is dedicated to the query and contains the exact answer.\n"
+    "\n"
+    "Important Instruction: Assign category 1 if the passage is somewhat related to the topic "
+    "but not completely, category 2 if passage presents something very important related to the "
+    "entire topic but also has some extra information and category 3 if the passage only and "
+    "entirely refers to the topic. If none of the above satisfies give it category 0.\n"
+    "\n"
+    "Query: {query}\n"
+    "Passage: {passage}\n"
+    "\n"
+    "Split this problem into steps:\n"
+    "Consider the underlying intent of the search.\n"
+    "Measure how well the content matches a likely intent of the query (M).\n"
+    "Measure how trustworthy the passage is (T).\n"
+    "Consider the aspects above and the relative importance of each, and decide on a final score "
+    "(O). Final score must be an integer value only.\n"
+    "Do not provide any code in result. Provide each score in the format of: ##final score: "
+    "score without providing any reasoning."
 )
+RELEVANCE_GRADES = (0, 1, 2, 3)
+_FINAL = re.compile(r"#*\s*final\s+score\s*[:=]\s*\**\s*([^\s*#,;]+)", re.IGNORECASE)
+
+
+def read_final_score(text: str) -> dict[str, Any]:
+    """{"relevance": N} from a reply's "##final score: N", N an integer 0..3 (2.0 is 2). BadReply
+    when there is none, when it is not such an integer, or when two final scores differ: a grade
+    is never guessed."""
+    found = _FINAL.findall(text)
+    if not found:
+        raise BadReply("no '##final score: N' in the reply")
+    grades = set()
+    for raw in found:
+        try:
+            value = float(raw.strip().rstrip("."))
+        except ValueError:
+            raise BadReply(f"final score {raw!r} is not a number") from None
+        if not (math.isfinite(value) and value.is_integer() and int(value) in RELEVANCE_GRADES):
+            raise BadReply(f"final score {raw!r} is not an integer from 0 to 3")
+        grades.add(int(value))
+    if len(grades) > 1:
+        raise BadReply(f"the reply gives several final scores: {sorted(grades)}")
+    return {"relevance": grades.pop()}
+
+
+RELEVANCE = Prompt(
+    name="relevance",
+    version="relevance-umbrela-v1",
+    scores=(),
+    labels={},
+    system="You are a search quality rater evaluating the relevance of passages.",
+    build=lambda item: UMBRELA.format(
+        query=item.query, passage=(item.contexts[0] if item.contexts else "")[:MAX_CONTEXT_CHARS]
+    ),
+    needs_answer=False,
+    reader=read_final_score,
+    retry_note="Your reply could not be read: {problem}. Reply again with only "
+    "'##final score: N', N an integer from 0 to 3.",
+)
+
+#: every prompt `rageval judge --metrics` knows: the per-query ones and relevance (one request
+#: per top-k chunk, kept as llm:MODEL grades: judging/relevance.py)
+ALL_PROMPTS: dict[str, Prompt] = {**PROMPTS, RELEVANCE.name: RELEVANCE}
 
 
 def metric_names(prompts: Sequence[str]) -> list[str]:
     """The judge.* metrics those prompts fill (labels: one per label; pass_rate with retrieval)."""
     out: list[str] = []
     for name in prompts:
-        p = PROMPTS[name]
+        p = ALL_PROMPTS[name]
         out += [f"judge.{key}" for key in p.scores]
         out += [f"judge.{key}.{label}" for key, labels in p.labels.items() for label in labels]
         if name == "retrieval_quality":

@@ -13,7 +13,6 @@ judgment succeeded is `failed`, one with some judge errors `partial`.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import dataclasses
 import hashlib
 import json
 import math
@@ -33,7 +32,10 @@ from rageval_core.judging.client import (
     base_host,
     base_url_problem,
 )
-from rageval_core.judging.prompts import PROMPTS, RETRY_NOTE, BadReply, Item, Prompt, parse_reply
+from rageval_core.judging.relevance import keep_grades, source_of, unjudged_chunks
+from rageval_core.judging.budget import Budget, BudgetLedger
+from rageval_core.judging.prompts import ALL_PROMPTS, PROMPTS, RELEVANCE, BadReply, Item, Prompt
+from rageval_core.judging.prompts import parse_reply
 from rageval_core.store import Store
 from rageval_core.store import judgements as jstore
 from rageval_core.store.judgements import CachedReply, JudgeResult, JudgeSet
@@ -44,10 +46,6 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 EST_COMPLETION_TOKENS = 120
 #: characters per token, for a dry run's estimate (the usual rule of thumb for English)
 CHARS_PER_TOKEN = 4.0
-#: tokens a chat template may add per message (role markers) and per request (the reply's
-#: priming), on top of the messages' own: part of a request's worst case (Budget)
-TEMPLATE_TOKENS_PER_MESSAGE = 8
-TEMPLATE_TOKENS_PER_REQUEST = 8
 
 
 #: JudgeConfig's fields as `rageval judge` names them (a JudgeConfigError's default words)
@@ -69,6 +67,11 @@ CLI_FLAGS = {
     "temperature": "temperature",
     "backoff_s": "backoff_s",
 }
+
+
+#: the (query_id, doc_id) labelled under the `labels` setting, which relevance leaves alone
+#: (None: the run's imported qrels; judging/relevance.py)
+Labelled = set[tuple[str, str]] | None
 
 
 class JudgeConfigError(UsageError):
@@ -120,12 +123,12 @@ class JudgeConfig:
             raise JudgeConfigError("base_url", problem)
         if not self.model.strip():
             raise JudgeConfigError("model", "is empty: give the judge model's name")
-        unknown = [m for m in self.metrics if m not in PROMPTS]
+        unknown = [m for m in self.metrics if m not in ALL_PROMPTS]
         if unknown or not self.metrics:
             raise JudgeConfigError(
                 "metrics",
                 f"names {'unknown prompts ' + ', '.join(unknown) if unknown else 'no prompt'}; "
-                f"known: {', '.join(PROMPTS)}",
+                f"known: {', '.join(ALL_PROMPTS)}",
             )
         for name in ("concurrency", "repeats", "contexts", "max_tokens", "max_attempts"):
             if getattr(self, name) < 1:
@@ -158,6 +161,7 @@ class Task:
     body: dict[str, Any]
     key: str  # sha256 of the canonical request: the cache key
     est_prompt_tokens: int
+    item: tuple[str, str] | None = None  # (query_id, doc_id) a relevance task grades
 
 
 @dataclass
@@ -184,6 +188,7 @@ class JudgeSummary:
     cause: str | None = None  # why the endpoint was given up on (JudgeUnreachableError)
     ledger: BudgetLedger | None = None  # reserved vs spent, with --max-cost
     worst_case_usd: float | None = None  # a dry run: what --max-cost would reserve for it all
+    relevance_labels: int | None = None  # documents given an llm:MODEL grade (None: not asked)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -204,6 +209,9 @@ class JudgeSummary:
             "cost_usd": self.cost_usd if self.priced else None,
             "estimated_cost_usd": self.estimated_cost_usd,
             "worst_case_usd": self.worst_case_usd,
+            "relevance_labels": None
+            if self.relevance_labels is None
+            else {"source": source_of(self.model), "documents": self.relevance_labels},
             "budget": None if self.ledger is None else self.ledger.to_json(),
             "judge": None if self.judge is None else self.judge.to_json(),
         }
@@ -219,31 +227,42 @@ def request_key(body: dict[str, Any], rep: int) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def plan(store: Store, ref: RunRef, config: JudgeConfig) -> tuple[list[Task], int]:
-    """Every task of the run (query file order, then prompt, then repeat) and the number of
-    queries no prompt applies to."""
-    prompts = [PROMPTS[m] for m in config.metrics]
+def plan(
+    store: Store, ref: RunRef, config: JudgeConfig, labelled: Labelled = None
+) -> tuple[list[Task], int]:
+    """Every task of the run (query file order, then prompt, then repeat; relevance: one task
+    per unlabelled top-k chunk, judging/relevance.py) and the number of queries with none."""
+    prompts = [ALL_PROMPTS[m] for m in config.metrics if m != RELEVANCE.name]
+    grading = RELEVANCE.name in config.metrics
     tasks: list[Task] = []
     skipped = 0
+
+    def add(qidx: int, p: Prompt, item: Item, reps: int, graded: tuple[str, str] | None) -> None:
+        messages = p.messages(item)
+        body = {
+            "model": config.model,
+            "messages": messages,
+            "temperature": config.temperature,
+            "max_tokens": config.max_tokens,
+        }
+        est = _tokens(sum(len(m["content"]) for m in messages))
+        for rep in range(reps):
+            tasks.append(Task(qidx, p.name, rep, body, request_key(body, rep), est, graded))
+
     for qidx, q in enumerate(store.iter_queries(ref)):
         contexts = tuple(
             c.text for c in (q.retrieved or ())[: config.contexts] if c.text is not None
         )
         item = Item(q.query or "", contexts, q.answer, q.reference_answer, tuple(q.evidence))
         applicable = [p for p in prompts if q.query and p.applies(item)]
-        if not applicable:
+        chunks = unjudged_chunks(q, config.contexts, labelled) if q.query else []
+        if not applicable and not (grading and chunks):
             skipped += 1
         for p in applicable:
-            messages = p.messages(item)
-            body = {
-                "model": config.model,
-                "messages": messages,
-                "temperature": config.temperature,
-                "max_tokens": config.max_tokens,
-            }
-            chars = sum(len(m["content"]) for m in messages)
-            for rep in range(config.repeats):
-                tasks.append(Task(qidx, p.name, rep, body, request_key(body, rep), _tokens(chars)))
+            add(qidx, p, item, config.repeats, None)
+        for doc_id, text in chunks if grading else ():
+            passage = Item(q.query or "", (text,), None, None, ())
+            add(qidx, RELEVANCE, passage, 1, (q.query_id, doc_id))  # graded once: no repeats
     return tasks, skipped
 
 
@@ -257,104 +276,19 @@ def _prices(config: JudgeConfig) -> tuple[float, float]:
     return float(config.price_in_per_1k or 0.0), float(config.price_out_per_1k or 0.0)
 
 
-def worst_prompt_tokens(messages: list[dict[str, str]]) -> int:
-    """The most prompt tokens the messages can be: their UTF-8 bytes (a byte-level tokenizer's
-    token is at least one byte) plus what a chat template adds."""
-    return TEMPLATE_TOKENS_PER_REQUEST + sum(
-        len(m["content"].encode("utf-8")) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetLedger:
-    """A budget's account at the end of a run (USD): what replies cost, what was reserved."""
-
-    limit_usd: float
-    spent_usd: float
-    reserved_usd: float  # still held (0 once every request in flight has settled)
-    peak_reserved_usd: float  # the most held at once by requests in flight
-    reservations: int  # requests sent under the budget
-    refused_worst_case_usd: float | None  # the request that did not fit (None: none)
-    overruns: int  # replies that cost more than their worst case (an endpoint that miscounts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "left_usd": max(0.0, self.limit_usd - self.spent_usd)}
-
-
-class Budget:
-    """A hard spending limit shared by the judging threads.
-
-    A request is sent only when its worst case (worst_prompt_tokens at the input price plus
-    the body's max_tokens at the output price) fits beside what was spent and what the requests
-    in flight hold; its reservation is settled to its reply's reported cost when it ends (0 when
-    it got no reply). So the spend never passes the limit unless an endpoint reports more tokens
-    than the worst case (counted as overruns). limit_usd None: no limit, the same bookkeeping.
-    """
-
-    def __init__(self, limit_usd: float | None, price_in: float, price_out: float) -> None:
-        self.limit_usd = limit_usd
-        self.price_in = price_in
-        self.price_out = price_out
-        self.spent_usd = 0.0
-        self.reserved_usd = 0.0
-        self.peak_reserved_usd = 0.0
-        self.reservations = 0
-        self.refused_usd: float | None = None
-        self.overruns = 0
-        self._lock = threading.Lock()
-
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return prompt_tokens * self.price_in / 1000 + completion_tokens * self.price_out / 1000
-
-    def worst_usd(self, body: dict[str, Any]) -> float:
-        return self.cost(worst_prompt_tokens(body["messages"]), int(body["max_tokens"]))
-
-    def reserve(self, body: dict[str, Any]) -> float | None:
-        """Hold the request's worst case and return it; None (nothing held) when it does not fit."""
-        worst = self.worst_usd(body)
-        with self._lock:
-            if (
-                self.limit_usd is not None
-                and self.spent_usd + self.reserved_usd + worst > self.limit_usd
-            ):
-                self.refused_usd = worst
-                return None
-            self.reserved_usd += worst
-            self.peak_reserved_usd = max(self.peak_reserved_usd, self.reserved_usd)
-            self.reservations += 1
-            return worst
-
-    def settle(self, held: float, spent: float) -> None:
-        """A request ended: release what it held, count what it cost."""
-        with self._lock:
-            self.reserved_usd = max(0.0, self.reserved_usd - held)
-            self.spent_usd += spent
-            if spent > held * (1 + 1e-9):
-                self.overruns += 1
-
-    def ledger(self) -> BudgetLedger | None:
-        if self.limit_usd is None:
-            return None
-        with self._lock:
-            return BudgetLedger(
-                self.limit_usd,
-                self.spent_usd,
-                self.reserved_usd,
-                self.peak_reserved_usd,
-                self.reservations,
-                self.refused_usd,
-                self.overruns,
-            )
-
-
 def estimate_judge(
-    store: Store, ref: RunRef, config: JudgeConfig, *, cache: Store | None = None
+    store: Store,
+    ref: RunRef,
+    config: JudgeConfig,
+    *,
+    cache: Store | None = None,
+    labelled: Labelled = None,
 ) -> JudgeSummary:
     """A dry run: the requests a run would send (cached ones left out) and their estimated cost
     (prompt tokens from text length, EST_COMPLETION_TOKENS per reply) and worst case (what
     --max-cost reserves). Sends nothing. cache: the store whose replies count (default store)."""
     config.check()
-    tasks, skipped = plan(store, ref, config)
+    tasks, skipped = plan(store, ref, config, labelled)
     cached = jstore.cached_replies(cache or store, [t.key for t in tasks])
     p_in, p_out = _prices(config)
     todo = [t for t in tasks if t.key not in cached]
@@ -425,7 +359,7 @@ def _judge_one(
             retry["messages"] = [
                 *task.body["messages"],
                 {"role": "assistant", "content": reply.content},
-                {"role": "user", "content": RETRY_NOTE.format(problem=e)},
+                {"role": "user", "content": prompt.retry_note.format(problem=e)},
             ]
             again = budget.reserve(retry)
             if again is None:  # the second ask's worst case does not fit: not judged
@@ -486,6 +420,7 @@ def run_judge(
     api_key: str | None = None,
     client: ChatClient | None = None,
     cache: Store | None = None,
+    labelled: Labelled = None,
 ) -> JudgeSummary:
     """Judge every query of the run and keep the results as a new result set beside it.
 
@@ -496,12 +431,13 @@ def run_judge(
     this run the judge cache kept (a run with the right key answers those from it). An endpoint
     that never answers ends the run at once with status `failed` and summary.cause saying why,
     once. cache: the store whose cached replies are read and new ones kept (default store; a run
-    read from a file into a scratch store gives the user's store here).
+    read from a file into a scratch store gives the user's store here). labelled: with the
+    relevance prompt, the documents it leaves alone (None: those of the run's imported qrels).
     """
     cache = cache or store
     config.check()
     run = store.run(ref)
-    tasks, skipped = plan(store, ref, config)
+    tasks, skipped = plan(store, ref, config, labelled)
     p_in, p_out = _prices(config)
     summary = JudgeSummary(
         run.name, config.model, "complete", len(tasks), skipped, priced=config.priced
@@ -520,6 +456,13 @@ def run_judge(
     stop = cancel or threading.Event()
     results: list[JudgeResult] = []
     cached_now = 0  # valid replies of this run kept in the judge cache
+    graded: list[tuple[str, str, int]] = []  # relevance: (query_id, doc_id, grade)
+
+    def keep(t: Task, result: JudgeResult) -> None:
+        results.append(result)
+        if t.item is not None and result.verdict is not None:
+            graded.append((*t.item, int(result.verdict["relevance"])))
+
     budget = Budget(config.max_cost_usd, p_in, p_out)
     cost = budget.cost
 
@@ -534,7 +477,7 @@ def run_judge(
         verdict = None
         if hit is not None:
             try:
-                verdict = parse_reply(hit.content, PROMPTS[t.prompt])
+                verdict = parse_reply(hit.content, ALL_PROMPTS[t.prompt])
             except BadReply:
                 verdict = None
         if verdict is None or hit is None:
@@ -542,7 +485,8 @@ def run_judge(
             continue
         summary.cache_hits += 1
         summary.done += 1
-        results.append(
+        keep(
+            t,
             JudgeResult(
                 t.qidx,
                 t.prompt,
@@ -553,7 +497,7 @@ def run_judge(
                 hit.completion_tokens,
                 cost(hit.prompt_tokens, hit.completion_tokens),
                 True,
-            )
+            ),
         )
     total = len(tasks)
     if progress is not None:
@@ -582,7 +526,8 @@ def run_judge(
                 CachedReply(out.content, out.prompt_tokens, out.completion_tokens),
             )
             cached_now += 1
-        results.append(
+        keep(
+            t,
             JudgeResult(
                 t.qidx,
                 t.prompt,
@@ -593,7 +538,7 @@ def run_judge(
                 out.completion_tokens,
                 spent,
                 False,
-            )
+            ),
         )
         if progress is not None:
             progress(summary.done, total)
@@ -623,7 +568,9 @@ def run_judge(
                         summary.status = "budget"
                         exhausted = True
                     break
-                fut = pool.submit(_judge_one, client, nxt, PROMPTS[nxt.prompt], stop, budget, held)
+                fut = pool.submit(
+                    _judge_one, client, nxt, ALL_PROMPTS[nxt.prompt], stop, budget, held
+                )
                 running[fut] = nxt
                 holds[fut] = held
             if not running:
@@ -667,6 +614,9 @@ def run_judge(
     summary.retries = client.retries
     summary.ledger = budget.ledger()
     summary.status = _outcome_status(summary.status, results, summary.cause)
+    if RELEVANCE.name in config.metrics:
+        summary.relevance_labels = keep_grades(store, config.model, graded)
+    results = [r for r in results if r.prompt != RELEVANCE.name]  # kept as grades, not here
     if results:
         summary.judge = jstore.save_judge_set(
             store,
@@ -675,7 +625,7 @@ def run_judge(
                 "name": config.name or config.model,
                 "model": config.model,
                 "base_host": base_host(config.base_url),
-                "prompts": {m: PROMPTS[m].version for m in config.metrics},
+                "prompts": {m: PROMPTS[m].version for m in config.metrics if m in PROMPTS},
                 "repeats": config.repeats,
                 "status": summary.status,
                 "requests": summary.requests,

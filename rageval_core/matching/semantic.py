@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rageval_core.matching.embedders import Embedder, Vectors, text_hash, unit_rows
 from rageval_core.matching.keys import ScorerKey, get_embedder
-from rageval_core.matching.pair_scores import PairScores
+from rageval_core.matching.pair_scores import ClosedOnExit, PairScores
 
 #: hybrid keeps the lexical score from this partial_ratio score up ("found almost verbatim")
 HYBRID_VERBATIM = 0.9
@@ -234,7 +234,7 @@ def lexical_pass(key: ScorerKey) -> tuple[float, bool]:
     return HYBRID_VERBATIM, key.scorer == "hybrid"
 
 
-class SemanticPairScorer:
+class SemanticPairScorer(ClosedOnExit):
     """matching.PairScorer's interface (submit, close, a context manager) for semantic scorers.
 
     The lexical pass (substring rule, and hybrid's verbatim matches) is a PairScorer of the
@@ -256,12 +256,6 @@ class SemanticPairScorer:
         # semantic needs the substring rule only; hybrid partial's scores too (the caller,
         # scorers.open_pair_scorer, opens it: lexical_pass says how)
         self._lexical = lexical
-
-    def __enter__(self) -> SemanticPairScorer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._lexical.close()

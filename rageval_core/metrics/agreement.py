@@ -9,7 +9,6 @@ an exception: no items, fewer than two, one category only (chance explains every
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -229,9 +228,9 @@ def alpha_interval(
     alphas: list[NDArray[np.float64]] = []
     for start in range(0, resamples, chunk):
         b = min(chunk, resamples - start)
-        picks = rng.integers(0, units, size=(b, units))
-        weights = np.zeros((b, units))
-        np.add.at(weights, (np.arange(b)[:, None], picks), 1.0)
+        picks = rng.integers(0, units, size=(b, units), dtype=np.int32)  # b * units < 2**31
+        picks += (np.arange(b, dtype=np.int32) * units)[:, None]
+        weights = np.bincount(picks.ravel(), minlength=b * units).reshape(b, units).astype(float)
         o = (weights @ per_unit).reshape(b, values.size, values.size)
         alphas.append(_alpha_from_coincidences(o, values, level))
     every = np.concatenate(alphas)
@@ -255,8 +254,3 @@ def per_grade_precision(confusion: ArrayLike, categories: Sequence[float]) -> li
             Estimate(None, "never given") if given == 0 else Estimate(float(c[j, j]) / given)
         )
     return out
-
-
-def is_number(value: float | None) -> bool:
-    """Whether value is a finite number (not None, not NaN)."""
-    return value is not None and math.isfinite(value)

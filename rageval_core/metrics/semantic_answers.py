@@ -1,4 +1,5 @@
-"""Answer metrics by meaning: AnswerSimilarity, ContextRelevance and BestContextRelevance.
+"""Answer metrics by meaning: AnswerSimilarity, ContextRelevance, BestContextRelevance and
+CrossEncoderSimilarity.
 
 The cosine of embedding vectors from the default offline embedder (wordllama, from its packaged
 files: rageval_core.matching.embedders), clipped at 0 as the semantic scorer's are:
@@ -8,12 +9,18 @@ files: rageval_core.matching.embedders), clipped at 0 as the semantic scorer's a
   the best of them.
 NaN (not scored) where an input is missing, and for every query when the embedder is not
 installed (pip install 'rageval[semantic]'): the lexical answer metrics never depend on it.
+
+CrossEncoderSimilarity reads the answer and a reference answer together with a local cross-encoder
+(`--cross-encoder PATH`, matching.onnx_models): its own family ("cross_encoder", input
+CrossEncoderScores), scored per model when evaluate is given one (evaluation/cross_answers.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,6 +28,7 @@ from numpy.typing import NDArray
 from rageval_core.matching.embedders import DEFAULT_EMBEDDER, Embedder
 from rageval_core.matching.keys import get_embedder
 from rageval_core.errors import UsageError
+from rageval_core.metrics.registry import KINDS, MeasureSpec, register
 
 NAN = math.nan
 NAMES = ("AnswerSimilarity", "ContextRelevance", "BestContextRelevance")
@@ -120,3 +128,68 @@ def best_context_relevance(
     query, chunks = query_chunks
     out = semantic_answer_scores([answer], [None], [query], [chunks])
     return float(out["BestContextRelevance"][0])
+
+
+def cross_encoder_similarity(
+    answers: Sequence[str | None],
+    references: Sequence[str | Sequence[str] | None],
+    model_path: str,
+) -> NDArray[np.float64]:
+    """CrossEncoderSimilarity per query: the best over the reference answers of the cross-encoder
+    at model_path's relevance of (answer, reference), in (0, 1) (matching.onnx_models: the
+    sigmoid of its logit). NaN: no answer, no reference. UsageError: the model cannot be loaded.
+    Each distinct pair is run once."""
+    from rageval_core.matching.onnx_models import get_cross_encoder
+
+    n = len(answers)
+    out = np.full(n, NAN)
+    rows: list[int] = []
+    pairs: list[tuple[str, str]] = []
+    for i in range(n):
+        answer = answers[i]
+        if answer is None:
+            continue
+        for ref in _references(references[i]):
+            rows.append(i)
+            pairs.append((answer, ref))
+    if not pairs:
+        return out
+    distinct = list(dict.fromkeys(pairs))
+    at = {p: j for j, p in enumerate(distinct)}
+    values = get_cross_encoder(model_path).score(distinct)[[at[p] for p in pairs]]
+    best = np.full(n, -np.inf)
+    np.maximum.at(best, np.asarray(rows, dtype=np.int64), values)
+    has = np.isfinite(best)
+    out[has] = best[has]
+    return out
+
+
+#: the answer metric by a cross-encoder (family "cross_encoder")
+CROSS_ENCODER_SIMILARITY = "CrossEncoderSimilarity"
+
+
+@dataclass(frozen=True, slots=True)
+class CrossEncoderScores:
+    """CrossEncoderSimilarity of the answered queries (one value each, NaN: not scored)."""
+
+    values: NDArray[np.float64]
+
+
+def _kept_values(data: CrossEncoderScores, cutoff: int | None, params: Mapping[str, Any]) -> Any:
+    return data.values.copy()
+
+
+register(
+    MeasureSpec(
+        name=CROSS_ENCODER_SIMILARITY,
+        family="cross_encoder",
+        needs_cutoff=False,
+        allows_cutoff=False,
+        fn=_kept_values,
+        description="cross-encoder relevance of answer and reference (--cross-encoder PATH)",
+        range=(0.0, 1.0),
+        input=CrossEncoderScores,
+        higher_is_better=True,
+        kind_of=KINDS["semantic"],
+    )
+)

@@ -34,6 +34,7 @@ def format_comparison(c: Comparison, worst: int = 5) -> str:
         f"settings: relevance={s['relevance'] or 'none'} k={s['k']} threshold={s['threshold']} "
         f"scorer={s['scorer']}"
         + (f" embedder={s['embedder']}" if s.get("embedder") else "")
+        + (f" cross_encoder={s['cross_encoder']}" if s.get("cross_encoder") else "")
         + (f" labels={s['labels']}" if s.get("labels") else ""),
         *(
             f"labels counted in {r['name']}: "

@@ -54,6 +54,7 @@ def format_report(report: Any, per_query: bool = False) -> str:
         + f" k={s['k']} "
         f"threshold={s['threshold']} scorer={s['scorer']}"
         + (f" embedder={s['embedder']}" if s.get("embedder") else "")
+        + (f" cross_encoder={s['cross_encoder']}" if s.get("cross_encoder") else "")
         + f" norm={s['normalisation']}"
         + (f" score_threshold={s['score_threshold']}" if s["score_threshold"] is not None else "")
         + (f" preset={s['preset']}" if s.get("preset") else "")

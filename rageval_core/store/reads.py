@@ -156,6 +156,19 @@ def query_texts(store: Store, run_id: int) -> list[str | None]:
     return [r[0] for r in rows]
 
 
+def top_doc_ids(store: Store, run_id: int, k: int) -> list[tuple[int, str, int, str]]:
+    """(qidx, query_id, rank, doc_id) of every chunk the run ranks 1..k (ranks as retrieved),
+    by query and rank: the labelling queue's candidates."""
+    with store._cursor() as cur:
+        rows = cur.execute(
+            "SELECT c.qidx, q.query_id, c.rank, c.doc_id FROM chunks c "
+            "JOIN queries q ON q.run_id = c.run_id AND q.qidx = c.qidx "
+            "WHERE c.run_id = ? AND c.rank <= ? ORDER BY c.qidx, c.rank",
+            [run_id, k],
+        ).fetchall()
+    return [(int(i), str(q), int(r), str(d)) for i, q, r, d in rows]
+
+
 @dataclass(frozen=True, slots=True)
 class QueryRows:
     """Every row of one query the drilldown shows, each list in its table's order."""

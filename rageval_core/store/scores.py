@@ -331,3 +331,69 @@ def kept_pair_count(store: Store, ref: RunRef, scorer: ScorerKey | str) -> int:
             ).fetchall()
         )
     return int(row[0]) if row else 0
+
+
+@dataclass(frozen=True, slots=True)
+class SpanPairs:
+    """One span's scores against every retrieved chunk with text of its query (not kept)."""
+
+    rank: NDArray[np.int64]  # 1-based
+    score: NDArray[np.float32]
+    start: NDArray[np.int64]  # window in the original chunk text; -1: none
+    end: NDArray[np.int64]
+    numbers_ok: NDArray[np.bool_]  # False: the span holds a number the chunk does not
+
+
+def score_spans(
+    store: Store, run_id: int, key: ScorerKey, spans: list[tuple[int, str]]
+) -> list[SpanPairs]:
+    """Score spans (qidx, text) that are not the run's own (gold spans added in rageval: the
+    store-wide added_evidence) against their queries' retrieved chunks, by the scorer the
+    run's own pairs are scored with; one SpanPairs per span, in order. Not kept: the caller
+    keeps them for as long as its arrays live, and scores a new span alone."""
+    from rageval_core.matching.numbers import missing_numbers
+
+    wanted = sorted({q for q, _ in spans})
+    with store._cursor() as cur:
+        rows = cur.execute(
+            "SELECT qidx, rank, text FROM chunks WHERE run_id = ? "
+            "AND qidx IN (SELECT unnest(?::INTEGER[])) AND text IS NOT NULL ORDER BY qidx, rank",
+            [run_id, wanted],
+        ).fetchall()
+        by_query: dict[int, list[tuple[int, str]]] = {}
+        for q, r, t in rows:
+            by_query.setdefault(int(q), []).append((int(r), str(t)))
+        texts: list[str] = []
+        ranks: list[int] = []
+        pair_ev: list[int] = []
+        ok: list[bool] = []
+        for i, (q, span) in enumerate(spans):
+            for r, t in by_query.get(q, []):
+                pair_ev.append(i)
+                ranks.append(r)
+                texts.append(t)
+                ok.append(not missing_numbers(span, t))
+        if texts:
+            with open_pair_scorer(key, 1, cache=StoreVectors(cur)) as pairs:
+                got = pairs.submit(
+                    [s for _, s in spans],
+                    texts,
+                    np.asarray(pair_ev, dtype=np.int64),
+                    np.arange(len(texts), dtype=np.int64),
+                )()
+        else:
+            got = _nothing()
+    ev = np.asarray(pair_ev, dtype=np.int64)
+    out = []
+    for i in range(len(spans)):
+        sel = np.flatnonzero(ev == i)
+        out.append(
+            SpanPairs(
+                rank=np.asarray(ranks, dtype=np.int64)[sel],
+                score=np.asarray(got.score, dtype=np.float32)[sel],
+                start=np.asarray(got.start, dtype=np.int64)[sel],
+                end=np.asarray(got.end, dtype=np.int64)[sel],
+                numbers_ok=np.asarray(ok, dtype=np.bool_)[sel],
+            )
+        )
+    return out

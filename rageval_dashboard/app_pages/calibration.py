@@ -38,7 +38,7 @@ except RagevalError as e:
     c = None
 
 
-def _num(x: float) -> str:
+def _num(x: float | None) -> str:
     return "—" if x is None or math.isnan(x) else f"{x:.3f}"
 
 
@@ -115,6 +115,48 @@ if c is not None:
                 on_click=actions.use_threshold,
                 args=(best.threshold,),
             )
+
+st.subheader("LLM relevance labels against people")
+calibrations = state.label_calibrations(view)
+if not calibrations:
+    st.info(
+        "No LLM relevance labels yet: `rageval judge RUN --metrics relevance` grades the chunks "
+        "nobody labelled (0-3, UMBRELA) and keeps them as llm:MODEL labels; their agreement "
+        "with the people's grades shows here."
+    )
+for cal in calibrations:
+    pair = cal.pair
+    st.markdown(f"**{escape_text(cal.llm, one_line=True)}** against the people's grades")
+    a1, a2, a3, a4 = st.columns(4)
+    a1.metric("Both graded", f"{pair.n:,}", help="documents with a person's and the LLM's grade")
+    a2.metric("LLM graded", f"{cal.n_llm:,}")
+    a3.metric(
+        "Cohen's kappa (grades)",
+        _num(pair.kappa),
+        help="(p_o - p_e) / (1 - p_e): 1 perfect, 0 chance; withheld (—) when it cannot be "
+        "computed: " + (pair.reason or "fewer than two documents or one grade only"),
+    )
+    a4.metric("Weighted kappa (grades)", _num(pair.weighted_kappa), help="quadratic weights")
+    if pair.reason:
+        st.caption(escape_text(f"kappa withheld: {pair.reason}", one_line=True))
+    if pair.n:
+        left, right = st.columns(2)
+        with left:
+            st.plotly_chart(jv.grade_figure(cal), key=f"calibration.grades.{cal.llm}")
+        with right:
+            grid(
+                jv.grade_precision_frame(cal),
+                hide_index=True,
+                column_config={"people gave it too": st.column_config.NumberColumn(format="%.3f")},
+            )
+if calibrations:
+    k = view.settings.k
+    side = state.metrics_by_labels(view, (f"P@{k}", f"nDCG@{k}", f"Judged@{k}"))
+    st.markdown(
+        "**The metrics by whose labels count** (the `labels` setting, relevance by document "
+        "ids): people only, people with the LLM's filling the holes, the LLM's only"
+    )
+    grid(jv.labels_frame(side), hide_index=True, key="calibration.labels_side_by_side")
 
 st.subheader("Give labels")
 data = state.data(view)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
 
 from rageval_dashboard import annotations, keys, sidebar, state
+from rageval_dashboard.labeller import LabelItem, labeller
 from rageval_dashboard.components.figures import diagnosis as fd
 from rageval_dashboard.components.figures import queries as fq
 from rageval_dashboard.components.figures import judge as jv
@@ -20,6 +22,7 @@ from rageval_dashboard.widgets.choices import linked_item, mirror_item, page_pic
 from rageval_dashboard.widgets.grid import grid
 from rageval_dashboard.state import diagnosis as sd
 from rageval_core.evaluation import drilldown as dd
+from rageval_core.evaluation import label_queue as lq
 from rageval_core.metrics import latency_cost as ops
 from rageval_core.errors import RagevalError
 
@@ -364,7 +367,7 @@ if detail.has_qrels and detail.missed_relevant:
         hide_index=True,
     )
 
-st.markdown(f"**Retrieved chunks** (top {k}, rank order; matched span highlighted)")
+st.markdown(f"**Retrieved chunks** (top {k}, rank order; matched span highlighted; grade each one)")
 if not detail.in_run:
     st.info("This query is judged in the qrels but absent from the run: nothing was retrieved.")
 elif not detail.chunks:
@@ -396,7 +399,34 @@ else:
 
     top = [c for c in detail.chunks if c.in_top_k]
     rest = [c for c in detail.chunks if not c.in_top_k]
-    st.markdown("".join(_card(c) for c in top), unsafe_allow_html=True)
+    # next / previous query: the table's order, or the run's when the open query is not in it
+    # (filtered out, or a query without gold that the worst-first order leaves out)
+    walk = order if np.any(order == qidx) else np.arange(table.n_queries)
+    at = int(np.flatnonzero(walk == qidx)[0])
+
+    def _step(by: int) -> Callable[[], None] | None:
+        """Open the query by rows away in that order (None at either end)."""
+        to = at + by
+        if not 0 <= to < walk.size:
+            return None
+        target = str(table.query_ids[walk[to]])
+        return lambda: _open(target)
+
+    labeller(
+        [
+            # the run's own qrels label: c.label is the one the labels setting counts
+            LabelItem(
+                detail.query_id,
+                c.doc_id,
+                _card(c),
+                lq.imported_label(data, qidx, c.original_rank),
+                c.text,
+            )
+            for c in top
+        ],
+        f"queries:{view.run.run_id}:{detail.query_id}",
+        on_query=(_step(-1), _step(1)),
+    )
     if rest:
         with st.expander(f"{len(rest)} more chunk(s) below k = {k}"):
             st.markdown("".join(_card(c) for c in rest), unsafe_allow_html=True)

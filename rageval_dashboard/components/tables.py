@@ -48,6 +48,7 @@ FAMILY_TITLES = {
     "evidence": "Evidence coverage",
     "generation": "Answers",
     "semantic": "Semantic answers",
+    "cross_encoder": "Cross-encoder answers",
     "judge": "Judge",
 }
 

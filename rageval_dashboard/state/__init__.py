@@ -5,6 +5,7 @@ the names it exports (`state.report(view)`, `state.query_table(view)`):
 - reports.py: a run's report at a view's settings, the preset's why, built figures
 - curves.py, queries.py, latency.py, threshold.py, judge.py, sweeps.py: each page's results
 - compare.py: the Compare page's caches (`from rageval_dashboard.state import compare`)
+- labelling.py: the grades signature, the grades and spans given in the app, the labelling queue
 - diagnosis.py: the failure diagnosis (`from rageval_dashboard.state import diagnosis`)
 - background.py: the registries of scorings and judge runs under way (rageval_dashboard.jobs)
 
@@ -21,6 +22,7 @@ from rageval_dashboard.state import (
     compare,
     diagnosis,
     judge,
+    labelling,
     latency,
     queries,
     reports,
@@ -34,10 +36,17 @@ from rageval_dashboard.state.judge import (
     human_labels,
     judge_sets,
     judge_verdicts,
+    label_calibrations,
+    metrics_by_labels,
     repeatability,
 )
 from rageval_dashboard.state.latency import latency_by_tag, query_ops
-from rageval_dashboard.state.queries import query_detail, query_table, search_all
+from rageval_dashboard.state.queries import (
+    query_detail,
+    query_table,
+    query_texts_detail,
+    search_all,
+)
 from rageval_dashboard.state.reports import data, explanation, figure, held_source, report
 from rageval_dashboard.state.storage import (
     judge_signature,
@@ -71,11 +80,14 @@ __all__ = [
     "judge_sets",
     "judge_signature",
     "judge_verdicts",
+    "label_calibrations",
     "latency_by_tag",
+    "metrics_by_labels",
     "pair_labels",
     "query_detail",
     "query_ops",
     "query_table",
+    "query_texts_detail",
     "repeatability",
     "report",
     "run_data",
@@ -97,6 +109,6 @@ def clear_caches() -> None:
     storage.clear_listing()
     compare.clear_caches()
     diagnosis.clear_caches()
-    for module in (storage, reports, queries, latency, threshold, judge):
+    for module in (storage, reports, queries, latency, threshold, judge, labelling):
         for cached in module.CACHES:  # curves' and sweeps' are cache_data: cleared above
             cached.clear()

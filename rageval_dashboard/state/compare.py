@@ -19,6 +19,7 @@ import streamlit as st
 
 from rageval_dashboard.jobs.busy import calm
 from rageval_dashboard.keys import settings_from_key, settings_key
+from rageval_dashboard.state.labelling import grades_signature
 from rageval_dashboard.state.reports import _report, held_source
 from rageval_dashboard.state.storage import _db, judge_signature, run_data, RunKey, runs, store
 from rageval_core.compare import Comparison, TrendRow, compare, compare_ops
@@ -57,6 +58,14 @@ def shared_counts(baseline: RunRecord, runs: Sequence[RunRecord]) -> dict[str, i
 
 
 Runs = tuple[tuple[int, str, str], ...]
+
+
+def _signatures() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """(judge signature, grades signature): what every cached comparison's reports are keyed by
+    besides the runs and settings (judges: this pair below)."""
+    return judge_signature(), grades_signature()
+
+
 #: (query pairs x metrics) up to which a comparison's resampling runs inside the page's run;
 #: past it in a thread, while the page shows the deltas (COMPARE_INLINE_CELLS: a test sets it)
 COMPARE_INLINE_CELLS = 100_000
@@ -70,7 +79,7 @@ def _compare_inputs(
     reports: list[Report | None] = []
     for run_id, content_hash, _ in runs:
         try:
-            reports.append(_report(RunKey(run_id, content_hash, db), key, None, None, judges))
+            reports.append(_report(RunKey(run_id, content_hash, db), key, None, None, *judges))
         except RagevalError:  # compare() evaluates it on the metrics it compares, or says why
             reports.append(None)
     return [run_data(run_id, h, db) for run_id, h, _ in runs], reports
@@ -141,7 +150,7 @@ def comparison(
     cost, for the page to show the deltas first. Raises the core's RagevalError for the page.
     """
     key = _comparison_key(baseline, candidates)
-    return _comparison(key, _db(), settings_key(settings), tag, judge_signature(), resample)
+    return _comparison(key, _db(), settings_key(settings), tag, _signatures(), resample)
 
 
 @calm
@@ -159,7 +168,7 @@ def tested_comparison(
         _comparison_key(baseline, candidates),
         _db(),
         settings_key(settings),
-        judge_signature(),
+        _signatures(),
     )
     quick = _comparison(runs, db, key, None, judges, False)
     cells = sum(p.n_shared for p in quick.alignment.pairs) * max(len(quick.metrics), 1)
@@ -222,7 +231,7 @@ def _trend_rows(
     metrics: tuple[str, ...],
     judges: tuple[Any, ...] = (),
 ) -> list[TrendRow]:
-    source = held_source(db, settings_key, judges)
+    source = held_source(db, settings_key, *judges)
     return trends(store(), settings_from_key(settings_key), list(metrics), source)
 
 
@@ -230,4 +239,4 @@ def _trend_rows(
 def trend_rows(settings: Settings, metrics: Sequence[str]) -> list[TrendRow]:
     """Every stored run in created_at order with its metrics and p95 latency (cached)."""
     key = tuple((r.run_id, r.content_hash, r.name, r.created_at) for r in runs())
-    return _trend_rows(key, _db(), settings_key(settings), tuple(metrics), judge_signature())
+    return _trend_rows(key, _db(), settings_key(settings), tuple(metrics), _signatures())

@@ -89,5 +89,52 @@ def calibration(view: View, label: str) -> Any:
     )
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _label_calibrations(run: RunKey, files: tuple[Any, ...]) -> list[Any]:
+    from rageval_core.evaluation.agreement import calibrate_labels, llm_label_sets
+    from rageval_core.store.judgements import query_ids
+
+    leased = store()
+    qids = query_ids(leased, run.run_id)
+    return [calibrate_labels(leased, qids, llm) for llm in llm_label_sets(leased)]
+
+
+@calm
+def label_calibrations(view: View) -> list[Any]:
+    """Each llm:MODEL relevance label set against the people's grades over the run's queries
+    (rageval_core.evaluation.agreement.calibrate_labels), keyed by the store's files: a label
+    given or an LLM run recomputes it."""
+    return _label_calibrations(run_key(view.run), signature(store().path))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _metrics_by_labels(
+    run: RunKey, settings_key: tuple[Any, ...], metrics: tuple[str, ...], files: tuple[Any, ...]
+) -> Any:
+    from rageval_core.evaluation.agreement import metrics_by_labels
+    from rageval_dashboard.state.storage import run_data
+
+    return metrics_by_labels(
+        run_data(*run), store(), settings_from_key(settings_key), list(metrics)
+    )
+
+
+@calm
+def metrics_by_labels(view: View, metrics: tuple[str, ...]) -> Any:
+    """The run's metrics with people's labels only, with the LLM's filling the holes, with the
+    LLM's only (agreement.metrics_by_labels)."""
+    return _metrics_by_labels(
+        run_key(view.run), settings_key(view.settings), metrics, signature(store().path)
+    )
+
+
 #: cleared by state.clear_caches() after an import, rename or delete
-CACHES = (_judge_sets, _judge_verdicts, _repeatability, _calibration, _human_labels)
+CACHES = (
+    _judge_sets,
+    _judge_verdicts,
+    _repeatability,
+    _calibration,
+    _human_labels,
+    _label_calibrations,
+    _metrics_by_labels,
+)

@@ -11,6 +11,7 @@ from rageval_dashboard.keys import View, settings_from_key, settings_key
 from rageval_core.evaluation import drilldown
 from rageval_dashboard.state.storage import judge_signature, run_data, run_key, RunKey, store
 from rageval_dashboard.state.reports import _report
+from rageval_dashboard.state.labelling import grades_signature
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -23,9 +24,10 @@ def _query_table(
     run: RunKey,
     settings_key: tuple[Any, ...],
     judges: tuple[Any, ...] = (),
+    grades: tuple[Any, ...] = (),
 ) -> drilldown.QueryTable:
     return drilldown.query_table(
-        _report(run, settings_key, None, None, judges),
+        _report(run, settings_key, None, None, judges, grades),
         run_data(*run),
         _query_texts(run),
     )
@@ -49,18 +51,31 @@ def query_table(view: View) -> drilldown.QueryTable:
         run_key(view.run),
         settings_key(view.settings),
         judge_signature(),
+        grades_signature(),
     )
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
-def _query_detail(run: RunKey, settings_key: tuple[Any, ...], qidx: int) -> drilldown.QueryDetail:
+def _query_detail(
+    run: RunKey, settings_key: tuple[Any, ...], qidx: int, grades: tuple[Any, ...] = ()
+) -> drilldown.QueryDetail:
     return drilldown.query_detail(store(), run_data(*run), qidx, settings_from_key(settings_key))
 
 
 @calm
 def query_detail(view: View, qidx: int) -> drilldown.QueryDetail:
     """One query's drilldown at the current settings (cached)."""
-    return _query_detail(run_key(view.run), settings_key(view.settings), qidx)
+    return _query_detail(run_key(view.run), settings_key(view.settings), qidx, grades_signature())
+
+
+@calm
+def query_texts_detail(view: View, qidx: int) -> drilldown.QueryDetail:
+    """One query's drilldown for its texts, spans and highlights: kept across grades given (only
+    an added span makes it anew), so its labels may be older than the last grade. The labelling
+    queue shows it for chunks the imported qrels do not judge: a grade there reads the store
+    once, not once per query shown."""
+    spans = ("spans", *grades_signature()[2:])
+    return _query_detail(run_key(view.run), settings_key(view.settings), qidx, spans)
 
 
 #: cleared by state.clear_caches() after an import, rename or delete

@@ -19,6 +19,7 @@ from rageval_core.rundata import RunData
 from rageval_core.latency.run_summary import ops_summary
 from rageval_core.store import RunRecord
 from rageval_dashboard.state.storage import judge_signature, run_data, run_key, RunKey, store
+from rageval_dashboard.state.labelling import grades_signature
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
@@ -28,10 +29,12 @@ def _report(
     metrics: tuple[str, ...] | None,
     by: str | None,
     judges: tuple[Any, ...] = (),
+    grades: tuple[Any, ...] = (),
 ) -> Report:
+    # grades: the store's grades signature; a label given changes it (and only these reports)
     data = run_data(*run)
     if by is not None:  # the breakdown regroups the report's per-query values: no re-evaluation
-        return with_breakdown(data, _report(run, settings_key, metrics, None, judges), by)
+        return with_breakdown(data, _report(run, settings_key, metrics, None, judges, grades), by)
     return evaluate(
         data,
         list(metrics) if metrics else None,
@@ -49,6 +52,7 @@ def report(view: View, metrics: tuple[str, ...] | None = None, by: str | None = 
         metrics,
         by,
         judge_signature(),
+        grades_signature(),
     )
 
 
@@ -95,7 +99,10 @@ def _run_ops(run: RunKey) -> dict[str, Any]:
 
 
 def held_source(
-    db: str | None, settings_key: tuple[Any, ...], judges: tuple[Any, ...]
+    db: str | None,
+    settings_key: tuple[Any, ...],
+    judges: tuple[Any, ...],
+    grades: tuple[Any, ...] = (),
 ) -> Callable[[RunRecord], tuple[RunData, Report | None]]:
     """For the core's trends() and sweep(): each run's cached arrays and report at these
     settings, so a k move evaluates each run once for every page (no store read either)."""
@@ -103,7 +110,7 @@ def held_source(
     def source(record: RunRecord) -> tuple[RunData, Report | None]:
         run = RunKey(record.run_id, record.content_hash, db)
         try:
-            held = _report(run, settings_key, None, None, judges)
+            held = _report(run, settings_key, None, None, judges, grades)
         except RagevalError:
             return run_data(*run), None
         # latency and cost do not move with the settings: the run's summary, not each report's

@@ -41,7 +41,12 @@ def test_the_kinds_table_lists_every_kind_with_metrics_of_that_kind() -> None:
 def test_export_names_no_default_target(tmp_path: Path) -> None:
     """`--to` is required: the table of targets calls none of them the default."""
     rows = _table_rows((REPO / "docs/outputs.md").read_text(), "| target | writes |")
-    assert [re.findall(r"`(\w+)`", row[0])[0] for row in rows] == ["jsonl", "parquet", "mlflow"]
+    assert [re.findall(r"`(\w+)`", row[0])[0] for row in rows] == [
+        "jsonl",
+        "parquet",
+        "mlflow",
+        "qrels",
+    ]
     assert not [row[0] for row in rows if "default" in row[0]]
     done = rageval("export", "bm25", "--out", str(tmp_path / "x.jsonl"), db=tmp_path / "s.duckdb")
     assert done.returncode == 2 and "--to" in done.stderr

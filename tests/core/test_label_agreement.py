@@ -44,6 +44,16 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
+def graded_store(tmp_path: Path, grades: dict[str, list[tuple[str, str, int]]]) -> Path:
+    """A store holding the judged run and these people's grades (annotator -> grades)."""
+    path = tmp_path / "graded.duckdb"
+    import_files(path, RUN_FILE)
+    with Store(path) as store:
+        for annotator, rows in grades.items():
+            gt.set_grades(store, rows, annotator=annotator)
+    return path
+
+
 def _nan(xs: list[int | None]) -> list[float]:
     return [np.nan if x is None else float(x) for x in xs]
 
@@ -110,10 +120,7 @@ def test_cli_json_contract_and_adjudication(db: Path) -> None:
 
 
 def test_one_annotator_is_withheld_with_its_reason_and_exit_1(tmp_path: Path) -> None:
-    path = tmp_path / "one.duckdb"
-    import_files(path, RUN_FILE)
-    with Store(path) as store:
-        gt.set_grades(store, [("q1", "d1", 2), ("q1", "d2", 0)], annotator="alice")
+    path = graded_store(tmp_path, {"alice": [("q1", "d1", 2), ("q1", "d2", 0)]})
     r = rageval("agreement", "judged", "--json", db=path)
     assert r.returncode == 1
     out = json.loads(r.stdout)
@@ -124,11 +131,8 @@ def test_one_annotator_is_withheld_with_its_reason_and_exit_1(tmp_path: Path) ->
 
 
 def test_one_grade_only_withholds_kappa_not_zero(tmp_path: Path) -> None:
-    path = tmp_path / "same.duckdb"
-    import_files(path, RUN_FILE)
-    with Store(path) as store:
-        for name in ("alice", "bob"):
-            gt.set_grades(store, [("q1", "d1", 2), ("q1", "d2", 2)], annotator=name)
+    same = [("q1", "d1", 2), ("q1", "d2", 2)]
+    with Store(graded_store(tmp_path, {"alice": same, "bob": same})) as store:
         a = agreement(store, ["q1"])
     assert a.pairs[0].kappa is None and a.pairs[0].weighted_kappa is None
     assert "one category only" in (a.pairs[0].reason or "")
@@ -153,11 +157,13 @@ def test_llm_against_a_person_by_name_and_python_api(db: Path) -> None:
 
 
 def test_hostile_names_are_escaped_in_the_terminal(tmp_path: Path) -> None:
-    path = tmp_path / "hostile.duckdb"
-    import_files(path, RUN_FILE)
-    with Store(path) as store:
-        gt.set_grades(store, [("q1", "d1\x1b[31m", 2), ("q1", "d2", 0)], annotator="a\x1b]8;;")
-        gt.set_grades(store, [("q1", "d1\x1b[31m", 0), ("q1", "d2", 0)], annotator="b")
+    path = graded_store(
+        tmp_path,
+        {
+            "a\x1b]8;;": [("q1", "d1\x1b[31m", 2), ("q1", "d2", 0)],
+            "b": [("q1", "d1\x1b[31m", 0), ("q1", "d2", 0)],
+        },
+    )
     r = rageval("agreement", "judged", db=path)
     assert "\x1b" not in r.stdout
     assert "d1\\x1b[31m" in r.stdout and "a\\x1b]8;;" in r.stdout
@@ -167,3 +173,40 @@ def test_agreement_json_is_strict_json(db: Path) -> None:
     with Store(db) as store:
         out = agreement_json(agreement(store, ["q1"], resamples=50))
     json.dumps(out, allow_nan=False)
+
+
+def test_metrics_side_by_side_under_people_filled_and_llm_labels(tmp_path: Path) -> None:
+    from rageval_core.evaluation.agreement import calibrate_labels, metrics_by_labels
+    from rageval_core.evaluation.report import Settings
+    from rageval_core.rundata import load_run_data
+
+    path = graded_store(tmp_path, {"alice": [("q1", "d1", 2), ("q1", "d2", 0), ("q2", "d7", 0)]})
+    with Store(path) as store:
+        llm = [("q1", "d1", 3), ("q1", "d2", 1), ("q2", "d7", 1), ("q2", "d8", 2), ("q3", "d3", 2)]
+        gt.set_grades(store, llm, annotator="m", source="llm:m")
+        side = metrics_by_labels(
+            load_run_data(store, "judged"), store, Settings(), ["P@2", "Judged@2"]
+        )
+        cal = calibrate_labels(store, None, "llm:m")
+    # by hand: people only judge q1 (d1 2, d2 0) and q2 (d7 0); the LLM fills d8 and q3's d3;
+    # the LLM alone calls every top-2 document relevant
+    assert side == [
+        ("people only", {"P@2": pytest.approx(0.25), "Judged@2": pytest.approx(0.75)}),
+        ("people, the LLM filling the holes", {"P@2": 0.5, "Judged@2": 1.0}),
+        ("LLM only", {"P@2": pytest.approx(5 / 6), "Judged@2": 1.0}),
+    ]
+    # calibration: the three documents both graded; people 2,0,0 against the LLM 3,1,1
+    assert cal.pair.n == 3 and cal.n_llm == 5 and cal.n_people == 3
+    assert cal.pair.kappa == pytest.approx(cohen_kappa_score([2, 0, 0], [3, 1, 1]))
+    assert cal.pair.weighted_kappa == pytest.approx(
+        cohen_kappa_score([2, 0, 0], [3, 1, 1], weights="quadratic", labels=[0, 1, 2, 3])
+    )
+    assert [(g.grade, g.n, g.precision) for g in cal.precision] == [(1.0, 2, 0.0), (3.0, 1, 0.0)]
+
+
+def test_text_output_shows_the_figures_and_withholds_nothing_it_has(db: Path) -> None:
+    r = rageval("agreement", "judged", "--resamples", "300", db=db)
+    assert r.returncode == 0, r.stderr
+    assert "Krippendorff's alpha (ordinal) " in r.stdout and "95% bootstrap interval" in r.stdout
+    assert "withheld:" not in r.stdout  # (the table's "why withheld" column stays empty)
+    assert "3 items graded differently" in r.stdout

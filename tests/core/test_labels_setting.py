@@ -242,6 +242,8 @@ def test_a_query_without_imported_qrels_becomes_judged_by_people(
     name = _import(store, run)  # no qrels at all
     with pytest.raises(UsageError, match="has no qrels"):
         _metrics(store, name)
+    with pytest.raises(UsageError, match=r"has no qrels \(relevant ids\) under --labels people"):
+        _metrics(store, name, "people")  # nobody labelled anything yet: said so
     set_grade(store, "q3", "nowhere", 1, annotator="ann")  # a document the run never retrieved
     first = _metrics(store, name, "people")
     assert first["R@10"] == 0 and first["Judged@10"] == 0
@@ -314,3 +316,29 @@ def test_a_run_file_reads_the_grades_of_the_store(files: tuple[Path, Path], tmp_
     assert json.loads(from_file.stdout)["metrics"] == json.loads(stored.stdout)["metrics"]
     plain = rageval("evaluate", str(run), "--qrels", str(qrels), "--json", db=db)
     assert json.loads(plain.stdout)["metrics"] != json.loads(from_file.stdout)["metrics"]
+
+
+def test_compare_and_the_html_report_say_which_labels_counted(
+    store: Store, files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    run, qrels = files
+    name = _import(store, run, qrels)
+    other = tmp_path / "other.trec"  # the same run, its lists reversed
+    lines = run.read_text().splitlines()
+    other.write_text("".join(line.replace("bm25", "rev") + "\n" for line in reversed(lines)))
+    second = _import(store, other, qrels)
+    wanted = _people(store, run)
+    db = tmp_path / "store.duckdb"
+    store.close()
+    both = ("--labels", "people,imported")
+    text = rageval("compare", name, second, *both, "--metrics", "P@5,Judged@10", db=db)
+    assert text.returncode == 0, text.stderr
+    assert "labels=people,imported" in text.stdout
+    assert f"labels counted in {name}: people {len(wanted)}, imported " in text.stdout
+    plain = rageval("compare", name, second, "--metrics", "P@5", db=db).stdout
+    assert "labels=imported" in plain and "labels counted" not in plain
+    html = tmp_path / "r.html"
+    done = rageval("report", name, second, "--out", str(html), *both, db=db)
+    assert done.returncode == 0, done.stderr
+    page = html.read_text()
+    assert "label_counts" in page and f"{name}: people {len(wanted)}, imported" in page

@@ -116,34 +116,30 @@ def key_handling(*packages: str) -> list[str]:
     ]
 
 
+def _flagged(source: str) -> bool:
+    return any(
+        _splits_on_colon(n) or _reads_a_key_prefix(n) or _formats_a_key(n)
+        for n in ast.walk(ast.parse(source))
+    )
+
+
 def test_a_scorer_key_is_read_and_built_in_one_module() -> None:
     """Only matching/keys.py takes a key such as `semantic:wordllama` or an embedder's name
     (`sentence-transformers:PATH`) apart, or joins one: every other module, in the core and the
     dashboard, holds a ScorerKey and reads its scorer, embedder, norm and stored string."""
-    assert key_handling("rageval_core", "rageval", "rageval_dashboard") == []
-
-
-def test_the_key_check_sees_each_way_of_taking_a_key_apart() -> None:
-    """The check above is not blind: each way a module could split or build a key is found."""
-    sources = [
+    # the check is not blind: each way a module could split or build a key is seen ...
+    for source in (
         'scorer, _, embedder = key.partition(":")',
         'parts = key.split(":")',
         'if key.startswith("semantic:"): pass',
         'if key.startswith(("semantic", "hybrid")): pass',
         'if "semantic:" in key: pass',
         'key = f"{scorer}:{embedder}"',
-    ]
-    for source in sources:
-        node = ast.parse(source)
-        assert any(
-            _splits_on_colon(n) or _reads_a_key_prefix(n) or _formats_a_key(n)
-            for n in ast.walk(node)
-        ), source
-    clean = 'name = f"{run}: {count}"; ok = text.startswith("semantically")'
-    assert not any(
-        _splits_on_colon(n) or _reads_a_key_prefix(n) or _formats_a_key(n)
-        for n in ast.walk(ast.parse(clean))
-    )
+    ):
+        assert _flagged(source), source
+    # ... and text that only looks alike is not
+    assert not _flagged('name = f"{run}: {count}"; ok = text.startswith("semantically")')
+    assert key_handling("rageval_core", "rageval", "rageval_dashboard") == []
 
 
 def test_a_scorer_key_is_one_value_through_the_layers() -> None:

@@ -47,8 +47,9 @@ MINIMAL_ARGV = {
 }
 #: flags a subcommand spells like a setting but which mean something else there (the issue's
 #: `fuse --k 60`: reciprocal rank fusion's constant, not a cut-off; issue 31's `attach RUN --labels
-#: FILE --annotator NAME`: a qrels file of one annotator's grades, not the labels setting)
-OWN_FLAGS = {"fuse": {"--k"}, "attach": {"--labels"}}
+#: FILE --annotator NAME`: a qrels file of one annotator's grades, not the labels setting; `judge
+#: RUN --metrics relevance --labels`: the labels setting alone, which documents it leaves alone)
+OWN_FLAGS = {"fuse": {"--k"}, "attach": {"--labels"}, "judge": {"--labels"}}
 #: the flags as users' scripts call them today: (flag, argparse type, choices, metavar)
 FLAGS = {
     "--k": (int, None, None),
@@ -79,11 +80,14 @@ FLAGS = {
     # the failure diagnosis's knobs (rageval_core.diagnosis)
     "--near-miss-band": (float, None, None),
     "--split-min-chars": (int, None, None),
+    # a local cross-encoder model folder (rageval_core.matching.onnx_models)
+    "--cross-encoder": (None, None, "PATH"),
 }
 #: the query parameters of shared links: never renamed
 URL_KEYS = {
     "k", "threshold", "scorer", "punct", "articles", "cut_on", "cut", "relevance", "numbers",
     "preset", "judged", "embedder", "near_miss_band", "split_min_chars", "labels",
+    "cross_encoder",
 }  # fmt: skip
 
 
@@ -259,7 +263,7 @@ def sidebar_script() -> None:
 def widgets(at: AppTest) -> dict[str, Any]:
     """Every sidebar widget by key."""
     found: dict[str, Any] = {}
-    for kind in ("slider", "selectbox", "radio", "checkbox", "number_input"):
+    for kind in ("slider", "selectbox", "radio", "checkbox", "number_input", "text_input"):
         for w in at.sidebar.get(kind):
             found[w.key] = w
     return found
@@ -360,6 +364,19 @@ def test_sidebar_reads_the_labels_from_the_url(linked: str, shown: str) -> None:
     assert at.session_state["test.settings"] == Settings(relevance="ids", labels=shown)
 
 
+def test_sidebar_reads_the_cross_encoder_folder_from_the_url() -> None:
+    at = AppTest.from_function(sidebar_script, default_timeout=30)
+    at.query_params["cross_encoder"] = " /models/ms-marco "
+    at.run()
+    assert not at.exception
+    assert widgets(at)["cross_encoder"].label == "Cross-encoder model folder"
+    assert at.session_state["test.settings"] == Settings(
+        relevance="ids", cross_encoder="/models/ms-marco"
+    )
+    widgets(at)["cross_encoder"].set_value("  ").run()  # cleared: no model
+    assert at.session_state["test.settings"] == Settings(relevance="ids")
+
+
 def test_cache_key_keeps_its_shape() -> None:
     from rageval_dashboard import keys
 
@@ -369,13 +386,15 @@ def test_cache_key_keeps_its_shape() -> None:
     assert keys.settings_key(Settings())[:9] == (
         10, 0.7, "partial", False, False, None, None, 1, False
     )  # fmt: skip
-    assert keys.settings_key(Settings())[9:-6] == (
+    assert keys.settings_key(Settings())[9:-7] == (
         True, None, False, False, False, "k", *[False] * 4
     )  # fmt: skip
     # judged_only, judge and embedder: added after them
-    assert keys.settings_key(Settings())[-6:-3] == (False, None, "wordllama")
-    # the diagnosis's near-miss band and split minimum, then the labels: added last
-    assert keys.settings_key(Settings())[-3:] == (0.1, 30, "imported")
+    assert keys.settings_key(Settings())[-7:-4] == (False, None, "wordllama")
+    # the diagnosis's near-miss band and split minimum, then the labels
+    assert keys.settings_key(Settings())[-4:-1] == (0.1, 30, "imported")
+    # the cross-encoder's model folder: added last
+    assert keys.settings_key(Settings())[-1] is None
     s = Settings(
         k=3,
         threshold=0.55,
@@ -404,6 +423,7 @@ def test_cache_key_keeps_its_shape() -> None:
         keys.NEAR_MISS_BAND,
         keys.SPLIT_MIN_CHARS,
         keys.LABELS,
+        keys.CROSS_ENCODER,
     } == URL_KEYS
     assert keys.RUN == "run"
 

@@ -30,6 +30,7 @@ PUBLISHED = {
     "judge": "Judge",
     "calibration": "Judge calibration",
     "sweeps": "Sweeps",
+    "labelling": "Labelling",
     "runs": "Runs",
 }
 #: the sidebar's query parameters and the open query's (the pages' own bound widget keys are
@@ -37,6 +38,7 @@ PUBLISHED = {
 URL_PARAMS = {
     "run", "k", "threshold", "scorer", "punct", "articles", "relevance", "cut", "cut_on",
     "numbers", "preset", "judged", "embedder", "judge", "q", "near_miss_band", "split_min_chars",
+    "labels", "annotator", "cross_encoder",
 }  # fmt: skip
 
 
@@ -51,7 +53,10 @@ def test_each_page_keeps_the_url_path_of_its_shared_links() -> None:
 
 
 def test_the_sidebar_s_query_parameters_keep_their_names() -> None:
-    found = {*keys.URL_KEYS.values(), keys.CUT_ON, keys.RUN, keys.JUDGE, keys.QUERY_PARAM}
+    found = {
+        *keys.URL_KEYS.values(),
+        *(keys.CUT_ON, keys.RUN, keys.JUDGE, keys.QUERY_PARAM, keys.ANNOTATOR),
+    }
     assert found == URL_PARAMS
 
 

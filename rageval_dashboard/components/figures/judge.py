@@ -217,9 +217,15 @@ def repeat_frame(rep: Any) -> pd.DataFrame:
 # --- calibration ---------------------------------------------------------------------------
 
 
-def confusion_figure(labels: Sequence[str], confusion: Sequence[Sequence[int]]) -> go.Figure:
+def confusion_figure(
+    labels: Sequence[str],
+    confusion: Sequence[Sequence[int]],
+    judge: str = "judge",
+    unit: str = "queries",
+) -> go.Figure:
     """The confusion matrix as a heatmap: rows people, columns the judge, counts in the cells."""
     shown = [escape_text(str(x), one_line=True) for x in labels]
+    judge = escape_text(judge, one_line=True)
     fig = go.Figure(
         go.Heatmap(
             z=[list(row) for row in confusion],
@@ -228,18 +234,45 @@ def confusion_figure(labels: Sequence[str], confusion: Sequence[Sequence[int]]) 
             colorscale="Blues",
             text=[[str(v) for v in row] for row in confusion],
             texttemplate="%{text}",
-            hovertemplate="people: %{y}<br>judge: %{x}<br>queries: %{z}<extra></extra>",
+            hovertemplate=f"people: %{{y}}<br>{judge}: %{{x}}<br>{unit}: %{{z}}<extra></extra>",
             showscale=False,
         )
     )
     fig.update_layout(
-        xaxis_title="judge",
+        xaxis_title=judge,
         yaxis_title="people",
         yaxis_autorange="reversed",
         height=320,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
     return fig
+
+
+def grade_figure(cal: Any) -> go.Figure:
+    """An LLM's relevance grades against the people's (agreement.LabelCalibration) as a heatmap:
+    rows the people's grade, columns the LLM's, documents in the cells."""
+    return confusion_figure(
+        [f"{g:g}" for g in cal.pair.grades], cal.pair.confusion, cal.llm, "documents"
+    )
+
+
+def grade_precision_frame(cal: Any) -> pd.DataFrame:
+    """Per grade the LLM gave: how many documents, and the share people graded the same."""
+    return pd.DataFrame(
+        {
+            "LLM grade": [f"{g.grade:g}" for g in cal.precision],
+            "documents": [g.n for g in cal.precision],
+            "people gave it too": [g.precision for g in cal.precision],
+        }
+    )
+
+
+def labels_frame(side: Sequence[tuple[str, Mapping[str, float]]]) -> pd.DataFrame:
+    """Metrics (rows) under each label set (columns: people only, filled by the LLM, LLM only)."""
+    names = list(side[0][1]) if side else []
+    return pd.DataFrame(
+        {"metric": names, **{label: [values[n] for n in names] for label, values in side}}
+    )
 
 
 def rates_frame(c: Any) -> pd.DataFrame:

@@ -35,7 +35,8 @@ def table_document(
 
 
 def spans_frame(detail: QueryDetail) -> pd.DataFrame:
-    """One row per gold span: covered or not in the top k, the first covering rank, best score."""
+    """One row per gold span: covered or not in the top k, the first covering rank, best score,
+    and where it comes from (imported with the run, or added in rageval by whom)."""
     rows = []
     for s in detail.spans:
         if s.covered:
@@ -53,6 +54,7 @@ def spans_frame(detail: QueryDetail) -> pd.DataFrame:
                 "best_score@k": s.best_score,
                 "best_rank@k": s.best_rank,
                 "evidence": s.text,
+                "source": "imported" if s.added_by is None else f"added by {s.added_by}",
             }
         )
     return pd.DataFrame(
@@ -65,6 +67,7 @@ def spans_frame(detail: QueryDetail) -> pd.DataFrame:
             "best_score@k",
             "best_rank@k",
             "evidence",
+            "source",
         ],
     )
 

@@ -65,7 +65,7 @@ def test_settings_make_one_key_with_scorer_embedder_and_normalisation() -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("fuzzy", "unknown scorer 'fuzzy'; known scorers: difflib, hybrid"),
+        ("fuzzy", "unknown scorer 'fuzzy'; known scorers: cross-encoder, difflib, hybrid"),
         ("partial:wordllama", "unknown scorer 'partial:wordllama'"),
         (
             "semantic:bert",

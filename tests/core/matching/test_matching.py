@@ -162,7 +162,8 @@ def test_unknown_scorer_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
         score_pairs(["a"], ["a"], [0], [0], scorer="nope")
     assert set(SCORERS) == {
-        "partial", "ratio", "token_set", "levenshtein", "difflib", "semantic", "hybrid"
+        "partial", "ratio", "token_set", "levenshtein", "difflib", "semantic", "hybrid",
+        "cross-encoder",
     }  # fmt: skip
     assert matching.get_scorer("ratio").name == "ratio"
 
