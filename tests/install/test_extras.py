@@ -147,22 +147,16 @@ def serves_the_dashboard(bin_dir: Path, folder: Path) -> None:
 
 
 def evaluates_with_the_semantic_scorer(bin_dir: Path, folder: Path) -> None:
-    out = _ok(
-        rageval(
-            bin_dir,
-            folder,
-            "evaluate",
-            str(RUN),
-            "--scorer",
-            "semantic:wordllama",
-            "--metrics",
-            "EvidenceRecall@10",
-            "--json",
-        )
-    )
-    report = json.loads(out.stdout)
-    assert report["settings"]["scorer"] == "semantic:wordllama"
-    assert 0 < report["metrics"]["EvidenceRecall@10"] <= 1
+    out = _ok(rageval(bin_dir, folder, *SEMANTIC, "--metrics", "EvidenceRecall@10", "--json"))
+    assert 0 < json.loads(out.stdout)["metrics"]["EvidenceRecall@10"] <= 1
+
+
+def evaluates_with_an_onnx_embedder(bin_dir: Path, folder: Path) -> None:
+    from tests.onnx_models import write_embedder  # built here: onnx is the suite's, not the extra's
+
+    write_embedder(folder / "model")
+    out = _ok(rageval(bin_dir, folder, *MODELS, "--metrics", "EvidenceRecall@10", "--json"))
+    assert 0 <= json.loads(out.stdout)["metrics"]["EvidenceRecall@10"] <= 1
 
 
 def exports_to_mlflow(bin_dir: Path, folder: Path) -> None:
@@ -190,13 +184,13 @@ def evaluates_on_spark(bin_dir: Path, folder: Path) -> None:
         assert abs(spark["metrics"][name] - value) <= 1e-12, name
 
 
+SEMANTIC = ["evaluate", str(RUN), "--scorer", "semantic", "--embedder", "wordllama"]
+MODELS = ["evaluate", str(RUN), "--scorer", "semantic", "--embedder", "onnx:model"]
 #: extra -> (what its command proves, the command; the argv that needs it, for the others' venvs)
 COMMANDS: dict[str, tuple[Callable[[Path, Path], None], list[str]]] = {
     "dashboard": (serves_the_dashboard, ["dashboard", "--port", "8669"]),
-    "semantic": (
-        evaluates_with_the_semantic_scorer,
-        ["evaluate", str(RUN), "--scorer", "semantic:wordllama"],
-    ),
+    "semantic": (evaluates_with_the_semantic_scorer, SEMANTIC),
+    "models": (evaluates_with_an_onnx_embedder, MODELS),
     "mlflow": (exports_to_mlflow, ["export", "bm25", "--to", "mlflow"]),
     "spark": (evaluates_on_spark, ["evaluate", str(RUN), "--engine", "spark"]),
 }
@@ -206,6 +200,10 @@ def says_which_extra(bin_dir: Path, folder: Path, extra: str) -> None:
     """The command that needs extra, where it is not installed: one line naming it, exit 2."""
     if "bm25" in COMMANDS[extra][1] and not (folder / "store.duckdb").exists():
         _ok(rageval(bin_dir, folder, "import", str(RUN)))
+    if extra == "models" and not (folder / "model").exists():  # the folder is there: the
+        from tests.onnx_models import write_embedder  # package is what is missing
+
+        write_embedder(folder / "model")
     out = rageval(bin_dir, folder, *COMMANDS[extra][1])
     assert out.returncode == 2, (extra, out.returncode, out.stderr[-3000:])
     assert out.stdout == ""
