@@ -3,6 +3,7 @@ a failure in CI."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,11 @@ FOLDER_MARKERS = {
     ("bench",): "bench",
     ("dashboard",): "dashboard",
     ("e2e",): "e2e",
+    ("install",): "install",
 }
 #: left out of `make test-fast` (still in `make test` and CI): tests/bench (the bench smoke
-#: tests) and these files: fuzzing, and tests that start and kill processes or hold files across them
+#: tests), tests/install (each extra installed alone into an empty venv) and these files:
+#: fuzzing, and tests that start and kill processes or hold files across them
 SLOW_FILES = frozenset(
     {
         "test_fuzz_readers.py",
@@ -48,6 +51,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     for marker in sorted(set(FOLDER_MARKERS.values()) - {"e2e"}):
         config.addinivalue_line("markers", f"{marker}: the tests under that folder of tests/")
+    config.addinivalue_line(
+        "markers",
+        "apptest: a dashboard test that runs the app (AppTest); the others are unit tests of its "
+        "components and state (make test-fast runs those)",
+    )
     import bench.common
 
     # the bench smoke tests time nothing they judge: no full collection before each timed call
@@ -63,19 +71,34 @@ def folder_marker(path: Path) -> str | None:
     return None
 
 
+def runs_the_app(item: pytest.Item) -> bool:
+    """A dashboard test that runs the whole app: it takes the AppTest fixtures or makes one."""
+    if {"make_app", "app_db"} & set(getattr(item, "fixturenames", ())):
+        return True
+    function = getattr(item, "function", None)
+    try:
+        return function is not None and "AppTest" in inspect.getsource(function)
+    except (OSError, TypeError):
+        return True
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         marker = folder_marker(item.path)
         if marker is not None:
             item.add_marker(marker)
-        if marker == "bench" or item.path.name in SLOW_FILES:
+        if marker == "dashboard" and runs_the_app(item):
+            item.add_marker(pytest.mark.apptest)
+        if marker in ("bench", "install") or item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
-        if marker == "e2e":
-            # one pytest-xdist worker runs every browser test: its servers start once
-            item.add_marker(pytest.mark.xdist_group("e2e"))
-    # the browser tests first: one worker starts on them while the others share everything else,
-    # rather than all of them waiting for that one worker at the end
-    items.sort(key=lambda item: folder_marker(item.path) != "e2e")
+        if marker in ("e2e", "install"):
+            # one pytest-xdist worker runs every browser test (its servers start once), one the
+            # clean installs (they build the project's wheel once, in the repository)
+            item.add_marker(pytest.mark.xdist_group(marker))
+    # the two long groups first: a worker starts on each while the others share everything else,
+    # rather than all of them waiting for one worker at the end
+    first = {"e2e": 0, "install": 1}
+    items.sort(key=lambda item: first.get(folder_marker(item.path) or "", 2))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

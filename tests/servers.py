@@ -15,6 +15,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports_in(ports: range, n: int = 1) -> list[int]:
+    """n ports of ports that 127.0.0.1 can bind now (a test given a range of its own)."""
+    found = []
+    for port in ports:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == n:
+            return found
+    raise RuntimeError(f"fewer than {n} free ports in {ports}")
+
+
 def wait_healthy(url: str, proc: subprocess.Popen[Any], timeout_s: float = 60.0) -> None:
     """Until url/_stcore/health answers 200; an error when proc exits first or time runs out."""
     deadline = time.monotonic() + timeout_s

@@ -57,9 +57,19 @@ def start(master: str | None = None, app_name: str = "rageval") -> Any:
     """A SparkSession: master (default local[*]) or, under spark-submit, the one it set up."""
     try:
         from pyspark.sql import SparkSession
-    except ImportError as e:
-        raise UsageError("--engine spark needs pyspark: pip install 'rageval[spark]'") from e
-    warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")  # pandas 3 notice
+        from pyspark.sql.pandas.utils import (
+            require_minimum_pandas_version,
+            require_minimum_pyarrow_version,
+        )
+
+        # pandas 3's notice, whichever module pyspark attributes it to (its check, mapInArrow)
+        warnings.filterwarnings("ignore", "PySpark does not yet fully support", FutureWarning)
+        # mapInArrow checks for pandas only when the job is planned, after the JVM has started
+        require_minimum_pandas_version()
+        require_minimum_pyarrow_version()
+    except ImportError as e:  # pyspark's PySparkImportError included
+        raise UsageError(f"--engine spark needs {_missing(e)}: pip install 'rageval[spark]'") from e
+    warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process's JVM
     if not submitted:
         java_home = os.environ.get("JAVA_HOME")
@@ -91,6 +101,16 @@ def start(master: str | None = None, app_name: str = "rageval") -> Any:
         raise UsageError(f"Spark did not start (master {master}): {_first_line(e)}") from e
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _missing(e: ImportError) -> str:
+    """What an ImportError says is missing, in a few words (pyspark's own names the version)."""
+    if e.name:  # ModuleNotFoundError: pyspark itself, or a module it imports
+        return e.name.split(".")[0]
+    params = getattr(e, "getMessageParameters", lambda: None)() or {}
+    if "package_name" in params:
+        return f"{params['package_name']} >= {params.get('minimum_version', '?')}"
+    return _first_line(e)
 
 
 def active() -> Any:
@@ -204,6 +224,17 @@ def read(spark: Any, src: Source) -> Any:
         raise _translated(e, src) from e
 
 
+def persisted(df: Any) -> Any:
+    """df kept by the executors (memory, then their local disk) once the first job has read it:
+    the counts, the metrics and the per-query values are three jobs over one read of the input,
+    not three reads of it (tests/core/test_spark_cluster.py counts the opens of the file). The
+    persisted plan no longer lists the input's files (inputFiles() is empty, even on the
+    DataFrame as read): list them before, and hand them to summarise() and diagnose()."""
+    from pyspark import StorageLevel
+
+    return df.persist(StorageLevel.MEMORY_AND_DISK)
+
+
 def _ddl_types() -> Iterator[tuple[str, str]]:
     """(column, Spark type) of READ_SCHEMA."""
     depth, start = 0, 0
@@ -262,8 +293,11 @@ class Summary:
         return out
 
 
-def summarise(df: Any, src: Source) -> Summary:
-    """One aggregate job over the input: counts, the header, and the rows that are not queries."""
+def summarise(df: Any, src: Source, files: Sequence[str] | None = None) -> Summary:
+    """One aggregate job over the input: counts, the header, and the rows that are not queries.
+
+    files: the input's files, listed before df was persisted (default: df.inputFiles())."""
+    files = sorted(df.inputFiles()) if files is None else files
     from pyspark.sql import functions as F
 
     header = F.col("rageval_run").isNotNull()
@@ -309,9 +343,9 @@ def summarise(df: Any, src: Source) -> Summary:
         **{k: int(row[k] or 0) for k in Summary.__dataclass_fields__ if k != "run"},
     )
     if summary.bad or int(row["with_ids"] or 0) != summary.unique_ids:
-        raise diagnose(df, src)
+        raise diagnose(df, src, files)
     if not summary.rows:  # as the native reader says it
-        raise InputError([Problem(_shown(sorted(df.inputFiles())[0]), 0, "file", "no queries")])
+        raise InputError([Problem(_shown(files[0]), 0, "file", "no queries")])
     return summary
 
 
@@ -350,9 +384,11 @@ def evaluate(
             "--engine spark reads the files' own qrels only: --labels needs the local engine"
         )
     src = path if isinstance(path, Source) else source(path, fmt)
-    df = read(spark, src)
+    raw = read(spark, src)
+    files = sorted(raw.inputFiles())  # a listing, not a read; the persisted plan has none
+    df = persisted(raw)
     try:
-        summary = summarise(df, src)
+        summary = summarise(df, src, files)
         relevance = summary.relevance(settings)
         names = (
             list(metrics)
@@ -391,7 +427,9 @@ def evaluate(
     except RagevalError:
         raise
     except Exception as e:
-        raise _translated(e, src, df) from e
+        raise _translated(e, src, df, files) from e
+    finally:
+        df.unpersist()
     out["ops"] = None
     out["engine"] = {
         "name": "spark",
@@ -451,7 +489,9 @@ def per_query_values(rows: Any, names: Sequence[str], settings: Settings, **opti
 # --- bad input -------------------------------------------------------------------------------
 
 
-def _translated(e: BaseException, src: Source, df: Any = None) -> RagevalError:
+def _translated(
+    e: BaseException, src: Source, df: Any = None, files: Sequence[str] | None = None
+) -> RagevalError:
     """A Spark or worker error as rageval's: a missing path, or the input's problems."""
     text = str(e)
     if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
@@ -460,7 +500,7 @@ def _translated(e: BaseException, src: Source, df: Any = None) -> RagevalError:
         return UsageError(f"{missing}: no such file or folder")
     if "rageval_core.errors.InputError" in text:
         if src.fmt == "json" and df is not None:  # rageval's own reader says where, line by line
-            return diagnose(df, src)
+            return diagnose(df, src, files)
         found = re.findall(r"^(\S.*?:\d+: .*)$", text.split("InputError:", 1)[1], re.M)
         return UsageError(
             f"{src.path}: a row does not fit the input (row numbers count within Spark's Arrow "
@@ -474,7 +514,7 @@ def _translated(e: BaseException, src: Source, df: Any = None) -> RagevalError:
     raise e
 
 
-def diagnose(df: Any, src: Source) -> InputError | UsageError:
+def diagnose(df: Any, src: Source, files: Sequence[str] | None = None) -> InputError | UsageError:
     """The input's problems as `file:line: field: problem`, from the native reader's checks run
     over every line of every file in the partitions (only when Spark has reported a bad row)."""
     from pyspark.sql import functions as F
@@ -482,7 +522,7 @@ def diagnose(df: Any, src: Source) -> InputError | UsageError:
     from rageval_core.formats.fields import quoted
 
     spark = df.sparkSession
-    files = sorted(df.inputFiles())
+    files = sorted(df.inputFiles()) if files is None else files
     dup_rows = (
         df.where(_queries(df) & F.col("query_id").isNotNull())
         .groupBy("query_id")

@@ -31,9 +31,12 @@ from tests.paths import REPO, in_ci
 
 SAMPLES = REPO / "sample_runs"
 TOLERANCE = 1e-12
+#: one pytest-xdist worker runs the module: one SparkSession (one JVM) for the whole run
+pytestmark = pytest.mark.xdist_group("spark")
 
 
-def _missing() -> str | None:
+def spark_missing() -> str | None:
+    """Why Spark cannot run here (pyspark or Java missing), or None."""
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -45,7 +48,7 @@ def _missing() -> str | None:
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[Any]:
-    missing = _missing()
+    missing = spark_missing()
     if missing is not None:
         if in_ci():
             pytest.fail(f"{missing}; CI installs it with `make test`", pytrace=False)
