@@ -46,6 +46,9 @@ RADIO = ("relevance",)
 #: setting -> (the option standing for None, its label). A string, not None: a select box shows
 #: a clear button on None
 NONE_OPTIONS = {"preset": ("rageval", "rageval's own")}
+#: choice settings whose box also takes a value typed in (the embedder: onnx:PATH and
+#: sentence-transformers:PATH name a model folder, so no list holds them)
+TYPED_CHOICES = ("embedder",)
 #: int settings whose slider stops at the run's depth, or at the default on a shallower run
 DEPTH_BOUNDED = ("k",)
 #: the session flag: the link's preset has been read (preset_from_link)
@@ -65,6 +68,10 @@ def options(s: Setting, run: RunRecord) -> list[str]:
         return [c for c in s.choices if usable[c]]
     if s.name == "preset":  # both presets match gold spans (TAT-RAG also FILE gold: qrels)
         return list(s.choices) if run.has_evidence or run.has_qrels else []
+    if s.name == "embedder":  # a model on disk (onnx:PATH, sentence-transformers:PATH) from a link
+        linked = st.session_state.get(s.url_key, st.query_params.get(s.url_key))
+        if isinstance(linked, str) and linked and linked not in s.choices:
+            return [*s.choices, linked]
     if s.name == "labels":  # a link may name any valid combination (llm:MODEL): offered too
         linked = st.session_state.get(s.url_key, st.query_params.get(s.url_key))
         if isinstance(linked, str) and linked not in s.choices:
@@ -126,7 +133,9 @@ def setting_widget(s: Setting, run: RunRecord, default: Any = None) -> Any:
         index = found.index(s.default) if s.default in found else 0
         if s.name in RADIO:
             return st.radio(s.label, found, index=index, horizontal=True, **common)
-        return st.selectbox(s.label, found, index=index, **common)
+        # the embedder box also takes a model on disk typed in (onnx:PATH), as --embedder does
+        typed = {"accept_new_options": True} if s.name in TYPED_CHOICES else {}
+        return st.selectbox(s.label, found, index=index, **typed, **common)
     if s.type is str:  # free text (a model folder's path): empty is the default, None
         text = st.text_input(s.label, value=None, placeholder=s.metavar, **common)
         return (text or "").strip() or None

@@ -31,3 +31,17 @@ def test_cross_encoder_without_a_model_says_what_to_give(make_app: Callable[...,
     assert not at.exception, [e.value for e in at.exception]
     shown = " ".join(str(e.value) for e in at.error) + " ".join(c.value for c in at.code)
     assert "--cross-encoder PATH" in shown
+
+
+def test_an_onnx_embedder_from_the_url_is_the_sidebar_s_choice_and_scores_the_run(
+    make_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
+    model = tiny.write_embedder(tmp_path / "emb")
+    at = make_app(run="bm25", scorer="semantic", embedder=f"onnx:{model}")
+    wait_for_scores(at)
+    assert not at.exception, [e.value for e in at.exception]
+    box = at.sidebar.selectbox(key="embedder")
+    assert box.value == f"onnx:{model}"
+    assert f"onnx:{model}" in box.options and "wordllama" in box.options
+    assert box.proto.accept_new_options  # a model folder can be typed in, as --embedder takes it
+    assert not at.error, [e.value for e in at.error]
