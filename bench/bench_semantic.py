@@ -26,6 +26,7 @@ import numpy as np
 from bench.common import ScenarioResult, Table, fmt_ratio, fmt_seconds
 from bench.large_run import build_large_store
 from bench.pair_scoring import copy_unscored
+from rageval_core.matching.keys import SCORER_KINDS
 from rageval_core.matching.scorers import score_pairs
 from rageval_core.metrics.generation import generation_scores
 from rageval_core.settings.schema import SCORER_NAMES, default_for
@@ -45,6 +46,10 @@ ONE_CORE = {
 }
 
 
+#: every scorer but those that need a model folder (the cross-encoder): the bench ships none
+BENCHED = tuple(name for name in SCORER_NAMES if not SCORER_KINDS[name].takes_model)
+
+
 def labelled_rates() -> tuple[dict[str, dict[str, float]], dict[float, dict[str, float]]]:
     """Per scorer at its default threshold, and the semantic scorer per threshold: the share
     of each kind of pair that scores at least the threshold."""
@@ -54,7 +59,7 @@ def labelled_rates() -> tuple[dict[str, dict[str, float]], dict[float, dict[str,
     spans, chunks = [r["span"] for r in rows], [r["chunk"] for r in rows]
     by_scorer: dict[str, dict[str, float]] = {}
     sweep: dict[float, dict[str, float]] = {}
-    for scorer in SCORER_NAMES:
+    for scorer in BENCHED:
         scores = score_pairs(spans, chunks, idx, idx, scorer=scorer, workers=1).score
         t = default_for("threshold", scorer)
         by_scorer[scorer] = {k: float((scores[kinds == k] >= t).mean()) for k in KINDS}

@@ -17,7 +17,6 @@ import numpy as np
 from bench.common import ScenarioResult, Table, fmt_ratio, fmt_runs, fmt_seconds, measure
 from rageval_core.evaluation.evaluate import coverage, evaluate, evidence_labels
 from rageval_core.evaluation.report import Settings
-from rageval_core.matching.scorers import Normalisation
 from rageval_core.metrics import compute
 from rageval_core.metrics.evidence import prepare_coverage, threshold_sweep
 from rageval_core.rundata import RunData
@@ -111,7 +110,7 @@ def make_run_data(
     )
     # Where rundata.evidence_tensor keeps a run's scores once read from the store: evaluate()
     # then takes them from here instead of scoring texts the synthetic run does not have.
-    data._cache[("evidence", "partial", Normalisation().key)] = scores
+    data._cache[("evidence", Settings().scorer_key)] = scores
     return data
 
 
