@@ -17,7 +17,7 @@ def _num(value: Any) -> str:
 
 #: what the report header says each relevance mode means
 _MODES = {
-    "ids": " (the run's qrels)",
+    "ids": " (the run's qrels)",  # other labels counting: format_report says so
     "evidence": " (a chunk is relevant when it covers a gold span)",
     None: " (the run has neither qrels nor gold evidence: no ranking or evidence metrics)",
 }
@@ -50,7 +50,11 @@ def format_report(report: Any, per_query: bool = False) -> str:
     s = report.settings
     out = [
         f"run {report.run}: {report.n_queries} queries; relevance={s['relevance'] or 'none'}"
-        + _MODES.get(s["relevance"], "")
+        + (
+            " (relevant ids from the labels= sources)"
+            if s["relevance"] == "ids" and s.get("labels", "imported") != "imported"
+            else _MODES.get(s["relevance"], "")
+        )
         + f" k={s['k']} "
         f"threshold={s['threshold']} scorer={s['scorer']}"
         + (f" embedder={s['embedder']}" if s.get("embedder") else "")

@@ -290,8 +290,13 @@ def test_the_report_says_which_labels_it_used_and_how_many_counted(
     text = rageval("evaluate", name, "--labels", "people,imported", db=db)
     counted = f"labels=people,imported (people {len(wanted)}, imported {from_imported})"
     assert counted in text.stdout.splitlines()[0]
+    # the header does not call the people's grades "the run's qrels"
+    assert "(the run's qrels)" not in text.stdout.splitlines()[0]
+    assert "relevance=ids (relevant ids from the labels= sources)" in text.stdout.splitlines()[0]
     plain = json.loads(rageval("evaluate", name, "--json", db=db).stdout)["settings"]
     assert plain["labels"] == "imported" and "label_counts" not in plain
+    first = rageval("evaluate", name, db=db).stdout.splitlines()[0]
+    assert "relevance=ids (the run's qrels)" in first
 
 
 def test_a_bad_labels_flag_is_a_usage_error(files: tuple[Path, Path], tmp_path: Path) -> None:
