@@ -14,6 +14,7 @@ import pytest
 from rageval_core.store import Store
 from rageval_core.store.ground_truth import add_span, added_spans, grade_rows, set_grades
 from tests.cli import rageval
+from tests.trec_files import write_run_and_qrels
 
 METRICS = "P@5,R@10,RR,AP,nDCG@10,Judged@10,Bpref"
 
@@ -21,17 +22,9 @@ METRICS = "P@5,R@10,RR,AP,nDCG@10,Judged@10,Bpref"
 @pytest.fixture()
 def files(tmp_path: Path) -> tuple[Path, Path]:
     """A TREC run of 15 queries and qrels for q0..q9."""
-    rnd = random.Random(4)
-    run, qrels = tmp_path / "bm25.trec", tmp_path / "bm25.qrels"
-    with run.open("w") as fh:
-        for q in range(15):
-            for r, d in enumerate(rnd.sample(range(30), 10)):
-                fh.write(f"q{q} Q0 d{d} {r + 1} {20 - r}.5 bm25\n")
-    with qrels.open("w") as fh:
-        for q in range(10):
-            for d in rnd.sample(range(30), 6):
-                fh.write(f"q{q} 0 d{d} {rnd.choice([0, 1, 2])}\n")
-    return run, qrels
+    return write_run_and_qrels(
+        tmp_path, seed=4, queries=15, judged=10, docs=30, depth=10, per_query=6
+    )
 
 
 def _grades(db: Path, run: Path) -> list[tuple[str, str, int]]:

@@ -25,6 +25,7 @@ from rageval_core.settings.label_sources import parse_labels
 from rageval_core.store import Store
 from rageval_core.store.ground_truth import GradeRow, grades_signature, set_grade, set_grades
 from tests.cli import rageval
+from tests.trec_files import write_run_and_qrels
 
 METRICS = ["P@5", "R@10", "RR", "AP", "nDCG@10", "Judged@10", "Bpref", "Rprec"]
 #: rageval's names -> pytrec_eval's measures
@@ -115,17 +116,9 @@ def test_good_labels_values_parse_in_order() -> None:
 @pytest.fixture()
 def files(tmp_path: Path) -> tuple[Path, Path]:
     """A TREC run of 20 queries (q0..q19) and qrels for q0..q11 only."""
-    rnd = random.Random(31)
-    run, qrels = tmp_path / "bm25.trec", tmp_path / "bm25.qrels"
-    with run.open("w") as fh:
-        for q in range(20):
-            for r, d in enumerate(rnd.sample(range(40), 12)):
-                fh.write(f"q{q} Q0 d{d} {r + 1} {20 - r}.5 bm25\n")
-    with qrels.open("w") as fh:
-        for q in range(12):
-            for d in rnd.sample(range(40), 8):
-                fh.write(f"q{q} 0 d{d} {rnd.choice([0, 1, 2])}\n")
-    return run, qrels
+    return write_run_and_qrels(
+        tmp_path, seed=31, queries=20, judged=12, docs=40, depth=12, per_query=8
+    )
 
 
 @pytest.fixture()
